@@ -1,0 +1,44 @@
+# intd build, test and code generation.
+GO        ?= go
+YANG      := yang/intd-int.yang yang/intd-int-metadata-semantics.yang
+GEN_FLAGS := -path=yang -output_file=gen/intd.go -package_name=gen \
+	-generate_fakeroot -fakeroot_name=device -compress_paths=false \
+	-typedef_enum_with_defmod -generate_append -generate_getters \
+	-generate_delete -generate_leaf_getters -generate_populate_defaults \
+	-generate_simple_unions -include_model_data -generate_rename
+
+.PHONY: all generate build test lint bench run check-generated
+
+all: build
+
+# Paths are left uncompressed so that every container of the model (config
+# and state alike) can be addressed by gNMI Get and Set.
+generate:
+	$(GO) tool generator $(GEN_FLAGS) $(YANG)
+	# Keep the module cache location out of the generated header.
+	sed -i "s#$$($(GO) env GOMODCACHE)/##g" gen/intd.go
+	gofmt -w gen/intd.go
+	sh gen/versions.sh $(YANG) > gen/versions.go
+	gofmt -w gen/versions.go
+
+# Fails when `make generate` would change what is committed.
+check-generated: generate
+	git diff --exit-code -- gen/
+
+build:
+	$(GO) build ./...
+
+lint:
+	yanglint -p yang $(YANG)
+	yanglint -p yang -t config $(YANG) yang/examples/*.json
+	gofmt -l . | grep -v '^gen/' | (! grep .) || (echo "gofmt needed on the files above"; exit 1)
+	$(GO) vet ./...
+
+test:
+	$(GO) test -count=1 ./...
+
+bench:
+	$(GO) test -run='^$$' -bench=. -benchmem ./...
+
+run:
+	$(GO) run ./cmd/intd lab
