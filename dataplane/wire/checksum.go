@@ -1,0 +1,86 @@
+package wire
+
+import "encoding/binary"
+
+// Internet checksum helpers (RFC 1071) and incremental updates (RFC 1624).
+// Sums are kept as uint32 accumulators of 16-bit words and folded at the end.
+
+// Sum adds the 16-bit big-endian words of b to acc. An odd trailing byte is
+// padded with zero, as RFC 1071 requires.
+func Sum(acc uint32, b []byte) uint32 {
+	for len(b) >= 8 {
+		acc += uint32(binary.BigEndian.Uint16(b)) + uint32(binary.BigEndian.Uint16(b[2:])) +
+			uint32(binary.BigEndian.Uint16(b[4:])) + uint32(binary.BigEndian.Uint16(b[6:]))
+		b = b[8:]
+		// Fold now and then so the accumulator cannot overflow on jumbo frames.
+		if acc >= 0x8000_0000 {
+			acc = (acc & 0xffff) + acc>>16
+		}
+	}
+	for len(b) >= 2 {
+		acc += uint32(binary.BigEndian.Uint16(b))
+		b = b[2:]
+	}
+	if len(b) == 1 {
+		acc += uint32(b[0]) << 8
+	}
+	return acc
+}
+
+// Fold reduces a 32-bit accumulator to a 16-bit one's complement sum.
+func Fold(acc uint32) uint16 {
+	acc = (acc & 0xffff) + acc>>16
+	acc = (acc & 0xffff) + acc>>16
+	return uint16(acc)
+}
+
+// Checksum returns the Internet checksum (complement of the folded sum).
+func Checksum(acc uint32, b []byte) uint16 { return ^Fold(Sum(acc, b)) }
+
+// UpdateChecksum returns the checksum after a 16-bit word covered by it
+// changed from old to new: HC' = ~(~HC + ~m + m') (RFC 1624 eqn. 3).
+func UpdateChecksum(cksum, old, new uint16) uint16 {
+	acc := uint32(^cksum) + uint32(^old) + uint32(new)
+	return ^Fold(acc)
+}
+
+// AdjustChecksum applies a precomputed delta to a checksum: delta is the
+// one's complement sum of added words minus removed words (use Negate).
+func AdjustChecksum(cksum uint16, delta uint32) uint16 {
+	return ^Fold(uint32(^cksum) + delta)
+}
+
+// Negate returns the one's complement negation of a 16-bit sum, for
+// subtracting words from a delta.
+func Negate(sum uint16) uint32 { return uint32(^sum) }
+
+// PseudoHeaderSum returns the sum of the TCP/UDP pseudo-header fields other
+// than the length: addresses and protocol. src and dst are 4 or 16 bytes.
+func PseudoHeaderSum(src, dst []byte, proto uint8) uint32 {
+	return Sum(Sum(uint32(proto), src), dst)
+}
+
+// IPv4HeaderChecksum computes the header checksum of an IPv4 header whose
+// checksum field may hold any value (it is skipped).
+func IPv4HeaderChecksum(h []byte) uint16 {
+	acc := Sum(0, h[:10])
+	return ^Fold(Sum(acc, h[12:]))
+}
+
+// L4Checksum computes a full TCP or UDP checksum over seg (header+payload,
+// checksum field skipped) with the given pseudo-header sum. UDP callers map
+// a zero result to 0xffff themselves (see UDPChecksum).
+func L4Checksum(pseudo uint32, seg []byte, csumOff int) uint16 {
+	acc := Sum(pseudo+uint32(len(seg)), seg[:csumOff])
+	return ^Fold(Sum(acc, seg[csumOff+2:]))
+}
+
+// UDPChecksum is L4Checksum for UDP: a computed zero is sent as all ones
+// because zero means "no checksum" (RFC 768).
+func UDPChecksum(pseudo uint32, seg []byte) uint16 {
+	c := L4Checksum(pseudo, seg, 6)
+	if c == 0 {
+		return 0xffff
+	}
+	return c
+}
