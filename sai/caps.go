@@ -1,0 +1,256 @@
+package sai
+
+import "slices"
+
+// Encap is a way INT is carried in (and recognised in) data packets.
+type Encap uint8
+
+const (
+	EncapDSCP        Encap = iota + 1 // INT over TCP/UDP, signalled by DSCP
+	EncapUDPPort                      // INT over TCP/UDP, signalled by UDP destination port
+	EncapProbeMarker                  // INT over TCP/UDP, signalled by a 64-bit probe marker
+	EncapVXLANGPE                     // INT shim in VXLAN-GPE
+	EncapGeneve                       // INT Geneve option
+	EncapGRE                          // INT shim after GRE
+)
+
+func (e Encap) String() string {
+	switch e {
+	case EncapDSCP:
+		return "dscp"
+	case EncapUDPPort:
+		return "udp-port"
+	case EncapProbeMarker:
+		return "probe-marker"
+	case EncapVXLANGPE:
+		return "vxlan-gpe"
+	case EncapGeneve:
+		return "geneve"
+	case EncapGRE:
+		return "gre"
+	}
+	return "Encap(" + itoa(int(e)) + ")"
+}
+
+// The unit enums follow the p4-dtel-metadata-semantics YANG identities; the
+// zero value means "not reported".
+
+// TimeUnit is the unit of a time metadata (METADATA_TIME_UNITS).
+type TimeUnit uint8
+
+const (
+	TimeNanoseconds       TimeUnit = iota + 1 // METADATA_NANOSECONDS
+	TimeMicroseconds                          // METADATA_MICROSECONDS
+	TimeFractionalSeconds                     // METADATA_FRACTIONAL_SECONDS: 2^-32 s
+)
+
+// SizeUnit is the unit of an occupancy metadata (METADATA_SIZE_UNITS).
+type SizeUnit uint8
+
+const (
+	SizeBytes   SizeUnit = iota + 1 // METADATA_BYTES
+	SizeCells                       // METADATA_CELLS
+	SizePackets                     // METADATA_PACKETS
+)
+
+// UtilUnit is the unit of egress tx utilisation (METADATA_UTILIZATION_UNITS).
+type UtilUnit uint8
+
+const (
+	UtilPercent             UtilUnit = iota + 1 // METADATA_PERCENT
+	UtilTenthsOfPercent                         // METADATA_TENTHS_OF_PERCENT
+	UtilHundredthsOfPercent                     // METADATA_HUNDREDTHS_OF_PERCENT
+)
+
+// QueueTiming says when queue metadata is sampled (queue-md-timing).
+type QueueTiming uint8
+
+const (
+	QueueTimingEnqueue QueueTiming = iota + 1 // ENQUEUE_TIME
+	QueueTimingDequeue                        // DEQUEUE_TIME
+)
+
+// InterfaceIDKind says what an interface id in metadata identifies
+// (INTERFACE_TYPE identities).
+type InterfaceIDKind uint8
+
+const (
+	InterfacePhysicalPort   InterfaceIDKind = iota + 1 // PHYSICAL_PORT
+	InterfaceFrontPanelPort                            // FRONT_PANEL_PORT
+	InterfaceLogical                                   // LOGICAL_INTERFACE (e.g. a Linux ifindex)
+	InterfaceL2Logical                                 // L2_LOGICAL_INTERFACE (VLAN or VNI)
+	InterfaceVTEP                                      // VTEP_LOGICAL_INTERFACE
+)
+
+// LastHopReport says where an INT sink puts its own metadata
+// (int-last-hop-md-report-position).
+type LastHopReport uint8
+
+const (
+	LastHopEmbeddedInt    LastHopReport = iota + 1 // pushed onto the INT stack
+	LastHopSameReport                              // report header, same report
+	LastHopSeparateReport                          // report header, separate report
+)
+
+// TimestampSemantics describes ingress/egress timestamp metadata.
+type TimestampSemantics struct {
+	Unit TimeUnit
+	// Bits of the timestamp that are significant (64 for full 64-bit
+	// nanoseconds; 32 or 48 when the hardware clock wraps).
+	Bits uint8
+}
+
+// OccupancySemantics describes queue or buffer occupancy metadata.
+type OccupancySemantics struct {
+	Unit     SizeUnit
+	CellSize uint16 // bytes per cell, for SizeCells
+	Timing   QueueTiming
+}
+
+// Capabilities is what a backend can do and how its metadata is encoded. It
+// feeds the INT metadata-semantics state in YANG and lets Check reject
+// configuration early with ErrUnsupported.
+type Capabilities struct {
+	IntEndpoint, IntTransit, Postcard, DropReport, QueueReport bool
+
+	Modes         []IntMode
+	Instructions  Instruction // supported instruction bits
+	Encaps        []Encap
+	ReportFormats []ReportFormat
+	Coalescing    bool
+	EventTypes    []EventType
+	VXLANInner    bool // watchlist can match inner headers of VXLAN
+
+	HopLatency       TimeUnit
+	IngressTimestamp TimestampSemantics
+	EgressTimestamp  TimestampSemantics
+	QueueOccupancy   OccupancySemantics
+	BufferOccupancy  OccupancySemantics
+	TxUtilization    UtilUnit
+	L1InterfaceID    InterfaceIDKind
+	L2InterfaceID    InterfaceIDKind
+	LastHopReport    LastHopReport
+	// DropReasonReference is a URL defining the drop reason codes.
+	DropReasonReference string
+
+	// Limits; 0 means unlimited. Backends enforce them in Create.
+	MaxWatchlistEntries   int
+	MaxReportDestinations int
+	MaxQueueReports       int
+}
+
+// SDFabricDropReasonsURL documents the DropReason codes.
+const SDFabricDropReasonsURL = "https://docs.sd-fabric.org/master/advanced/int.html#drop-reasons"
+
+// FullCapabilities claims every feature, with nanosecond times, 64-bit
+// nanosecond timestamps, byte occupancies sampled at dequeue and Linux
+// ifindex interface ids. It is saitest's default and a starting point for
+// real backends.
+func FullCapabilities() Capabilities {
+	ns64 := TimestampSemantics{Unit: TimeNanoseconds, Bits: 64}
+	bytes := OccupancySemantics{Unit: SizeBytes, Timing: QueueTimingDequeue}
+	return Capabilities{
+		IntEndpoint: true, IntTransit: true, Postcard: true, DropReport: true, QueueReport: true,
+		Modes:               []IntMode{IntModeMD, IntModeMX},
+		Instructions:        InstAll,
+		Encaps:              []Encap{EncapDSCP, EncapUDPPort, EncapProbeMarker, EncapVXLANGPE, EncapGeneve, EncapGRE},
+		ReportFormats:       []ReportFormat{ReportFormatV2, ReportFormatV05},
+		Coalescing:          true,
+		EventTypes:          EventTypes(),
+		VXLANInner:          true,
+		HopLatency:          TimeNanoseconds,
+		IngressTimestamp:    ns64,
+		EgressTimestamp:     ns64,
+		QueueOccupancy:      bytes,
+		BufferOccupancy:     bytes,
+		TxUtilization:       UtilPercent,
+		L1InterfaceID:       InterfacePhysicalPort,
+		L2InterfaceID:       InterfaceLogical,
+		LastHopReport:       LastHopEmbeddedInt,
+		DropReasonReference: SDFabricDropReasonsURL,
+	}
+}
+
+// Check reports, as an *AttrError wrapping ErrUnsupported, the first
+// attribute in a that these capabilities cannot honour. It does not
+// validate a (see Attrs.Validate) and does not check count limits.
+func (c Capabilities) Check(a Attrs) error {
+	switch a := a.(type) {
+	case DTelAttrs:
+		return c.checkDTel(a)
+	case IntSessionAttrs:
+		const t = ObjectTypeIntSession
+		if !slices.Contains(c.Modes, a.Mode) {
+			return unsupported(t, "Mode", "mode %v is not supported", a.Mode)
+		}
+		if u := a.Instructions &^ c.Instructions; u != 0 {
+			return unsupported(t, "Instructions", "instructions %v are not supported", u)
+		}
+	case ReportSessionAttrs:
+		const t = ObjectTypeReportSession
+		switch {
+		case !slices.Contains(c.ReportFormats, a.Format):
+			return unsupported(t, "Format", "report format %v is not supported", a.Format)
+		case a.Coalesce.Enabled() && !c.Coalescing:
+			return unsupported(t, "Coalesce.MaxReports", "coalescing is not supported")
+		case c.MaxReportDestinations > 0 && len(a.Destinations) > c.MaxReportDestinations:
+			return unsupported(t, "Destinations", "%d destinations exceed the limit of %d", len(a.Destinations), c.MaxReportDestinations)
+		}
+	case QueueReportAttrs:
+		if !c.QueueReport {
+			return unsupported(ObjectTypeQueueReport, "Port", "queue reports are not supported")
+		}
+	case EventAttrs:
+		if !slices.Contains(c.EventTypes, a.Type) {
+			return unsupported(ObjectTypeEvent, "Type", "%v events are not supported", a.Type)
+		}
+	case WatchlistEntryAttrs:
+		const t = ObjectTypeWatchlistEntry
+		switch {
+		case a.Action.FlowOp == FlowOpInt && !c.IntEndpoint:
+			return unsupported(t, "Action.FlowOp", "flow op INT needs INT endpoint support")
+		case a.Action.FlowOp == FlowOpPostcard && !c.Postcard:
+			return unsupported(t, "Action.FlowOp", "flow op POSTCARD is not supported")
+		case (a.Action.DropReportEnable || a.Action.TailDropReportEnable) && !c.DropReport:
+			return unsupported(t, "Action.DropReportEnable", "drop reports are not supported")
+		case a.Match.Inner.VXLAN && !c.VXLANInner:
+			return unsupported(t, "Match.Inner.VXLAN", "VXLAN inner header match is not supported")
+		}
+	}
+	return nil
+}
+
+func (c Capabilities) checkDTel(a DTelAttrs) error {
+	const t = ObjectTypeDTel
+	for _, f := range []struct {
+		on, ok     bool
+		attr, name string
+	}{
+		{a.IntEndpointEnable, c.IntEndpoint, "IntEndpointEnable", "INT endpoint"},
+		{a.IntTransitEnable, c.IntTransit, "IntTransitEnable", "INT transit"},
+		{a.PostcardEnable, c.Postcard, "PostcardEnable", "postcard"},
+		{a.DropReportEnable, c.DropReport, "DropReportEnable", "drop report"},
+		{a.QueueReportEnable, c.QueueReport, "QueueReportEnable", "queue report"},
+	} {
+		if f.on && !f.ok {
+			return unsupported(t, f.attr, "%s is not supported", f.name)
+		}
+	}
+	for _, e := range []struct {
+		on   bool
+		enc  Encap
+		attr string
+	}{
+		{a.IntL4DSCP.Mask != 0, EncapDSCP, "IntL4DSCP"},
+		{a.IntUDPDstPort != 0, EncapUDPPort, "IntUDPDstPort"},
+		{a.ProbeMarker != 0, EncapProbeMarker, "ProbeMarker"},
+		{a.VXLANGPENextProtocol != 0, EncapVXLANGPE, "VXLANGPENextProtocol"},
+		{a.GeneveOptionClass != 0, EncapGeneve, "GeneveOptionClass"},
+		{a.GREProtocolType != 0, EncapGRE, "GREProtocolType"},
+	} {
+		if e.on && !slices.Contains(c.Encaps, e.enc) {
+			return unsupported(t, e.attr, "INT encapsulation %v is not supported", e.enc)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,168 @@
+package sai
+
+import (
+	"slices"
+	"time"
+)
+
+// NPT is the Next Protocol Type of the INT shim header for TCP/UDP (INT v2.1
+// §"INT over TCP/UDP"), used when INT is signalled by a UDP destination port.
+type NPT uint8
+
+const (
+	NPTNone NPT = 0
+	// NPTUDPPayload: INT follows the original UDP header, whose destination
+	// port is saved in the shim (original packet was UDP).
+	NPTUDPPayload NPT = 1
+	// NPTL4Header: a new UDP header was inserted before the original L4
+	// header, whose IP protocol is saved in the shim.
+	NPTL4Header NPT = 2
+)
+
+// Well-known INT encapsulation code points (INT v2.1, tentative assignments).
+const (
+	VXLANGPENextProtocolInt uint8  = 0x82
+	GeneveOptionClassInt    uint16 = 0x0103
+)
+
+// FlowReportFilter holds the "smart filter" parameters that limit flow
+// reports (SD-Fabric style): one report per interval per flow, plus an
+// immediate report when the flow's hop latency or path changes.
+type FlowReportFilter struct {
+	// Interval between periodic reports of the same flow. Default 1s.
+	Interval time.Duration
+	// HopLatencyChange is the minimum hop-latency delta that triggers an
+	// immediate report. Default 256ns; 0 reports on every change.
+	HopLatencyChange time.Duration
+	// OnPathChange reports immediately when the flow's ingress or egress
+	// interface (its path through this node) changes. Default true.
+	OnPathChange bool
+}
+
+// DTelAttrs mirrors SAI_OBJECT_TYPE_DTEL, the node-wide telemetry object
+// (sai_dtel_attr_t). There is at most one per backend. Every attribute is
+// CREATE_AND_SET.
+type DTelAttrs struct {
+	IntEndpointEnable bool   // SAI_DTEL_ATTR_INT_ENDPOINT_ENABLE: act as INT source and sink
+	IntTransitEnable  bool   // SAI_DTEL_ATTR_INT_TRANSIT_ENABLE
+	PostcardEnable    bool   // SAI_DTEL_ATTR_POSTCARD_ENABLE (INT-XD)
+	DropReportEnable  bool   // SAI_DTEL_ATTR_DROP_REPORT_ENABLE
+	QueueReportEnable bool   // SAI_DTEL_ATTR_QUEUE_REPORT_ENABLE
+	SwitchID          uint32 // SAI_DTEL_ATTR_SWITCH_ID: INT node id and report Node ID
+
+	// FlowStateClearCycle (SAI_DTEL_ATTR_FLOW_STATE_CLEAR_CYCLE) is how
+	// often flow state (used for change detection) is flushed; 0 never.
+	FlowStateClearCycle time.Duration
+	// LatencySensitivity (SAI_DTEL_ATTR_LATENCY_SENSITIVITY): hop latency
+	// is quantised to 2^n ns before flow-state change detection. 0..31.
+	LatencySensitivity uint8
+	// SinkPortList (SAI_DTEL_ATTR_SINK_PORT_LIST): interfaces facing
+	// outside the INT domain; INT is stripped on egress through them.
+	SinkPortList []string
+
+	// INT markings: how INT is signalled in packets (INT v2.1 §"INT over
+	// TCP/UDP"). At most one of IntL4DSCP, IntUDPDstPort and ProbeMarker
+	// may be enabled: the spec forbids mixing them in a domain.
+
+	// IntL4DSCP (SAI_DTEL_ATTR_INT_L4_DSCP) marks INT by DSCP value/bit.
+	// Mask 0 disables DSCP marking.
+	IntL4DSCP DSCPMatch
+	// IntUDPDstPort marks INT by UDP destination port; 0 disables.
+	IntUDPDstPort uint16
+	// IntUDPNPT is how a source marks UDP traffic when IntUDPDstPort is
+	// set (1 or 2); non-UDP traffic always gets NPT 2.
+	IntUDPNPT NPT
+	// ProbeMarker is the 64-bit marker after the L4 header (Probe Marker
+	// (1) in the high 32 bits); 0 disables.
+	ProbeMarker uint64
+
+	// Tunnel encapsulations (0 disables each).
+	VXLANGPENextProtocol uint8  // VXLAN-GPE next protocol for INT (spec: 0x82)
+	GeneveOptionClass    uint16 // Geneve option class for INT (spec: 0x0103)
+	GREProtocolType      uint16 // GRE protocol type for INT (TBD_INT in the spec)
+
+	FlowReport FlowReportFilter
+}
+
+// DefaultDTelAttrs returns a DTel object with everything disabled and the
+// spec defaults for the flow report filter.
+func DefaultDTelAttrs() DTelAttrs {
+	return DTelAttrs{
+		FlowReport: FlowReportFilter{
+			Interval:         time.Second,
+			HopLatencyChange: 256 * time.Nanosecond,
+			OnPathChange:     true,
+		},
+	}
+}
+
+// ObjectType implements Attrs.
+func (DTelAttrs) ObjectType() ObjectType { return ObjectTypeDTel }
+
+// References implements Attrs.
+func (DTelAttrs) References() []OID { return nil }
+
+// SettableFrom implements Attrs: all DTel attributes are settable.
+func (DTelAttrs) SettableFrom(old Attrs) bool {
+	_, ok := old.(DTelAttrs)
+	return ok
+}
+
+// Clone returns a deep copy.
+func (a DTelAttrs) Clone() DTelAttrs {
+	a.SinkPortList = slices.Clone(a.SinkPortList)
+	return a
+}
+
+// MaxLatencySensitivity bounds DTelAttrs.LatencySensitivity: hop latency
+// is a 32-bit quantity.
+const MaxLatencySensitivity = 31
+
+// Validate implements Attrs.
+func (a DTelAttrs) Validate() error {
+	const t = ObjectTypeDTel
+	if err := validateDuration(t, "FlowStateClearCycle", "flow-state clear cycle", a.FlowStateClearCycle); err != nil {
+		return err
+	}
+	if a.LatencySensitivity > MaxLatencySensitivity {
+		return invalid(t, "LatencySensitivity", "latency sensitivity %d exceeds %d", a.LatencySensitivity, MaxLatencySensitivity)
+	}
+	seen := make(map[string]bool, len(a.SinkPortList))
+	for i, p := range a.SinkPortList {
+		attr := "SinkPortList[" + itoa(i) + "]"
+		if err := validateIfName(t, attr, "sink port "+itoa(i), p); err != nil {
+			return err
+		}
+		if seen[p] {
+			return invalid(t, attr, "sink port %d: %q is listed twice", i, p)
+		}
+		seen[p] = true
+	}
+	if err := a.IntL4DSCP.validate(t, "IntL4DSCP", "INT L4 DSCP"); err != nil {
+		return err
+	}
+	switch {
+	case a.IntUDPDstPort == 0 && a.IntUDPNPT != NPTNone:
+		return invalid(t, "IntUDPNPT", "INT UDP NPT %d is set without an INT UDP destination port", a.IntUDPNPT)
+	case a.IntUDPDstPort != 0 && a.IntUDPNPT != NPTUDPPayload && a.IntUDPNPT != NPTL4Header:
+		return invalid(t, "IntUDPNPT", "INT UDP NPT %d is invalid (want 1 or 2)", a.IntUDPNPT)
+	}
+	var marks []string
+	if a.IntL4DSCP.Mask != 0 {
+		marks = append(marks, "DSCP")
+	}
+	if a.IntUDPDstPort != 0 {
+		marks = append(marks, "UDP destination port")
+	}
+	if a.ProbeMarker != 0 {
+		marks = append(marks, "probe marker")
+	}
+	if len(marks) > 1 {
+		return invalid(t, "IntL4DSCP", "INT marked by both %s and %s; use one marking per domain", marks[0], marks[1])
+	}
+	f := a.FlowReport
+	if f.Interval <= 0 {
+		return invalid(t, "FlowReport.Interval", "flow report interval %v must be positive", f.Interval)
+	}
+	return validateDuration(t, "FlowReport.HopLatencyChange", "flow report hop-latency change threshold", f.HopLatencyChange)
+}

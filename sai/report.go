@@ -1,0 +1,173 @@
+package sai
+
+import (
+	"net/netip"
+	"slices"
+	"time"
+)
+
+// ReportFormat is the telemetry report encapsulation.
+type ReportFormat uint8
+
+const (
+	// ReportFormatV2 is Telemetry Report v2.0 (the default).
+	ReportFormatV2 ReportFormat = iota
+	// ReportFormatV05 is the legacy v0.5 format (no coalescing).
+	ReportFormatV05
+)
+
+func (f ReportFormat) String() string {
+	switch f {
+	case ReportFormatV2:
+		return "2.0"
+	case ReportFormatV05:
+		return "0.5"
+	}
+	return "ReportFormat(" + itoa(int(f)) + ")"
+}
+
+// ReportDestination is one collector.
+type ReportDestination struct {
+	IP netip.Addr
+	// UDPPort is the collector's port; 0 inherits the session's UDPDstPort.
+	UDPPort uint16
+}
+
+// Coalescing groups several individual reports into one report packet
+// (Telemetry Report v2.0 only).
+type Coalescing struct {
+	// MaxReports per packet; 0 or 1 disables coalescing.
+	MaxReports uint16
+	// MaxDelay bounds how long a report may wait for company; required
+	// when coalescing.
+	MaxDelay time.Duration
+}
+
+// Enabled reports whether more than one report may share a packet.
+func (c Coalescing) Enabled() bool { return c.MaxReports > 1 }
+
+// Truncation bounds for ReportSessionAttrs.TruncateSize: enough for
+// Ethernet+IPv6+L4 headers, small enough for a report to fit a 1500-byte MTU.
+const (
+	MinTruncateSize     = 64
+	MaxTruncateSize     = 1024
+	DefaultTruncateSize = 128
+)
+
+// MaxCoalesceDelay bounds Coalescing.MaxDelay: reports are for near-real-time
+// monitoring.
+const MaxCoalesceDelay = time.Second
+
+// ReportSessionAttrs mirrors SAI_OBJECT_TYPE_DTEL_REPORT_SESSION
+// (sai_dtel_report_session_attr_t): where and how telemetry reports are
+// sent. Every attribute is CREATE_AND_SET.
+type ReportSessionAttrs struct {
+	SrcIP        netip.Addr          // SAI_DTEL_REPORT_SESSION_ATTR_SRC_IP
+	Destinations []ReportDestination // SAI_DTEL_REPORT_SESSION_ATTR_DST_IP_LIST, with a port each
+	// VirtualRouter (SAI_DTEL_REPORT_SESSION_ATTR_VIRTUAL_ROUTER_ID) is the
+	// VRF device name reports are routed in; "" is the default VRF.
+	VirtualRouter string
+	// TruncateSize (SAI_DTEL_REPORT_SESSION_ATTR_TRUNCATE_SIZE) is how many
+	// bytes of the original packet a report carries.
+	TruncateSize uint16
+	// UDPDstPort (SAI_DTEL_REPORT_SESSION_ATTR_UDP_DST_PORT) is the port
+	// for destinations that do not set their own.
+	UDPDstPort uint16
+
+	Format   ReportFormat
+	DSCP     uint8 // of report packets
+	Coalesce Coalescing
+	// RateLimit caps reports per second for the session; 0 is unlimited.
+	RateLimit uint32
+}
+
+// DefaultReportSessionAttrs returns a v2.0 session with the default truncate
+// size; the caller fills in addresses and ports.
+func DefaultReportSessionAttrs() ReportSessionAttrs {
+	return ReportSessionAttrs{TruncateSize: DefaultTruncateSize, Format: ReportFormatV2}
+}
+
+// ObjectType implements Attrs.
+func (ReportSessionAttrs) ObjectType() ObjectType { return ObjectTypeReportSession }
+
+// References implements Attrs.
+func (ReportSessionAttrs) References() []OID { return nil }
+
+// SettableFrom implements Attrs: all report session attributes are settable.
+func (ReportSessionAttrs) SettableFrom(old Attrs) bool {
+	_, ok := old.(ReportSessionAttrs)
+	return ok
+}
+
+// Clone returns a deep copy.
+func (a ReportSessionAttrs) Clone() ReportSessionAttrs {
+	a.Destinations = slices.Clone(a.Destinations)
+	return a
+}
+
+// DstPort is the effective UDP port of destination i.
+func (a ReportSessionAttrs) DstPort(i int) uint16 {
+	if p := a.Destinations[i].UDPPort; p != 0 {
+		return p
+	}
+	return a.UDPDstPort
+}
+
+// Validate implements Attrs. Destination indexes in errors are 0-based.
+func (a ReportSessionAttrs) Validate() error {
+	const t = ObjectTypeReportSession
+	if !a.SrcIP.IsValid() || a.SrcIP.IsUnspecified() {
+		return invalid(t, "SrcIP", "source IP %v is invalid", a.SrcIP)
+	}
+	if a.SrcIP.Is4In6() {
+		return invalid(t, "SrcIP", "source IP %v is IPv4-mapped; use the IPv4 form", a.SrcIP)
+	}
+	if len(a.Destinations) == 0 {
+		return invalid(t, "Destinations", "at least one destination is required")
+	}
+	type key struct {
+		ip   netip.Addr
+		port uint16
+	}
+	seen := make(map[key]int, len(a.Destinations))
+	for i, d := range a.Destinations {
+		attr := "Destinations[" + itoa(i) + "]"
+		switch {
+		case !d.IP.IsValid() || d.IP.IsUnspecified() || d.IP.IsMulticast():
+			return invalid(t, attr+".IP", "destination %d: IP %v is invalid", i, d.IP)
+		case d.IP.Is4() != a.SrcIP.Is4():
+			return invalid(t, attr+".IP", "destination %d: IP %v and source IP %v differ in family", i, d.IP, a.SrcIP)
+		case a.DstPort(i) == 0:
+			return invalid(t, attr+".UDPPort", "destination %d: UDP port 0 is invalid", i)
+		}
+		k := key{d.IP, a.DstPort(i)}
+		if j, dup := seen[k]; dup {
+			return invalid(t, attr, "destination %d: duplicates destination %d", i, j)
+		}
+		seen[k] = i
+	}
+	if a.VirtualRouter != "" {
+		if err := validateIfName(t, "VirtualRouter", "virtual router", a.VirtualRouter); err != nil {
+			return err
+		}
+	}
+	if a.TruncateSize < MinTruncateSize || a.TruncateSize > MaxTruncateSize {
+		return invalid(t, "TruncateSize", "truncate size %d is out of range %d..%d", a.TruncateSize, MinTruncateSize, MaxTruncateSize)
+	}
+	if a.Format != ReportFormatV2 && a.Format != ReportFormatV05 {
+		return invalid(t, "Format", "report format %d is invalid", a.Format)
+	}
+	if a.DSCP > MaxDSCP {
+		return invalid(t, "DSCP", "DSCP %d exceeds %d", a.DSCP, MaxDSCP)
+	}
+	c := a.Coalesce
+	switch {
+	case c.Enabled() && a.Format == ReportFormatV05:
+		return invalid(t, "Coalesce.MaxReports", "coalescing needs report format 2.0, not 0.5")
+	case c.Enabled() && (c.MaxDelay <= 0 || c.MaxDelay > MaxCoalesceDelay):
+		return invalid(t, "Coalesce.MaxDelay", "coalescing max delay %v is out of range (0s, %v]", c.MaxDelay, MaxCoalesceDelay)
+	case !c.Enabled() && c.MaxDelay != 0:
+		return invalid(t, "Coalesce.MaxDelay", "coalescing max delay %v is set but max reports is %d", c.MaxDelay, c.MaxReports)
+	}
+	return nil
+}

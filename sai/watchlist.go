@@ -1,0 +1,226 @@
+package sai
+
+import "net/netip"
+
+// IP protocol numbers the watchlist needs to reason about.
+const (
+	IPProtocolTCP  = 6
+	IPProtocolUDP  = 17
+	IPProtocolSCTP = 132
+)
+
+// MaxVNI is the largest 24-bit VXLAN network identifier.
+const MaxVNI = 1<<24 - 1
+
+// TCPFlagsMatch matches the 8 TCP flag bits (CWR..FIN) under a mask; a zero
+// Mask matches any flags.
+type TCPFlagsMatch struct {
+	Value uint8
+	Mask  uint8
+}
+
+// InnerMatch matches the inner headers of VXLAN traffic. With VXLAN false
+// the entry looks at outer headers only and every other field must be zero.
+type InnerMatch struct {
+	VXLAN bool
+	// VNI to match; 0 matches any VNI.
+	VNI                  uint32
+	SrcPrefix, DstPrefix netip.Prefix // zero Prefix matches any
+	IPProtocol           uint8        // 0 matches any
+	L4SrcPort, L4DstPort PortRange
+}
+
+// WatchlistMatch holds an entry's match fields (SAI_ACL_ENTRY_ATTR_FIELD_*).
+// Zero values match anything.
+type WatchlistMatch struct {
+	SrcPrefix  netip.Prefix // FIELD_SRC_IP / FIELD_SRC_IPV6
+	DstPrefix  netip.Prefix // FIELD_DST_IP / FIELD_DST_IPV6
+	IPProtocol uint8        // FIELD_IP_PROTOCOL; required for port and TCP flag matches
+	L4SrcPort  PortRange    // FIELD_ACL_RANGE_TYPE L4_SRC_PORT_RANGE
+	L4DstPort  PortRange    // FIELD_ACL_RANGE_TYPE L4_DST_PORT_RANGE
+	DSCP       DSCPMatch    // FIELD_DSCP
+	TCPFlags   TCPFlagsMatch
+	InPort     string // FIELD_IN_PORT: ingress interface, "" any
+	Inner      InnerMatch
+}
+
+// FlowOp mirrors sai_acl_dtel_flow_op_t.
+type FlowOp uint8
+
+const (
+	FlowOpNop      FlowOp = iota // SAI_ACL_DTEL_FLOW_OP_NOP
+	FlowOpInt                    // SAI_ACL_DTEL_FLOW_OP_INT
+	FlowOpPostcard               // SAI_ACL_DTEL_FLOW_OP_POSTCARD
+)
+
+func (f FlowOp) String() string {
+	switch f {
+	case FlowOpNop:
+		return "NOP"
+	case FlowOpInt:
+		return "INT"
+	case FlowOpPostcard:
+		return "POSTCARD"
+	}
+	return "FlowOp(" + itoa(int(f)) + ")"
+}
+
+// WatchlistAction holds an entry's DTel actions (SAI_ACL_ENTRY_ATTR_ACTION_DTEL_*).
+// The zero value (NOP, no reports) excludes matching traffic from telemetry,
+// which is how a higher-priority entry carves a hole in a broader one.
+type WatchlistAction struct {
+	FlowOp FlowOp // ACTION_DTEL_FLOW_OP
+	// IntSession (ACTION_DTEL_INT_SESSION) is required for FlowOpInt,
+	// optional for FlowOpPostcard (what to collect) and must be null for NOP.
+	IntSession           OID
+	DropReportEnable     bool  // ACTION_DTEL_DROP_REPORT_ENABLE
+	TailDropReportEnable bool  // ACTION_DTEL_TAIL_DROP_REPORT_ENABLE
+	FlowSamplePercent    uint8 // ACTION_DTEL_FLOW_SAMPLE_PERCENT: 0..100 of flows get FlowOp
+	ReportAllPackets     bool  // ACTION_DTEL_REPORT_ALL_PACKETS: bypass flow-state filtering
+}
+
+// WatchlistEntryAttrs mirrors a SAI_OBJECT_TYPE_ACL_ENTRY in a DTel
+// watchlist table: a prioritised match selecting traffic for telemetry.
+//
+// Priority and Match are create-only (backends compile them into
+// classifiers; change them by make-before-break recreation), Action is
+// settable. Entries with equal priority may coexist, in unspecified order.
+type WatchlistEntryAttrs struct {
+	// Priority orders entries: the highest matching priority wins, as in
+	// SAI_ACL_ENTRY_ATTR_PRIORITY.
+	Priority uint16
+	Match    WatchlistMatch
+	Action   WatchlistAction
+}
+
+// ObjectType implements Attrs.
+func (WatchlistEntryAttrs) ObjectType() ObjectType { return ObjectTypeWatchlistEntry }
+
+// References implements Attrs.
+func (a WatchlistEntryAttrs) References() []OID {
+	if a.Action.IntSession.IsNull() {
+		return nil
+	}
+	return []OID{a.Action.IntSession}
+}
+
+// SettableFrom implements Attrs: Priority and Match are create-only.
+func (a WatchlistEntryAttrs) SettableFrom(old Attrs) bool {
+	o, ok := old.(WatchlistEntryAttrs)
+	return ok && o.Priority == a.Priority && o.Match == a.Match
+}
+
+// Validate implements Attrs.
+func (a WatchlistEntryAttrs) Validate() error {
+	if err := a.Match.validate(); err != nil {
+		return err
+	}
+	return a.Action.validate()
+}
+
+const tw = ObjectTypeWatchlistEntry
+
+func validatePrefixPair(attr, name string, src, dst netip.Prefix) error {
+	for _, p := range []struct {
+		attr, name string
+		p          netip.Prefix
+	}{{attr + "SrcPrefix", name + "source prefix", src}, {attr + "DstPrefix", name + "destination prefix", dst}} {
+		if p.p == (netip.Prefix{}) {
+			continue
+		}
+		switch {
+		case !p.p.IsValid():
+			return invalid(tw, p.attr, "%s %v is invalid", p.name, p.p)
+		case p.p.Addr().Is4In6():
+			return invalid(tw, p.attr, "%s %v is IPv4-mapped; use the IPv4 form", p.name, p.p)
+		case p.p.Masked() != p.p:
+			return invalid(tw, p.attr, "%s %v has host bits set (want %v)", p.name, p.p, p.p.Masked())
+		}
+	}
+	if src.IsValid() && dst.IsValid() && src.Addr().Is4() != dst.Addr().Is4() {
+		return invalid(tw, attr+"DstPrefix", "%ssource prefix %v and destination prefix %v differ in family", name, src, dst)
+	}
+	return nil
+}
+
+func validateL4(attr, name string, proto uint8, src, dst PortRange) error {
+	if err := src.validate(tw, attr+"L4SrcPort", name+"L4 source port"); err != nil {
+		return err
+	}
+	if err := dst.validate(tw, attr+"L4DstPort", name+"L4 destination port"); err != nil {
+		return err
+	}
+	if (!src.IsAny() || !dst.IsAny()) && proto != IPProtocolTCP && proto != IPProtocolUDP && proto != IPProtocolSCTP {
+		return invalid(tw, attr+"IPProtocol", "%sL4 port match needs IP protocol TCP, UDP or SCTP, not %d", name, proto)
+	}
+	return nil
+}
+
+func (m WatchlistMatch) validate() error {
+	if err := validatePrefixPair("Match.", "", m.SrcPrefix, m.DstPrefix); err != nil {
+		return err
+	}
+	if err := validateL4("Match.", "", m.IPProtocol, m.L4SrcPort, m.L4DstPort); err != nil {
+		return err
+	}
+	if err := m.DSCP.validate(tw, "Match.DSCP", "DSCP"); err != nil {
+		return err
+	}
+	switch {
+	case m.TCPFlags.Value&^m.TCPFlags.Mask != 0:
+		return invalid(tw, "Match.TCPFlags.Value", "TCP flags value %#x has bits outside mask %#x", m.TCPFlags.Value, m.TCPFlags.Mask)
+	case m.TCPFlags.Mask != 0 && m.IPProtocol != IPProtocolTCP:
+		return invalid(tw, "Match.IPProtocol", "TCP flags match needs IP protocol TCP, not %d", m.IPProtocol)
+	}
+	if m.InPort != "" {
+		if err := validateIfName(tw, "Match.InPort", "ingress port", m.InPort); err != nil {
+			return err
+		}
+	}
+	in := m.Inner
+	if !in.VXLAN {
+		if in != (InnerMatch{}) {
+			return invalid(tw, "Match.Inner.VXLAN", "inner header match is set without VXLAN")
+		}
+		return nil
+	}
+	if in.VNI > MaxVNI {
+		return invalid(tw, "Match.Inner.VNI", "VNI %d exceeds %d", in.VNI, MaxVNI)
+	}
+	if err := validatePrefixPair("Match.Inner.", "inner ", in.SrcPrefix, in.DstPrefix); err != nil {
+		return err
+	}
+	return validateL4("Match.Inner.", "inner ", in.IPProtocol, in.L4SrcPort, in.L4DstPort)
+}
+
+func (a WatchlistAction) validate() error {
+	switch a.FlowOp {
+	case FlowOpNop:
+		switch {
+		case !a.IntSession.IsNull():
+			return invalid(tw, "Action.IntSession", "INT session %v is set with flow op NOP", a.IntSession)
+		case a.FlowSamplePercent != 0:
+			return invalid(tw, "Action.FlowSamplePercent", "flow sample percent %d is set with flow op NOP", a.FlowSamplePercent)
+		case a.ReportAllPackets:
+			return invalid(tw, "Action.ReportAllPackets", "report all packets needs flow op INT or POSTCARD")
+		}
+		return nil
+	case FlowOpInt:
+		if a.IntSession.IsNull() {
+			return invalid(tw, "Action.IntSession", "flow op INT needs an INT session")
+		}
+	case FlowOpPostcard:
+	default:
+		return invalid(tw, "Action.FlowOp", "flow op %d is invalid", a.FlowOp)
+	}
+	if !a.IntSession.IsNull() && a.IntSession.Type() != ObjectTypeIntSession {
+		return invalid(tw, "Action.IntSession", "INT session %v is not an INT session", a.IntSession)
+	}
+	switch {
+	case a.FlowSamplePercent > 100:
+		return invalid(tw, "Action.FlowSamplePercent", "flow sample percent %d exceeds 100", a.FlowSamplePercent)
+	case a.FlowSamplePercent == 0:
+		return invalid(tw, "Action.FlowSamplePercent", "flow sample percent 0 with flow op %v samples nothing", a.FlowOp)
+	}
+	return nil
+}
