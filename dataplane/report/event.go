@@ -1,0 +1,54 @@
+// Package report turns what a dataplane observes into Telemetry Reports:
+// the per-flow smart filter, drop reporting, queue-congestion quotas, and
+// the exporter that encodes, coalesces and sends report packets. Both
+// dataplanes share it; it knows packets and report sessions, not YANG.
+package report
+
+import "github.com/intd-project/intd/dataplane/wire"
+
+// Kind is what an Event reports.
+type Kind uint8
+
+const (
+	// KindFlow is a tracked flow: the INT-MD sink's stack, an INT-MX hop's
+	// own metadata, or a postcard.
+	KindFlow Kind = iota + 1
+	// KindDrop is a watched packet the node dropped.
+	KindDrop
+	// KindQueue is a packet entering a queue that breached its threshold.
+	KindQueue
+)
+
+// Event is one report-worthy observation. The pipeline fills a reused
+// Event and calls Reporter.Report synchronously; the reporter copies what
+// it keeps and never retains the slices, so the hot path allocates nothing.
+type Event struct {
+	Kind Kind
+	// Now is the observation time in nanoseconds (the dataplane's clock).
+	Now int64
+	// Flow is the packet's original 5-tuple (inner for tunnels).
+	Flow wire.FlowKey
+	// Hop is this node's metadata; Hop.Valid says which fields are real.
+	Hop wire.HopMetadata
+	// Packet is the frame to embed (truncated by the report session): for
+	// an INT-MD sink the frame as received, INT headers included, so the
+	// collector sees the stack; otherwise the frame as it left or died.
+	Packet []byte
+	// INT locates the INT header in Packet when it carries one (offset of
+	// the INT-MD/MX header, -1 when none); the filter reads the path and
+	// per-hop latencies from it.
+	INT int
+	// DropReason is the SD-Fabric drop reason code, for KindDrop.
+	DropReason uint8
+	// TailDrop marks a drop by a full egress queue.
+	TailDrop bool
+	// ReportAll bypasses the flow filter (watchlist report-all-packets).
+	ReportAll bool
+	// TCPFlags are the flags of a TCP packet, for FLOW_TCPFLAG events.
+	TCPFlags uint8
+}
+
+// Reporter receives the dataplane's observations.
+type Reporter interface {
+	Report(ev *Event)
+}
