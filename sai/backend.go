@@ -30,14 +30,47 @@ type Backend interface {
 	Capabilities() Capabilities
 }
 
-// IntCounters counts INT processing for the node or one interface.
-type IntCounters struct {
-	Inserted         uint64 // packets this node added INT to (source)
-	Transited        uint64 // packets this node added transit metadata to
-	Stripped         uint64 // packets this node removed INT from (sink)
+// Counters counts packets and INT processing for the node or one interface.
+type Counters struct {
+	InPackets        uint64
+	OutPackets       uint64
+	DroppedPackets   uint64 // for any reason; see Stats.Drops
+	IntInserted      uint64 // packets this node initiated INT on (source)
+	IntTransited     uint64 // INT packets this node added transit metadata to
+	IntStripped      uint64 // INT packets stripped at a sink interface
 	EBitSet          uint64 // packets on which this node set E (hop count exceeded)
 	MBitSet          uint64 // packets on which this node set M (MTU exceeded)
-	MalformedDropped uint64 // packets dropped for malformed INT headers
+	IntMalformedDrop uint64 // packets dropped for malformed INT headers
+	Postcards        uint64 // postcards (INT-XD reports) generated
+}
+
+// ReportType is the kind of telemetry report, for Stats.Reports.
+type ReportType uint8
+
+const (
+	ReportFlow  ReportType = iota + 1 // flow reports and postcards
+	ReportDrop                        // drop reports
+	ReportQueue                       // queue congestion reports
+)
+
+func (r ReportType) String() string {
+	switch r {
+	case ReportFlow:
+		return "FLOW"
+	case ReportDrop:
+		return "DROP"
+	case ReportQueue:
+		return "QUEUE"
+	}
+	return "ReportType(" + itoa(int(r)) + ")"
+}
+
+// ReportCounters follows one kind of report from trigger to wire.
+type ReportCounters struct {
+	Generated  uint64 // reports triggered
+	Suppressed uint64 // suppressed by the flow report filter or a quota
+	Sent       uint64 // handed to the exporter and sent
+	Dropped    uint64 // lost: exporter full or rate-limited
 }
 
 // WatchlistEntryStats counts traffic matching a watchlist entry.
@@ -46,10 +79,10 @@ type WatchlistEntryStats struct {
 	MatchedBytes   uint64
 }
 
-// IntSessionStats counts packets INT was inserted into under a session.
+// IntSessionStats counts INT initiation under a session.
 type IntSessionStats struct {
-	Packets uint64
-	Bytes   uint64
+	PacketsInitiated    uint64
+	PacketsNotInitiated uint64 // left without INT: headers would exceed the egress MTU
 }
 
 // ReportSessionStats counts telemetry reports sent through a session.
@@ -57,24 +90,28 @@ type ReportSessionStats struct {
 	Reports uint64 // individual reports
 	Packets uint64 // report packets (fewer than Reports when coalescing)
 	Bytes   uint64 // report packet bytes on the wire
-	Dropped uint64 // reports not sent: rate limit, no route, queue full
-	// LastSequence is the sequence number of the most recent report
-	// packet (22 bits in Telemetry Report v2.0).
+	Dropped uint64 // reports dropped by the exporter
+	// LastSequence is the sequence number of the last report packet sent
+	// (22 bits in Telemetry Report v2.0).
 	LastSequence uint32
 }
 
 // QueueReportStats describes the congestion state of a reported queue.
 type QueueReportStats struct {
-	Breaches  uint64 // threshold breaches since creation
+	Breaches  uint64 // times the queue crossed its threshold
+	Reports   uint64 // queue reports generated
 	QuotaLeft uint32 // reports left in the current breach
 }
 
-// Stats is a snapshot of a backend's counters. Maps are keyed by interface
-// name or by OID and hold every live object, zero counters included.
+// Stats is a snapshot of a backend's counters. Object maps are keyed by OID
+// and hold every live object, zero counters included.
 type Stats struct {
-	Node           IntCounters
-	Interfaces     map[string]IntCounters
-	Drops          map[DropReason]uint64 // packets dropped, by reason
+	Node         Counters
+	Interfaces   map[string]Counters // by interface name
+	Drops        map[DropReason]uint64
+	Reports      map[ReportType]ReportCounters
+	TrackedFlows uint64 // flows currently held by the flow report filter
+
 	Watchlist      map[OID]WatchlistEntryStats
 	IntSessions    map[OID]IntSessionStats
 	ReportSessions map[OID]ReportSessionStats

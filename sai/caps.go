@@ -35,13 +35,17 @@ func (e Encap) String() string {
 // The unit enums follow the p4-dtel-metadata-semantics YANG identities; the
 // zero value means "not reported".
 
-// TimeUnit is the unit of a time metadata (METADATA_TIME_UNITS).
+// TimeUnit is the unit of a time metadata (METADATA_TIME_UNITS), either a
+// duration unit or an absolute timestamp format.
 type TimeUnit uint8
 
 const (
-	TimeNanoseconds       TimeUnit = iota + 1 // METADATA_NANOSECONDS
-	TimeMicroseconds                          // METADATA_MICROSECONDS
-	TimeFractionalSeconds                     // METADATA_FRACTIONAL_SECONDS: 2^-32 s
+	TimeNanoseconds           TimeUnit = iota + 1 // METADATA_TIME_NANOSECONDS
+	TimeMicroseconds                              // METADATA_TIME_MICROSECONDS
+	TimeFractionalSeconds                         // METADATA_TIME_FRACTIONAL_SECONDS: 2^-32 s
+	TimestampPOSIXNanoseconds                     // METADATA_TIMESTAMP_POSIX_NANOSECONDS: 64-bit ns since 1970 UTC
+	TimestampPTP                                  // METADATA_TIMESTAMP_PTP: 32-bit s + 32-bit ns, TAI
+	TimestampNTP                                  // METADATA_TIMESTAMP_NTP: 32-bit s since 1900 + 32-bit fraction
 )
 
 // SizeUnit is the unit of an occupancy metadata (METADATA_SIZE_UNITS).
@@ -92,14 +96,6 @@ const (
 	LastHopSeparateReport                          // report header, separate report
 )
 
-// TimestampSemantics describes ingress/egress timestamp metadata.
-type TimestampSemantics struct {
-	Unit TimeUnit
-	// Bits of the timestamp that are significant (64 for full 64-bit
-	// nanoseconds; 32 or 48 when the hardware clock wraps).
-	Bits uint8
-}
-
 // OccupancySemantics describes queue or buffer occupancy metadata.
 type OccupancySemantics struct {
 	Unit     SizeUnit
@@ -113,17 +109,20 @@ type OccupancySemantics struct {
 type Capabilities struct {
 	IntEndpoint, IntTransit, Postcard, DropReport, QueueReport bool
 
-	Modes         []IntMode
-	Instructions  Instruction // supported instruction bits
-	Encaps        []Encap
-	ReportFormats []ReportFormat
-	Coalescing    bool
-	EventTypes    []EventType
-	VXLANInner    bool // watchlist can match inner headers of VXLAN
+	Modes        []IntMode
+	Instructions Instruction // instruction bits this node fills in INT metadata
+	// ReportMetadata is the bits this node can put in telemetry reports
+	// (RepMdBits), e.g. for INT-MX and postcards.
+	ReportMetadata Instruction
+	Encaps         []Encap
+	ReportFormats  []ReportFormat
+	Coalescing     bool
+	EventTypes     []EventType
+	VXLANInner     bool // watchlist can match inner headers of VXLAN
 
 	HopLatency       TimeUnit
-	IngressTimestamp TimestampSemantics
-	EgressTimestamp  TimestampSemantics
+	IngressTimestamp TimeUnit
+	EgressTimestamp  TimeUnit
 	QueueOccupancy   OccupancySemantics
 	BufferOccupancy  OccupancySemantics
 	TxUtilization    UtilUnit
@@ -142,25 +141,25 @@ type Capabilities struct {
 // SDFabricDropReasonsURL documents the DropReason codes.
 const SDFabricDropReasonsURL = "https://docs.sd-fabric.org/master/advanced/int.html#drop-reasons"
 
-// FullCapabilities claims every feature, with nanosecond times, 64-bit
-// nanosecond timestamps, byte occupancies sampled at dequeue and Linux
+// FullCapabilities claims every feature, with nanosecond latency, 64-bit
+// POSIX nanosecond timestamps, byte occupancies sampled at dequeue and Linux
 // ifindex interface ids. It is saitest's default and a starting point for
 // real backends.
 func FullCapabilities() Capabilities {
-	ns64 := TimestampSemantics{Unit: TimeNanoseconds, Bits: 64}
 	bytes := OccupancySemantics{Unit: SizeBytes, Timing: QueueTimingDequeue}
 	return Capabilities{
 		IntEndpoint: true, IntTransit: true, Postcard: true, DropReport: true, QueueReport: true,
 		Modes:               []IntMode{IntModeMD, IntModeMX},
 		Instructions:        InstAll,
+		ReportMetadata:      InstAll &^ InstChecksumComplement,
 		Encaps:              []Encap{EncapDSCP, EncapUDPPort, EncapProbeMarker, EncapVXLANGPE, EncapGeneve, EncapGRE},
 		ReportFormats:       []ReportFormat{ReportFormatV2, ReportFormatV05},
 		Coalescing:          true,
 		EventTypes:          EventTypes(),
 		VXLANInner:          true,
 		HopLatency:          TimeNanoseconds,
-		IngressTimestamp:    ns64,
-		EgressTimestamp:     ns64,
+		IngressTimestamp:    TimestampPOSIXNanoseconds,
+		EgressTimestamp:     TimestampPOSIXNanoseconds,
 		QueueOccupancy:      bytes,
 		BufferOccupancy:     bytes,
 		TxUtilization:       UtilPercent,
@@ -183,8 +182,12 @@ func (c Capabilities) Check(a Attrs) error {
 		if !slices.Contains(c.Modes, a.Mode) {
 			return unsupported(t, "Mode", "mode %v is not supported", a.Mode)
 		}
-		if u := a.Instructions &^ c.Instructions; u != 0 {
-			return unsupported(t, "Instructions", "instructions %v are not supported", u)
+		have := c.Instructions
+		if a.Mode == IntModeMX {
+			have = c.ReportMetadata // MX metadata travels in reports
+		}
+		if u := a.Instructions &^ have; u != 0 {
+			return unsupported(t, "Instructions", "instructions %v are not supported in %v mode", u, a.Mode)
 		}
 	case ReportSessionAttrs:
 		const t = ObjectTypeReportSession

@@ -29,5 +29,11 @@
 // are literal, and the Default* constructors return the spec defaults.
 // The only derived default is QueueReportAttrs.ResetThreshold.
 //
+// Validation rejects contradictions (two INT markings, checksum complement
+// in MX mode, coalescing in report format 0.5) but ignores attributes that
+// are meaningless in the chosen mode (MaxHopCount in MX mode, IntUDPNPT
+// without a UDP port, Coalesce.MaxDelay without coalescing), so YANG
+// defaults can be copied through unconditionally.
+//
 // Package sai imports nothing from intd; the dataplanes and dtel import it.
 package sai

@@ -23,35 +23,38 @@ const (
 	DropUPFFARMiss          DropReason = 134 // UPF: no FAR
 )
 
-var dropReasonNames = map[DropReason]string{
-	DropUnknown:             "UNKNOWN",
-	DropIPTTLZero:           "IP_TTL_ZERO",
-	DropRoutingMiss:         "ROUTING_MISS",
-	DropPortVLANMappingMiss: "PORT_VLAN_MAPPING_MISS",
-	DropTrafficManager:      "TRAFFIC_MANAGER",
-	DropACLDeny:             "ACL_DENY",
-	DropBridgingMiss:        "BRIDGING_MISS",
-	DropNextIDMiss:          "NEXT_ID_MISS",
-	DropMPLSMiss:            "MPLS_MISS",
-	DropEgressNextMiss:      "EGRESS_NEXT_MISS",
-	DropMPLSTTLZero:         "MPLS_TTL_ZERO",
-	DropUPFDownlinkPDRMiss:  "UPF_DL_PDR_MISS",
-	DropUPFUplinkPDRMiss:    "UPF_UL_PDR_MISS",
-	DropUPFFARMiss:          "UPF_FAR_MISS",
+var dropReasonInfo = map[DropReason][2]string{
+	DropUnknown:             {"UNKNOWN", "Drop with unknown reason."},
+	DropIPTTLZero:           {"IP_TTL_ZERO", "IPv4 or IPv6 TTL zero; there might be a forwarding loop."},
+	DropRoutingMiss:         {"ROUTING_MISS", "IPv4 or IPv6 routing table miss."},
+	DropPortVLANMappingMiss: {"PORT_VLAN_MAPPING_MISS", "Ingress port VLAN table miss: packet received with an unexpected VLAN."},
+	DropTrafficManager:      {"TRAFFIC_MANAGER", "Dropped by the traffic manager: congestion (tail drop) or port down."},
+	DropACLDeny:             {"ACL_DENY", "Denied by an ACL rule."},
+	DropBridgingMiss:        {"BRIDGING_MISS", "Missing bridging entry."},
+	DropNextIDMiss:          {"NEXT_ID_MISS", "Missing next id in the ECMP or multicast table."},
+	DropMPLSMiss:            {"MPLS_MISS", "MPLS table miss."},
+	DropEgressNextMiss:      {"EGRESS_NEXT_MISS", "Egress VLAN table miss."},
+	DropMPLSTTLZero:         {"MPLS_TTL_ZERO", "MPLS TTL zero; there might be a forwarding loop."},
+	DropUPFDownlinkPDRMiss:  {"UPF_DL_PDR_MISS", "UPF: missing downlink PDR rule for the UE."},
+	DropUPFUplinkPDRMiss:    {"UPF_UL_PDR_MISS", "UPF: missing uplink PDR rule."},
+	DropUPFFARMiss:          {"UPF_FAR_MISS", "UPF: missing FAR rule."},
 }
 
 // String returns the reason's name, e.g. "IP_TTL_ZERO", or its number if it
 // is not an SD-Fabric code.
 func (r DropReason) String() string {
-	if s, ok := dropReasonNames[r]; ok {
-		return s
+	if i, ok := dropReasonInfo[r]; ok {
+		return i[0]
 	}
 	return "DropReason(" + itoa(int(r)) + ")"
 }
 
+// Description explains the reason for operators ("" if unknown).
+func (r DropReason) Description() string { return dropReasonInfo[r][1] }
+
 // Known reports whether r is one of the SD-Fabric codes above.
 func (r DropReason) Known() bool {
-	_, ok := dropReasonNames[r]
+	_, ok := dropReasonInfo[r]
 	return ok
 }
 

@@ -34,9 +34,15 @@ type FlowReportFilter struct {
 	// HopLatencyChange is the minimum hop-latency delta that triggers an
 	// immediate report. Default 256ns; 0 reports on every change.
 	HopLatencyChange time.Duration
-	// OnPathChange reports immediately when the flow's ingress or egress
-	// interface (its path through this node) changes. Default true.
+	// OnPortChange: a change of the flow's ingress or egress interface
+	// triggers a report. Default true.
+	OnPortChange bool
+	// OnPathChange: a change of the node ids along the flow's path (seen
+	// in its INT stack) triggers a report. Default true.
 	OnPathChange bool
+	// OnQueueChange: a change of the flow's egress queue triggers a
+	// report. Default true.
+	OnQueueChange bool
 }
 
 // DTelAttrs mirrors SAI_OBJECT_TYPE_DTEL, the node-wide telemetry object
@@ -70,7 +76,7 @@ type DTelAttrs struct {
 	// IntUDPDstPort marks INT by UDP destination port; 0 disables.
 	IntUDPDstPort uint16
 	// IntUDPNPT is how a source marks UDP traffic when IntUDPDstPort is
-	// set (1 or 2); non-UDP traffic always gets NPT 2.
+	// set (1 or 2; ignored otherwise); non-UDP traffic always gets NPT 2.
 	IntUDPNPT NPT
 	// ProbeMarker is the 64-bit marker after the L4 header (Probe Marker
 	// (1) in the high 32 bits); 0 disables.
@@ -84,14 +90,21 @@ type DTelAttrs struct {
 	FlowReport FlowReportFilter
 }
 
-// DefaultDTelAttrs returns a DTel object with everything disabled and the
-// spec defaults for the flow report filter.
+// DefaultDTelAttrs returns a DTel object with every function disabled and
+// the defaults of SAI, the INT spec and SD-Fabric elsewhere: latency
+// sensitivity 8 (256ns), the tentative VXLAN-GPE and Geneve INT code points,
+// and a flow report filter of 1s / 256ns reporting every kind of change.
 func DefaultDTelAttrs() DTelAttrs {
 	return DTelAttrs{
+		LatencySensitivity:   8,
+		VXLANGPENextProtocol: VXLANGPENextProtocolInt,
+		GeneveOptionClass:    GeneveOptionClassInt,
 		FlowReport: FlowReportFilter{
 			Interval:         time.Second,
 			HopLatencyChange: 256 * time.Nanosecond,
+			OnPortChange:     true,
 			OnPathChange:     true,
+			OnQueueChange:    true,
 		},
 	}
 }
@@ -141,10 +154,7 @@ func (a DTelAttrs) Validate() error {
 	if err := a.IntL4DSCP.validate(t, "IntL4DSCP", "INT L4 DSCP"); err != nil {
 		return err
 	}
-	switch {
-	case a.IntUDPDstPort == 0 && a.IntUDPNPT != NPTNone:
-		return invalid(t, "IntUDPNPT", "INT UDP NPT %d is set without an INT UDP destination port", a.IntUDPNPT)
-	case a.IntUDPDstPort != 0 && a.IntUDPNPT != NPTUDPPayload && a.IntUDPNPT != NPTL4Header:
+	if a.IntUDPDstPort != 0 && a.IntUDPNPT != NPTUDPPayload && a.IntUDPNPT != NPTL4Header {
 		return invalid(t, "IntUDPNPT", "INT UDP NPT %d is invalid (want 1 or 2)", a.IntUDPNPT)
 	}
 	var marks []string

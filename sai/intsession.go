@@ -94,8 +94,8 @@ func (m IntMode) String() string {
 type IntSessionAttrs struct {
 	Mode IntMode
 	// MaxHopCount (SAI_DTEL_INT_SESSION_ATTR_MAX_HOP_COUNT) is the initial
-	// Remaining Hop Count, 1..255 in MD mode; MX mode has no hop count
-	// and requires 0.
+	// Remaining Hop Count, 1..255 in MD mode; ignored in MX mode, which
+	// has no hop count.
 	MaxHopCount uint8
 	// Instructions is the instruction bitmap; reserved bits 9..14 are
 	// rejected, and checksum complement is MD only.
@@ -140,9 +140,6 @@ func (a IntSessionAttrs) Validate() error {
 			return invalid(t, "MaxHopCount", "max hop count 0 is invalid (want 1..255)")
 		}
 	case IntModeMX:
-		if a.MaxHopCount != 0 {
-			return invalid(t, "MaxHopCount", "max hop count %d is not applicable in MX mode (want 0)", a.MaxHopCount)
-		}
 		if a.Instructions&InstChecksumComplement != 0 {
 			return invalid(t, "Instructions", "checksum complement (bit 15) is not applicable in MX mode")
 		}

@@ -38,19 +38,21 @@ type ReportDestination struct {
 type Coalescing struct {
 	// MaxReports per packet; 0 or 1 disables coalescing.
 	MaxReports uint16
-	// MaxDelay bounds how long a report may wait for company; required
-	// when coalescing.
+	// MaxDelay bounds how long a report may wait for company; 0 only
+	// coalesces reports that are ready together. Ignored without
+	// coalescing.
 	MaxDelay time.Duration
 }
 
 // Enabled reports whether more than one report may share a packet.
 func (c Coalescing) Enabled() bool { return c.MaxReports > 1 }
 
-// Truncation bounds for ReportSessionAttrs.TruncateSize: enough for
-// Ethernet+IPv6+L4 headers, small enough for a report to fit a 1500-byte MTU.
+// Truncation bounds for ReportSessionAttrs.TruncateSize: a fragment must
+// hold Ethernet+IPv6+L4 headers to identify the flow, and a report must fit
+// a jumbo frame.
 const (
 	MinTruncateSize     = 64
-	MaxTruncateSize     = 1024
+	MaxTruncateSize     = 9000
 	DefaultTruncateSize = 128
 )
 
@@ -65,10 +67,12 @@ type ReportSessionAttrs struct {
 	SrcIP        netip.Addr          // SAI_DTEL_REPORT_SESSION_ATTR_SRC_IP
 	Destinations []ReportDestination // SAI_DTEL_REPORT_SESSION_ATTR_DST_IP_LIST, with a port each
 	// VirtualRouter (SAI_DTEL_REPORT_SESSION_ATTR_VIRTUAL_ROUTER_ID) is the
-	// VRF device name reports are routed in; "" is the default VRF.
+	// VRF device name reports are routed in; "" is the default VRF (map
+	// YANG's "default" to "").
 	VirtualRouter string
 	// TruncateSize (SAI_DTEL_REPORT_SESSION_ATTR_TRUNCATE_SIZE) is how many
-	// bytes of the original packet a report carries.
+	// bytes of the original packet a report carries: 0 (none) or
+	// MinTruncateSize..MaxTruncateSize.
 	TruncateSize uint16
 	// UDPDstPort (SAI_DTEL_REPORT_SESSION_ATTR_UDP_DST_PORT) is the port
 	// for destinations that do not set their own.
@@ -151,8 +155,8 @@ func (a ReportSessionAttrs) Validate() error {
 			return err
 		}
 	}
-	if a.TruncateSize < MinTruncateSize || a.TruncateSize > MaxTruncateSize {
-		return invalid(t, "TruncateSize", "truncate size %d is out of range %d..%d", a.TruncateSize, MinTruncateSize, MaxTruncateSize)
+	if a.TruncateSize != 0 && (a.TruncateSize < MinTruncateSize || a.TruncateSize > MaxTruncateSize) {
+		return invalid(t, "TruncateSize", "truncate size %d is out of range %d..%d (or 0)", a.TruncateSize, MinTruncateSize, MaxTruncateSize)
 	}
 	if a.Format != ReportFormatV2 && a.Format != ReportFormatV05 {
 		return invalid(t, "Format", "report format %d is invalid", a.Format)
@@ -164,10 +168,8 @@ func (a ReportSessionAttrs) Validate() error {
 	switch {
 	case c.Enabled() && a.Format == ReportFormatV05:
 		return invalid(t, "Coalesce.MaxReports", "coalescing needs report format 2.0, not 0.5")
-	case c.Enabled() && (c.MaxDelay <= 0 || c.MaxDelay > MaxCoalesceDelay):
-		return invalid(t, "Coalesce.MaxDelay", "coalescing max delay %v is out of range (0s, %v]", c.MaxDelay, MaxCoalesceDelay)
-	case !c.Enabled() && c.MaxDelay != 0:
-		return invalid(t, "Coalesce.MaxDelay", "coalescing max delay %v is set but max reports is %d", c.MaxDelay, c.MaxReports)
+	case c.Enabled() && (c.MaxDelay < 0 || c.MaxDelay > MaxCoalesceDelay):
+		return invalid(t, "Coalesce.MaxDelay", "coalescing max delay %v is out of range 0s..%v", c.MaxDelay, MaxCoalesceDelay)
 	}
 	return nil
 }
