@@ -58,9 +58,9 @@ func (e Encap) String() string {
 	return "encap?"
 }
 
-// Parser holds the INT domain's marking configuration. The zero value finds
-// only tunnel encapsulations on their IANA ports is disabled too; set the
-// fields the domain uses. A Parser is a read-only value, safe to share.
+// Parser holds the INT domain's marking configuration; every way of finding
+// INT is off until its field is set. A Parser is read-only during Parse and
+// safe to share between goroutines.
 type Parser struct {
 	DSCP, DSCPMask uint8  // INT over TCP/UDP when dscp&DSCPMask == DSCP (mask 0 disables)
 	UDPPort        uint16 // INT_TBD UDP destination port (0 disables)
@@ -68,6 +68,10 @@ type Parser struct {
 	GREProto       uint16 // GRE protocol type announcing INT (TBD_INT; 0 disables)
 	VXLANGPEPort   uint16 // UDP port of VXLAN-GPE (0 disables)
 	GenevePort     uint16 // UDP port of Geneve (0 disables)
+	// AllowTruncated accepts IP packets shorter than their length field,
+	// as found in telemetry reports; End is then the end of the buffer and
+	// Packet.Truncated is set. Never edit such packets in place.
+	AllowTruncated bool
 	// TCPBeforeOptions puts INT right after the fixed 20-byte TCP header
 	// instead of after the options; the spec lets a domain pick either.
 	TCPBeforeOptions bool
@@ -97,6 +101,9 @@ type Packet struct {
 	INTType HeaderType // TypeMD or TypeMX
 	INTLen  int        // bytes of INT header and stack (shim excluded)
 	Next    int        // first byte after the INT stack
+	// Truncated is set when the IP length field exceeds the buffer
+	// (Parser.AllowTruncated).
+	Truncated bool
 }
 
 func (p *Packet) reset() {
@@ -160,8 +167,14 @@ func (c *Parser) parseL3(b []byte, off int, p *Packet) error {
 		}
 		ihl := int(h[0]&0x0f) * 4
 		total := int(binary.BigEndian.Uint16(h[2:]))
-		if ihl < IPv4MinLen || total < ihl || len(h) < total {
+		if ihl < IPv4MinLen || total < ihl || len(h) < ihl {
 			return ErrBadLength
+		}
+		if len(h) < total {
+			if !c.AllowTruncated {
+				return ErrBadLength
+			}
+			total, p.Truncated = len(h), true
 		}
 		p.L3, p.IPVersion, p.IPHeaderLen, p.Proto = off, 4, ihl, h[9]
 		p.End = off + total
@@ -183,7 +196,10 @@ func (c *Parser) parseL3(b []byte, off int, p *Packet) error {
 		}
 		plen := int(binary.BigEndian.Uint16(h[4:]))
 		if len(h) < IPv6Len+plen {
-			return ErrBadLength
+			if !c.AllowTruncated {
+				return ErrBadLength
+			}
+			plen, p.Truncated = len(h)-IPv6Len, true
 		}
 		p.L3, p.IPVersion, p.End = off, 6, off+IPv6Len+plen
 		dscp = uint8(binary.BigEndian.Uint16(h[0:])>>4) >> 2

@@ -334,7 +334,7 @@ func InsertINT(pkt []byte, p *Packet, typ HeaderType, hdr []byte, opt *SourceOpt
 	if p.INT >= 0 {
 		return pkt, ErrBadType // already has INT
 	}
-	if p.L4 < 0 || len(hdr)%4 != 0 || len(hdr)/4 > maxShimWord || len(hdr) < MDHeaderLen {
+	if p.L3 < 0 || len(hdr)%4 != 0 || len(hdr)/4 > maxShimWord || len(hdr) < MDHeaderLen {
 		return pkt, ErrUnsupported
 	}
 	origDSCP := uint8(0)
@@ -346,6 +346,9 @@ func InsertINT(pkt []byte, p *Packet, typ HeaderType, hdr []byte, opt *SourceOpt
 	shim := Shim{Type: typ, Length: uint8(len(hdr) / 4)}
 	if opt.Encap == EncapUDPPort && opt.NPT == NPTIPProto {
 		return insertNPT2(pkt, p, shim, hdr, opt)
+	}
+	if p.L4 < 0 {
+		return pkt, ErrUnsupported
 	}
 	at := p.L4 + p.L4HeaderLen
 	pre := 0
@@ -403,14 +406,14 @@ func insertNPT2(pkt []byte, p *Packet, shim Shim, hdr []byte, opt *SourceOptions
 		return pkt, ErrUnsupported
 	}
 	shim.NPT, shim.Value = NPTIPProto, uint16(p.Proto)
-	at := p.L4
+	at := p.L3 + p.IPHeaderLen // works for any payload, e.g. IPsec or IP-in-IP
 	n := UDPLen + ShimLen + len(hdr)
 	grown, err := insertGap(pkt, at, n)
 	if err != nil {
 		return pkt, err
 	}
 	pkt = grown
-	segLen := p.End - p.L4 + n
+	segLen := p.End - at + n
 	u := pkt[at:]
 	binary.BigEndian.PutUint16(u[0:], p.Flow.EntropyPort())
 	binary.BigEndian.PutUint16(u[2:], opt.UDPPort)
@@ -426,7 +429,7 @@ func insertNPT2(pkt []byte, p *Packet, shim Shim, hdr []byte, opt *SourceOptions
 		pkt[p.L3+6] = ProtoUDP
 	}
 	e.ipLength(n)
-	p.Proto, p.L4HeaderLen = ProtoUDP, UDPLen
+	p.Proto, p.L4, p.L4HeaderLen = ProtoUDP, at, UDPLen
 	p.Encap, p.Shim, p.INT, p.INTType = EncapUDPPort, at+UDPLen, at+UDPLen+ShimLen, shim.Type
 	p.INTLen, p.Next = len(hdr), at+n
 	return pkt, nil
