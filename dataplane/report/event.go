@@ -46,6 +46,25 @@ type Event struct {
 	ReportAll bool
 	// TCPFlags are the flags of a TCP packet, for FLOW_TCPFLAG events.
 	TCPFlags uint8
+
+	// Fields below were added after the first contract; their zero values
+	// keep the original meaning.
+
+	// INTType is the type of the INT header at INT (wire.TypeMD or
+	// wire.TypeMX). Zero: read it from the 4-byte shim before the header
+	// (right for INT over TCP/UDP, GRE and VXLAN-GPE; set it for Geneve).
+	INTType wire.HeaderType
+	// INTLen is the length of the INT header and stack in bytes
+	// (wire.Packet.INTLen). Zero: read it from the shim as for INTType.
+	INTLen int
+	// Unwatched marks a packet that matched no watchlist entry. Only
+	// KindQueue events and tail drops at a queue with tail-drop reporting
+	// are reported for such packets; their reports have F clear.
+	Unwatched bool
+	// TailDropReport is the watchlist entry's TAIL_DROP_REPORT_ENABLE:
+	// a watched packet's tail drop (TailDrop set) is reported as a drop
+	// report only when it is set (or when its queue reports tail drops).
+	TailDropReport bool
 }
 
 // Reporter receives the dataplane's observations.

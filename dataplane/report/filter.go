@@ -1,0 +1,261 @@
+package report
+
+import (
+	"encoding/binary"
+	"math/bits"
+
+	"github.com/intd-project/intd/dataplane/wire"
+)
+
+// Reason says why the smart filter let a report through (a bit set).
+type Reason uint8
+
+const (
+	ReasonNew       Reason = 1 << iota // first packet of the flow (or state cleared/evicted)
+	ReasonInterval                     // the report interval elapsed
+	ReasonPort                         // ingress or egress port changed
+	ReasonPath                         // node ids in the INT stack changed
+	ReasonLatency                      // a hop's latency moved by the threshold
+	ReasonQueue                        // the egress queue changed
+	ReasonDropCause                    // the drop reason changed (drop filter)
+	numReasons      = 7
+)
+
+// MaxTrackedHops is how many hop latencies per flow the filter compares:
+// this node's plus the top MaxTrackedHops-1 of the INT-MD stack. Deeper
+// hops still count for the path (their node ids are hashed).
+const MaxTrackedHops = 8
+
+// flowState is what the filter extracts from one event.
+type flowState struct {
+	path  uint64
+	ports uint32
+	queue uint8
+	nlat  uint8
+	drop  uint8
+	lat   [MaxTrackedHops]uint32
+}
+
+// flowEntry is one slot of the flow table. It holds no pointers, so the
+// table is invisible to the garbage collector.
+type flowEntry struct {
+	key        uint64 // flow hash | 1; 0 is empty
+	gen        uint32 // clear-cycle generation
+	lastSeen   int64
+	lastReport int64
+	st         flowState
+}
+
+const ways = 4 // set associativity
+
+// flowTable is a fixed-size, 4-way set-associative table of flow state.
+type flowTable struct {
+	entries []flowEntry
+	mask    uint64 // bucket index mask
+	seed    uint64
+	gen     uint32
+	epoch   int64 // clear-cycle epoch of gen
+}
+
+func newFlowTable(size int, seed uint64) *flowTable {
+	if size < minTableSize {
+		size = minTableSize
+	}
+	size = 1 << bits.Len(uint(size-1))
+	return &flowTable{entries: make([]flowEntry, size), mask: uint64(size/ways - 1), seed: seed, gen: 1}
+}
+
+// lookup returns the entry of flow hash h, claiming the least recently seen
+// way (or a stale one) when the flow is not present; fresh says so.
+func (t *flowTable) lookup(h uint64) (e *flowEntry, fresh bool) {
+	h |= 1
+	b := int((h>>32)&t.mask) * ways
+	bucket := t.entries[b : b+ways : b+ways]
+	victim := 0
+	for i := range bucket {
+		x := &bucket[i]
+		if x.key == h && x.gen == t.gen {
+			return x, false
+		}
+		if x.key == 0 || x.gen != t.gen {
+			victim = i
+			if x.key == 0 {
+				break
+			}
+			continue
+		}
+		v := &bucket[victim]
+		if v.key != 0 && v.gen == t.gen && x.lastSeen < v.lastSeen {
+			victim = i
+		}
+	}
+	e = &bucket[victim]
+	*e = flowEntry{key: h, gen: t.gen}
+	return e, true
+}
+
+// clear applies the flow-state clear cycle: all state is dropped at every
+// multiple of cycle ns (O(1): a generation bump).
+func (t *flowTable) clear(now, cycle int64) {
+	if cycle <= 0 {
+		return
+	}
+	if ep := now / cycle; ep != t.epoch {
+		t.epoch = ep
+		t.gen++
+		if t.gen == 0 {
+			t.gen = 1
+		}
+	}
+}
+
+// filter is the compiled smart filter.
+type filter struct {
+	interval   int64
+	latChange  uint32
+	sens       uint8
+	onPort     bool
+	onPath     bool
+	onQueue    bool
+	clearCycle int64
+}
+
+func compileFilter(f Filter) filter {
+	c := filter{
+		interval: int64(f.Interval), latChange: f.HopLatencyChange, sens: f.LatencySensitivity,
+		onPort: f.OnPortChange, onPath: f.OnPathChange, onQueue: f.OnQueueChange, clearCycle: int64(f.ClearCycle),
+	}
+	if c.interval == 0 {
+		c.interval = int64(defaultInterval)
+	}
+	return c
+}
+
+// decide runs the filter for a flow whose state is st at time now and
+// records the outcome. It returns the reasons to report (0: suppress).
+func (f *filter) decide(t *flowTable, h uint64, now int64, st *flowState, drop bool) Reason {
+	t.clear(now, f.clearCycle)
+	e, fresh := t.lookup(h)
+	e.lastSeen = now
+	var r Reason
+	if fresh {
+		r = ReasonNew
+	} else {
+		o := &e.st
+		if now-e.lastReport >= f.interval {
+			r |= ReasonInterval
+		}
+		if f.onPort && o.ports != st.ports {
+			r |= ReasonPort
+		}
+		if f.onPath && o.path != st.path {
+			r |= ReasonPath
+		}
+		if f.onQueue && o.queue != st.queue {
+			r |= ReasonQueue
+		}
+		if drop && o.drop != st.drop {
+			r |= ReasonDropCause
+		}
+		if !drop && f.latencyMoved(o, st) {
+			r |= ReasonLatency
+		}
+	}
+	if r != 0 {
+		// Latencies are compared with those of the last report, so a
+		// slow drift adds up to a report too.
+		e.lastReport = now
+		e.st = *st
+	}
+	return r
+}
+
+func (f *filter) latencyMoved(o, st *flowState) bool {
+	if o.nlat != st.nlat {
+		return true
+	}
+	for i := 0; i < int(st.nlat); i++ {
+		a, b := o.lat[i]>>f.sens, st.lat[i]>>f.sens
+		var d uint32
+		if a > b {
+			d = a - b
+		} else {
+			d = b - a
+		}
+		if d<<f.sens >= f.latChange && d != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// extract fills st from ev: this node's ports, queue and latency, and the
+// INT-MD stack's node ids and latencies. It never allocates.
+func extract(ev *Event, st *flowState) {
+	*st = flowState{}
+	h := &ev.Hop
+	if h.Valid&wire.InstL1Ports != 0 {
+		st.ports = uint32(h.IngressPort)<<16 | uint32(h.EgressPort)
+	}
+	if h.Valid&wire.InstQueue != 0 {
+		st.queue = h.QueueID
+	}
+	st.drop = ev.DropReason
+	st.nlat = 1
+	if h.Valid&wire.InstHopLatency != 0 {
+		st.lat[0] = h.HopLatency
+	}
+	st.path = 0xcbf29ce484222325
+	typ, hdr, ok := intHeader(ev)
+	if !ok || typ != wire.TypeMD {
+		return
+	}
+	md, err := wire.DecodeMDHeader(hdr)
+	if err != nil || md.HopML == 0 {
+		return
+	}
+	hopLen := int(md.HopML) * 4
+	stack := hdr[wire.MDHeaderLen:]
+	n := len(stack) / hopLen
+	inst := md.Instructions
+	latOff := -1
+	if inst&wire.InstHopLatency != 0 {
+		latOff = 4 * (bits.OnesCount16(uint16(inst & (wire.InstNodeID | wire.InstL1Ports))))
+	}
+	hasNode := inst&wire.InstNodeID != 0
+	p := st.path
+	for i := 0; i < n; i++ {
+		hop := stack[i*hopLen : (i+1)*hopLen]
+		if hasNode && len(hop) >= 4 {
+			p = (p ^ uint64(binary.BigEndian.Uint32(hop))) * 0x100000001b3
+		}
+		if latOff >= 0 && latOff+4 <= len(hop) && int(st.nlat) < MaxTrackedHops {
+			st.lat[st.nlat] = binary.BigEndian.Uint32(hop[latOff:])
+			st.nlat++
+		}
+	}
+	st.path = p ^ uint64(n)<<56
+}
+
+// intHeader returns the INT header type and the bytes of the INT header and
+// stack of ev's packet.
+func intHeader(ev *Event) (wire.HeaderType, []byte, bool) {
+	off := ev.INT
+	if off < 0 || off >= len(ev.Packet) || len(ev.Packet)-off < wire.MDHeaderLen {
+		return 0, nil, false
+	}
+	typ, n := ev.INTType, ev.INTLen
+	if (typ == 0 || n == 0) && off >= wire.ShimLen {
+		shim := ev.Packet[off-wire.ShimLen:]
+		if typ == 0 {
+			typ = wire.HeaderType(shim[0] >> 4)
+		}
+		if n == 0 {
+			n = int(shim[1]) * 4
+		}
+	}
+	if n > len(ev.Packet)-off || n < wire.MDHeaderLen {
+		n = len(ev.Packet) - off // truncated frame: use what is there
+	}
+	return typ, ev.Packet[off : off+n], true
+}

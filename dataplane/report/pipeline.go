@@ -1,0 +1,710 @@
+package report
+
+import (
+	"encoding/binary"
+	"errors"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/intd-project/intd/dataplane/wire"
+)
+
+// Options tune a Pipeline; the zero value is usable.
+type Options struct {
+	// Sender puts packets on the wire; nil means a NewUDPSender().
+	Sender Sender
+	// QueueLen is the number of packets each collector's queue holds;
+	// 0 means 256. Memory per collector is QueueLen * MTU, allocated once.
+	QueueLen int
+	// Clock is the clock of Event.Now, read by the background flush of
+	// coalesced reports; nil means time.Now().UnixNano().
+	Clock func() int64
+	// TickInterval is how often the background flush runs; 0 means 1ms,
+	// negative disables it (call Tick or Flush yourself).
+	TickInterval time.Duration
+	// Seed for the flow hash; 0 picks a fixed default.
+	Seed uint64
+}
+
+// Pipeline is the reporting pipeline: smart filters, queue-congestion
+// quotas, and the exporter. It implements Reporter; Report is safe for
+// concurrent use and never allocates on its own.
+type Pipeline struct {
+	mu       sync.Mutex
+	cfg      Config
+	filt     filter
+	flows    *flowTable
+	drops    *flowTable
+	st       flowState
+	routes   [NumEventTypes]*route
+	sessions map[string]*session
+	dests    map[netip.AddrPort]*dest
+	queues   map[uint32]*queueState
+	closed   bool
+
+	opts      Options
+	sender    Sender
+	ownSender bool
+	tableSize int
+	stop      chan struct{}
+	wg        sync.WaitGroup
+
+	byType   [NumEventTypes]counters
+	reasons  [numReasons]atomic.Uint64
+	unrouted atomic.Uint64
+	sessCtr  map[string]*sessCounters // survives reconfiguration
+}
+
+type route struct {
+	sess *session
+	b    *batch
+	dscp uint8
+}
+
+type counters struct {
+	generated, suppressed, sent, dropped atomic.Uint64
+}
+
+type sessCounters struct {
+	byType                                 [NumEventTypes]counters
+	packets, bytes                         atomic.Uint64
+	rateLimited, queueFull, sendErr, trunc atomic.Uint64
+}
+
+type session struct {
+	cfg        Session
+	ctr        *sessCounters
+	dests      []*dest
+	batches    [maxDSCP + 1]*batch
+	maxPayload int
+	maxReports int
+	maxDelay   int64
+	bucket     tokenBucket
+}
+
+type batch struct {
+	sess   *session
+	dscp   uint8
+	buf    []byte
+	n      int
+	types  [NumEventTypes]uint16
+	opened int64
+}
+
+type dest struct {
+	addr    netip.AddrPort
+	seq     uint32 // next sequence number (under Pipeline.mu)
+	free    chan *pktBuf
+	queue   chan *pktBuf
+	packets atomic.Uint64
+	bytes   atomic.Uint64
+	lastSeq atomic.Uint32
+	full    atomic.Uint64 // packets dropped: queue full
+	sendErr atomic.Uint64
+	cap     int
+}
+
+type pktBuf struct {
+	pkt   Packet
+	buf   []byte
+	types [NumEventTypes]uint16
+	ctr   *sessCounters
+}
+
+type queueState struct {
+	cfg                           QueueReport
+	reset, depthReset             uint32
+	breached                      bool
+	quotaLeft                     uint32
+	breaches, reports, suppressed uint64
+}
+
+// New builds a pipeline with cfg.
+func New(cfg Config, opts Options) (*Pipeline, error) {
+	own := opts.Sender == nil
+	if own {
+		opts.Sender = NewUDPSender()
+	}
+	if opts.QueueLen <= 0 {
+		opts.QueueLen = 256
+	}
+	if opts.Clock == nil {
+		opts.Clock = func() int64 { return time.Now().UnixNano() }
+	}
+	if opts.TickInterval == 0 {
+		opts.TickInterval = time.Millisecond
+	}
+	if opts.Seed == 0 {
+		opts.Seed = 0x9e3779b97f4a7c15
+	}
+	p := &Pipeline{
+		opts: opts, sender: opts.Sender, ownSender: own, stop: make(chan struct{}),
+		sessions: map[string]*session{}, dests: map[netip.AddrPort]*dest{},
+		queues: map[uint32]*queueState{}, sessCtr: map[string]*sessCounters{},
+	}
+	if err := p.Configure(cfg); err != nil {
+		return nil, err
+	}
+	if opts.TickInterval > 0 {
+		p.wg.Add(1)
+		go p.ticker()
+	}
+	return p, nil
+}
+
+func (p *Pipeline) ticker() {
+	defer p.wg.Done()
+	t := time.NewTicker(p.opts.TickInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-t.C:
+			p.Tick(p.opts.Clock())
+		}
+	}
+}
+
+// ErrClosed is returned by Configure after Close.
+var ErrClosed = errors.New("report: pipeline closed")
+
+// Configure applies cfg atomically. Pending coalesced reports are sent
+// first; flow state, queue breach state, counters and the sequence number
+// of every collector that stays are kept (sequence numbers restart only
+// when the node id or hw id change).
+func (p *Pipeline) Configure(cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	cfg = cloneConfig(cfg)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return ErrClosed
+	}
+	p.flushAll()
+	old := p.cfg
+	first := p.flows == nil
+	p.cfg = cfg
+	p.filt = compileFilter(cfg.Filter)
+	size := cfg.Filter.TableSize
+	if size == 0 {
+		size = defaultTableSize
+	}
+	if size != p.tableSize {
+		p.flows = newFlowTable(size, p.opts.Seed)
+		p.drops = newFlowTable(size/4, p.opts.Seed)
+		p.tableSize = size
+	}
+	resetSeq := !first && (old.NodeID != cfg.NodeID || old.HWID != cfg.HWID)
+
+	// Collectors.
+	want := map[netip.AddrPort]int{}
+	for _, s := range cfg.Sessions {
+		for _, c := range s.Collectors {
+			if mp := s.maxPayload(); mp > want[c.Addr] {
+				want[c.Addr] = mp
+			}
+		}
+	}
+	for a, d := range p.dests {
+		if _, ok := want[a]; !ok {
+			close(d.queue) // the worker drains what is queued, then exits
+			delete(p.dests, a)
+		} else if resetSeq {
+			d.seq = 0
+		}
+	}
+	for a, mp := range want {
+		if d := p.dests[a]; d == nil {
+			p.dests[a] = p.startDest(a, mp)
+		}
+	}
+
+	// Sessions.
+	p.sessions = map[string]*session{}
+	ctrs := map[string]*sessCounters{}
+	for i := range cfg.Sessions {
+		sc := cfg.Sessions[i]
+		ctr := p.sessCtr[sc.Name]
+		if ctr == nil {
+			ctr = &sessCounters{}
+		}
+		ctrs[sc.Name] = ctr
+		s := &session{cfg: sc, ctr: ctr, maxPayload: sc.maxPayload(), maxReports: sc.MaxReports, maxDelay: int64(sc.MaxDelay)}
+		if s.maxReports < 1 || sc.Format == FormatV05 {
+			s.maxReports = 1
+		}
+		s.bucket.init(sc.RateLimit)
+		for _, c := range sc.Collectors {
+			s.dests = append(s.dests, p.dests[c.Addr])
+		}
+		p.sessions[sc.Name] = s
+	}
+	p.sessCtr = ctrs
+
+	// Routes.
+	p.routes = [NumEventTypes]*route{}
+	for e, r := range cfg.Events {
+		s := p.sessions[r.Session]
+		b := s.batches[r.DSCP]
+		if b == nil {
+			b = &batch{sess: s, dscp: r.DSCP, buf: make([]byte, 0, s.maxPayload)}
+			s.batches[r.DSCP] = b
+		}
+		p.routes[e] = &route{sess: s, b: b, dscp: r.DSCP}
+	}
+
+	// Queues.
+	qs := map[uint32]*queueState{}
+	for _, qc := range cfg.Queues {
+		k := queueKey(qc.Port, qc.Queue)
+		if qc.Quota == 0 {
+			qc.Quota = defaultQuota
+		}
+		q := p.queues[k]
+		if q == nil {
+			q = &queueState{quotaLeft: qc.Quota}
+		}
+		q.cfg = qc
+		q.reset = qc.ResetThreshold
+		if q.reset == 0 {
+			q.reset = qc.LatencyThreshold / 2
+		}
+		q.depthReset = qc.DepthThreshold / 2
+		q.quotaLeft = min(q.quotaLeft, qc.Quota)
+		qs[k] = q
+	}
+	p.queues = qs
+	return nil
+}
+
+func cloneConfig(c Config) Config {
+	ss := make([]Session, len(c.Sessions))
+	for i, s := range c.Sessions {
+		s.Collectors = append([]Collector(nil), s.Collectors...)
+		ss[i] = s
+	}
+	c.Sessions = ss
+	ev := make(map[EventType]Route, len(c.Events))
+	for k, v := range c.Events {
+		ev[k] = v
+	}
+	c.Events = ev
+	c.Queues = append([]QueueReport(nil), c.Queues...)
+	return c
+}
+
+func (p *Pipeline) startDest(a netip.AddrPort, payload int) *dest {
+	n := p.opts.QueueLen
+	d := &dest{addr: a, free: make(chan *pktBuf, n), queue: make(chan *pktBuf, n), cap: n}
+	for i := 0; i < n; i++ {
+		d.free <- &pktBuf{buf: make([]byte, 0, payload)}
+	}
+	p.wg.Add(1)
+	go p.worker(d)
+	return d
+}
+
+func (p *Pipeline) worker(d *dest) {
+	defer p.wg.Done()
+	for pb := range d.queue {
+		err := p.sender.Send(&pb.pkt)
+		if err != nil {
+			d.sendErr.Add(1)
+			pb.ctr.sendErr.Add(1)
+		} else {
+			d.packets.Add(1)
+			d.bytes.Add(uint64(len(pb.pkt.Payload)))
+			d.lastSeq.Store(pb.pkt.Seq)
+			pb.ctr.packets.Add(1)
+			pb.ctr.bytes.Add(uint64(len(pb.pkt.Payload)))
+		}
+		for t, n := range pb.types {
+			if n == 0 {
+				continue
+			}
+			if err != nil {
+				p.byType[t].dropped.Add(uint64(n))
+				pb.ctr.byType[t].dropped.Add(uint64(n))
+			} else {
+				p.byType[t].sent.Add(uint64(n))
+				pb.ctr.byType[t].sent.Add(uint64(n))
+			}
+		}
+		pb.pkt.Payload = nil
+		d.free <- pb
+	}
+}
+
+// Close sends pending reports, waits for the collectors' queues to drain
+// and stops the pipeline. Later reports are ignored.
+func (p *Pipeline) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.flushAll()
+	p.closed = true
+	for a, d := range p.dests {
+		close(d.queue)
+		delete(p.dests, a)
+	}
+	close(p.stop)
+	p.mu.Unlock()
+	p.wg.Wait()
+	if c, ok := p.sender.(interface{ Close() error }); ok && p.ownSender {
+		c.Close()
+	}
+	return nil
+}
+
+// Flush sends every pending coalesced report now (a dataplane may call it
+// after each burst of packets: coalescing with MaxDelay 0 groups the
+// reports that are ready together).
+func (p *Pipeline) Flush() {
+	p.mu.Lock()
+	p.flushAll()
+	p.mu.Unlock()
+}
+
+// Tick sends the coalesced reports that have waited MaxDelay by now.
+func (p *Pipeline) Tick(now int64) {
+	p.mu.Lock()
+	for _, s := range p.sessions {
+		for _, b := range s.batches {
+			if b != nil && b.n > 0 && now-b.opened >= s.maxDelay {
+				p.flush(b)
+			}
+		}
+	}
+	p.mu.Unlock()
+}
+
+func (p *Pipeline) flushAll() {
+	for _, s := range p.sessions {
+		for _, b := range s.batches {
+			if b != nil && b.n > 0 {
+				p.flush(b)
+			}
+		}
+	}
+}
+
+// Report implements Reporter.
+func (p *Pipeline) Report(ev *Event) {
+	p.mu.Lock()
+	if !p.closed {
+		switch ev.Kind {
+		case KindFlow:
+			p.flow(ev)
+		case KindDrop:
+			p.drop(ev)
+		case KindQueue:
+			p.queue(ev)
+		}
+	}
+	p.mu.Unlock()
+}
+
+// WantsQueue reports whether congestion or tail-drop reporting is
+// configured for a queue, so a dataplane can skip KindQueue events (and
+// unwatched tail drops) for other queues.
+func (p *Pipeline) WantsQueue(port uint16, queue uint8) bool {
+	p.mu.Lock()
+	_, ok := p.queues[queueKey(port, queue)]
+	ok = ok && p.cfg.QueueReports
+	p.mu.Unlock()
+	return ok
+}
+
+const (
+	tcpFIN = 0x01
+	tcpSYN = 0x02
+	tcpRST = 0x04
+)
+
+func (p *Pipeline) flow(ev *Event) {
+	if ev.Unwatched {
+		return
+	}
+	if ev.ReportAll {
+		et := EventFlowReportAllPackets
+		if p.routes[et] == nil {
+			et = EventFlowState
+		}
+		p.emit(et, ev, false, false)
+		return
+	}
+	tcpFlag := ev.Flow.Proto == wire.ProtoTCP && ev.TCPFlags&(tcpFIN|tcpSYN|tcpRST) != 0 && p.routes[EventFlowTCPFlag] != nil
+	if p.routes[EventFlowState] == nil {
+		if tcpFlag {
+			p.emit(EventFlowTCPFlag, ev, false, false)
+		}
+		return
+	}
+	extract(ev, &p.st)
+	r := p.filt.decide(p.flows, ev.Flow.Hash(p.opts.Seed), ev.Now, &p.st, false)
+	switch {
+	case r != 0:
+		p.countReasons(r)
+		p.emit(EventFlowState, ev, false, false)
+	case tcpFlag:
+		p.emit(EventFlowTCPFlag, ev, false, false)
+	default:
+		p.suppress(EventFlowState)
+	}
+}
+
+func (p *Pipeline) countReasons(r Reason) {
+	for i := 0; i < numReasons; i++ {
+		if r&(1<<i) != 0 {
+			p.reasons[i].Add(1)
+		}
+	}
+}
+
+func (p *Pipeline) suppress(et EventType) {
+	p.byType[et].suppressed.Add(1)
+	if r := p.routes[et]; r != nil {
+		r.sess.ctr.byType[et].suppressed.Add(1)
+	}
+}
+
+func (p *Pipeline) drop(ev *Event) {
+	et := EventDropReport
+	queue := false
+	if ev.TailDrop {
+		q := p.queues[queueKey(ev.Hop.EgressPort, ev.Hop.QueueID)]
+		switch {
+		case q != nil && q.cfg.TailDrop && p.cfg.QueueReports && p.routes[EventQueueReportTailDrop] != nil:
+			et, queue = EventQueueReportTailDrop, true
+		case ev.Unwatched || !ev.TailDropReport:
+			return
+		}
+	}
+	if !queue && (ev.Unwatched || !p.cfg.DropReports) {
+		return
+	}
+	if p.routes[et] == nil {
+		p.unrouted.Add(1)
+		return
+	}
+	extract(ev, &p.st)
+	r := p.filt.decide(p.drops, ev.Flow.Hash(p.opts.Seed^uint64(et)), ev.Now, &p.st, true)
+	if r == 0 {
+		p.suppress(et)
+		return
+	}
+	p.emit(et, ev, true, queue)
+}
+
+func (p *Pipeline) queue(ev *Event) {
+	if !p.cfg.QueueReports {
+		return
+	}
+	q := p.queues[queueKey(ev.Hop.EgressPort, ev.Hop.QueueID)]
+	if q == nil || (q.cfg.LatencyThreshold == 0 && q.cfg.DepthThreshold == 0) {
+		return
+	}
+	lat, depth := ev.Hop.HopLatency, ev.Hop.QueueOccupancy
+	if q.breached {
+		var below bool
+		if q.cfg.LatencyThreshold != 0 {
+			below = lat < q.reset
+		} else {
+			below = depth < q.depthReset
+		}
+		if below {
+			q.breached = false
+			q.quotaLeft = q.cfg.Quota
+		}
+	}
+	if !q.breached && (q.cfg.LatencyThreshold != 0 && lat >= q.cfg.LatencyThreshold ||
+		q.cfg.DepthThreshold != 0 && depth >= q.cfg.DepthThreshold) {
+		q.breached = true
+		q.breaches++
+	}
+	if !q.breached {
+		return
+	}
+	if q.quotaLeft == 0 {
+		q.suppressed++
+		p.suppress(EventQueueReportThresholdBreach)
+		return
+	}
+	q.quotaLeft--
+	q.reports++
+	p.emit(EventQueueReportThresholdBreach, ev, false, true)
+}
+
+// emit encodes one individual report for event type et into its session's
+// pending packet, sending the packet when it is full.
+func (p *Pipeline) emit(et EventType, ev *Event, dropped, congested bool) {
+	rt := p.routes[et]
+	if rt == nil {
+		p.unrouted.Add(1)
+		return
+	}
+	s := rt.sess
+	p.byType[et].generated.Add(1)
+	s.ctr.byType[et].generated.Add(1)
+	if !s.bucket.take(ev.Now) {
+		p.byType[et].dropped.Add(1)
+		s.ctr.byType[et].dropped.Add(1)
+		s.ctr.rateLimited.Add(1)
+		return
+	}
+	b := rt.b
+	inner := ev.Packet
+	if len(inner) > s.cfg.TruncateSize {
+		inner = inner[:s.cfg.TruncateSize]
+	}
+	tracked := !ev.Unwatched
+	h := &ev.Hop
+	if s.cfg.Format == FormatV05 {
+		th := wire.TR05Header{NextProto: wire.TR05Local, Dropped: dropped, Congested: congested, TrackedFlow: tracked,
+			HWID: p.cfg.HWID, IngressTimestamp: uint32(h.IngressTimestamp)}
+		if h.Valid&wire.InstIngressTimestamp == 0 {
+			th.IngressTimestamp = uint32(ev.Now)
+		}
+		sw := wire.TR05Switch{SwitchID: p.cfg.NodeID, IngressPort: h.IngressPort, EgressPort: h.EgressPort,
+			QueueID: h.QueueID, QueueOccupancy: h.QueueOccupancy, EgressTimestamp: uint32(h.EgressTimestamp)}
+		if dropped {
+			th.NextProto, sw.DropReason = wire.TR05Drop, ev.DropReason
+		}
+		hdr := wire.TR05HeaderLen + wire.TR05LocalLen
+		if room := s.maxPayload - hdr; len(inner) > room {
+			inner = inner[:room]
+			s.ctr.trunc.Add(1)
+		}
+		b.buf = AppendTR05(b.buf[:0], &th, &sw, inner)
+		b.n, b.opened = 1, ev.Now
+		b.types[et]++
+		p.flush(b)
+		return
+	}
+	rh := wire.ReportHeader{Type: wire.RepINT, InType: wire.InEthernet, Dropped: dropped, Congested: congested,
+		TrackedFlow: tracked, RepMdBits: uint16(h.Valid) & 0x7f80}
+	if len(inner) == 0 {
+		rh.InType = wire.InNone
+	}
+	md := wire.ReportMetadata{
+		IngressPort: h.IngressPort, EgressPort: h.EgressPort, HopLatency: h.HopLatency,
+		QueueID: h.QueueID, QueueOccupancy: h.QueueOccupancy,
+		IngressTimestamp: h.IngressTimestamp, EgressTimestamp: h.EgressTimestamp,
+		L2IngressPort: h.L2IngressPort, L2EgressPort: h.L2EgressPort,
+		TxUtilization: h.TxUtilization, BufferID: h.BufferID, BufferOccupancy: h.BufferOccupancy,
+	}
+	if dropped {
+		rh.RepMdBits |= wire.RepDrop
+		md.DropQueueID, md.DropReason = h.QueueID, ev.DropReason
+	}
+	fixed := wire.ReportHeaderLen + wire.INTReportFixedLen + wire.RepMdWords(rh.RepMdBits)*4
+	if room := (s.maxPayload - wire.GroupHeaderLen - fixed) &^ 3; len(inner) > room {
+		inner = inner[:room]
+		s.ctr.trunc.Add(1)
+	}
+	size := fixed + (len(inner)+3)&^3
+	last := size > wire.ReportHeaderLen+254*4 // Report Length 0xFF: must end the packet
+	if b.n > 0 && (len(b.buf)+size > s.maxPayload || last || ev.Now-b.opened >= s.maxDelay && s.maxDelay > 0) {
+		p.flush(b)
+	}
+	if b.n == 0 {
+		b.buf = append(b.buf[:0], 0, 0, 0, 0, 0, 0, 0, 0) // group header, filled per collector
+		b.opened = ev.Now
+	}
+	b.buf, _ = wire.AppendReport(b.buf, &rh, &md, nil, inner)
+	b.n++
+	b.types[et]++
+	if b.n >= s.maxReports || last {
+		p.flush(b)
+	}
+}
+
+// flush hands b to each collector of its session with that collector's
+// sequence number. A collector whose queue is full loses the packet (its
+// sequence number is consumed, so the collector sees the gap).
+func (p *Pipeline) flush(b *batch) {
+	s := b.sess
+	v2 := s.cfg.Format == FormatV2
+	for _, d := range s.dests {
+		seq := d.seq
+		if v2 {
+			d.seq = (seq + 1) & wire.MaxReportSeq
+		} else {
+			d.seq = seq + 1
+		}
+		var pb *pktBuf
+		select {
+		case pb = <-d.free:
+		default:
+		}
+		if pb == nil {
+			d.full.Add(1)
+			s.ctr.queueFull.Add(1)
+			for t, n := range b.types {
+				if n != 0 {
+					p.byType[t].dropped.Add(uint64(n))
+					s.ctr.byType[t].dropped.Add(uint64(n))
+				}
+			}
+			continue
+		}
+		pb.buf = append(pb.buf[:0], b.buf...)
+		if v2 {
+			binary.BigEndian.PutUint32(pb.buf, uint32(wire.Version2)<<28|uint32(p.cfg.HWID)<<22|seq)
+			binary.BigEndian.PutUint32(pb.buf[4:], p.cfg.NodeID)
+		} else {
+			binary.BigEndian.PutUint32(pb.buf[4:], seq)
+		}
+		pb.pkt = Packet{Session: s.cfg.Name, Src: s.cfg.Src, Dst: d.addr, VRF: s.cfg.VRF, DSCP: b.dscp,
+			Format: s.cfg.Format, Seq: seq, Reports: b.n, Payload: pb.buf}
+		pb.types = b.types
+		pb.ctr = s.ctr
+		d.queue <- pb // never blocks: free and queue share QueueLen buffers
+	}
+	b.n = 0
+	b.types = [NumEventTypes]uint16{}
+	b.buf = b.buf[:0]
+}
+
+// tokenBucket limits reports per second; tokens are in 1e-9 reports.
+type tokenBucket struct {
+	rate, cap, tokens, last int64
+	started                 bool
+}
+
+func (t *tokenBucket) init(rate uint32) {
+	burst := int64(rate) / defaultBurstRatio
+	if burst < 1 {
+		burst = 1
+	}
+	*t = tokenBucket{rate: int64(rate), cap: burst * 1e9}
+}
+
+func (t *tokenBucket) take(now int64) bool {
+	if t.rate == 0 {
+		return true
+	}
+	if !t.started {
+		t.started, t.last, t.tokens = true, now, t.cap
+	}
+	if gap := now - t.last; gap > 0 {
+		if gap >= t.cap/t.rate+1 {
+			t.tokens = t.cap
+		} else {
+			t.tokens = min(t.cap, t.tokens+gap*t.rate)
+		}
+		t.last = now
+	}
+	if t.tokens >= 1e9 {
+		t.tokens -= 1e9
+		return true
+	}
+	return false
+}

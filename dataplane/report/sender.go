@@ -1,0 +1,191 @@
+package report
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Packet is one telemetry report packet handed to a Sender.
+type Packet struct {
+	Session string         // report session name
+	Src     netip.Addr     // configured source address
+	Dst     netip.AddrPort // collector
+	VRF     string
+	DSCP    uint8
+	Format  Format
+	Seq     uint32 // sequence number in the header
+	Reports int    // individual reports inside
+	// Payload is the UDP payload (group header + reports, or a v0.5
+	// report). It is only valid during Send.
+	Payload []byte
+}
+
+// Sender puts report packets on the wire. Send is called from one
+// goroutine per collector and may block: while it does, that collector's
+// queue fills and further reports to it are dropped and counted.
+type Sender interface {
+	Send(p *Packet) error
+}
+
+// SenderFunc adapts a function to Sender.
+type SenderFunc func(p *Packet) error
+
+// Send implements Sender.
+func (f SenderFunc) Send(p *Packet) error { return f(p) }
+
+// Capture is a Sender that keeps a copy of every packet (for tests and the
+// lab).
+type Capture struct {
+	mu      sync.Mutex
+	packets []Packet
+}
+
+// Send implements Sender.
+func (c *Capture) Send(p *Packet) error {
+	q := *p
+	q.Payload = append([]byte(nil), p.Payload...)
+	c.mu.Lock()
+	c.packets = append(c.packets, q)
+	c.mu.Unlock()
+	return nil
+}
+
+// Packets returns the packets captured so far.
+func (c *Capture) Packets() []Packet {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]Packet(nil), c.packets...)
+}
+
+// Reset forgets the captured packets.
+func (c *Capture) Reset() {
+	c.mu.Lock()
+	c.packets = nil
+	c.mu.Unlock()
+}
+
+// UDPSender sends report packets over UDP sockets, one per (source,
+// collector, DSCP, VRF), with IP_TOS/IPV6_TCLASS set to the DSCP and path
+// MTU discovery on (DF set, IP_PMTUDISC_DO). The source address is bound
+// when it is local; otherwise the kernel picks one and NotLocal records it.
+type UDPSender struct {
+	mu       sync.Mutex
+	conns    map[udpKey]*net.UDPConn
+	notLocal map[netip.Addr]bool
+}
+
+type udpKey struct {
+	src  netip.Addr
+	dst  netip.AddrPort
+	dscp uint8
+	vrf  string
+}
+
+// NewUDPSender returns a sender with no sockets open yet.
+func NewUDPSender() *UDPSender {
+	return &UDPSender{conns: map[udpKey]*net.UDPConn{}, notLocal: map[netip.Addr]bool{}}
+}
+
+// Send implements Sender.
+func (u *UDPSender) Send(p *Packet) error {
+	k := udpKey{p.Src, p.Dst, p.DSCP, p.VRF}
+	u.mu.Lock()
+	c := u.conns[k]
+	u.mu.Unlock()
+	if c == nil {
+		var err error
+		if c, err = u.dial(k); err != nil {
+			return err
+		}
+	}
+	_, err := c.Write(p.Payload)
+	return err
+}
+
+func (u *UDPSender) dial(k udpKey) (*net.UDPConn, error) {
+	v6 := !k.dst.Addr().Unmap().Is4()
+	control := func(_, _ string, rc syscall.RawConn) error {
+		var serr error
+		err := rc.Control(func(fd uintptr) {
+			s := int(fd)
+			tos := int(k.dscp) << 2
+			if v6 {
+				if serr = unix.SetsockoptInt(s, unix.IPPROTO_IPV6, unix.IPV6_TCLASS, tos); serr != nil {
+					return
+				}
+				serr = unix.SetsockoptInt(s, unix.IPPROTO_IPV6, unix.IPV6_MTU_DISCOVER, unix.IPV6_PMTUDISC_DO)
+			} else {
+				if serr = unix.SetsockoptInt(s, unix.IPPROTO_IP, unix.IP_TOS, tos); serr != nil {
+					return
+				}
+				serr = unix.SetsockoptInt(s, unix.IPPROTO_IP, unix.IP_MTU_DISCOVER, unix.IP_PMTUDISC_DO)
+			}
+			if serr == nil && k.vrf != "" {
+				serr = unix.SetsockoptString(s, unix.SOL_SOCKET, unix.SO_BINDTODEVICE, k.vrf)
+			}
+		})
+		if err != nil {
+			return err
+		}
+		return serr
+	}
+	d := net.Dialer{Control: control}
+	raddr := net.UDPAddrFromAddrPort(k.dst)
+	u.mu.Lock()
+	notLocal := u.notLocal[k.src]
+	u.mu.Unlock()
+	var conn net.Conn
+	var err error
+	if k.src.IsValid() && !notLocal {
+		d.LocalAddr = net.UDPAddrFromAddrPort(netip.AddrPortFrom(k.src, 0))
+		conn, err = d.Dial("udp", raddr.String())
+		if err != nil && errors.Is(err, syscall.EADDRNOTAVAIL) {
+			// The source is not a local address: send from any.
+			u.mu.Lock()
+			u.notLocal[k.src] = true
+			u.mu.Unlock()
+			d.LocalAddr = nil
+			conn, err = d.Dial("udp", raddr.String())
+		}
+	} else {
+		conn, err = d.Dial("udp", raddr.String())
+	}
+	if err != nil {
+		return nil, fmt.Errorf("report: socket to %v: %w", k.dst, err)
+	}
+	c := conn.(*net.UDPConn)
+	u.mu.Lock()
+	if old := u.conns[k]; old != nil {
+		u.mu.Unlock()
+		c.Close()
+		return old, nil
+	}
+	u.conns[k] = c
+	u.mu.Unlock()
+	return c, nil
+}
+
+// NotLocal reports whether src could not be bound because it is not a
+// local address (reports to it are sent from an address the kernel picks).
+func (u *UDPSender) NotLocal(src netip.Addr) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.notLocal[src]
+}
+
+// Close closes every socket.
+func (u *UDPSender) Close() error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for k, c := range u.conns {
+		c.Close()
+		delete(u.conns, k)
+	}
+	return nil
+}
