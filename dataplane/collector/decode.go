@@ -1,0 +1,533 @@
+package collector
+
+import (
+	"encoding/binary"
+
+	"github.com/intd-project/intd/dataplane/wire"
+)
+
+// MaxHops is the largest number of hops decoded from one INT stack; deeper
+// stacks are decoded up to this many hops (top of stack first) and flagged.
+const MaxHops = 16
+
+// Legacy says which INT header format an INTStack was decoded from.
+type Legacy uint8
+
+const (
+	INTv21  Legacy = iota // INT v2.1 (version 2)
+	INT05                 // INT 0.5 over TCP/UDP (Host-INT)
+	INT2016               // INT 2016 over VXLAN-GPE
+)
+
+// INTStack is an INT header and its metadata stack found in a packet, in
+// one normalised form for every supported version.
+type INTStack struct {
+	Present bool
+	Format  Legacy
+	Encap   wire.Encap
+	// Type is the INT header type: TypeMD, TypeMX or TypeDestination.
+	Type                              wire.HeaderType
+	Version                           uint8
+	D, E, M                           bool
+	HopML                             uint8 // words per hop (INT 0.5/2016: instruction count)
+	RemainingHops                     uint8
+	Instructions                      wire.Instructions
+	DomainID, DSInstructions, DSFlags uint16
+	// HasSeq is set for Host-INT stacks (INT 0.5 type 3), which carry a
+	// per-flow sequence number under the stack.
+	HasSeq bool
+	Seq    uint32
+	// Hops holds the decoded hops, top of stack (most recent) first; it
+	// aliases the decoder's buffer. TotalHops is how many the stack has
+	// (more than len(Hops) only when the stack is deeper than MaxHops).
+	TotalHops int
+	Hops      []wire.HopMetadata
+}
+
+// Report is one decoded individual telemetry report, normalised across
+// Telemetry Report v2.0 and 0.5. Slices alias the decoder's buffers and are
+// valid only during the Handler call.
+type Report struct {
+	Version uint8 // report format version: 2, or 0 for TR 0.5
+	HWID    uint8
+	Seq     uint32
+	NodeID  uint32
+	// Index is the report's position in its packet (0-based).
+	Index int
+	// RepType and InType are the v2.0 code points; TR 0.5 next protocols
+	// are mapped onto them (local and drop headers are RepType INT, the
+	// inner frame is Ethernet, Host-INT's inner packet IPv4).
+	RepType    wire.ReportType
+	InType     wire.InnerType
+	D, Q, F, I bool
+	// HasMD says the report carries the node's own metadata in MD
+	// (MD.Valid says which fields). MD.NodeID is not used: the node is
+	// NodeID. For TR 0.5 local reports HopLatency is the egress minus the
+	// ingress timestamp.
+	HasMD                        bool
+	MD                           wire.HopMetadata
+	HasDrop                      bool
+	DropQueueID, DropReason      uint8
+	DomainID, DSMdBits, DSStatus uint16
+	DS                           []byte // domain-specific report metadata
+	Inner                        []byte
+	// InnerErr is set when the inner packet could not be decoded (the
+	// report itself is still valid).
+	InnerErr error
+	HasFlow  bool
+	Flow     wire.FlowKey
+	INT      INTStack
+}
+
+// Handler receives each decoded report.
+type Handler interface {
+	HandleReport(r *Report)
+}
+
+// Decoder decodes telemetry report payloads. It keeps scratch state, so
+// it must not be used concurrently; the zero value is not ready, use
+// NewDecoder.
+type Decoder struct {
+	// Parser finds INT v2.1 in inner packets. INT over TCP/UDP without a
+	// configured marking is still found when the bytes after the L4 header
+	// form a consistent INT v2.1 shim and header.
+	Parser wire.Parser
+	// INT05Port is the Host-INT UDP-extension port; INT05DSCP/Mask the
+	// DSCP marking of INT 0.5 over TCP/UDP (mask 0 disables).
+	INT05Port                uint16
+	INT05DSCP, INT05DSCPMask uint8
+
+	rep     Report
+	hops    [MaxHops]wire.HopMetadata
+	pkt     wire.Packet
+	scratch [2048]byte
+}
+
+// NewDecoder returns a decoder with the default markings: VXLAN-GPE and
+// Geneve on their IANA ports, Host-INT's UDP port 33122 and DSCP 0x01/0x01.
+func NewDecoder() *Decoder {
+	return &Decoder{
+		Parser:        wire.Parser{VXLANGPEPort: wire.PortVXLANGPE, GenevePort: wire.PortGeneve},
+		INT05Port:     wire.HostINTDefaultPort,
+		INT05DSCP:     0x01,
+		INT05DSCPMask: 0x01,
+	}
+}
+
+// Decode decodes a telemetry report UDP payload (v2.0 or 0.5) and calls h
+// for every individual report. It returns the number of reports delivered
+// and the error that stopped decoding, if any; reports before a malformed
+// one are still delivered. It does not allocate.
+func (d *Decoder) Decode(payload []byte, h Handler) (int, error) {
+	if len(payload) < 1 {
+		return 0, wire.ErrTruncated
+	}
+	switch payload[0] >> 4 {
+	case wire.Version2:
+		return d.decodeV2(payload, h)
+	case 0:
+		return d.decodeTR05(payload, h)
+	}
+	return 0, wire.ErrBadVersion
+}
+
+func (d *Decoder) decodeV2(payload []byte, h Handler) (int, error) {
+	g, rr, err := wire.NewReportReader(payload)
+	if err != nil {
+		return 0, err
+	}
+	var wr wire.Report
+	n := 0
+	r := &d.rep
+	for rr.Next(&wr) {
+		d.resetReport(r)
+		r.Version, r.HWID, r.Seq, r.NodeID, r.Index = g.Version, g.HWID, g.Seq, g.NodeID, n
+		r.RepType, r.InType = wr.Type, wr.InType
+		r.D, r.Q, r.F, r.I = wr.Dropped, wr.Congested, wr.TrackedFlow, wr.Intermediate
+		if wr.Type == wire.RepINT {
+			r.DomainID, r.DSMdBits, r.DSStatus = wr.DomainID, wr.DSMdBits, wr.DSMdStatus
+			var md wire.ReportMetadata
+			ds, err := wr.Baseline(&md)
+			if err != nil {
+				return n, err
+			}
+			r.DS = ds
+			r.HasMD = true
+			setMD(&r.MD, wr.RepMdBits, &md)
+			if wr.RepMdBits&wire.RepDrop != 0 {
+				r.HasDrop, r.DropQueueID, r.DropReason = true, md.DropQueueID, md.DropReason
+			}
+		}
+		r.Inner = wr.Inner
+		switch wr.InType {
+		case wire.InEthernet:
+			d.decodeInner(r, wr.Inner, true, true)
+		case wire.InIPv4, wire.InIPv6:
+			d.decodeInner(r, wr.Inner, false, true)
+		}
+		h.HandleReport(r)
+		n++
+	}
+	return n, rr.Err()
+}
+
+func (d *Decoder) resetReport(r *Report) {
+	*r = Report{}
+	r.INT.Hops = d.hops[:0]
+}
+
+// setMD converts report baseline metadata into hop metadata with Valid bits
+// for the fields RepMdBits selected.
+func setMD(m *wire.HopMetadata, bits uint16, md *wire.ReportMetadata) {
+	*m = wire.HopMetadata{
+		IngressPort: md.IngressPort, EgressPort: md.EgressPort,
+		HopLatency: md.HopLatency,
+		QueueID:    md.QueueID, QueueOccupancy: md.QueueOccupancy,
+		IngressTimestamp: md.IngressTimestamp, EgressTimestamp: md.EgressTimestamp,
+		L2IngressPort: md.L2IngressPort, L2EgressPort: md.L2EgressPort,
+		TxUtilization: md.TxUtilization,
+		BufferID:      md.BufferID, BufferOccupancy: md.BufferOccupancy,
+	}
+	m.Valid = wire.Instructions(bits) & (wire.InstL1Ports | wire.InstHopLatency | wire.InstQueue |
+		wire.InstIngressTimestamp | wire.InstEgressTimestamp | wire.InstL2Ports |
+		wire.InstTxUtilization | wire.InstBuffer)
+}
+
+func (d *Decoder) decodeTR05(payload []byte, h Handler) (int, error) {
+	t, err := wire.DecodeTR05(payload)
+	if err != nil {
+		return 0, err
+	}
+	r := &d.rep
+	d.resetReport(r)
+	r.Version, r.HWID, r.Seq = t.Header.Version, t.Header.HWID, t.Header.Seq
+	r.D, r.Q, r.F = t.Header.Dropped, t.Header.Congested, t.Header.TrackedFlow
+	r.Inner = t.Inner
+	ts := uint64(t.Header.IngressTimestamp)
+	switch t.Header.NextProto {
+	case wire.TR05Ethernet:
+		r.InType = wire.InEthernet
+	case wire.TR05Local, wire.TR05Drop:
+		s := &t.Switch
+		r.RepType, r.InType, r.NodeID, r.HasMD = wire.RepINT, wire.InEthernet, s.SwitchID, true
+		r.MD = wire.HopMetadata{IngressPort: s.IngressPort, EgressPort: s.EgressPort,
+			QueueID: s.QueueID, IngressTimestamp: ts,
+			Valid: wire.InstL1Ports | wire.InstIngressTimestamp}
+		if t.Header.NextProto == wire.TR05Local {
+			r.MD.QueueOccupancy = s.QueueOccupancy
+			r.MD.EgressTimestamp = uint64(s.EgressTimestamp)
+			r.MD.HopLatency = s.EgressTimestamp - t.Header.IngressTimestamp
+			r.MD.Valid |= wire.InstQueue | wire.InstEgressTimestamp | wire.InstHopLatency
+		} else {
+			r.HasDrop, r.DropQueueID, r.DropReason = true, s.QueueID, s.DropReason
+		}
+	case wire.TR05IPv4:
+		r.InType = wire.InIPv4
+		r.NodeID = t.ReporterID
+		r.HasMD = true
+		r.MD = wire.HopMetadata{IngressTimestamp: ts, Valid: wire.InstIngressTimestamp}
+	case wire.TR05HostDrop:
+		r.InType = wire.InNone
+	}
+	switch r.InType {
+	case wire.InEthernet:
+		d.decodeInner(r, t.Inner, true, true)
+	case wire.InIPv4:
+		d.decodeInner(r, t.Inner, false, true)
+	}
+	h.HandleReport(r)
+	return 1, nil
+}
+
+// decodeInner parses an embedded (possibly truncated) packet: its flow and
+// any INT stack. fromReport says the packet was embedded by a sink, so INT
+// 0.5 blocks have no tail header.
+func (d *Decoder) decodeInner(r *Report, b []byte, ethernet, fromReport bool) {
+	n := copy(d.scratch[:], b)
+	buf := d.scratch[:n]
+	if ethernet {
+		fixLengthsEth(buf)
+	} else {
+		fixLengths(buf, 0)
+	}
+	p := &d.pkt
+	var err error
+	if ethernet {
+		err = d.Parser.Parse(buf, p)
+	} else {
+		err = d.Parser.ParseIP(buf, p)
+	}
+	if err != nil {
+		r.InnerErr = err
+		return
+	}
+	if p.L3 < 0 {
+		return
+	}
+	r.HasFlow, r.Flow = true, p.Flow
+	st := &r.INT
+	if p.HasINT() {
+		r.InnerErr = d.decodeV21(st, buf, p)
+		return
+	}
+	if p.L4 < 0 || (p.Proto != wire.ProtoUDP && p.Proto != wire.ProtoTCP) {
+		return
+	}
+	off := p.L4 + p.L4HeaderLen
+	if p.Proto == wire.ProtoUDP && p.Flow.DstPort == wire.PortVXLANGPE && off+wire.VXLANLen <= len(buf) &&
+		buf[off]&wire.GPEFlagP != 0 && buf[off+3] == wire.GPENextProtoINT2016 {
+		r.InnerErr = decode2016(st, buf[off+wire.VXLANLen:])
+		return
+	}
+	if off+4 > len(buf) {
+		return
+	}
+	// INT 0.5 (Host-INT): UDP-extension port, or DSCP marking.
+	isUDPExt := p.Proto == wire.ProtoUDP && d.INT05Port != 0 && p.Flow.DstPort == d.INT05Port
+	if isUDPExt || (d.INT05DSCPMask != 0 && ipDSCP(buf, p)&d.INT05DSCPMask == d.INT05DSCP && looksINT05(buf[off:])) {
+		r.InnerErr = d.decodeINT05(st, r, buf[off:], isUDPExt, fromReport)
+		return
+	}
+	// Unconfigured INT v2.1 over TCP/UDP: accept a consistent shim.
+	if looksV21Shim(buf[off:]) {
+		s, _ := wire.DecodeShim(buf[off:])
+		l := int(s.Length) * 4
+		p.Encap, p.Shim, p.INT, p.INTType, p.INTLen, p.Next = wire.EncapDSCP, off, off+wire.ShimLen, s.Type, l, off+wire.ShimLen+l
+		if s.NPT != 0 {
+			p.Encap = wire.EncapUDPPort
+		}
+		if s.NPT == 1 {
+			r.Flow.DstPort = s.Value
+		}
+		r.InnerErr = d.decodeV21(st, buf, p)
+	}
+}
+
+// DecodeFrame decodes a captured Ethernet frame carrying INT (not a report)
+// into st, and returns the frame's flow.
+func (d *Decoder) DecodeFrame(frame []byte, st *INTStack) (wire.FlowKey, bool, error) {
+	r := &d.rep
+	d.resetReport(r)
+	d.decodeInner(r, frame, true, false)
+	*st = r.INT
+	return r.Flow, r.HasFlow, r.InnerErr
+}
+
+// fixLengthsEth finds the IP header of an Ethernet frame and shrinks its
+// length field to the bytes present, so a truncated packet parses.
+func fixLengthsEth(b []byte) int {
+	if len(b) < wire.EthernetLen {
+		return -1
+	}
+	off := 12
+	et := binary.BigEndian.Uint16(b[off:])
+	for i := 0; i < 2 && (et == wire.EtherTypeVLAN || et == wire.EtherTypeQinQ); i++ {
+		if len(b) < off+6 {
+			return -1
+		}
+		off += 4
+		et = binary.BigEndian.Uint16(b[off:])
+	}
+	if et != wire.EtherTypeIPv4 && et != wire.EtherTypeIPv6 {
+		return -1
+	}
+	fixLengths(b, off+2)
+	return off + 2
+}
+
+func fixLengths(b []byte, l3 int) {
+	if len(b) < l3+1 {
+		return
+	}
+	h := b[l3:]
+	switch h[0] >> 4 {
+	case 4:
+		if len(h) >= wire.IPv4MinLen && int(binary.BigEndian.Uint16(h[2:])) > len(h) {
+			binary.BigEndian.PutUint16(h[2:], uint16(len(h)))
+		}
+	case 6:
+		if len(h) >= wire.IPv6Len && int(binary.BigEndian.Uint16(h[4:])) > len(h)-wire.IPv6Len {
+			binary.BigEndian.PutUint16(h[4:], uint16(len(h)-wire.IPv6Len))
+		}
+	}
+}
+
+func ipDSCP(b []byte, p *wire.Packet) uint8 {
+	if p.IPVersion == 4 {
+		return b[p.L3+1] >> 2
+	}
+	return uint8(binary.BigEndian.Uint16(b[p.L3:])>>4) >> 2
+}
+
+// looksINT05 checks an INT 0.5 shim and header: known type, reserved byte
+// zero, length covering the header and version 0.
+func looksINT05(b []byte) bool {
+	if len(b) < 4+wire.INT05HeaderLen {
+		return false
+	}
+	return b[0] >= wire.INT05TypeHopByHop && b[0] <= wire.INT05TypeHostSeq &&
+		int(b[2])*4 >= 4+wire.INT05HeaderLen && b[4]>>4 == 0
+}
+
+// looksV21Shim checks for an INT v2.1 TCP/UDP shim followed by an MD or MX
+// header of version 2 that fits the shim length.
+func looksV21Shim(b []byte) bool {
+	if len(b) < wire.ShimLen+wire.MDHeaderLen {
+		return false
+	}
+	s, _ := wire.DecodeShim(b)
+	if (s.Type != wire.TypeMD && s.Type != wire.TypeMX) || s.NPT > 2 || b[0]&3 != 0 {
+		return false
+	}
+	l := int(s.Length) * 4
+	if l < wire.MDHeaderLen || len(b) < wire.ShimLen+l || b[4]>>4 != wire.Version2 {
+		return false
+	}
+	if s.Type == wire.TypeMD {
+		ml := int(b[6] & 0x1f)
+		inst := wire.Instructions(binary.BigEndian.Uint16(b[8:]))
+		if ml == 0 || inst.Words() > ml || (l-wire.MDHeaderLen)%(ml*4) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (d *Decoder) decodeV21(st *INTStack, buf []byte, p *wire.Packet) error {
+	st.Present, st.Format, st.Encap, st.Type = true, INTv21, p.Encap, p.INTType
+	b := buf[p.INT : p.INT+p.INTLen]
+	if p.INTType == wire.TypeMX {
+		h, err := wire.DecodeMXHeader(b)
+		if err != nil {
+			return err
+		}
+		st.Version, st.D, st.Instructions = h.Version, h.Discard, h.Instructions
+		st.DomainID, st.DSInstructions, st.DSFlags = h.DomainID, h.DSInstructions, h.DSFlags
+		return nil
+	}
+	h, s, err := wire.DecodeMD(b, -1)
+	st.Version, st.D, st.E, st.M = h.Version, h.Discard, h.HopCountExceeded, h.MTUExceeded
+	st.HopML, st.RemainingHops, st.Instructions = h.HopML, h.RemainingHops, h.Instructions
+	st.DomainID, st.DSInstructions, st.DSFlags = h.DomainID, h.DSInstructions, h.DSFlags
+	if err != nil {
+		return err
+	}
+	st.TotalHops = s.Count()
+	for i := 0; i < st.TotalHops && i < MaxHops; i++ {
+		st.Hops = st.Hops[:i+1]
+		if err := wire.DecodeHop(s.Hop(i), h.Instructions, &st.Hops[i]); err != nil {
+			st.Hops = st.Hops[:i]
+			return err
+		}
+	}
+	return nil
+}
+
+func decode2016(st *INTStack, b []byte) error {
+	found := false
+	_, err := wire.Decode2016GPE(b, func(g *wire.Legacy2016GPE) {
+		if found || (g.Type != wire.INT05TypeHopByHop && g.Type != wire.INT05TypeDest) {
+			return
+		}
+		found = true
+		st.Present, st.Format, st.Encap, st.Version = true, INT2016, wire.EncapVXLANGPE, g.Header.Version
+		st.Type = wire.TypeMD
+		if g.Type == wire.INT05TypeDest {
+			st.Type = wire.TypeDestination
+		}
+		st.E, st.HopML, st.Instructions = g.Header.HopsExceeded, g.Header.InstCount, g.Header.Instructions
+		if g.Header.MaxHops > g.Header.TotalHops {
+			st.RemainingHops = g.Header.MaxHops - g.Header.TotalHops
+		}
+		st.TotalHops = g.Hops()
+		for i := 0; i < st.TotalHops && i < MaxHops; i++ {
+			h := g.Hop(i)
+			var m wire.INT05HopMetadata
+			k := 0
+			for bit := 0; bit < 8 && 4*k+4 <= len(h.Values); bit++ {
+				if !g.Header.Instructions.Bit(bit) {
+					continue
+				}
+				v := h.Value(k, true)
+				k++
+				switch bit {
+				case 0:
+					m.SwitchID = v
+				case 1:
+					m.IngressPort, m.EgressPort = uint16(v>>16), uint16(v)
+				case 2:
+					m.HopLatency = v
+				case 3:
+					m.QueueID, m.QueueOccupancy = uint8(v>>24), v&0xffffff
+				case 4:
+					m.IngressTimestamp = v
+				case 5:
+					m.EgressTimestamp = v
+				case 7:
+					m.TxUtilization = v
+				}
+			}
+			st.Hops = append(st.Hops, int05Hop(&m, g.Header.Instructions))
+		}
+	})
+	if err == nil && !found {
+		return wire.ErrNoINT
+	}
+	return err
+}
+
+func (d *Decoder) decodeINT05(st *INTStack, r *Report, b []byte, udpExt, fromReport bool) error {
+	x, err := wire.DecodeINT05(b, wire.INT05Options{NoTail: fromReport})
+	if err == wire.ErrBadLength {
+		// Some senders keep the tail in reports, or drop it in data.
+		if y, err2 := wire.DecodeINT05(b, wire.INT05Options{NoTail: !fromReport}); err2 == nil {
+			x, err = y, nil
+		}
+	}
+	if err != nil {
+		return err
+	}
+	st.Present, st.Format, st.Version = true, INT05, x.Header.Version
+	st.Encap = wire.EncapDSCP
+	if udpExt {
+		st.Encap = wire.EncapUDPPort
+	}
+	st.Type = wire.TypeMD
+	if x.Shim.Type == wire.INT05TypeDest {
+		st.Type = wire.TypeDestination
+	}
+	st.E = x.Header.HopsExceeded
+	st.HopML = x.Header.InstCount
+	if x.Header.MaxHops > x.Header.TotalHops {
+		st.RemainingHops = x.Header.MaxHops - x.Header.TotalHops
+	}
+	st.Instructions = x.Header.Instructions
+	st.HasSeq, st.Seq = x.HasSeq, x.Seq
+	st.TotalHops = x.Hops()
+	for i := 0; i < st.TotalHops && i < MaxHops; i++ {
+		var m wire.INT05HopMetadata
+		x.DecodeINT05Hop(i, &m)
+		st.Hops = append(st.Hops, int05Hop(&m, x.Header.Instructions))
+	}
+	// The original transport header follows the tail in the UDP-extension
+	// variant of data packets.
+	if x.HasTail && udpExt && (x.Tail.Proto == wire.ProtoUDP || x.Tail.Proto == wire.ProtoTCP) && len(b) >= x.Len+4 {
+		r.Flow.Proto = x.Tail.Proto
+		r.Flow.SrcPort = binary.BigEndian.Uint16(b[x.Len:])
+		r.Flow.DstPort = binary.BigEndian.Uint16(b[x.Len+2:])
+	}
+	return nil
+}
+
+func int05Hop(m *wire.INT05HopMetadata, inst wire.Instructions) wire.HopMetadata {
+	h := wire.HopMetadata{
+		NodeID: m.SwitchID, IngressPort: m.IngressPort, EgressPort: m.EgressPort,
+		HopLatency: m.HopLatency, QueueID: m.QueueID, QueueOccupancy: m.QueueOccupancy,
+		IngressTimestamp: uint64(m.IngressTimestamp), EgressTimestamp: uint64(m.EgressTimestamp),
+		TxUtilization: m.TxUtilization,
+	}
+	// Bit 6 is queue congestion in INT 0.5, not L2 ports: not carried over.
+	h.Valid = inst & (wire.InstNodeID | wire.InstL1Ports | wire.InstHopLatency | wire.InstQueue |
+		wire.InstIngressTimestamp | wire.InstEgressTimestamp | wire.InstTxUtilization)
+	return h
+}
