@@ -195,7 +195,7 @@ func Decode2016GPE(b []byte, fn func(*Legacy2016GPE)) (int, error) {
 		if len(b) < off+4 {
 			return 0, ErrTruncated
 		}
-		g := Legacy2016GPE{Type: b[off], Length: b[off+1], NextProto: b[off+3]}
+		g := Legacy2016GPE{Type: b[off], Length: b[off+2], NextProto: b[off+3]}
 		end := off + int(g.Length)*4
 		if g.Length < 3 || end > len(b) {
 			return 0, ErrBadLength
