@@ -241,7 +241,7 @@ func Strip(pkt []byte, p *Packet, opt SinkOptions) ([]byte, error) {
 		}
 		switch s.NPT {
 		case NPTNone:
-			if opt.RestoreDSCP {
+			if opt.RestoreDSCP && p.Encap == EncapDSCP {
 				tos := uint16(s.DSCP()) << 2
 				if p.IPVersion == 4 {
 					w := binary.BigEndian.Uint16(pkt[p.L3:])
