@@ -1,0 +1,509 @@
+package dtel
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"net/netip"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/intd-project/intd/gen"
+	"github.com/intd-project/intd/sai"
+)
+
+// intent is a configuration translated to sai objects.
+type intent struct {
+	objects map[key]*object
+}
+
+// The YANG data paths used in error messages and as object paths.
+const (
+	pathNode       = "/int/node/config"
+	pathMarking    = "/int/marking/config"
+	pathFilter     = "/int/flow-report-filter/config"
+	pathInterfaces = "/int/interfaces"
+)
+
+func intSessionPath(name string) string {
+	return "/int/int-sessions/int-session[name=" + name + "]"
+}
+
+func reportSessionPath(name string) string {
+	return "/int/report-sessions/report-session[name=" + name + "]"
+}
+
+func entryPath(seq uint32) string {
+	return "/int/watchlist/entries/entry[sequence-id=" + strconv.FormatUint(uint64(seq), 10) + "]"
+}
+
+func queueReportPath(ifname string, q uint8) string {
+	return fmt.Sprintf("/int/queue-reports/queue-report[interface=%s][queue-id=%d]", ifname, q)
+}
+
+func eventPath(t gen.E_IntdInt_DtelEventType) string {
+	return "/int/events/event[type=" + enumName(t) + "]"
+}
+
+// enumName is the YANG name of a generated enum or identity value.
+func enumName(e fmt.Stringer) string { return e.String() }
+
+// instructionBits maps instruction identities to INT v2.1 instruction bits.
+var instructionBits = map[gen.E_IntdIntMetadataSemantics_METADATA_BASELINE_FIELD]sai.Instruction{
+	gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_NODE_ID:                   sai.InstNodeID,
+	gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_LEVEL_1_INTERFACE_IDS:     sai.InstL1Interfaces,
+	gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_HOP_LATENCY:               sai.InstHopLatency,
+	gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_QUEUE_OCCUPANCY:           sai.InstQueue,
+	gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_INGRESS_TIMESTAMP:         sai.InstIngressTimestamp,
+	gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_EGRESS_TIMESTAMP:          sai.InstEgressTimestamp,
+	gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_LEVEL_2_INTERFACE_IDS:     sai.InstL2Interfaces,
+	gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_EGRESS_PORT_TX_UTILIZATION: sai.InstEgressTxUtil,
+	gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_BUFFER_OCCUPANCY:          sai.InstBuffer,
+	gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_CHECKSUM_COMPLEMENT:       sai.InstChecksumComplement,
+}
+
+var eventTypes = map[gen.E_IntdInt_DtelEventType]sai.EventType{
+	gen.IntdInt_DtelEventType_FLOW_STATE:                    sai.EventFlowState,
+	gen.IntdInt_DtelEventType_FLOW_REPORT_ALL_PACKETS:       sai.EventFlowReportAllPackets,
+	gen.IntdInt_DtelEventType_FLOW_TCPFLAG:                  sai.EventFlowTCPFlag,
+	gen.IntdInt_DtelEventType_QUEUE_REPORT_THRESHOLD_BREACH: sai.EventQueueReportThresholdBreach,
+	gen.IntdInt_DtelEventType_QUEUE_REPORT_TAIL_DROP:        sai.EventQueueReportTailDrop,
+	gen.IntdInt_DtelEventType_DROP_REPORT:                   sai.EventDropReport,
+}
+
+// translate maps a configuration to sai objects and runs the checks YANG
+// cannot express. Errors are *InvalidError. Maps are walked in key order so
+// that the same configuration always reports the same first error.
+func (o *Orchestrator) translate(cfg *gen.Device) (*intent, error) {
+	in := &intent{objects: map[key]*object{}}
+	add := func(obj *object) { in.objects[obj.key] = obj }
+	caps := o.caps
+	if err := o.checkMetadataSemantics(cfg); err != nil {
+		return nil, err
+	}
+	root := cfg.GetInt()
+	if root == nil {
+		return in, nil
+	}
+
+	// The node, its marking, flow report filter and sink interfaces are
+	// the one DTel switch object.
+	nc := root.GetNode().GetConfig()
+	enabled := nc.GetEnabled()
+	var nodeID uint32
+	switch {
+	case nc.NodeId != nil:
+		nodeID = *nc.NodeId
+	case o.defaults.NodeID != 0:
+		nodeID = o.defaults.NodeID
+	case enabled:
+		return nil, invalidf(pathNode+"/node-id", "the node is enabled without a node-id")
+	}
+	d := sai.DTelAttrs{
+		IntEndpointEnable:   enabled && nc.GetIntEndpoint(),
+		IntTransitEnable:    enabled && nc.GetIntTransit(),
+		PostcardEnable:      enabled && nc.GetPostcard(),
+		DropReportEnable:    enabled && nc.GetDropReport(),
+		QueueReportEnable:   enabled && nc.GetQueueReport(),
+		SwitchID:            nodeID,
+		FlowStateClearCycle: time.Duration(nc.GetFlowStateClearCycle()) * time.Second,
+		LatencySensitivity:  nc.GetLatencySensitivity(),
+	}
+	mc := root.GetMarking().GetConfig()
+	switch mc.GetL4Marking() {
+	case gen.IntdInt_L4Marking_DSCP:
+		d.IntL4DSCP = sai.DSCPMatch{Value: mc.GetDscpValue(), Mask: mc.GetDscpMask()}
+		if d.IntL4DSCP.Value&^d.IntL4DSCP.Mask != 0 {
+			return nil, invalidf(pathMarking+"/dscp-value", "dscp-value %#x has bits outside dscp-mask %#x", d.IntL4DSCP.Value, d.IntL4DSCP.Mask)
+		}
+	case gen.IntdInt_L4Marking_UDP_DESTINATION_PORT:
+		if mc.GetUdpPort() == 0 {
+			return nil, invalidf(pathMarking+"/udp-port", "l4-marking UDP_DESTINATION_PORT needs a udp-port")
+		}
+		d.IntUDPDstPort = mc.GetUdpPort()
+		d.IntUDPNPT = sai.NPTUDPPayload
+		if mc.GetUdpNpt() == gen.IntdInt_UdpNpt_NEW_UDP_HEADER {
+			d.IntUDPNPT = sai.NPTL4Header
+		}
+	case gen.IntdInt_L4Marking_PROBE_MARKER:
+		if mc.GetProbeMarker() == 0 {
+			return nil, invalidf(pathMarking+"/probe-marker", "l4-marking PROBE_MARKER needs a non-zero probe-marker")
+		}
+		d.ProbeMarker = mc.GetProbeMarker()
+	}
+	d.VXLANGPENextProtocol = mc.GetVxlanGpeNextProtocol()
+	d.GeneveOptionClass = mc.GetGeneveOptionClass()
+	d.GREProtocolType = mc.GetGreProtocolType()
+	fc := root.GetFlowReportFilter().GetConfig()
+	d.FlowReport = sai.FlowReportFilter{
+		Interval:         time.Duration(fc.GetReportInterval()) * time.Millisecond,
+		HopLatencyChange: time.Duration(fc.GetHopLatencyThreshold()) * time.Nanosecond,
+		OnPortChange:     fc.GetReportOnPortChange(),
+		OnPathChange:     fc.GetReportOnPathChange(),
+		OnQueueChange:    fc.GetReportOnQueueChange(),
+	}
+	var ifaces map[string]*gen.IntdInt_Int_Interfaces_Interface
+	if root.Interfaces != nil {
+		ifaces = root.Interfaces.Interface
+	}
+	for _, name := range sortedKeys(ifaces) {
+		if ifaces[name].GetConfig().GetIntSink() {
+			d.SinkPortList = append(d.SinkPortList, name)
+		}
+	}
+	add(&object{key: key{t: sai.ObjectTypeDTel}, path: "/int", attrs: d})
+
+	// INT sessions.
+	var sessions map[string]*gen.IntdInt_Int_IntSessions_IntSession
+	if root.IntSessions != nil {
+		sessions = root.IntSessions.IntSession
+	}
+	for _, name := range sortedKeys(sessions) {
+		c := sessions[name].GetConfig()
+		p := intSessionPath(name)
+		a := sai.IntSessionAttrs{
+			MaxHopCount:      c.GetRemainingHopCount(),
+			DomainSpecificID: c.GetDomainSpecificId(),
+			DSInstruction:    c.GetDsInstruction(),
+			DSFlags:          c.GetDsFlags(),
+			Discard:          c.GetDiscard(),
+		}
+		if c.GetMode() == gen.IntdInt_IntMode_INT_MX {
+			a.Mode = sai.IntModeMX
+			a.MaxHopCount = 0 // MX headers carry no hop count
+		}
+		for _, id := range c.GetInstructions() {
+			bit, ok := instructionBits[id]
+			if !ok {
+				return nil, invalidf(p+"/config/instructions", "%s is not an INT instruction", enumName(id))
+			}
+			a.Instructions |= bit
+		}
+		if a.Mode == sai.IntModeMX && a.Instructions&sai.InstChecksumComplement != 0 {
+			return nil, invalidf(p+"/config/instructions", "INT_MX mode has no checksum complement: remove METADATA_FIELD_CHECKSUM_COMPLEMENT")
+		}
+		if a.Instructions == 0 && a.DSInstruction == 0 {
+			return nil, invalidf(p+"/config/instructions", "the session requests no metadata")
+		}
+		if a.DSInstruction != 0 {
+			if a.DomainSpecificID == 0 {
+				return nil, invalidf(p+"/config/ds-instruction", "ds-instruction %#04x needs a non-zero domain-specific-id", a.DSInstruction)
+			}
+			if dom := cfg.GetDomainSpecificMetadata().GetDomain(a.DomainSpecificID); dom != nil {
+				for pos := 0; pos < 16; pos++ {
+					if a.DSInstruction&(1<<(15-pos)) != 0 && dom.GetFields().GetField(uint8(pos)) == nil {
+						return nil, invalidf(p+"/config/ds-instruction", "ds-instruction bit %d has no field in domain %d", pos, a.DomainSpecificID)
+					}
+				}
+			}
+		}
+		add(&object{key: key{sai.ObjectTypeIntSession, name}, path: p, attrs: a})
+	}
+
+	// Report sessions and their collectors.
+	var reports map[string]*gen.IntdInt_Int_ReportSessions_ReportSession
+	if root.ReportSessions != nil {
+		reports = root.ReportSessions.ReportSession
+	}
+	for _, name := range sortedKeys(reports) {
+		rs := reports[name]
+		c := rs.GetConfig()
+		p := reportSessionPath(name)
+		a := sai.ReportSessionAttrs{
+			TruncateSize: c.GetTruncateSize(),
+			DSCP:         c.GetDscp(),
+			RateLimit:    c.GetRateLimit(),
+		}
+		if c.SourceAddress == nil {
+			return nil, invalidf(p+"/config/source-address", "a report session needs a source-address")
+		}
+		src, err := netip.ParseAddr(c.GetSourceAddress())
+		if err != nil {
+			return nil, invalidf(p+"/config/source-address", "%v", err)
+		}
+		a.SrcIP = src
+		if vrf := c.GetVrf(); vrf != "default" {
+			a.VirtualRouter = vrf
+		}
+		if c.GetReportFormat() == gen.IntdInt_ReportFormat_TELEMETRY_REPORT_V0_5 {
+			a.Format = sai.ReportFormatV05
+		}
+		if n := c.GetMaxReportsPerPacket(); n > 1 {
+			if a.Format == sai.ReportFormatV05 {
+				return nil, invalidf(p+"/config/max-reports-per-packet", "TELEMETRY_REPORT_V0_5 cannot coalesce reports (max-reports-per-packet %d)", n)
+			}
+			a.Coalesce = sai.Coalescing{MaxReports: uint16(n), MaxDelay: time.Duration(c.GetMaxDelay()) * time.Microsecond}
+		}
+		var cols map[gen.IntdInt_Int_ReportSessions_ReportSession_Collectors_Collector_Key]*gen.IntdInt_Int_ReportSessions_ReportSession_Collectors_Collector
+		if rs.Collectors != nil {
+			cols = rs.Collectors.Collector
+		}
+		if len(cols) == 0 {
+			return nil, invalidf(p+"/collectors", "a report session needs at least one collector")
+		}
+		for k := range cols {
+			ip, err := netip.ParseAddr(k.Address)
+			if err != nil {
+				return nil, invalidf(collectorPath(p, k.Address, k.Port)+"/config/address", "%v", err)
+			}
+			a.Destinations = append(a.Destinations, sai.ReportDestination{IP: ip, UDPPort: k.Port})
+		}
+		slices.SortFunc(a.Destinations, func(x, y sai.ReportDestination) int {
+			return cmp.Or(x.IP.Compare(y.IP), cmp.Compare(x.UDPPort, y.UDPPort))
+		})
+		add(&object{key: key{sai.ObjectTypeReportSession, name}, path: p, attrs: a})
+	}
+
+	// Watchlist entries.
+	var entries map[uint32]*gen.IntdInt_Int_Watchlist_Entries_Entry
+	if e := root.GetWatchlist().GetEntries(); e != nil {
+		entries = e.Entry
+	}
+	for _, seq := range sortedKeys(entries) {
+		e := entries[seq]
+		p := entryPath(seq)
+		if seq > math.MaxUint16 {
+			return nil, invalidf(p+"/config/sequence-id", "sequence-id %d exceeds %d", seq, math.MaxUint16)
+		}
+		// The first matching entry, in ascending sequence-id, wins; in
+		// SAI the highest priority wins.
+		a := sai.WatchlistEntryAttrs{Priority: uint16(math.MaxUint16 - seq)}
+		m := e.GetMatch().GetConfig()
+		mp := p + "/match/config/"
+		var err error
+		if a.Match.SrcPrefix, err = prefix(m.SourcePrefix, mp+"source-prefix"); err != nil {
+			return nil, err
+		}
+		if a.Match.DstPrefix, err = prefix(m.DestinationPrefix, mp+"destination-prefix"); err != nil {
+			return nil, err
+		}
+		a.Match.IPProtocol = m.GetProtocol()
+		if a.Match.L4SrcPort, err = portRange(m.SourcePortMin, m.SourcePortMax, mp+"source-port"); err != nil {
+			return nil, err
+		}
+		if a.Match.L4DstPort, err = portRange(m.DestinationPortMin, m.DestinationPortMax, mp+"destination-port"); err != nil {
+			return nil, err
+		}
+		if m.Dscp != nil {
+			a.Match.DSCP = sai.DSCPMatch{Value: *m.Dscp, Mask: sai.MaxDSCP}
+		}
+		if m.TcpFlags != nil || m.TcpFlagsMask != nil {
+			mask := m.GetTcpFlagsMask()
+			if m.TcpFlagsMask == nil {
+				mask = m.GetTcpFlags() // the flags that must be set
+			}
+			a.Match.TCPFlags = sai.TCPFlagsMatch{Value: m.GetTcpFlags(), Mask: mask}
+			if a.Match.TCPFlags.Value&^mask != 0 {
+				return nil, invalidf(mp+"tcp-flags", "tcp-flags %#x has bits outside tcp-flags-mask %#x", a.Match.TCPFlags.Value, mask)
+			}
+		}
+		a.Match.InPort = m.GetIngressInterface()
+		if v := e.GetVxlanMatch().GetConfig(); v != nil {
+			vp := p + "/vxlan-match/config/"
+			in := sai.InnerMatch{VXLAN: true, VNI: v.GetVni(), IPProtocol: v.GetInnerProtocol()}
+			if in.SrcPrefix, err = prefix(v.InnerSourcePrefix, vp+"inner-source-prefix"); err != nil {
+				return nil, err
+			}
+			if in.DstPrefix, err = prefix(v.InnerDestinationPrefix, vp+"inner-destination-prefix"); err != nil {
+				return nil, err
+			}
+			if in.L4SrcPort, err = portRange(v.InnerSourcePortMin, v.InnerSourcePortMax, vp+"inner-source-port"); err != nil {
+				return nil, err
+			}
+			if in.L4DstPort, err = portRange(v.InnerDestinationPortMin, v.InnerDestinationPortMax, vp+"inner-destination-port"); err != nil {
+				return nil, err
+			}
+			a.Match.Inner = in
+		}
+		ac := e.GetActions().GetConfig()
+		ap := p + "/actions/config/"
+		obj := &object{key: key{sai.ObjectTypeWatchlistEntry, strconv.FormatUint(uint64(seq), 10)}, path: p}
+		a.Action = sai.WatchlistAction{
+			DropReportEnable:     ac.GetDropReport(),
+			TailDropReportEnable: ac.GetTailDropReport(),
+		}
+		switch ac.GetFlowOp() {
+		case gen.IntdInt_FlowOp_NOP:
+			if ac.IntSession != nil {
+				return nil, invalidf(ap+"int-session", "flow-op NOP takes no int-session")
+			}
+			if ac.GetReportAllPackets() {
+				return nil, invalidf(ap+"report-all-packets", "report-all-packets needs flow-op INT or POSTCARD")
+			}
+		case gen.IntdInt_FlowOp_INT, gen.IntdInt_FlowOp_POSTCARD:
+			a.Action.FlowOp = sai.FlowOpPostcard
+			if ac.GetFlowOp() == gen.IntdInt_FlowOp_INT {
+				a.Action.FlowOp = sai.FlowOpInt
+				if ac.IntSession == nil {
+					return nil, invalidf(ap+"int-session", "flow-op INT needs an int-session")
+				}
+			}
+			a.Action.ReportAllPackets = ac.GetReportAllPackets()
+			a.Action.FlowSamplePercent = ac.GetSamplePercent()
+			if a.Action.FlowSamplePercent == 0 {
+				return nil, invalidf(ap+"sample-percent", "sample-percent 0 with flow-op %s acts on no flow", enumName(ac.GetFlowOp()))
+			}
+			if ac.IntSession != nil {
+				if sessions[ac.GetIntSession()] == nil {
+					return nil, invalidf(ap+"int-session", "int-session %q does not exist", ac.GetIntSession())
+				}
+				obj.refs = []key{{sai.ObjectTypeIntSession, ac.GetIntSession()}}
+			}
+		}
+		obj.attrs = a
+		add(obj)
+	}
+
+	// Queue reports.
+	var queues map[gen.IntdInt_Int_QueueReports_QueueReport_Key]*gen.IntdInt_Int_QueueReports_QueueReport
+	if root.QueueReports != nil {
+		queues = root.QueueReports.QueueReport
+	}
+	qkeys := sortedFunc(queues, func(x, y gen.IntdInt_Int_QueueReports_QueueReport_Key) int {
+		return cmp.Or(cmp.Compare(x.Interface, y.Interface), cmp.Compare(x.QueueId, y.QueueId))
+	})
+	for _, k := range qkeys {
+		c := queues[k].GetConfig()
+		p := queueReportPath(k.Interface, k.QueueId)
+		a := sai.QueueReportAttrs{
+			Port:             k.Interface,
+			Queue:            k.QueueId,
+			DepthThreshold:   c.GetDepthThreshold(),
+			LatencyThreshold: time.Duration(c.GetLatencyThreshold()) * time.Nanosecond,
+			BreachQuota:      c.GetBreachQuota(),
+			TailDrop:         c.GetTailDrop(),
+		}
+		switch {
+		case c.LatencyResetThreshold != nil && c.LatencyThreshold == nil:
+			return nil, invalidf(p+"/config/latency-reset-threshold", "latency-reset-threshold is set without a latency-threshold")
+		case c.LatencyResetThreshold != nil:
+			a.ResetThreshold = time.Duration(*c.LatencyResetThreshold) * time.Nanosecond
+			if a.ResetThreshold >= a.LatencyThreshold {
+				return nil, invalidf(p+"/config/latency-reset-threshold", "latency-reset-threshold %d must be below latency-threshold %d", *c.LatencyResetThreshold, c.GetLatencyThreshold())
+			}
+		default:
+			a.ResetThreshold = a.LatencyThreshold / 2
+		}
+		if a.BreachQuota == 0 {
+			return nil, invalidf(p+"/config/breach-quota", "breach-quota 0 would never report")
+		}
+		if a.DepthThreshold == 0 && a.LatencyThreshold == 0 && !a.TailDrop {
+			return nil, invalidf(p+"/config", "a queue report needs a depth-threshold, a latency-threshold or tail-drop")
+		}
+		add(&object{key: key{sai.ObjectTypeQueueReport, k.Interface + "/" + strconv.Itoa(int(k.QueueId))}, path: p, attrs: a})
+	}
+
+	// Events.
+	var events map[gen.E_IntdInt_DtelEventType]*gen.IntdInt_Int_Events_Event
+	if root.Events != nil {
+		events = root.Events.Event
+	}
+	for _, t := range sortedKeys(events) {
+		c := events[t].GetConfig()
+		p := eventPath(t)
+		et, ok := eventTypes[t]
+		if !ok {
+			return nil, invalidf(p+"/config/type", "unknown event type %v", t)
+		}
+		if c.ReportSession == nil {
+			return nil, invalidf(p+"/config/report-session", "an event needs a report-session")
+		}
+		if reports[c.GetReportSession()] == nil {
+			return nil, invalidf(p+"/config/report-session", "report-session %q does not exist", c.GetReportSession())
+		}
+		add(&object{
+			key:   key{sai.ObjectTypeEvent, enumName(t)},
+			path:  p,
+			attrs: sai.EventAttrs{Type: et, DSCP: c.GetDscp()},
+			refs:  []key{{sai.ObjectTypeReportSession, c.GetReportSession()}},
+		})
+	}
+
+	// What sai and the backend say about each object, mapped back to the
+	// configuration path.
+	for _, k := range sortedFunc(in.objects, compareKeys) {
+		obj := in.objects[k]
+		a := resolve(obj.attrs, placeholderOIDs(obj.refs))
+		if err := a.Validate(); err != nil {
+			return nil, o.attrError(obj, err)
+		}
+		if err := caps.Check(a); err != nil {
+			return nil, o.attrError(obj, err)
+		}
+	}
+	count := func(t sai.ObjectType) (n int) {
+		for k := range in.objects {
+			if k.t == t {
+				n++
+			}
+		}
+		return n
+	}
+	if n := count(sai.ObjectTypeWatchlistEntry); caps.MaxWatchlistEntries > 0 && n > caps.MaxWatchlistEntries {
+		return nil, invalidf("/int/watchlist/entries", "%d entries exceed the dataplane's limit of %d", n, caps.MaxWatchlistEntries)
+	}
+	if n := count(sai.ObjectTypeQueueReport); caps.MaxQueueReports > 0 && n > caps.MaxQueueReports {
+		return nil, invalidf("/int/queue-reports", "%d queue reports exceed the dataplane's limit of %d", n, caps.MaxQueueReports)
+	}
+	return in, nil
+}
+
+func collectorPath(session, addr string, port uint16) string {
+	return fmt.Sprintf("%s/collectors/collector[address=%s][port=%d]", session, addr, port)
+}
+
+func prefix(s *string, path string) (netip.Prefix, error) {
+	if s == nil {
+		return netip.Prefix{}, nil
+	}
+	p, err := netip.ParsePrefix(*s)
+	if err != nil {
+		return p, invalidf(path, "%v", err)
+	}
+	if p.Masked() != p {
+		return p, invalidf(path, "prefix %v has host bits set (want %v)", p, p.Masked())
+	}
+	return p, nil
+}
+
+// portRange maps a min/max pair; an absent bound is open. The range
+// matching every port is canonically the zero PortRange, so that spelling
+// 0..65535 out does not count as a change of a create-only match.
+func portRange(lo, hi *uint16, path string) (sai.PortRange, error) {
+	if lo == nil && hi == nil {
+		return sai.PortRange{}, nil
+	}
+	r := sai.PortRange{Lo: 0, Hi: math.MaxUint16}
+	if lo != nil {
+		r.Lo = *lo
+	}
+	if hi != nil {
+		r.Hi = *hi
+	}
+	if r.Lo > r.Hi {
+		return r, invalidf(path+"-min", "port range %d-%d: min is greater than max", r.Lo, r.Hi)
+	}
+	if r.IsAny() {
+		return sai.PortRange{}, nil
+	}
+	return r, nil
+}
+
+func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
+	out := make([]K, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func sortedFunc[K comparable, V any](m map[K]V, f func(a, b K) int) []K {
+	out := make([]K, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.SortFunc(out, f)
+	return out
+}

@@ -1,0 +1,514 @@
+package dtel
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"net/netip"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/intd-project/intd/gen"
+	"github.com/intd-project/intd/sai"
+	"github.com/intd-project/intd/sai/saitest"
+)
+
+var (
+	kDTel      = key{t: sai.ObjectTypeDTel}
+	kMD5       = key{sai.ObjectTypeIntSession, "md-5"}
+	kMXProbe   = key{sai.ObjectTypeIntSession, "mx-probe"}
+	kCollector = key{sai.ObjectTypeReportSession, "collector"}
+	kLegacy    = key{sai.ObjectTypeReportSession, "legacy"}
+	kEntry10   = key{sai.ObjectTypeWatchlistEntry, "10"}
+	kEntry20   = key{sai.ObjectTypeWatchlistEntry, "20"}
+	kEntry30   = key{sai.ObjectTypeWatchlistEntry, "30"}
+	kQueue     = key{sai.ObjectTypeQueueReport, "eth1/0"}
+)
+
+func kEvent(t string) key { return key{sai.ObjectTypeEvent, t} }
+
+// fullObjects is what full() maps to.
+func fullObjects() (map[key]sai.Attrs, map[key]key) {
+	objs := map[key]sai.Attrs{
+		kDTel: sai.DTelAttrs{
+			IntEndpointEnable: true, IntTransitEnable: true, DropReportEnable: true, QueueReportEnable: true,
+			SwitchID:             1,
+			FlowStateClearCycle:  10 * time.Second,
+			LatencySensitivity:   8,
+			SinkPortList:         []string{"eth1"},
+			IntL4DSCP:            sai.DSCPMatch{Value: 32, Mask: 32},
+			VXLANGPENextProtocol: 130,
+			GeneveOptionClass:    259,
+			GREProtocolType:      34887,
+			FlowReport:           sai.FlowReportFilter{Interval: time.Second, HopLatencyChange: 256, OnPortChange: true, OnPathChange: true, OnQueueChange: true},
+		},
+		kMD5: sai.IntSessionAttrs{
+			Mode: sai.IntModeMD, MaxHopCount: 8,
+			Instructions: sai.InstNodeID | sai.InstL1Interfaces | sai.InstHopLatency | sai.InstQueue | sai.InstIngressTimestamp |
+				sai.InstEgressTimestamp | sai.InstL2Interfaces | sai.InstEgressTxUtil | sai.InstBuffer | sai.InstChecksumComplement,
+		},
+		kMXProbe: sai.IntSessionAttrs{
+			Mode: sai.IntModeMX, Instructions: sai.InstNodeID | sai.InstHopLatency,
+			DomainSpecificID: 4660, DSInstruction: 0x8000, DSFlags: 1, Discard: true,
+		},
+		kCollector: sai.ReportSessionAttrs{
+			SrcIP: netip.MustParseAddr("192.0.2.1"),
+			Destinations: []sai.ReportDestination{
+				{IP: netip.MustParseAddr("192.0.2.100"), UDPPort: 32766},
+				{IP: netip.MustParseAddr("192.0.2.101"), UDPPort: 32766},
+			},
+			TruncateSize: 128, DSCP: 46, Format: sai.ReportFormatV2,
+			Coalesce:  sai.Coalescing{MaxReports: 8, MaxDelay: 100 * time.Microsecond},
+			RateLimit: 100000,
+		},
+		kLegacy: sai.ReportSessionAttrs{
+			SrcIP:        netip.MustParseAddr("2001:db8::1"),
+			Destinations: []sai.ReportDestination{{IP: netip.MustParseAddr("2001:db8::7"), UDPPort: 9555}},
+			TruncateSize: 128, Format: sai.ReportFormatV05,
+		},
+		kEntry10: sai.WatchlistEntryAttrs{
+			Priority: 65535 - 10,
+			Match: sai.WatchlistMatch{
+				SrcPrefix: netip.MustParsePrefix("10.0.1.0/24"), DstPrefix: netip.MustParsePrefix("10.0.2.0/24"),
+				IPProtocol: 6, L4SrcPort: sai.PortRange{Lo: 1024, Hi: 65535}, L4DstPort: sai.PortRange{Lo: 80, Hi: 443},
+				DSCP: sai.DSCPMatch{Value: 0, Mask: 63}, TCPFlags: sai.TCPFlagsMatch{Value: 2, Mask: 2}, InPort: "eth0",
+			},
+			Action: sai.WatchlistAction{FlowOp: sai.FlowOpInt, DropReportEnable: true, TailDropReportEnable: true, FlowSamplePercent: 100},
+		},
+		kEntry20: sai.WatchlistEntryAttrs{
+			Priority: 65535 - 20,
+			Match: sai.WatchlistMatch{
+				IPProtocol: 17, L4DstPort: sai.PortRange{Lo: 4789, Hi: 4789},
+				Inner: sai.InnerMatch{
+					VXLAN: true, VNI: 5001,
+					SrcPrefix: netip.MustParsePrefix("2001:db8:a::/48"), DstPrefix: netip.MustParsePrefix("2001:db8:b::/48"),
+					IPProtocol: 17, L4DstPort: sai.PortRange{Lo: 53, Hi: 53},
+				},
+			},
+			Action: sai.WatchlistAction{FlowOp: sai.FlowOpPostcard, ReportAllPackets: true, FlowSamplePercent: 50},
+		},
+		kEntry30: sai.WatchlistEntryAttrs{
+			Priority: 65535 - 30,
+			Match:    sai.WatchlistMatch{SrcPrefix: netip.MustParsePrefix("0.0.0.0/0")},
+			Action:   sai.WatchlistAction{FlowOp: sai.FlowOpNop, DropReportEnable: true},
+		},
+		kQueue: sai.QueueReportAttrs{
+			Port: "eth1", Queue: 0, DepthThreshold: 65536, LatencyThreshold: 100 * time.Microsecond,
+			ResetThreshold: 50 * time.Microsecond, BreachQuota: 1024, TailDrop: true,
+		},
+		kEvent("FLOW_STATE"):                    sai.EventAttrs{Type: sai.EventFlowState, DSCP: 46},
+		kEvent("FLOW_REPORT_ALL_PACKETS"):       sai.EventAttrs{Type: sai.EventFlowReportAllPackets, DSCP: 46},
+		kEvent("FLOW_TCPFLAG"):                  sai.EventAttrs{Type: sai.EventFlowTCPFlag, DSCP: 46},
+		kEvent("QUEUE_REPORT_THRESHOLD_BREACH"): sai.EventAttrs{Type: sai.EventQueueReportThresholdBreach, DSCP: 34},
+		kEvent("QUEUE_REPORT_TAIL_DROP"):        sai.EventAttrs{Type: sai.EventQueueReportTailDrop, DSCP: 34},
+		kEvent("DROP_REPORT"):                   sai.EventAttrs{Type: sai.EventDropReport, DSCP: 26},
+	}
+	refs := map[key]key{
+		kEntry10:                                kMD5,
+		kEvent("FLOW_STATE"):                    kCollector,
+		kEvent("FLOW_REPORT_ALL_PACKETS"):       kCollector,
+		kEvent("FLOW_TCPFLAG"):                  kCollector,
+		kEvent("QUEUE_REPORT_THRESHOLD_BREACH"): kCollector,
+		kEvent("QUEUE_REPORT_TAIL_DROP"):        kCollector,
+		kEvent("DROP_REPORT"):                   kLegacy,
+	}
+	return objs, refs
+}
+
+func modify[T sai.Attrs](objs map[key]sai.Attrs, k key, f func(*T)) {
+	a := sai.Clone(objs[k]).(T)
+	f(&a)
+	objs[k] = a
+}
+
+// TestMapping applies the example configuration and variations of it to an
+// empty backend and checks every object and attribute.
+func TestMapping(t *testing.T) {
+	i := func(d *gen.Device) *gen.IntdInt_Int { return d.Int }
+	entry := func(d *gen.Device, seq uint32) *gen.IntdInt_Int_Watchlist_Entries_Entry {
+		return d.Int.Watchlist.Entries.Entry[seq]
+	}
+	tests := []struct {
+		name   string
+		mutate func(d *gen.Device)
+		want   func(objs map[key]sai.Attrs, refs map[key]key)
+	}{
+		{name: "full-config", mutate: func(*gen.Device) {}, want: func(map[key]sai.Attrs, map[key]key) {}},
+		{
+			name:   "node disabled clears every function",
+			mutate: func(d *gen.Device) { i(d).Node.Config.Enabled = ptrTo(false) },
+			want: func(objs map[key]sai.Attrs, _ map[key]key) {
+				modify(objs, kDTel, func(a *sai.DTelAttrs) {
+					a.IntEndpointEnable, a.IntTransitEnable, a.DropReportEnable, a.QueueReportEnable = false, false, false, false
+				})
+			},
+		},
+		{
+			name: "node functions and timers",
+			mutate: func(d *gen.Device) {
+				c := i(d).Node.Config
+				c.NodeId, c.Postcard, c.IntTransit, c.FlowStateClearCycle, c.LatencySensitivity = ptrTo(uint32(77)), ptrTo(true), ptrTo(false), ptrTo(uint16(0)), ptrTo(uint8(31))
+			},
+			want: func(objs map[key]sai.Attrs, _ map[key]key) {
+				modify(objs, kDTel, func(a *sai.DTelAttrs) {
+					a.SwitchID, a.PostcardEnable, a.IntTransitEnable, a.FlowStateClearCycle, a.LatencySensitivity = 77, true, false, 0, 31
+				})
+			},
+		},
+		{
+			name: "udp marking with NPT 2",
+			mutate: func(d *gen.Device) {
+				m := i(d).Marking.Config
+				m.L4Marking, m.UdpNpt = gen.IntdInt_L4Marking_UDP_DESTINATION_PORT, gen.IntdInt_UdpNpt_NEW_UDP_HEADER
+			},
+			want: func(objs map[key]sai.Attrs, _ map[key]key) {
+				modify(objs, kDTel, func(a *sai.DTelAttrs) {
+					a.IntL4DSCP, a.IntUDPDstPort, a.IntUDPNPT = sai.DSCPMatch{}, 5900, sai.NPTL4Header
+				})
+			},
+		},
+		{
+			name:   "udp marking with NPT 1",
+			mutate: func(d *gen.Device) { i(d).Marking.Config.L4Marking = gen.IntdInt_L4Marking_UDP_DESTINATION_PORT },
+			want: func(objs map[key]sai.Attrs, _ map[key]key) {
+				modify(objs, kDTel, func(a *sai.DTelAttrs) { a.IntL4DSCP, a.IntUDPDstPort, a.IntUDPNPT = sai.DSCPMatch{}, 5900, sai.NPTUDPPayload })
+			},
+		},
+		{
+			name: "probe marker and tunnel code points",
+			mutate: func(d *gen.Device) {
+				m := i(d).Marking.Config
+				m.L4Marking, m.VxlanGpeNextProtocol, m.GeneveOptionClass, m.GreProtocolType = gen.IntdInt_L4Marking_PROBE_MARKER, nil, ptrTo(uint16(0)), nil
+			},
+			want: func(objs map[key]sai.Attrs, _ map[key]key) {
+				modify(objs, kDTel, func(a *sai.DTelAttrs) {
+					a.IntL4DSCP, a.ProbeMarker = sai.DSCPMatch{}, 0xaabbccddeeff00ff
+					a.VXLANGPENextProtocol, a.GeneveOptionClass, a.GREProtocolType = 130, 0, 0
+				})
+			},
+		},
+		{
+			name: "flow report filter",
+			mutate: func(d *gen.Device) {
+				f := i(d).FlowReportFilter.Config
+				f.ReportInterval, f.HopLatencyThreshold, f.ReportOnPortChange, f.ReportOnPathChange, f.ReportOnQueueChange = ptrTo(uint32(250)), ptrTo(uint32(0)), ptrTo(false), ptrTo(true), ptrTo(false)
+			},
+			want: func(objs map[key]sai.Attrs, _ map[key]key) {
+				modify(objs, kDTel, func(a *sai.DTelAttrs) {
+					a.FlowReport = sai.FlowReportFilter{Interval: 250 * time.Millisecond, OnPathChange: true}
+				})
+			},
+		},
+		{
+			name: "sink interfaces sorted",
+			mutate: func(d *gen.Device) {
+				i(d).Interfaces.Interface["eth0"].Config.IntSink = ptrTo(true)
+				c := i(d).Interfaces.GetOrCreateInterface("a0").GetOrCreateConfig()
+				c.Name, c.IntSink = ptrTo("a0"), ptrTo(true)
+			},
+			want: func(objs map[key]sai.Attrs, _ map[key]key) {
+				modify(objs, kDTel, func(a *sai.DTelAttrs) { a.SinkPortList = []string{"a0", "eth0", "eth1"} })
+			},
+		},
+		{
+			name: "int session defaults and instructions",
+			mutate: func(d *gen.Device) {
+				c := i(d).IntSessions.IntSession["md-5"].Config
+				c.RemainingHopCount = nil
+				c.Instructions = c.Instructions[:1]
+			},
+			want: func(objs map[key]sai.Attrs, _ map[key]key) {
+				modify(objs, kMD5, func(a *sai.IntSessionAttrs) { a.MaxHopCount, a.Instructions = 8, sai.InstNodeID })
+			},
+		},
+		{
+			name: "report session defaults",
+			mutate: func(d *gen.Device) {
+				c := i(d).ReportSessions.ReportSession["collector"].Config
+				c.Vrf, c.TruncateSize, c.Dscp, c.MaxReportsPerPacket, c.MaxDelay, c.RateLimit = ptrTo("mgmt"), nil, nil, nil, nil, nil
+			},
+			want: func(objs map[key]sai.Attrs, _ map[key]key) {
+				modify(objs, kCollector, func(a *sai.ReportSessionAttrs) {
+					a.VirtualRouter, a.TruncateSize, a.DSCP, a.Coalesce, a.RateLimit = "mgmt", 128, 0, sai.Coalescing{}, 0
+				})
+			},
+		},
+		{
+			name: "watchlist match variations",
+			mutate: func(d *gen.Device) {
+				m := entry(d, 10).Match.Config
+				m.SourcePortMax, m.DestinationPortMin, m.Dscp, m.TcpFlagsMask, m.SourcePrefix = nil, nil, ptrTo(uint8(46)), nil, nil
+			},
+			want: func(objs map[key]sai.Attrs, _ map[key]key) {
+				modify(objs, kEntry10, func(a *sai.WatchlistEntryAttrs) {
+					a.Match.SrcPrefix = netip.Prefix{}
+					a.Match.L4SrcPort = sai.PortRange{Lo: 1024, Hi: 65535}
+					a.Match.L4DstPort = sai.PortRange{Lo: 0, Hi: 443}
+					a.Match.DSCP = sai.DSCPMatch{Value: 46, Mask: 63}
+					a.Match.TCPFlags = sai.TCPFlagsMatch{Value: 2, Mask: 2}
+				})
+			},
+		},
+		{
+			name: "postcard with int session, sampled",
+			mutate: func(d *gen.Device) {
+				a := entry(d, 20).Actions.Config
+				a.IntSession, a.SamplePercent, a.DropReport, a.TailDropReport = ptrTo("mx-probe"), ptrTo(uint8(1)), ptrTo(true), ptrTo(true)
+			},
+			want: func(objs map[key]sai.Attrs, refs map[key]key) {
+				modify(objs, kEntry20, func(a *sai.WatchlistEntryAttrs) {
+					a.Action.FlowSamplePercent, a.Action.DropReportEnable, a.Action.TailDropReportEnable = 1, true, true
+				})
+				refs[kEntry20] = kMXProbe
+			},
+		},
+		{
+			name: "queue report defaults",
+			mutate: func(d *gen.Device) {
+				c := i(d).QueueReports.QueueReport[gen.IntdInt_Int_QueueReports_QueueReport_Key{Interface: "eth1", QueueId: 0}].Config
+				c.LatencyResetThreshold, c.BreachQuota, c.DepthThreshold, c.TailDrop = nil, nil, nil, nil
+			},
+			want: func(objs map[key]sai.Attrs, _ map[key]key) {
+				modify(objs, kQueue, func(a *sai.QueueReportAttrs) {
+					a.ResetThreshold, a.BreachQuota, a.DepthThreshold, a.TailDrop = 50*time.Microsecond, 1024, 0, false
+				})
+			},
+		},
+		{
+			name: "event on another session",
+			mutate: func(d *gen.Device) {
+				c := i(d).Events.Event[gen.IntdInt_DtelEventType_FLOW_STATE].Config
+				c.ReportSession, c.Dscp = ptrTo("legacy"), nil
+			},
+			want: func(objs map[key]sai.Attrs, refs map[key]key) {
+				modify(objs, kEvent("FLOW_STATE"), func(a *sai.EventAttrs) { a.DSCP = 0 })
+				refs[kEvent("FLOW_STATE")] = kLegacy
+			},
+		},
+		{
+			name:   "no int container: nothing",
+			mutate: func(d *gen.Device) { d.Int = nil },
+			want: func(objs map[key]sai.Attrs, refs map[key]key) {
+				clear(objs)
+				clear(refs)
+			},
+		},
+		{
+			name: "node id from defaults is not needed when disabled",
+			mutate: func(d *gen.Device) {
+				d.Int = &gen.IntdInt_Int{Node: &gen.IntdInt_Int_Node{Config: &gen.IntdInt_Int_Node_Config{Enabled: ptrTo(false)}}}
+			},
+			want: func(objs map[key]sai.Attrs, refs map[key]key) {
+				clear(objs)
+				clear(refs)
+				objs[kDTel] = sai.DefaultDTelAttrs()
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o, b := newTest(t)
+			d := full(t)
+			tc.mutate(d)
+			mustApply(t, o, d)
+			wantObjs, wantRefs := fullObjects()
+			tc.want(wantObjs, wantRefs)
+			gotObjs, gotRefs := applied(t, o, b)
+			for _, k := range keysOf(wantObjs) {
+				if !reflect.DeepEqual(gotObjs[k], wantObjs[k]) {
+					t.Errorf("%v:\n got %+v\nwant %+v", k, gotObjs[k], wantObjs[k])
+				}
+			}
+			for _, k := range keysOf(gotObjs) {
+				if _, ok := wantObjs[k]; !ok {
+					t.Errorf("unexpected object %v: %+v", k, gotObjs[k])
+				}
+			}
+			if !maps.Equal(gotRefs, wantRefs) {
+				t.Errorf("references:\n got %v\nwant %v", gotRefs, wantRefs)
+			}
+		})
+	}
+}
+
+// TestFullConfigMixedFamilies: the example's report sessions send to
+// collectors of the other address family than their source address, which
+// no report session can do.
+func TestFullConfigMixedFamilies(t *testing.T) {
+	o, b := newTest(t)
+	d, err := gen.ParseConfig([]byte(fullJSONRaw(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = o.Apply(context.Background(), d)
+	if !errors.Is(err, ErrInvalid) {
+		t.Fatalf("Apply = %v, want ErrInvalid", err)
+	}
+	const want = "/int/report-sessions/report-session[name=collector]/collectors/collector[address=2001:db8::100][port=32766]/config: destination 1: IP 2001:db8::100 and source IP 192.0.2.1 differ in family"
+	if err.Error() != want {
+		t.Errorf("error:\n got %s\nwant %s", err, want)
+	}
+	if len(b.Log()) != 0 {
+		t.Errorf("backend was called: %v", b.Log())
+	}
+}
+
+func fullJSONRaw(t *testing.T) string {
+	fullConfigText(t)
+	return fullJSON
+}
+
+// TestValidation checks the semantic validation YANG cannot express:
+// ErrInvalid, InvalidArgument, the data path, and no backend call.
+func TestValidation(t *testing.T) {
+	entry := func(d *gen.Device, seq uint32) *gen.IntdInt_Int_Watchlist_Entries_Entry {
+		return d.Int.Watchlist.Entries.Entry[seq]
+	}
+	qr := func(d *gen.Device) *gen.IntdInt_Int_QueueReports_QueueReport_Config {
+		return d.Int.QueueReports.QueueReport[gen.IntdInt_Int_QueueReports_QueueReport_Key{Interface: "eth1", QueueId: 0}].Config
+	}
+	tests := []struct {
+		name   string
+		caps   func(*sai.Capabilities)
+		mutate func(d *gen.Device)
+		want   string // full error text
+	}{
+		{"flow-op INT without int-session", nil, func(d *gen.Device) { entry(d, 10).Actions.Config.IntSession = nil },
+			"/int/watchlist/entries/entry[sequence-id=10]/actions/config/int-session: flow-op INT needs an int-session"},
+		{"int-session that does not exist", nil, func(d *gen.Device) { entry(d, 10).Actions.Config.IntSession = ptrTo("nope") },
+			`/int/watchlist/entries/entry[sequence-id=10]/actions/config/int-session: int-session "nope" does not exist`},
+		{"NOP with int-session", nil, func(d *gen.Device) { entry(d, 30).Actions.Config.IntSession = ptrTo("md-5") },
+			"/int/watchlist/entries/entry[sequence-id=30]/actions/config/int-session: flow-op NOP takes no int-session"},
+		{"NOP reporting all packets", nil, func(d *gen.Device) { entry(d, 30).Actions.Config.ReportAllPackets = ptrTo(true) },
+			"/int/watchlist/entries/entry[sequence-id=30]/actions/config/report-all-packets: report-all-packets needs flow-op INT or POSTCARD"},
+		{"sample-percent 0", nil, func(d *gen.Device) { entry(d, 10).Actions.Config.SamplePercent = ptrTo(uint8(0)) },
+			"/int/watchlist/entries/entry[sequence-id=10]/actions/config/sample-percent: sample-percent 0 with flow-op INT acts on no flow"},
+		{"source port min > max", nil, func(d *gen.Device) { entry(d, 10).Match.Config.SourcePortMax = ptrTo(uint16(1000)) },
+			"/int/watchlist/entries/entry[sequence-id=10]/match/config/source-port-min: port range 1024-1000: min is greater than max"},
+		{"inner port min > max", nil, func(d *gen.Device) { entry(d, 20).VxlanMatch.Config.InnerDestinationPortMin = ptrTo(uint16(54)) },
+			"/int/watchlist/entries/entry[sequence-id=20]/vxlan-match/config/inner-destination-port-min: port range 54-53: min is greater than max"},
+		{"prefix with host bits", nil, func(d *gen.Device) { entry(d, 10).Match.Config.SourcePrefix = ptrTo("10.0.1.1/24") },
+			"/int/watchlist/entries/entry[sequence-id=10]/match/config/source-prefix: prefix 10.0.1.1/24 has host bits set (want 10.0.1.0/24)"},
+		{"prefix families differ", nil, func(d *gen.Device) { entry(d, 10).Match.Config.DestinationPrefix = ptrTo("2001:db8::/32") },
+			"/int/watchlist/entries/entry[sequence-id=10]/match/config/destination-prefix: source prefix 10.0.1.0/24 and destination prefix 2001:db8::/32 differ in family"},
+		{"port match without L4 protocol", nil, func(d *gen.Device) { entry(d, 10).Match.Config.Protocol = ptrTo(uint8(1)) },
+			"/int/watchlist/entries/entry[sequence-id=10]/match/config/protocol: L4 port match needs IP protocol TCP, UDP or SCTP, not 1"},
+		{"tcp flags outside mask", nil, func(d *gen.Device) { entry(d, 10).Match.Config.TcpFlags = ptrTo(uint8(3)) },
+			"/int/watchlist/entries/entry[sequence-id=10]/match/config/tcp-flags: tcp-flags 0x3 has bits outside tcp-flags-mask 0x2"},
+		{"sequence-id too large", nil, func(d *gen.Device) {
+			e := d.Int.Watchlist.Entries.Entry[30]
+			delete(d.Int.Watchlist.Entries.Entry, 30)
+			e.SequenceId, e.Config.SequenceId = ptrTo(uint32(70000)), ptrTo(uint32(70000))
+			d.Int.Watchlist.Entries.Entry[70000] = e
+		}, "/int/watchlist/entries/entry[sequence-id=70000]/config/sequence-id: sequence-id 70000 exceeds 65535"},
+		{"INT-MX with checksum complement", nil, func(d *gen.Device) {
+			c := d.Int.IntSessions.IntSession["mx-probe"].Config
+			c.Instructions = append(c.Instructions, gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_CHECKSUM_COMPLEMENT)
+		}, "/int/int-sessions/int-session[name=mx-probe]/config/instructions: INT_MX mode has no checksum complement: remove METADATA_FIELD_CHECKSUM_COMPLEMENT"},
+		{"drop reason is no instruction", nil, func(d *gen.Device) {
+			c := d.Int.IntSessions.IntSession["md-5"].Config
+			c.Instructions = append(c.Instructions, gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_DROP_REASON)
+		}, "/int/int-sessions/int-session[name=md-5]/config/instructions: METADATA_FIELD_DROP_REASON is not an INT instruction"},
+		{"no instructions", nil, func(d *gen.Device) { d.Int.IntSessions.IntSession["md-5"].Config.Instructions = nil },
+			"/int/int-sessions/int-session[name=md-5]/config/instructions: the session requests no metadata"},
+		{"ds-instruction in the default domain", nil, func(d *gen.Device) { d.Int.IntSessions.IntSession["md-5"].Config.DsInstruction = ptrTo(uint16(1)) },
+			"/int/int-sessions/int-session[name=md-5]/config/ds-instruction: ds-instruction 0x0001 needs a non-zero domain-specific-id"},
+		{"ds-instruction bit without a field", nil, func(d *gen.Device) {
+			d.Int.IntSessions.IntSession["mx-probe"].Config.DsInstruction = ptrTo(uint16(0x2000))
+		}, "/int/int-sessions/int-session[name=mx-probe]/config/ds-instruction: ds-instruction bit 2 has no field in domain 4660"},
+		{"instructions the backend cannot provide", func(c *sai.Capabilities) { c.Instructions &^= sai.InstBuffer }, nil,
+			"/int/int-sessions/int-session[name=md-5]/config/instructions: instructions buffer are not supported in MD mode by the dataplane"},
+		{"mode the backend cannot provide", func(c *sai.Capabilities) { c.Modes = []sai.IntMode{sai.IntModeMD} }, nil,
+			"/int/int-sessions/int-session[name=mx-probe]/config/mode: mode MX is not supported by the dataplane"},
+		{"udp marking without udp-port", nil, func(d *gen.Device) {
+			m := d.Int.Marking.Config
+			m.L4Marking, m.UdpPort = gen.IntdInt_L4Marking_UDP_DESTINATION_PORT, nil
+		}, "/int/marking/config/udp-port: l4-marking UDP_DESTINATION_PORT needs a udp-port"},
+		{"probe marking without probe-marker", nil, func(d *gen.Device) {
+			m := d.Int.Marking.Config
+			m.L4Marking, m.ProbeMarker = gen.IntdInt_L4Marking_PROBE_MARKER, nil
+		}, "/int/marking/config/probe-marker: l4-marking PROBE_MARKER needs a non-zero probe-marker"},
+		{"dscp value outside mask", nil, func(d *gen.Device) { d.Int.Marking.Config.DscpValue = ptrTo(uint8(33)) },
+			"/int/marking/config/dscp-value: dscp-value 0x21 has bits outside dscp-mask 0x20"},
+		{"encapsulation the backend cannot do", func(c *sai.Capabilities) { c.Encaps = c.Encaps[:3] }, nil,
+			"/int/marking/config/vxlan-gpe-next-protocol: INT encapsulation vxlan-gpe is not supported by the dataplane"},
+		{"node enabled without node-id", nil, func(d *gen.Device) { d.Int.Node.Config.NodeId = nil },
+			"/int/node/config/node-id: the node is enabled without a node-id"},
+		{"queue report reset = trigger", nil, func(d *gen.Device) { qr(d).LatencyResetThreshold = ptrTo(uint32(100000)) },
+			"/int/queue-reports/queue-report[interface=eth1][queue-id=0]/config/latency-reset-threshold: latency-reset-threshold 100000 must be below latency-threshold 100000"},
+		{"queue report reset without trigger", nil, func(d *gen.Device) { qr(d).LatencyThreshold = nil },
+			"/int/queue-reports/queue-report[interface=eth1][queue-id=0]/config/latency-reset-threshold: latency-reset-threshold is set without a latency-threshold"},
+		{"queue report that never triggers", nil, func(d *gen.Device) {
+			c := qr(d)
+			c.LatencyThreshold, c.LatencyResetThreshold, c.DepthThreshold, c.TailDrop = nil, nil, nil, nil
+		}, "/int/queue-reports/queue-report[interface=eth1][queue-id=0]/config: a queue report needs a depth-threshold, a latency-threshold or tail-drop"},
+		{"queue report bad interface name", nil, func(d *gen.Device) {
+			q := d.Int.QueueReports.QueueReport
+			for k, v := range q {
+				delete(q, k)
+				k.Interface = "a/b"
+				q[k] = v
+			}
+		}, `/int/queue-reports/queue-report[interface=a/b][queue-id=0]/config/interface: port "a/b" is not a valid interface name`},
+		{"event without report-session", nil, func(d *gen.Device) { d.Int.Events.Event[gen.IntdInt_DtelEventType_DROP_REPORT].Config.ReportSession = nil },
+			"/int/events/event[type=DROP_REPORT]/config/report-session: an event needs a report-session"},
+		{"event type the backend lacks", func(c *sai.Capabilities) { c.EventTypes = c.EventTypes[:5] }, nil,
+			"/int/events/event[type=DROP_REPORT]/config/type: DROP_REPORT events are not supported by the dataplane"},
+		{"report session without collectors", nil, func(d *gen.Device) { d.Int.ReportSessions.ReportSession["legacy"].Collectors = nil },
+			"/int/report-sessions/report-session[name=legacy]/collectors: a report session needs at least one collector"},
+		{"coalescing in v0.5", nil, func(d *gen.Device) {
+			d.Int.ReportSessions.ReportSession["legacy"].Config.MaxReportsPerPacket = ptrTo(uint8(4))
+		}, "/int/report-sessions/report-session[name=legacy]/config/max-reports-per-packet: TELEMETRY_REPORT_V0_5 cannot coalesce reports (max-reports-per-packet 4)"},
+		{"truncate size too small", nil, func(d *gen.Device) { d.Int.ReportSessions.ReportSession["legacy"].Config.TruncateSize = ptrTo(uint16(10)) },
+			"/int/report-sessions/report-session[name=legacy]/config/truncate-size: truncate size 10 is out of range 64..9000 (or 0)"},
+		{"too many watchlist entries", func(c *sai.Capabilities) { c.MaxWatchlistEntries = 2 }, nil,
+			"/int/watchlist/entries: 3 entries exceed the dataplane's limit of 2"},
+		{"units the backend cannot produce", nil, func(d *gen.Device) {
+			d.MetadataSemantics.MetadataField[fieldHopLatency].Config.Units = gen.IntdIntMetadataSemantics_METADATA_UNITS_METADATA_TIME_MICROSECONDS
+		}, "/metadata-semantics/metadata-field[metadata-field-id=METADATA_FIELD_HOP_LATENCY]/config/units: the dataplane encodes METADATA_FIELD_HOP_LATENCY in METADATA_TIME_NANOSECONDS, not METADATA_TIME_MICROSECONDS"},
+		{"queue occupancy in bytes", func(c *sai.Capabilities) { *c = sai.FullCapabilities() }, nil,
+			"/metadata-semantics/metadata-field[metadata-field-id=METADATA_FIELD_QUEUE_OCCUPANCY]/config/units: the dataplane encodes METADATA_FIELD_QUEUE_OCCUPANCY in METADATA_SIZE_BYTES, not METADATA_SIZE_CELLS"},
+		{"cell size", func(c *sai.Capabilities) { c.QueueOccupancy.CellSize = 256 }, nil,
+			"/metadata-semantics/metadata-field[metadata-field-id=METADATA_FIELD_QUEUE_OCCUPANCY]/config/cell-size: the dataplane's cells are 256 bytes, not 80"},
+		{"packet timing", func(c *sai.Capabilities) { c.QueueOccupancy.Timing = sai.QueueTimingDequeue }, nil,
+			"/metadata-semantics/metadata-field[metadata-field-id=METADATA_FIELD_QUEUE_OCCUPANCY]/config/packet-timing: the dataplane samples METADATA_FIELD_QUEUE_OCCUPANCY at DEQUEUE_TIME, not ENQUEUE_TIME"},
+		{"last hop position", func(c *sai.Capabilities) { c.LastHopReport = sai.LastHopSeparateReport }, nil,
+			"/report-properties/int-last-hop-report-properties/config/int-last-hop-metadata-report: the dataplane's last hop reports its metadata as SEPARATE_TELEMETRY_REPORT, not EMBEDDED_INT"},
+		{"metadata node-id differs", nil, func(d *gen.Device) {
+			d.MetadataSemantics.GetOrCreateMetadataField(fieldNodeID).GetOrCreateConfig().NodeId = ptrTo(uint32(9))
+		}, "/metadata-semantics/metadata-field[metadata-field-id=METADATA_FIELD_NODE_ID]/config/node-id: node-id 9 differs from /int/node/config/node-id"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			caps := testCaps()
+			if tc.caps != nil {
+				tc.caps(&caps)
+			}
+			b := saitest.New(saitest.WithCapabilities(caps))
+			o := New(b)
+			d := full(t)
+			if tc.mutate != nil {
+				tc.mutate(d)
+			}
+			err := o.Apply(context.Background(), d)
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("Apply = %v, want ErrInvalid", err)
+			}
+			var ia interface{ InvalidArgument() bool }
+			if !errors.As(err, &ia) || !ia.InvalidArgument() {
+				t.Errorf("%v does not implement InvalidArgument", err)
+			}
+			if err.Error() != tc.want {
+				t.Errorf("error:\n got %s\nwant %s", err, tc.want)
+			}
+			if !strings.HasPrefix(err.Error(), "/") {
+				t.Errorf("error does not start with a data path: %v", err)
+			}
+			if len(b.Log()) != 0 {
+				t.Errorf("backend was called: %v", b.Log())
+			}
+		})
+	}
+}
