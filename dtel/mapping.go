@@ -51,16 +51,16 @@ func enumName(e fmt.Stringer) string { return e.String() }
 
 // instructionBits maps instruction identities to INT v2.1 instruction bits.
 var instructionBits = map[gen.E_IntdIntMetadataSemantics_METADATA_BASELINE_FIELD]sai.Instruction{
-	gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_NODE_ID:                   sai.InstNodeID,
-	gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_LEVEL_1_INTERFACE_IDS:     sai.InstL1Interfaces,
-	gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_HOP_LATENCY:               sai.InstHopLatency,
-	gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_QUEUE_OCCUPANCY:           sai.InstQueue,
-	gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_INGRESS_TIMESTAMP:         sai.InstIngressTimestamp,
-	gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_EGRESS_TIMESTAMP:          sai.InstEgressTimestamp,
-	gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_LEVEL_2_INTERFACE_IDS:     sai.InstL2Interfaces,
+	gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_NODE_ID:                    sai.InstNodeID,
+	gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_LEVEL_1_INTERFACE_IDS:      sai.InstL1Interfaces,
+	gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_HOP_LATENCY:                sai.InstHopLatency,
+	gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_QUEUE_OCCUPANCY:            sai.InstQueue,
+	gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_INGRESS_TIMESTAMP:          sai.InstIngressTimestamp,
+	gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_EGRESS_TIMESTAMP:           sai.InstEgressTimestamp,
+	gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_LEVEL_2_INTERFACE_IDS:      sai.InstL2Interfaces,
 	gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_EGRESS_PORT_TX_UTILIZATION: sai.InstEgressTxUtil,
-	gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_BUFFER_OCCUPANCY:          sai.InstBuffer,
-	gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_CHECKSUM_COMPLEMENT:       sai.InstChecksumComplement,
+	gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_BUFFER_OCCUPANCY:           sai.InstBuffer,
+	gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_CHECKSUM_COMPLEMENT:        sai.InstChecksumComplement,
 }
 
 var eventTypes = map[gen.E_IntdInt_DtelEventType]sai.EventType{

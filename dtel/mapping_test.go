@@ -173,7 +173,9 @@ func TestMapping(t *testing.T) {
 			name:   "udp marking with NPT 1",
 			mutate: func(d *gen.Device) { i(d).Marking.Config.L4Marking = gen.IntdInt_L4Marking_UDP_DESTINATION_PORT },
 			want: func(objs map[key]sai.Attrs, _ map[key]key) {
-				modify(objs, kDTel, func(a *sai.DTelAttrs) { a.IntL4DSCP, a.IntUDPDstPort, a.IntUDPNPT = sai.DSCPMatch{}, 5900, sai.NPTUDPPayload })
+				modify(objs, kDTel, func(a *sai.DTelAttrs) {
+					a.IntL4DSCP, a.IntUDPDstPort, a.IntUDPNPT = sai.DSCPMatch{}, 5900, sai.NPTUDPPayload
+				})
 			},
 		},
 		{
@@ -452,7 +454,9 @@ func TestValidation(t *testing.T) {
 				q[k] = v
 			}
 		}, `/int/queue-reports/queue-report[interface=a/b][queue-id=0]/config/interface: port "a/b" is not a valid interface name`},
-		{"event without report-session", nil, func(d *gen.Device) { d.Int.Events.Event[gen.IntdInt_DtelEventType_DROP_REPORT].Config.ReportSession = nil },
+		{"event without report-session", nil, func(d *gen.Device) {
+			d.Int.Events.Event[gen.IntdInt_DtelEventType_DROP_REPORT].Config.ReportSession = nil
+		},
 			"/int/events/event[type=DROP_REPORT]/config/report-session: an event needs a report-session"},
 		{"event type the backend lacks", func(c *sai.Capabilities) { c.EventTypes = c.EventTypes[:5] }, nil,
 			"/int/events/event[type=DROP_REPORT]/config/type: DROP_REPORT events are not supported by the dataplane"},
@@ -461,7 +465,9 @@ func TestValidation(t *testing.T) {
 		{"coalescing in v0.5", nil, func(d *gen.Device) {
 			d.Int.ReportSessions.ReportSession["legacy"].Config.MaxReportsPerPacket = ptrTo(uint8(4))
 		}, "/int/report-sessions/report-session[name=legacy]/config/max-reports-per-packet: TELEMETRY_REPORT_V0_5 cannot coalesce reports (max-reports-per-packet 4)"},
-		{"truncate size too small", nil, func(d *gen.Device) { d.Int.ReportSessions.ReportSession["legacy"].Config.TruncateSize = ptrTo(uint16(10)) },
+		{"truncate size too small", nil, func(d *gen.Device) {
+			d.Int.ReportSessions.ReportSession["legacy"].Config.TruncateSize = ptrTo(uint16(10))
+		},
 			"/int/report-sessions/report-session[name=legacy]/config/truncate-size: truncate size 10 is out of range 64..9000 (or 0)"},
 		{"too many watchlist entries", func(c *sai.Capabilities) { c.MaxWatchlistEntries = 2 }, nil,
 			"/int/watchlist/entries: 3 entries exceed the dataplane's limit of 2"},
