@@ -1,0 +1,350 @@
+package soft
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"math/bits"
+	"slices"
+
+	"github.com/intd-project/intd/dataplane/report"
+	"github.com/intd-project/intd/dataplane/wire"
+	"github.com/intd-project/intd/sai"
+)
+
+// ReportConfigurer is implemented by reporters that need the report
+// configuration (the exporter). The switch calls it, under its lock, after
+// every change of the DTel object, report sessions or events.
+type ReportConfigurer interface {
+	ConfigureReports(dtel *sai.DTelAttrs, sessions map[sai.OID]sai.ReportSessionAttrs, events map[sai.EventType]sai.EventAttrs) error
+}
+
+// StatsReporter is implemented by reporters that count reports; Stats
+// lets it fill Reports, ReportSessions and TrackedFlows.
+type StatsReporter interface {
+	ReportStats(st *sai.Stats)
+}
+
+type object struct {
+	attrs sai.Attrs
+	refs  int // objects referencing this one
+}
+
+// Capabilities implements sai.Backend.
+func (s *Switch) Capabilities() sai.Capabilities {
+	occ := sai.OccupancySemantics{Unit: sai.SizeBytes, Timing: sai.QueueTimingEnqueue}
+	return sai.Capabilities{
+		IntEndpoint: true, IntTransit: true, Postcard: true, DropReport: true, QueueReport: true,
+		Modes:          []sai.IntMode{sai.IntModeMD, sai.IntModeMX},
+		Instructions:   sai.InstAll,
+		ReportMetadata: sai.InstAll &^ sai.InstChecksumComplement,
+		Encaps: []sai.Encap{sai.EncapDSCP, sai.EncapUDPPort, sai.EncapProbeMarker,
+			sai.EncapVXLANGPE, sai.EncapGeneve, sai.EncapGRE},
+		ReportFormats:       []sai.ReportFormat{sai.ReportFormatV2, sai.ReportFormatV05},
+		Coalescing:          true,
+		EventTypes:          sai.EventTypes(),
+		VXLANInner:          true,
+		HopLatency:          sai.TimeNanoseconds,
+		IngressTimestamp:    sai.TimestampPOSIXNanoseconds,
+		EgressTimestamp:     sai.TimestampPOSIXNanoseconds,
+		QueueOccupancy:      occ,
+		BufferOccupancy:     occ,
+		TxUtilization:       sai.UtilPercent,
+		L1InterfaceID:       sai.InterfacePhysicalPort,
+		L2InterfaceID:       sai.InterfaceLogical,
+		LastHopReport:       sai.LastHopEmbeddedInt,
+		DropReasonReference: sai.SDFabricDropReasonsURL,
+		MaxQueueReports:     0,
+	}
+}
+
+func errf(err error, format string, args ...any) error {
+	return fmt.Errorf("soft: "+format+": %w", append(args, err)...)
+}
+
+// checkAttrs runs the backend-specific checks shared by Create and Set:
+// referenced OIDs, port names, uniqueness.
+func (s *Switch) checkAttrs(self sai.OID, a sai.Attrs) error {
+	for _, r := range a.References() {
+		o, ok := s.objs[r]
+		if !ok || r.Type() != o.attrs.ObjectType() {
+			return errf(sai.ErrNotFound, "%v references %v", a.ObjectType(), r)
+		}
+	}
+	switch a := a.(type) {
+	case sai.DTelAttrs:
+		if self.IsNull() && !s.dtelOID.IsNull() {
+			return errf(sai.ErrExists, "the DTel object exists as %v", s.dtelOID)
+		}
+		for _, p := range a.SinkPortList {
+			if _, ok := s.portByName[p]; !ok {
+				return errf(sai.ErrNotFound, "sink port %q", p)
+			}
+		}
+		if a.VXLANGPENextProtocol != 0 && a.VXLANGPENextProtocol != wire.GPENextProtoINT {
+			return errf(sai.ErrUnsupported, "VXLAN-GPE next protocol %#x (only %#x)", a.VXLANGPENextProtocol, wire.GPENextProtoINT)
+		}
+		if a.GeneveOptionClass != 0 && a.GeneveOptionClass != wire.GeneveClassINT {
+			return errf(sai.ErrUnsupported, "Geneve option class %#x (only %#x)", a.GeneveOptionClass, wire.GeneveClassINT)
+		}
+	case sai.QueueReportAttrs:
+		if _, ok := s.portByName[a.Port]; !ok {
+			return errf(sai.ErrNotFound, "queue report port %q", a.Port)
+		}
+		if a.Queue != 0 {
+			return errf(sai.ErrUnsupported, "queue %d on port %q (ports have one queue, id 0)", a.Queue, a.Port)
+		}
+		for oid, o := range s.objs {
+			if q, ok := o.attrs.(sai.QueueReportAttrs); ok && oid != self && q.Port == a.Port && q.Queue == a.Queue {
+				return errf(sai.ErrExists, "queue report for %s/%d is %v", a.Port, a.Queue, oid)
+			}
+		}
+	case sai.EventAttrs:
+		for oid, o := range s.objs {
+			if e, ok := o.attrs.(sai.EventAttrs); ok && oid != self && e.Type == a.Type {
+				return errf(sai.ErrExists, "%v event is %v", a.Type, oid)
+			}
+		}
+	case sai.WatchlistEntryAttrs:
+		if p := a.Match.InPort; p != "" {
+			if _, ok := s.portByName[p]; !ok {
+				return errf(sai.ErrNotFound, "watchlist in-port %q", p)
+			}
+		}
+	}
+	return nil
+}
+
+// Create implements sai.Backend.
+func (s *Switch) Create(a sai.Attrs) (sai.OID, error) {
+	if err := sai.CheckCreate(a); err != nil {
+		return sai.NullOID, err
+	}
+	if err := s.Capabilities().Check(a); err != nil {
+		return sai.NullOID, err
+	}
+	a = sai.Clone(a)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.checkAttrs(sai.NullOID, a); err != nil {
+		return sai.NullOID, err
+	}
+	s.nextIndex++
+	oid := sai.MakeOID(a.ObjectType(), s.nextIndex)
+	s.objs[oid] = &object{attrs: a}
+	for _, r := range a.References() {
+		s.objs[r].refs++
+	}
+	switch a.(type) {
+	case sai.DTelAttrs:
+		s.dtelOID = oid
+	case sai.WatchlistEntryAttrs:
+		s.wlStats[oid] = &sai.WatchlistEntryStats{}
+	case sai.IntSessionAttrs:
+		s.sessStats[oid] = &sai.IntSessionStats{}
+	case sai.QueueReportAttrs:
+		s.qrStats[oid] = &qrState{}
+	}
+	s.recompile(a.ObjectType())
+	return oid, nil
+}
+
+// Set implements sai.Backend.
+func (s *Switch) Set(oid sai.OID, a sai.Attrs) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o, ok := s.objs[oid]
+	if !ok {
+		return errf(sai.ErrNotFound, "set %v", oid)
+	}
+	if err := sai.CheckSet(oid, o.attrs, a); err != nil {
+		return err
+	}
+	if err := s.Capabilities().Check(a); err != nil {
+		return err
+	}
+	a = sai.Clone(a)
+	if err := s.checkAttrs(oid, a); err != nil {
+		return err
+	}
+	for _, r := range o.attrs.References() {
+		s.objs[r].refs--
+	}
+	for _, r := range a.References() {
+		s.objs[r].refs++
+	}
+	o.attrs = a
+	s.recompile(a.ObjectType())
+	return nil
+}
+
+// Remove implements sai.Backend.
+func (s *Switch) Remove(oid sai.OID) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o, ok := s.objs[oid]
+	if !ok {
+		return errf(sai.ErrNotFound, "remove %v", oid)
+	}
+	if o.refs > 0 {
+		return errf(sai.ErrInUse, "remove %v: referenced by %d objects", oid, o.refs)
+	}
+	for _, r := range o.attrs.References() {
+		s.objs[r].refs--
+	}
+	delete(s.objs, oid)
+	delete(s.wlStats, oid)
+	delete(s.sessStats, oid)
+	delete(s.qrStats, oid)
+	if oid == s.dtelOID {
+		s.dtelOID = sai.NullOID
+	}
+	s.recompile(oid.Type())
+	return nil
+}
+
+// Stats implements sai.Backend.
+func (s *Switch) Stats(ctx context.Context) (sai.Stats, error) {
+	if err := ctx.Err(); err != nil {
+		return sai.Stats{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := sai.Stats{
+		Node:           s.node,
+		Interfaces:     make(map[string]sai.Counters, len(s.ports)),
+		Drops:          maps.Clone(s.drops),
+		Reports:        map[sai.ReportType]sai.ReportCounters{},
+		Watchlist:      make(map[sai.OID]sai.WatchlistEntryStats, len(s.wlStats)),
+		IntSessions:    make(map[sai.OID]sai.IntSessionStats, len(s.sessStats)),
+		ReportSessions: map[sai.OID]sai.ReportSessionStats{},
+		QueueReports:   make(map[sai.OID]sai.QueueReportStats, len(s.qrStats)),
+	}
+	for _, p := range s.ports {
+		st.Interfaces[p.cfg.Name] = p.ctr
+	}
+	for oid, w := range s.wlStats {
+		st.Watchlist[oid] = *w
+	}
+	for oid, w := range s.sessStats {
+		st.IntSessions[oid] = *w
+	}
+	for oid, q := range s.qrStats {
+		st.QueueReports[oid] = q.stats
+	}
+	for oid := range s.objs {
+		if oid.Type() == sai.ObjectTypeReportSession {
+			st.ReportSessions[oid] = sai.ReportSessionStats{}
+		}
+	}
+	// What the pipeline handed to the reporter; a StatsReporter refines it.
+	st.Reports[sai.ReportFlow] = sai.ReportCounters{Generated: s.generated[report.KindFlow]}
+	st.Reports[sai.ReportDrop] = sai.ReportCounters{Generated: s.generated[report.KindDrop]}
+	st.Reports[sai.ReportQueue] = sai.ReportCounters{Generated: s.generated[report.KindQueue]}
+	if sr, ok := s.reporter.(StatsReporter); ok {
+		sr.ReportStats(&st)
+	}
+	return st, nil
+}
+
+// recompile rebuilds the pipeline configuration after a change of an
+// object of type t. Called with s.mu held.
+func (s *Switch) recompile(t sai.ObjectType) {
+	s.gen++
+	c := &compiled{gen: s.gen, qr: make([]*qrState, len(s.ports)), sink: make([]bool, len(s.ports))}
+	var dtel *sai.DTelAttrs
+	if o := s.objs[s.dtelOID]; o != nil {
+		d := o.attrs.(sai.DTelAttrs)
+		dtel = &d
+		c.dtel = dtel
+		c.endpoint, c.transit, c.postcard = d.IntEndpointEnable, d.IntTransitEnable, d.PostcardEnable
+		c.dropReport, c.queueReport = d.DropReportEnable, d.QueueReportEnable
+		c.nodeID = d.SwitchID
+		for _, p := range d.SinkPortList {
+			c.sink[s.portByName[p]] = true
+		}
+		c.parser = wire.Parser{
+			DSCP: d.IntL4DSCP.Value, DSCPMask: d.IntL4DSCP.Mask,
+			UDPPort: d.IntUDPDstPort, ProbeMarker: d.ProbeMarker, GREProto: d.GREProtocolType,
+		}
+		if d.VXLANGPENextProtocol != 0 {
+			c.parser.VXLANGPEPort = wire.PortVXLANGPE
+		}
+		if d.GeneveOptionClass != 0 {
+			c.parser.GenevePort = wire.PortGeneve
+		}
+		switch {
+		case d.IntL4DSCP.Mask != 0:
+			c.src = wire.SourceOptions{Encap: wire.EncapDSCP, DSCP: d.IntL4DSCP.Value, Mask: d.IntL4DSCP.Mask}
+		case d.IntUDPDstPort != 0:
+			c.src = wire.SourceOptions{Encap: wire.EncapUDPPort, UDPPort: d.IntUDPDstPort, NPT: uint8(d.IntUDPNPT)}
+		case d.ProbeMarker != 0:
+			c.src = wire.SourceOptions{Encap: wire.EncapProbe, ProbeMarker: d.ProbeMarker}
+		}
+	}
+	sessions := map[sai.OID]*session{}
+	reportSessions := map[sai.OID]sai.ReportSessionAttrs{}
+	events := map[sai.EventType]sai.EventAttrs{}
+	for oid, o := range s.objs {
+		switch a := o.attrs.(type) {
+		case sai.IntSessionAttrs:
+			sessions[oid] = newSession(oid, a, s.sessStats[oid])
+		case sai.ReportSessionAttrs:
+			reportSessions[oid] = a
+		case sai.EventAttrs:
+			events[a.Type] = a
+		case sai.QueueReportAttrs:
+			q := s.qrStats[oid]
+			q.a = a
+			c.qr[s.portByName[a.Port]] = q
+		}
+	}
+	for oid, o := range s.objs {
+		a, ok := o.attrs.(sai.WatchlistEntryAttrs)
+		if !ok {
+			continue
+		}
+		e := &wlEntry{oid: oid, m: a.Match, act: a.Action, inPort: -1, stats: s.wlStats[oid], prio: a.Priority}
+		if a.Match.InPort != "" {
+			e.inPort = s.portByName[a.Match.InPort]
+		}
+		if !a.Action.IntSession.IsNull() {
+			e.sess = sessions[a.Action.IntSession]
+		}
+		c.needDSCP = c.needDSCP || a.Match.DSCP.Mask != 0
+		c.needFlags = c.needFlags || a.Match.TCPFlags.Mask != 0
+		c.needInner = c.needInner || a.Match.Inner.VXLAN
+		c.entries = append(c.entries, e)
+	}
+	slices.SortFunc(c.entries, func(a, b *wlEntry) int {
+		if a.prio != b.prio {
+			return cmp.Compare(b.prio, a.prio)
+		}
+		return cmp.Compare(a.oid, b.oid)
+	})
+	s.cfg = c
+	if t == sai.ObjectTypeDTel || t == sai.ObjectTypeReportSession || t == sai.ObjectTypeEvent {
+		if rc, ok := s.reporter.(ReportConfigurer); ok {
+			_ = rc.ConfigureReports(dtel, reportSessions, events)
+		}
+	}
+}
+
+// session is a compiled INT session.
+type session struct {
+	oid     sai.OID
+	a       sai.IntSessionAttrs
+	inst    wire.Instructions
+	dsWords int
+	hopML   int // words
+	stats   *sai.IntSessionStats
+}
+
+func newSession(oid sai.OID, a sai.IntSessionAttrs, st *sai.IntSessionStats) *session {
+	inst := wire.Instructions(a.Instructions)
+	// This node knows no domain but the default one: it assumes one word
+	// per DS instruction bit and fills them with all ones.
+	ds := bits.OnesCount16(a.DSInstruction)
+	return &session{oid: oid, a: a, inst: inst, dsWords: ds, hopML: inst.Words() + ds, stats: st}
+}

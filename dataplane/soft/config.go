@@ -1,0 +1,85 @@
+package soft
+
+import (
+	"net/netip"
+
+	"github.com/intd-project/intd/dataplane/report"
+)
+
+// Link is the transmit side of a port: where frames leave the switch. The
+// lab connects links in-process; an AF_PACKET port writes to a socket. The
+// frame is only valid during the call (copy it to keep it), and Transmit
+// must not call back into the transmitting switch synchronously.
+type Link interface {
+	Transmit(frame []byte)
+}
+
+// LinkFunc adapts a function to Link.
+type LinkFunc func(frame []byte)
+
+// Transmit implements Link.
+func (f LinkFunc) Transmit(frame []byte) { f(frame) }
+
+// PortConfig describes one switch port. Frames enter through
+// Switch.Receive(index) and leave through Link.
+type PortConfig struct {
+	Name string // interface name, as used in sai attributes (sink ports, queue reports, InPort)
+	// ID is the level-1 interface id in INT metadata; 0 means index+1.
+	ID uint16
+	// L2ID is the level-2 interface id; 0 means 0x10000 + level-1 id.
+	L2ID uint32
+	// MTU is the largest IP datagram the port sends (default 1500). INT
+	// never fragments: it sets M or skips initiation instead.
+	MTU int
+	// Rate drains the egress queue, in bits per second; 0 is infinitely
+	// fast (no queueing, what the benchmarks use).
+	Rate int64
+	// QueueBytes bounds the egress queue (default 256 KiB); a packet that
+	// does not fit is tail-dropped (reason 71).
+	QueueBytes int
+	// MAC is the port's address, written as source MAC by routes that
+	// rewrite MACs.
+	MAC [6]byte
+	// Link receives transmitted frames; nil discards them.
+	Link Link
+}
+
+// Route is a static route: packets whose outer destination address is in
+// Prefix leave through one of Ports (ECMP by flow hash when several).
+type Route struct {
+	Prefix netip.Prefix
+	Ports  []string
+	// NextHopMAC, when non-zero, becomes the destination MAC and the
+	// egress port's MAC the source MAC. The zero value forwards frames
+	// with their MACs untouched (the lab's default).
+	NextHopMAC [6]byte
+}
+
+// Config configures a software switch.
+type Config struct {
+	Name   string
+	Ports  []PortConfig
+	Routes []Route
+	// NoTTLDecrement makes the switch a bump in the wire: IP TTL / hop
+	// limit is neither checked nor decremented.
+	NoTTLDecrement bool
+	// Clock defaults to a RealClock.
+	Clock Clock
+	// Reporter receives report events; nil discards them. If it also
+	// implements ReportConfigurer or StatsReporter, the switch configures
+	// it and reads its counters.
+	Reporter report.Reporter
+	// MaxFrame is the largest frame received (default 9216); buffers get
+	// room on top for INT growth.
+	MaxFrame int
+	// FlowCacheSize is the number of flow cache slots, rounded up to a
+	// power of two (default 4096).
+	FlowCacheSize int
+}
+
+const (
+	defaultMTU        = 1500
+	defaultQueueBytes = 256 << 10
+	defaultMaxFrame   = 9216
+	intRoom           = 512 // buffer room for INT headers and metadata
+)

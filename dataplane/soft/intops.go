@@ -1,0 +1,302 @@
+package soft
+
+import (
+	"encoding/binary"
+
+	"github.com/intd-project/intd/dataplane/report"
+	"github.com/intd-project/intd/dataplane/wire"
+	"github.com/intd-project/intd/sai"
+)
+
+// mtuRoom is how many bytes b may grow by on port p without exceeding the
+// port's MTU (0 when it already does).
+func mtuRoom(b *pbuf, p *port) int {
+	return max(0, p.cfg.MTU-(b.pkt.End-b.pkt.L3))
+}
+
+// setData points b.data at the frame out returned by a wire edit.
+func (b *pbuf) setData(out []byte) { b.data = b.store[:len(out)] }
+
+// transit is the INT transit hop step.
+func (s *Switch) transit(b *pbuf, c *compiled, p *port, t int64) {
+	if b.pkt.INTType == wire.TypeMX {
+		p.ctr.IntTransited++
+		s.node.IntTransited++
+		if s.reporter != nil {
+			ev := s.event(report.KindFlow, b, t)
+			s.fillHop(b, c, t, &ev.Hop)
+			s.emit(ev)
+		}
+		return
+	}
+	s.fillHop(b, c, t, &s.hop)
+	limit := len(b.data) + mtuRoom(b, p)
+	limit = min(limit, len(b.store))
+	out, err := wire.PushHop(b.data[:len(b.data):limit], &b.pkt, &s.hop, wire.PushOptions{})
+	b.setData(out)
+	switch err {
+	case nil:
+		p.ctr.IntTransited++
+		s.node.IntTransited++
+	case wire.ErrHopLimit:
+		p.ctr.EBitSet++
+		s.node.EBitSet++
+	case wire.ErrNoRoom, wire.ErrGeneveTooLong:
+		p.ctr.MBitSet++
+		s.node.MBitSet++
+		if err == wire.ErrGeneveTooLong {
+			s.setMBit(b)
+		}
+	}
+}
+
+// setMBit sets M on an INT-MD header when wire did not (Geneve overflow).
+// The header is inside a UDP tunnel whose checksum is updated.
+func (s *Switch) setMBit(b *pbuf) {
+	h := b.data[b.pkt.INT:]
+	if h[0]&0x02 != 0 {
+		return
+	}
+	old := binary.BigEndian.Uint16(h)
+	nw := old | 0x0200
+	binary.BigEndian.PutUint16(h, nw)
+	s.l4Word(b, b.pkt.INT, old, nw)
+}
+
+// l4Word updates the TCP/UDP checksum of b for a 16-bit word at off (even
+// distance from the L4 header) that changed from old to nw.
+func (s *Switch) l4Word(b *pbuf, off int, old, nw uint16) {
+	p := &b.pkt
+	if p.L4 < 0 || (off-p.L4)&1 != 0 {
+		return
+	}
+	var at int
+	switch p.Proto {
+	case wire.ProtoUDP:
+		at = p.L4 + 6
+		if binary.BigEndian.Uint16(b.data[at:]) == 0 {
+			return
+		}
+	case wire.ProtoTCP:
+		at = p.L4 + 16
+	default:
+		return
+	}
+	ck := wire.UpdateChecksum(binary.BigEndian.Uint16(b.data[at:]), old, nw)
+	if ck == 0 && p.Proto == wire.ProtoUDP {
+		ck = 0xffff
+	}
+	binary.BigEndian.PutUint16(b.data[at:], ck)
+}
+
+// sink is the INT sink step: this node's metadata goes on the stack (or in
+// the report for MX), the stack goes to the reporter, and INT is removed.
+// It returns false when the packet must be discarded (D bit).
+func (s *Switch) sink(b *pbuf, c *compiled, p *port, t int64) bool {
+	discard := b.data[b.pkt.INT]&0x08 != 0
+	if b.pkt.INTType == wire.TypeMD {
+		s.fillHop(b, c, t, &s.hop)
+		out, err := wire.PushHop(b.data, &b.pkt, &s.hop, wire.PushOptions{})
+		b.setData(out)
+		if err == wire.ErrHopLimit {
+			p.ctr.EBitSet++
+			s.node.EBitSet++
+		}
+	}
+	if s.reporter != nil {
+		ev := s.event(report.KindFlow, b, t)
+		s.fillHop(b, c, t, &ev.Hop)
+		s.emit(ev)
+	}
+	out, err := wire.Strip(b.data, &b.pkt, wire.SinkOptions{RestoreDSCP: b.pkt.Encap == wire.EncapDSCP})
+	if err != nil {
+		s.node.IntMalformedDrop++
+		p.ctr.IntMalformedDrop++
+		s.countDrop(b.out, sai.DropUnknown)
+		return false
+	}
+	b.setData(out)
+	p.ctr.IntStripped++
+	s.node.IntStripped++
+	return !discard
+}
+
+// tunnelKind says which INT tunnel encapsulation the source can use for b,
+// or EncapNone.
+func tunnelKind(b *pbuf, c *compiled) wire.Encap {
+	pk := &b.pkt
+	if pk.Tunnel < 0 {
+		return wire.EncapNone
+	}
+	switch {
+	case pk.Proto == wire.ProtoGRE && c.parser.GREProto != 0 && pk.IPVersion == 4:
+		return wire.EncapGRE
+	case pk.Proto == wire.ProtoUDP:
+		switch binary.BigEndian.Uint16(b.data[pk.L4+2:]) {
+		case wire.PortVXLANGPE:
+			if c.parser.VXLANGPEPort != 0 && b.data[pk.Tunnel]&wire.GPEFlagP != 0 {
+				return wire.EncapVXLANGPE
+			}
+		case wire.PortGeneve:
+			if c.parser.GenevePort != 0 {
+				return wire.EncapGeneve
+			}
+		}
+	}
+	return wire.EncapNone
+}
+
+// source is the INT source step for a watched flow with flow op INT.
+func (s *Switch) source(b *pbuf, c *compiled, p *port, t int64) {
+	se := b.entry.sess
+	tun := tunnelKind(b, c)
+	opt := c.src
+	fixed := wire.ShimLen + wire.MDHeaderLen
+	switch {
+	case tun != wire.EncapNone:
+	case opt.Encap == wire.EncapNone:
+		se.stats.PacketsNotInitiated++
+		return
+	case opt.Encap == wire.EncapProbe:
+		fixed += wire.ProbeLen
+	case opt.Encap == wire.EncapUDPPort:
+		if opt.NPT == wire.NPTUDPPort && b.pkt.Proto != wire.ProtoUDP {
+			opt.NPT = wire.NPTIPProto // non-UDP traffic always gets NPT 2
+		}
+		if opt.NPT == wire.NPTIPProto {
+			fixed += wire.UDPLen
+		}
+	}
+	room := mtuRoom(b, p)
+	if fixed > room || b.pkt.L3 < 0 || (tun == wire.EncapNone && b.pkt.L4 < 0) {
+		se.stats.PacketsNotInitiated++ // never fragment
+		return
+	}
+	hdr := s.hdr[:]
+	typ := wire.TypeMD
+	n := wire.MDHeaderLen
+	if se.a.Mode == sai.IntModeMX {
+		typ = wire.TypeMX
+		_ = wire.MXHeader{Version: wire.Version2, Discard: se.a.Discard, Instructions: se.inst,
+			DomainID: se.a.DomainSpecificID, DSInstructions: se.a.DSInstruction, DSFlags: se.a.DSFlags}.Put(hdr)
+	} else {
+		h := wire.MDHeader{Version: wire.Version2, Discard: se.a.Discard, HopML: uint8(se.hopML),
+			RemainingHops: se.a.MaxHopCount, Instructions: se.inst,
+			DomainID: se.a.DomainSpecificID, DSInstructions: se.a.DSInstruction, DSFlags: se.a.DSFlags}
+		if fixed+se.hopML*4 > room {
+			h.MTUExceeded = true // headers fit, our metadata does not
+			p.ctr.MBitSet++
+			s.node.MBitSet++
+		} else {
+			h.RemainingHops--
+			s.fillHop(b, c, t, &s.hop)
+			m, _ := wire.PutHop(hdr[wire.MDHeaderLen:], se.inst, se.dsWords, &s.hop)
+			n += m
+		}
+		_ = h.Put(hdr)
+	}
+	var out []byte
+	var err error
+	if tun != wire.EncapNone {
+		out, err = insertTunnel(b.data, &b.pkt, tun, typ, hdr[:n], c.parser.GREProto)
+	} else {
+		out, err = wire.InsertINT(b.data, &b.pkt, typ, hdr[:n], &opt)
+	}
+	if err != nil {
+		se.stats.PacketsNotInitiated++
+		return
+	}
+	b.setData(out)
+	se.stats.PacketsInitiated++
+	p.ctr.IntInserted++
+	s.node.IntInserted++
+	if typ == wire.TypeMX && s.reporter != nil {
+		ev := s.event(report.KindFlow, b, t)
+		s.fillHop(b, c, t, &ev.Hop)
+		s.emit(ev)
+	}
+}
+
+// insertTunnel inserts INT into a packet that is already GRE, VXLAN-GPE or
+// Geneve encapsulated (the spec's "original packet had the tunnel" case):
+// a GRE or GPE shim after the tunnel header, or an INT Geneve option
+// placed first. Lengths and checksums are updated incrementally.
+func insertTunnel(pkt []byte, p *wire.Packet, e wire.Encap, typ wire.HeaderType, hdr []byte, greProto uint16) ([]byte, error) {
+	words := len(hdr) / 4
+	n := wire.ShimLen + len(hdr)
+	t := p.Tunnel
+	var at int
+	switch e {
+	case wire.EncapGRE:
+		flags := binary.BigEndian.Uint16(pkt[t:])
+		if flags&0x8000 != 0 {
+			return pkt, wire.ErrUnsupported // GRE checksum present
+		}
+		at = t + 4
+		if flags&0x2000 != 0 {
+			at += 4
+		}
+		if flags&0x1000 != 0 {
+			at += 4
+		}
+	case wire.EncapVXLANGPE:
+		at = t + wire.VXLANLen
+	case wire.EncapGeneve:
+		if words > wire.MaxGeneveOptionWords || int(pkt[t]&0x3f)+n/4 > 63 {
+			return pkt, wire.ErrGeneveTooLong
+		}
+		at = t + wire.GeneveLen
+	}
+	if cap(pkt)-len(pkt) < n {
+		return pkt, wire.ErrNoRoom
+	}
+	old := len(pkt)
+	pkt = pkt[:old+n]
+	copy(pkt[at+n:], pkt[at:old])
+	var delta uint32 // change of the UDP segment sum
+	word := func(off int, v uint16) {
+		o := binary.BigEndian.Uint16(pkt[off:])
+		binary.BigEndian.PutUint16(pkt[off:], v)
+		delta += uint32(^o) + uint32(v)
+	}
+	switch e {
+	case wire.EncapGRE:
+		_ = wire.GREShim{Type: typ, Length: uint8(words), NextProto: binary.BigEndian.Uint16(pkt[t+2:])}.Put(pkt[at:])
+		binary.BigEndian.PutUint16(pkt[t+2:], greProto)
+	case wire.EncapVXLANGPE:
+		_ = wire.GPEShim{Type: typ, Length: uint8(words), NextProto: pkt[t+3]}.Put(pkt[at:])
+		word(t+2, uint16(pkt[t+2])<<8|wire.GPENextProtoINT)
+	case wire.EncapGeneve:
+		_ = wire.GeneveOption{Class: wire.GeneveClassINT, Type: uint8(typ), Length: uint8(words)}.Put(pkt[at:])
+		word(t, uint16(pkt[t]&0xc0|(pkt[t]&0x3f+uint8(n/4)))<<8|uint16(pkt[t+1]))
+	}
+	copy(pkt[at+wire.ShimLen:], hdr)
+	// IP length and header checksum.
+	l3 := p.L3
+	if p.IPVersion == 4 {
+		o := binary.BigEndian.Uint16(pkt[l3+2:])
+		binary.BigEndian.PutUint16(pkt[l3+2:], o+uint16(n))
+		ck := binary.BigEndian.Uint16(pkt[l3+10:])
+		binary.BigEndian.PutUint16(pkt[l3+10:], wire.UpdateChecksum(ck, o, o+uint16(n)))
+	} else {
+		o := binary.BigEndian.Uint16(pkt[l3+4:])
+		binary.BigEndian.PutUint16(pkt[l3+4:], o+uint16(n))
+	}
+	if e != wire.EncapGRE {
+		u := p.L4
+		ol := binary.BigEndian.Uint16(pkt[u+4:])
+		word(u+4, ol+uint16(n))
+		delta += uint32(^ol) + uint32(ol+uint16(n)) // pseudo-header length
+		delta += wire.Sum(0, pkt[at:at+n])
+		if ck := binary.BigEndian.Uint16(pkt[u+6:]); ck != 0 {
+			ck = wire.AdjustChecksum(ck, delta)
+			if ck == 0 {
+				ck = 0xffff
+			}
+			binary.BigEndian.PutUint16(pkt[u+6:], ck)
+		}
+	}
+	p.End += n
+	p.Encap, p.Shim, p.INT, p.INTType, p.INTLen, p.Next = e, at, at+wire.ShimLen, typ, len(hdr), at+n
+	return pkt, nil
+}

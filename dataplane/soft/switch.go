@@ -1,0 +1,613 @@
+package soft
+
+import (
+	"cmp"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+
+	"github.com/intd-project/intd/dataplane/report"
+	"github.com/intd-project/intd/dataplane/wire"
+	"github.com/intd-project/intd/sai"
+)
+
+// Switch is one software INT switch. It implements sai.Backend; frames
+// enter through Receive and leave through each port's Link, after an
+// egress queue drained at the port's rate (see Poll).
+//
+// A Switch is safe for concurrent use: one mutex serialises packets,
+// configuration and Stats.
+type Switch struct {
+	mu    sync.Mutex
+	name  string
+	clock Clock
+
+	ports      []port
+	portByName map[string]int
+	routes     []cRoute
+	noTTL      bool
+	maxFrame   int
+
+	// sai objects
+	objs      map[sai.OID]*object
+	nextIndex uint64
+	dtelOID   sai.OID
+	wlStats   map[sai.OID]*sai.WatchlistEntryStats
+	sessStats map[sai.OID]*sai.IntSessionStats
+	qrStats   map[sai.OID]*qrState
+	cfg       *compiled
+	gen       uint64 // bumps on any change the flow cache depends on
+
+	reporter    report.Reporter
+	innerParser wire.Parser
+	cache       []cacheSlot
+	cacheMask   uint64
+
+	// counters
+	node      sai.Counters
+	drops     map[sai.DropReason]uint64
+	generated [4]uint64 // by report.Kind
+
+	free   []*pbuf
+	queued int // bytes in all queues (the shared buffer)
+
+	// scratch, reused for every packet
+	inner wire.Packet
+	hop   wire.HopMetadata
+	ev    report.Event
+	hdr   [4 * 64]byte
+}
+
+type port struct {
+	cfg  PortConfig
+	link Link
+	ctr  sai.Counters
+	q    queue
+	// tx utilisation over windows of utilWindow ns
+	winStart, winBytes int64
+	util               uint32
+	utilValid          bool
+}
+
+type cRoute struct {
+	prefix  Route
+	ports   []int
+	rewrite bool
+}
+
+// pbuf is a packet buffer with the state carried from ingress to egress.
+type pbuf struct {
+	store []byte
+	data  []byte // the frame, a prefix of store
+	pkt   wire.Packet
+	in    int
+	out   int
+	tIn   int64
+	dep   int64 // departure (egress) time
+	occ   uint32
+	bufOc uint32
+	entry *wlEntry
+	op    sai.FlowOp
+}
+
+// New builds a switch from cfg. Port names must be unique and non-empty,
+// routes must name existing ports.
+func New(cfg Config) (*Switch, error) {
+	s := &Switch{
+		name:       cfg.Name,
+		clock:      cfg.Clock,
+		portByName: map[string]int{},
+		noTTL:      cfg.NoTTLDecrement,
+		maxFrame:   cfg.MaxFrame,
+		objs:       map[sai.OID]*object{},
+		wlStats:    map[sai.OID]*sai.WatchlistEntryStats{},
+		sessStats:  map[sai.OID]*sai.IntSessionStats{},
+		qrStats:    map[sai.OID]*qrState{},
+		reporter:   cfg.Reporter,
+		drops:      map[sai.DropReason]uint64{},
+		cfg:        &compiled{},
+	}
+	if s.clock == nil {
+		s.clock = NewRealClock()
+	}
+	if s.maxFrame <= 0 {
+		s.maxFrame = defaultMaxFrame
+	}
+	for _, r := range sai.DropReasons() {
+		s.drops[r] = 0 // pre-size so counting never allocates
+	}
+	n := 4096
+	if cfg.FlowCacheSize > 0 {
+		n = 16
+		for n < cfg.FlowCacheSize {
+			n <<= 1
+		}
+	}
+	s.cache, s.cacheMask = make([]cacheSlot, n), uint64(n-1)
+	for i, pc := range cfg.Ports {
+		if pc.Name == "" {
+			return nil, fmt.Errorf("soft: port %d has no name", i)
+		}
+		if _, dup := s.portByName[pc.Name]; dup {
+			return nil, fmt.Errorf("soft: port %q is listed twice", pc.Name)
+		}
+		if pc.ID == 0 {
+			pc.ID = uint16(i + 1)
+		}
+		if pc.L2ID == 0 {
+			pc.L2ID = 0x10000 + uint32(pc.ID)
+		}
+		if pc.MTU == 0 {
+			pc.MTU = defaultMTU
+		}
+		if pc.QueueBytes == 0 {
+			pc.QueueBytes = defaultQueueBytes
+		}
+		s.portByName[pc.Name] = i
+		s.ports = append(s.ports, port{cfg: pc, link: pc.Link})
+	}
+	if err := s.setRoutes(cfg.Routes); err != nil {
+		return nil, err
+	}
+	s.recompile(sai.ObjectTypeNull)
+	return s, nil
+}
+
+// Name returns the switch name.
+func (s *Switch) Name() string { return s.name }
+
+// Clock returns the switch's clock.
+func (s *Switch) Clock() Clock { return s.clock }
+
+// Port returns the index of the named port, or -1.
+func (s *Switch) Port(name string) int {
+	if i, ok := s.portByName[name]; ok {
+		return i
+	}
+	return -1
+}
+
+// Ports lists the port names in index order.
+func (s *Switch) Ports() []string {
+	out := make([]string, len(s.ports))
+	for i := range s.ports {
+		out[i] = s.ports[i].cfg.Name
+	}
+	return out
+}
+
+// SetLink connects port i's transmit side to l.
+func (s *Switch) SetLink(i int, l Link) {
+	s.mu.Lock()
+	s.ports[i].link = l
+	s.mu.Unlock()
+}
+
+// SetRoutes replaces the static routes.
+func (s *Switch) SetRoutes(routes []Route) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.setRoutes(routes)
+}
+
+func (s *Switch) setRoutes(routes []Route) error {
+	var rs []cRoute
+	for _, r := range routes {
+		if !r.Prefix.IsValid() || len(r.Ports) == 0 {
+			return fmt.Errorf("soft: route %v: needs a prefix and a port", r.Prefix)
+		}
+		cr := cRoute{prefix: r, rewrite: r.NextHopMAC != [6]byte{}}
+		cr.prefix.Prefix = r.Prefix.Masked()
+		for _, p := range r.Ports {
+			i, ok := s.portByName[p]
+			if !ok {
+				return fmt.Errorf("soft: route %v: %w", r.Prefix, errf(sai.ErrNotFound, "port %q", p))
+			}
+			cr.ports = append(cr.ports, i)
+		}
+		rs = append(rs, cr)
+	}
+	slices.SortStableFunc(rs, func(a, b cRoute) int { return cmp.Compare(b.prefix.Prefix.Bits(), a.prefix.Prefix.Bits()) })
+	s.routes = rs
+	s.gen++
+	if s.cfg != nil {
+		s.cfg.gen = s.gen
+	}
+	return nil
+}
+
+// route finds the longest matching route for p's outer destination.
+func (s *Switch) route(p *wire.Packet, h uint64) (int, int) {
+	if p.L3 < 0 {
+		return -1, -1
+	}
+	for i := range s.routes {
+		r := &s.routes[i]
+		if r.prefix.Prefix.Contains(p.Flow.Dst) {
+			return i, r.ports[int(h%uint64(len(r.ports)))]
+		}
+	}
+	return -1, -1
+}
+
+func (s *Switch) alloc() *pbuf {
+	if n := len(s.free); n > 0 {
+		b := s.free[n-1]
+		s.free = s.free[:n-1]
+		return b
+	}
+	return &pbuf{store: make([]byte, s.maxFrame+intRoom)}
+}
+
+func (s *Switch) release(b *pbuf) {
+	b.entry = nil
+	s.free = append(s.free, b)
+}
+
+// Receive processes a frame arriving on port index in at the clock's
+// current time. The frame is copied; the caller keeps it.
+func (s *Switch) Receive(in int, frame []byte) {
+	s.mu.Lock()
+	s.receive(in, frame, s.clock.Now())
+	s.mu.Unlock()
+}
+
+// Poll transmits every queued packet whose departure time has come and
+// returns the next departure time (math.MaxInt64 when all queues are
+// empty).
+func (s *Switch) Poll() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	next := int64(math.MaxInt64)
+	for i := range s.ports {
+		p := &s.ports[i]
+		s.drain(p, now)
+		if p.q.n > 0 {
+			next = min(next, p.q.head().dep)
+		}
+	}
+	return next
+}
+
+// NextDeparture returns the earliest departure time of a queued packet,
+// math.MaxInt64 when none.
+func (s *Switch) NextDeparture() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	next := int64(math.MaxInt64)
+	for i := range s.ports {
+		if s.ports[i].q.n > 0 {
+			next = min(next, s.ports[i].q.head().dep)
+		}
+	}
+	return next
+}
+
+// QueueBytes returns the bytes queued at port i.
+func (s *Switch) QueueBytes(i int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ports[i].q.bytes
+}
+
+func (s *Switch) countDrop(in int, r sai.DropReason) {
+	s.drops[r]++
+	s.node.DroppedPackets++
+	s.ports[in].ctr.DroppedPackets++
+}
+
+func (s *Switch) receive(in int, frame []byte, now int64) {
+	ip := &s.ports[in]
+	ip.ctr.InPackets++
+	s.node.InPackets++
+	if len(frame) > s.maxFrame {
+		s.countDrop(in, sai.DropUnknown)
+		return
+	}
+	c := s.cfg
+	b := s.alloc()
+	b.data = b.store[:len(frame)]
+	copy(b.data, frame)
+	b.in, b.tIn, b.out = in, now, -1
+	if err := c.parser.Parse(b.data, &b.pkt); err != nil {
+		if s.innerParser.Parse(b.data, &b.pkt) == nil {
+			// Only the INT headers are bad (version, length, type).
+			s.malformed(b)
+			return
+		}
+		s.dropPkt(b, in, sai.DropUnknown, false)
+		return
+	}
+	if b.pkt.INT >= 0 && b.pkt.INTType == wire.TypeMD && c.dtel != nil {
+		h := b.data[b.pkt.INT:]
+		inst := wire.Instructions(binary.BigEndian.Uint16(h[4:]))
+		if int(h[2]&0x1f) < inst.Words() {
+			s.malformed(b) // Hop ML cannot hold what the bitmap asks for
+			return
+		}
+	}
+	ent, op, rt, out := s.lookup(c, b)
+	b.entry, b.op = ent, op
+	if ent != nil {
+		ent.stats.MatchedPackets++
+		ent.stats.MatchedBytes += uint64(len(frame))
+	}
+	if rt < 0 {
+		s.dropPkt(b, in, sai.DropRoutingMiss, false)
+		return
+	}
+	if !s.noTTL && !s.decTTL(b) {
+		s.dropPkt(b, in, sai.DropIPTTLZero, false)
+		return
+	}
+	if r := &s.routes[rt]; r.rewrite {
+		copy(b.data[0:6], r.prefix.NextHopMAC[:])
+		copy(b.data[6:12], s.ports[out].cfg.MAC[:])
+	}
+	b.out = out
+	s.enqueue(b, now)
+}
+
+// malformed drops a packet whose INT headers are invalid. The INT spec
+// gives a node no way to process such a stack, and forwarding it would hand
+// the receiver garbage after its L4 header.
+func (s *Switch) malformed(b *pbuf) {
+	s.node.IntMalformedDrop++
+	s.ports[b.in].ctr.IntMalformedDrop++
+	b.pkt.INT = -1
+	s.dropPkt(b, b.in, sai.DropUnknown, false)
+}
+
+// decTTL decrements the IP TTL / hop limit; false means it reached zero.
+func (s *Switch) decTTL(b *pbuf) bool {
+	p := &b.pkt
+	switch p.IPVersion {
+	case 4:
+		h := b.data[p.L3:]
+		if h[8] <= 1 {
+			return false
+		}
+		old := binary.BigEndian.Uint16(h[8:])
+		nw := old - 0x100
+		binary.BigEndian.PutUint16(h[8:], nw)
+		binary.BigEndian.PutUint16(h[10:], wire.UpdateChecksum(binary.BigEndian.Uint16(h[10:]), old, nw))
+	case 6:
+		h := b.data[p.L3:]
+		if h[7] <= 1 {
+			return false
+		}
+		h[7]--
+	}
+	return true
+}
+
+// dropPkt counts a drop, reports it when the watchlist asks for it, and
+// frees b.
+func (s *Switch) dropPkt(b *pbuf, at int, r sai.DropReason, tail bool) {
+	s.countDrop(at, r)
+	c := s.cfg
+	want := false
+	if e := b.entry; e != nil && c.dropReport {
+		want = (tail && e.act.TailDropReportEnable) || (!tail && e.act.DropReportEnable)
+	}
+	if tail && c.queueReport && b.out >= 0 && c.qr[b.out] != nil && c.qr[b.out].a.TailDrop {
+		want = true
+	}
+	if want && s.reporter != nil {
+		ev := s.event(report.KindDrop, b, s.clock.Now())
+		ev.DropReason = uint8(r)
+		ev.TailDrop = tail
+		s.fillHop(b, c, b.tIn, &ev.Hop)
+		s.emit(ev)
+	}
+	s.release(b)
+}
+
+// event prepares the reused event for b.
+func (s *Switch) event(k report.Kind, b *pbuf, now int64) *report.Event {
+	ev := &s.ev
+	*ev = report.Event{Kind: k, Now: now, Flow: b.pkt.Flow, Packet: b.data, INT: b.pkt.INT}
+	if b.pkt.Tunnel >= 0 {
+		if _, ok := s.parseInner(b.data, &b.pkt, &s.inner); ok {
+			ev.Flow = s.inner.Flow
+		}
+	}
+	if b.entry != nil {
+		ev.ReportAll = b.entry.act.ReportAllPackets
+	}
+	if b.pkt.Flow.Proto == wire.ProtoTCP && b.pkt.Proto == wire.ProtoTCP && b.pkt.L4 >= 0 {
+		ev.TCPFlags = b.data[b.pkt.L4+13]
+	}
+	return ev
+}
+
+func (s *Switch) emit(ev *report.Event) {
+	s.generated[ev.Kind&3]++
+	s.reporter.Report(ev)
+	ev.Packet = nil
+	ev.Hop.DomainSpecific = nil
+}
+
+// queue is a FIFO of packets bounded in bytes.
+type queue struct {
+	ring      []*pbuf
+	head0, n  int
+	bytes     int
+	busyUntil int64
+}
+
+func (q *queue) head() *pbuf { return q.ring[q.head0] }
+
+func (q *queue) push(b *pbuf) {
+	if q.n == len(q.ring) {
+		nr := make([]*pbuf, max(16, 2*len(q.ring)))
+		for i := 0; i < q.n; i++ {
+			nr[i] = q.ring[(q.head0+i)%len(q.ring)]
+		}
+		q.ring, q.head0 = nr, 0
+	}
+	q.ring[(q.head0+q.n)%len(q.ring)] = b
+	q.n++
+}
+
+func (q *queue) pop() *pbuf {
+	b := q.ring[q.head0]
+	q.ring[q.head0] = nil
+	q.head0 = (q.head0 + 1) % len(q.ring)
+	q.n--
+	return b
+}
+
+func (s *Switch) enqueue(b *pbuf, now int64) {
+	p := &s.ports[b.out]
+	q := &p.q
+	if q.n > 0 {
+		s.drain(p, now)
+	}
+	size := len(b.data)
+	if q.bytes+size > p.cfg.QueueBytes {
+		b.occ, b.bufOc = uint32(q.bytes), uint32(s.queued)
+		s.dropPkt(b, b.out, sai.DropTrafficManager, true)
+		return
+	}
+	b.occ, b.bufOc = uint32(q.bytes), uint32(s.queued)
+	if p.cfg.Rate <= 0 {
+		b.dep = now
+		s.egress(b)
+		return
+	}
+	start := max(now, q.busyUntil)
+	b.dep = start + int64(size)*8*1_000_000_000/p.cfg.Rate
+	q.busyUntil = b.dep
+	q.push(b)
+	q.bytes += size
+	s.queued += size
+}
+
+func (s *Switch) drain(p *port, now int64) {
+	q := &p.q
+	for q.n > 0 && q.head().dep <= now {
+		b := q.pop()
+		q.bytes -= len(b.data)
+		s.queued -= len(b.data)
+		s.egress(b)
+	}
+}
+
+const utilWindow = 1_000_000 // 1ms
+
+func (s *Switch) updateUtil(p *port, n int, t int64) {
+	if p.cfg.Rate <= 0 {
+		return
+	}
+	if t-p.winStart >= utilWindow {
+		if t-p.winStart < 2*utilWindow {
+			p.util = uint32(min(100, p.winBytes*8*100*1_000_000_000/(p.cfg.Rate*utilWindow)))
+		} else {
+			p.util = 0
+		}
+		p.utilValid = true
+		p.winStart, p.winBytes = t-(t-p.winStart)%utilWindow, 0
+	}
+	p.winBytes += int64(n)
+}
+
+// fillHop writes this node's metadata for b leaving at tOut into m.
+func (s *Switch) fillHop(b *pbuf, c *compiled, tOut int64, m *wire.HopMetadata) {
+	in := &s.ports[b.in]
+	*m = wire.HopMetadata{
+		NodeID:           c.nodeID,
+		IngressPort:      in.cfg.ID,
+		HopLatency:       uint32(min(max(tOut-b.tIn, 0), 0xfffffffe)),
+		QueueOccupancy:   min(b.occ, 0xffffff),
+		IngressTimestamp: uint64(b.tIn),
+		EgressTimestamp:  uint64(tOut),
+		L2IngressPort:    in.cfg.L2ID,
+		BufferOccupancy:  min(b.bufOc, 0xffffff),
+		Valid: wire.InstNodeID | wire.InstHopLatency | wire.InstQueue | wire.InstIngressTimestamp |
+			wire.InstEgressTimestamp | wire.InstBuffer,
+	}
+	if b.out >= 0 {
+		out := &s.ports[b.out]
+		m.EgressPort, m.L2EgressPort = out.cfg.ID, out.cfg.L2ID
+		m.Valid |= wire.InstL1Ports | wire.InstL2Ports
+		if out.utilValid {
+			m.TxUtilization = out.util
+			m.Valid |= wire.InstTxUtilization
+		}
+	}
+}
+
+// egress runs egress processing on b at its departure time, transmits it
+// and frees it.
+func (s *Switch) egress(b *pbuf) {
+	c := s.cfg
+	p := &s.ports[b.out]
+	t := b.dep
+	s.updateUtil(p, len(b.data), t)
+	if c.queueReport && c.qr[b.out] != nil {
+		s.queueReport(b, c, c.qr[b.out], t)
+	}
+	send := true
+	switch {
+	case b.pkt.INT >= 0 && c.sink[b.out] && c.endpoint:
+		send = s.sink(b, c, p, t)
+	case b.pkt.INT >= 0 && c.transit:
+		s.transit(b, c, p, t)
+	case b.pkt.INT < 0 && b.op == sai.FlowOpInt && c.endpoint && !c.sink[b.out] && b.entry.sess != nil:
+		s.source(b, c, p, t)
+	}
+	if b.op == sai.FlowOpPostcard && c.postcard {
+		s.node.Postcards++
+		p.ctr.Postcards++
+		if s.reporter != nil {
+			ev := s.event(report.KindFlow, b, t)
+			s.fillHop(b, c, t, &ev.Hop)
+			s.emit(ev)
+		}
+	}
+	if send {
+		p.ctr.OutPackets++
+		s.node.OutPackets++
+		if p.link != nil {
+			p.link.Transmit(b.data)
+		}
+	}
+	s.release(b)
+}
+
+func (s *Switch) queueReport(b *pbuf, c *compiled, q *qrState, t int64) {
+	lat := t - b.tIn
+	a := &q.a
+	breach := (a.DepthThreshold > 0 && b.occ >= a.DepthThreshold) ||
+		(a.LatencyThreshold > 0 && lat >= int64(a.LatencyThreshold))
+	if !breach {
+		if q.inBreach {
+			reset := a.LatencyThreshold == 0 && b.occ < a.DepthThreshold/2 ||
+				a.LatencyThreshold > 0 && lat < int64(a.EffectiveResetThreshold())
+			if reset {
+				q.inBreach = false
+				q.stats.QuotaLeft = a.BreachQuota
+			}
+		}
+		return
+	}
+	if !q.inBreach {
+		q.inBreach = true
+		q.stats.Breaches++
+		q.stats.QuotaLeft = a.BreachQuota
+	}
+	if q.stats.QuotaLeft == 0 {
+		return
+	}
+	q.stats.QuotaLeft--
+	q.stats.Reports++
+	if s.reporter != nil {
+		ev := s.event(report.KindQueue, b, t)
+		s.fillHop(b, c, t, &ev.Hop)
+		s.emit(ev)
+	}
+}

@@ -1,0 +1,250 @@
+package soft
+
+import (
+	"encoding/binary"
+	"net/netip"
+
+	"github.com/intd-project/intd/dataplane/wire"
+	"github.com/intd-project/intd/sai"
+)
+
+// compiled is the pipeline's view of the DTel objects, rebuilt on every
+// configuration change (configuration is rare, packets are not).
+type compiled struct {
+	gen         uint64
+	dtel        *sai.DTelAttrs // nil: no DTel object, plain forwarding
+	endpoint    bool
+	transit     bool
+	postcard    bool
+	dropReport  bool
+	queueReport bool
+	nodeID      uint32
+	parser      wire.Parser
+	src         wire.SourceOptions // Encap 0: no TCP/UDP marking
+	sink        []bool             // by port index
+	qr          []*qrState         // by port index (queue 0)
+	entries     []*wlEntry         // by descending priority
+	needDSCP    bool
+	needFlags   bool
+	needInner   bool
+}
+
+// wlEntry is a compiled watchlist entry.
+type wlEntry struct {
+	oid    sai.OID
+	prio   uint16
+	m      sai.WatchlistMatch
+	inPort int // -1: any
+	act    sai.WatchlistAction
+	sess   *session
+	stats  *sai.WatchlistEntryStats
+}
+
+// qrState is a queue report's configuration and breach state.
+type qrState struct {
+	a        sai.QueueReportAttrs
+	stats    sai.QueueReportStats
+	inBreach bool
+}
+
+// matchKey is everything the watchlist looks at; the flow cache is keyed by
+// it, so a cache hit is exactly what a scan would return.
+type matchKey struct {
+	in    uint16
+	dscp  uint8
+	flags uint8
+	vni   uint32
+	inner bool
+	flow  wire.FlowKey
+	iflow wire.FlowKey
+}
+
+type cacheSlot struct {
+	gen   uint64
+	key   matchKey
+	entry *wlEntry
+	op    sai.FlowOp // effective flow op after flow sampling
+	route int32      // index in s.routes, -1 miss
+	port  int32      // egress port (ECMP resolved)
+}
+
+func (k *matchKey) hash() uint64 {
+	h := k.flow.Hash(uint64(k.in)<<32 | uint64(k.dscp)<<8 | uint64(k.flags))
+	if k.inner {
+		h ^= k.iflow.Hash(uint64(k.vni)) * 0x9e3779b97f4a7c15
+	}
+	return h
+}
+
+func portMatch(r sai.PortRange, p uint16) bool {
+	return r.IsAny() || (p >= r.Lo && p <= r.Hi)
+}
+
+func prefixMatch(p netip.Prefix, a netip.Addr) bool {
+	return !p.IsValid() || p.Contains(a)
+}
+
+func (e *wlEntry) match(k *matchKey) bool {
+	m := &e.m
+	if e.inPort >= 0 && int(k.in) != e.inPort {
+		return false
+	}
+	f := &k.flow
+	if !prefixMatch(m.SrcPrefix, f.Src) || !prefixMatch(m.DstPrefix, f.Dst) {
+		return false
+	}
+	if m.IPProtocol != 0 && m.IPProtocol != f.Proto {
+		return false
+	}
+	if !portMatch(m.L4SrcPort, f.SrcPort) || !portMatch(m.L4DstPort, f.DstPort) {
+		return false
+	}
+	if k.dscp&m.DSCP.Mask != m.DSCP.Value || k.flags&m.TCPFlags.Mask != m.TCPFlags.Value {
+		return false
+	}
+	in := &m.Inner
+	if !in.VXLAN {
+		return true
+	}
+	if !k.inner || (in.VNI != 0 && in.VNI != k.vni) {
+		return false
+	}
+	g := &k.iflow
+	return prefixMatch(in.SrcPrefix, g.Src) && prefixMatch(in.DstPrefix, g.Dst) &&
+		(in.IPProtocol == 0 || in.IPProtocol == g.Proto) &&
+		portMatch(in.L4SrcPort, g.SrcPort) && portMatch(in.L4DstPort, g.DstPort)
+}
+
+const portVXLAN = 4789
+
+// parseInner parses the packet inside a VXLAN, VXLAN-GPE, Geneve or GRE
+// tunnel into in. It returns the VNI (0 for GRE) and whether there was one.
+func (s *Switch) parseInner(data []byte, p *wire.Packet, in *wire.Packet) (uint32, bool) {
+	var start int
+	var vni uint32
+	eth := true
+	switch {
+	case p.Proto == wire.ProtoGRE && p.Tunnel >= 0:
+		t := p.Tunnel
+		if len(data) < t+4 {
+			return 0, false
+		}
+		flags := binary.BigEndian.Uint16(data[t:])
+		start = t + 4
+		if flags&0x8000 != 0 {
+			start += 4
+		}
+		if flags&0x2000 != 0 {
+			start += 4
+		}
+		if flags&0x1000 != 0 {
+			start += 4
+		}
+		proto := binary.BigEndian.Uint16(data[t+2:])
+		if p.Encap == wire.EncapGRE {
+			start = p.Next
+			proto = binary.BigEndian.Uint16(data[p.Shim+2:])
+		}
+		switch proto {
+		case wire.EtherTypeIPv4, wire.EtherTypeIPv6:
+			eth = false
+		case wire.EtherTypeTEB:
+		default:
+			return 0, false
+		}
+	case p.Proto == wire.ProtoUDP && p.L4 >= 0 && p.End >= p.L4+wire.UDPLen+8:
+		u := p.L4 + wire.UDPLen
+		vni = binary.BigEndian.Uint32(data[u+4:]) >> 8
+		switch binary.BigEndian.Uint16(data[p.L4+2:]) {
+		case portVXLAN:
+			start = u + 8
+		case wire.PortVXLANGPE:
+			next := data[u+3]
+			start = u + 8
+			if p.Encap == wire.EncapVXLANGPE {
+				next, start = data[p.Shim+3], p.Next
+			}
+			switch next {
+			case 1, 2:
+				eth = false
+			case 3:
+			default:
+				return 0, false
+			}
+		case wire.PortGeneve:
+			start = u + 8 + int(data[u]&0x3f)*4
+			switch binary.BigEndian.Uint16(data[u+2:]) {
+			case wire.EtherTypeIPv4, wire.EtherTypeIPv6:
+				eth = false
+			case wire.EtherTypeTEB:
+			default:
+				return 0, false
+			}
+		default:
+			return 0, false
+		}
+	default:
+		return 0, false
+	}
+	if start >= p.End {
+		return 0, false
+	}
+	var err error
+	if eth {
+		err = s.innerParser.Parse(data[start:p.End], in)
+	} else {
+		err = s.innerParser.ParseIP(data[start:p.End], in)
+	}
+	return vni, err == nil && in.L3 >= 0
+}
+
+// lookup classifies b: the watchlist entry (nil if none), the effective
+// flow op and the route, through the flow cache.
+func (s *Switch) lookup(c *compiled, b *pbuf) (*wlEntry, sai.FlowOp, int, int) {
+	p := &b.pkt
+	k := matchKey{in: uint16(b.in), flow: p.Flow}
+	if c.needDSCP && p.L3 >= 0 {
+		if p.IPVersion == 4 {
+			k.dscp = b.data[p.L3+1] >> 2
+		} else {
+			k.dscp = uint8(binary.BigEndian.Uint16(b.data[p.L3:])>>4) >> 2
+		}
+	}
+	if c.needFlags && p.Flow.Proto == wire.ProtoTCP {
+		at := p.L4 + 13
+		if p.Proto != wire.ProtoTCP {
+			at = p.Next + 13 // NPT 2: TCP header behind the INT stack
+		}
+		if at > 13 && at < p.End {
+			k.flags = b.data[at]
+		}
+	}
+	if c.needInner {
+		k.vni, k.inner = s.parseInner(b.data, p, &s.inner)
+		if k.inner {
+			k.iflow = s.inner.Flow
+		}
+	}
+	h := k.hash()
+	slot := &s.cache[h&s.cacheMask]
+	if slot.gen == s.gen && slot.key == k {
+		return slot.entry, slot.op, int(slot.route), int(slot.port)
+	}
+	var ent *wlEntry
+	for _, e := range c.entries {
+		if e.match(&k) {
+			ent = e
+			break
+		}
+	}
+	op := sai.FlowOpNop
+	if ent != nil {
+		op = ent.act.FlowOp
+		if pct := ent.act.FlowSamplePercent; op != sai.FlowOpNop && pct < 100 && (h>>32)%100 >= uint64(pct) {
+			op = sai.FlowOpNop
+		}
+	}
+	route, port := s.route(p, h)
+	*slot = cacheSlot{gen: s.gen, key: k, entry: ent, op: op, route: int32(route), port: int32(port)}
+	return ent, op, route, port
+}
