@@ -1,0 +1,648 @@
+package report
+
+import (
+	"bytes"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/intd-project/intd/dataplane/wire"
+)
+
+func TestSteadyFlowOneReportPerInterval(t *testing.T) {
+	p, c := newTest(t, baseConfig(1))
+	f := newFrame(1, []uint32{1, 2}, []uint32{500, 600})
+	var ev Event
+	for now := int64(0); now < 3500*ms; now += ms { // 3500 packets, 1 per ms
+		f.event(&ev, now, 1000+uint32(now/ms%100)) // jitter < 256 ns
+		p.Report(&ev)
+	}
+	st := p.Stats()
+	reps := finish(t, p, c)
+	if len(reps) != 4 { // t = 0, 1s, 2s, 3s
+		t.Fatalf("got %d reports for a steady flow over 3.5 s, want 4", len(reps))
+	}
+	if st.ByType[EventFlowState].Suppressed != 3496 {
+		t.Errorf("suppressed %d, want 3496", st.ByType[EventFlowState].Suppressed)
+	}
+	if st.Filter.New != 1 || st.Filter.Interval != 3 {
+		t.Errorf("filter reasons %+v", st.Filter)
+	}
+	for _, r := range reps {
+		if !r.hdr.TrackedFlow || r.hdr.Dropped || r.hdr.Congested || r.group.NodeID != 99 || r.group.HWID != 3 {
+			t.Errorf("bad report header %+v group %+v", r.hdr, r.group)
+		}
+		if r.md.IngressPort != 1 || r.md.EgressPort != 2 {
+			t.Errorf("metadata %+v", r.md)
+		}
+		// The sink's INT stack is in the truncated packet.
+		if !bytes.Equal(r.inner[:len(f.buf)], f.buf) {
+			t.Errorf("inner packet differs")
+		}
+	}
+}
+
+func TestPathChangeAndLatencyJump(t *testing.T) {
+	p, c := newTest(t, baseConfig(1))
+	f := newFrame(7, []uint32{1, 2, 3}, []uint32{500, 600, 700})
+	var ev Event
+	now := int64(0)
+	step := func(lat uint32) int {
+		before := p.Stats().ByType[EventFlowState].Generated
+		now += ms
+		f.event(&ev, now, lat)
+		p.Report(&ev)
+		return int(p.Stats().ByType[EventFlowState].Generated - before)
+	}
+	if step(1000) != 1 {
+		t.Fatal("first packet not reported")
+	}
+	if step(1100) != 0 || step(900) != 0 {
+		t.Fatal("jitter below threshold reported")
+	}
+	f.setNode(1, 22) // path change in the middle of the stack
+	if step(1000) != 1 {
+		t.Fatal("path change not reported at once")
+	}
+	if step(1000) != 0 {
+		t.Fatal("unchanged path reported again")
+	}
+	f.setLat(2, 700+256) // an upstream hop's latency jump
+	if step(1000) != 1 {
+		t.Fatal("upstream hop latency jump not reported")
+	}
+	if step(1000+256) != 1 { // this node's latency jump
+		t.Fatal("own hop latency jump not reported")
+	}
+	// A slow drift adds up: 100 ns per packet, reported once it reaches 256.
+	got := 0
+	for i := 1; i <= 5; i++ {
+		got += step(1256 + uint32(i)*100)
+	}
+	if got != 1 { // at +300 ns
+		t.Fatalf("drift of 500 ns in 100 ns steps gave %d reports, want 1", got)
+	}
+	// Port and queue changes.
+	now += ms
+	f.event(&ev, now, 1756)
+	ev.Hop.EgressPort = 3
+	p.Report(&ev)
+	now += ms
+	f.event(&ev, now, 1756)
+	ev.Hop.EgressPort = 3
+	ev.Hop.QueueID = 5
+	p.Report(&ev)
+	// The stack growing by one hop is a path change too (and the port
+	// and queue go back).
+	f.build([]uint32{9, 1, 22, 3}, []uint32{1, 500, 600, 956})
+	if step(1756) != 1 {
+		t.Fatal("longer path not reported")
+	}
+	st := p.Stats()
+	reps := finish(t, p, c)
+	if st.Filter.Path != 2 || st.Filter.Latency != 4 || st.Filter.Port != 2 || st.Filter.Queue != 2 {
+		t.Errorf("reasons %+v", st.Filter)
+	}
+	if len(reps) != 8 {
+		t.Errorf("%d reports, want 8", len(reps))
+	}
+}
+
+func TestReportAllAndClearCycle(t *testing.T) {
+	cfg := baseConfig(1)
+	cfg.Filter.ClearCycle = 100 * time.Millisecond
+	p, c := newTest(t, cfg)
+	f := newFrame(1, []uint32{1}, []uint32{10})
+	var ev Event
+	for i := int64(0); i < 10; i++ {
+		f.event(&ev, i*ms, 10)
+		ev.ReportAll = true
+		p.Report(&ev)
+	}
+	for i := int64(0); i < 300; i++ { // clear cycle every 100 ms: reported at 0, 100, 200 ms
+		f.event(&ev, 1000*ms+i*ms, 10)
+		p.Report(&ev)
+	}
+	st := p.Stats()
+	finish(t, p, c)
+	if g := st.ByType[EventFlowReportAllPackets].Generated; g != 10 {
+		t.Errorf("report-all generated %d, want 10", g)
+	}
+	if g := st.ByType[EventFlowState].Generated; g != 3 {
+		t.Errorf("flow state with clear cycle generated %d, want 3", g)
+	}
+}
+
+func TestTCPFlagEvent(t *testing.T) {
+	p, c := newTest(t, baseConfig(1))
+	f := newFrame(1, nil, nil)
+	var ev Event
+	for i := int64(0); i < 10; i++ {
+		f.event(&ev, i*ms, 10)
+		ev.Flow.Proto = wire.ProtoTCP
+		if i == 5 {
+			ev.TCPFlags = tcpFIN
+		}
+		p.Report(&ev)
+	}
+	st := p.Stats()
+	finish(t, p, c)
+	if st.ByType[EventFlowState].Generated != 1 || st.ByType[EventFlowTCPFlag].Generated != 1 {
+		t.Errorf("flow state %+v, tcp flag %+v", st.ByType[EventFlowState], st.ByType[EventFlowTCPFlag])
+	}
+}
+
+func TestDropReports(t *testing.T) {
+	cfg := baseConfig(1)
+	cfg.Events[EventQueueReportTailDrop] = Route{Session: "s", DSCP: 9}
+	cfg.Queues = []QueueReport{{Port: 4, Queue: 1, TailDrop: true}}
+	p, c := newTest(t, cfg)
+	a, b := newFrame(1, []uint32{1}, []uint32{10}), newFrame(2, []uint32{1}, []uint32{10})
+	var ev Event
+	drop := func(f *testFrame, now int64, reason uint8) {
+		f.event(&ev, now, 10)
+		ev.Kind, ev.DropReason = KindDrop, reason
+		p.Report(&ev)
+	}
+	for i := int64(0); i < 100; i++ { // 100 drops per flow within 100 ms: one report each
+		drop(a, i*ms, 29)
+		drop(b, i*ms, 29)
+	}
+	drop(a, 200*ms, 160) // the drop reason changed: reported
+	drop(a, 1200*ms, 160)
+	// Tail drops: not reported unless enabled.
+	tail := func(f *testFrame, now int64, enable, unwatched bool, port uint16) {
+		f.event(&ev, now, 10)
+		ev.Kind, ev.DropReason, ev.TailDrop, ev.TailDropReport, ev.Unwatched = KindDrop, 71, true, enable, unwatched
+		ev.Hop.EgressPort, ev.Hop.QueueID = port, 1
+		p.Report(&ev)
+	}
+	c3 := newFrame(3, nil, nil)
+	tail(c3, 0, false, false, 2)
+	tail(c3, 2000*ms, false, true, 2)
+	if g := p.Stats().ByType[EventDropReport].Generated; g != 4 {
+		t.Fatalf("tail drops reported without being enabled (%d drop reports)", g)
+	}
+	tail(c3, 3000*ms, true, false, 2) // watchlist tail-drop reporting
+	tail(newFrame(4, nil, nil), 3000*ms, false, true, 4)
+	st := p.Stats()
+	reps := finish(t, p, c)
+	if len(reps) != 6 {
+		t.Fatalf("%d reports, want 6", len(reps))
+	}
+	if st.ByType[EventDropReport].Generated != 5 || st.ByType[EventQueueReportTailDrop].Generated != 1 {
+		t.Errorf("counters %+v", st.ByType)
+	}
+	if st.ByType[EventDropReport].Suppressed != 198 {
+		t.Errorf("suppressed %d, want 198", st.ByType[EventDropReport].Suppressed)
+	}
+	for i, r := range reps {
+		if !r.hdr.Dropped || r.hdr.RepMdBits&wire.RepDrop == 0 {
+			t.Errorf("report %d: D %v RepMdBits %#x", i, r.hdr.Dropped, r.hdr.RepMdBits)
+		}
+	}
+	if reps[0].md.DropReason != 29 || reps[2].md.DropReason != 160 || reps[4].md.DropReason != 71 {
+		t.Errorf("drop reasons %d %d %d", reps[0].md.DropReason, reps[2].md.DropReason, reps[4].md.DropReason)
+	}
+	q := reps[5]
+	if q.pkt.DSCP != 9 || !q.hdr.Congested || q.hdr.TrackedFlow || q.md.DropQueueID != 1 {
+		t.Errorf("queue tail drop report: dscp %d hdr %+v md %+v", q.pkt.DSCP, q.hdr, q.md)
+	}
+}
+
+func TestQueueReportsQuota(t *testing.T) {
+	cfg := baseConfig(8)
+	cfg.Queues = []QueueReport{{Port: 2, Queue: 3, LatencyThreshold: 2000, ResetThreshold: 500, Quota: 10}}
+	p, c := newTest(t, cfg)
+	var ev Event
+	now := int64(0)
+	pkt := func(flow int, lat uint32) {
+		now += 1000
+		f := newFrame(flow, nil, nil)
+		f.event(&ev, now, lat)
+		ev.Kind, ev.Unwatched = KindQueue, flow%2 == 0
+		ev.Hop.EgressPort, ev.Hop.QueueID = 2, 3
+		p.Report(&ev)
+	}
+	for i := 0; i < 50; i++ {
+		pkt(i, 100) // below the trigger: nothing
+	}
+	for i := 0; i < 100; i++ { // burst: latency rises above the trigger
+		pkt(i, 1500+uint32(i)*100)
+	}
+	for i := 0; i < 30; i++ { // drains, but stays above reset: quota stays spent
+		pkt(i, 1000)
+	}
+	st := p.Stats()
+	if q := st.Queues[0]; q.Breaches != 1 || q.Reports != 10 || q.QuotaLeft != 0 || !q.Breached {
+		t.Fatalf("after the burst: %+v", q)
+	}
+	pkt(0, 400) // below reset: quota refills
+	if q := p.Stats().Queues[0]; q.QuotaLeft != 10 || q.Breached {
+		t.Fatalf("after draining: %+v", q)
+	}
+	for i := 0; i < 20; i++ { // second burst
+		pkt(i, 3000)
+	}
+	// A queue without configuration is never reported.
+	f := newFrame(1, nil, nil)
+	f.event(&ev, now, 1e6)
+	ev.Kind, ev.Hop.EgressPort, ev.Hop.QueueID = KindQueue, 2, 4
+	p.Report(&ev)
+	st = p.Stats()
+	reps := finish(t, p, c)
+	if q := st.Queues[0]; q.Breaches != 2 || q.Reports != 20 {
+		t.Fatalf("after the second burst: %+v", q)
+	}
+	if len(reps) != 20 {
+		t.Fatalf("%d queue reports, want 20", len(reps))
+	}
+	for i, r := range reps {
+		if !r.hdr.Congested || r.md.QueueID != 3 || r.md.HopLatency < 2000 {
+			t.Errorf("report %d: %+v %+v", i, r.hdr, r.md)
+		}
+		flow := int(r.inner[29]) // low byte of the source address
+		if r.hdr.TrackedFlow != (flow%2 == 1) {
+			t.Errorf("report %d: F %v for flow %d", i, r.hdr.TrackedFlow, flow)
+		}
+	}
+}
+
+func TestDepthTrigger(t *testing.T) {
+	cfg := baseConfig(1)
+	cfg.Queues = []QueueReport{{Port: 2, Queue: 0, DepthThreshold: 10000, Quota: 3}}
+	p, c := newTest(t, cfg)
+	var ev Event
+	for i, d := range []uint32{100, 10000, 12000, 9000, 8000, 6000, 4000, 20000} {
+		newFrame(1, nil, nil).event(&ev, int64(i), 0)
+		ev.Kind, ev.Hop.EgressPort, ev.Hop.QueueOccupancy = KindQueue, 2, d
+		p.Report(&ev)
+	}
+	st := p.Stats()
+	finish(t, p, c)
+	if q := st.Queues[0]; q.Breaches != 2 || q.Reports != 4 || q.Suppressed != 2 {
+		t.Errorf("%+v", q)
+	}
+}
+
+func TestCoalescingSequenceTruncation(t *testing.T) {
+	cfg := baseConfig(10)
+	cfg.Sessions[0].Collectors = append(cfg.Sessions[0].Collectors, Collector{coll2})
+	cfg.Sessions[0].TruncateSize = 64
+	p, c := newTest(t, cfg)
+	f := newFrame(1, []uint32{1, 2, 3, 4}, []uint32{1, 2, 3, 4})
+	var ev Event
+	for i := 0; i < 95; i++ {
+		f.setID(1, uint32(i))
+		f.event(&ev, int64(i), 10)
+		ev.ReportAll = true
+		p.Report(&ev)
+	}
+	p.Flush()
+	reps := finish(t, p, c)
+	if len(reps) != 190 {
+		t.Fatalf("%d reports, want 95 per collector", len(reps))
+	}
+	seqs := map[string][]uint32{}
+	for _, pk := range c.Packets() {
+		seqs[pk.Dst.String()] = append(seqs[pk.Dst.String()], pk.Seq)
+		if pk.Reports > 10 {
+			t.Errorf("packet with %d reports", pk.Reports)
+		}
+	}
+	for d, s := range seqs {
+		if len(s) != 10 {
+			t.Errorf("%s: %d packets, want 10", d, len(s))
+		}
+		for i, q := range s {
+			if q != uint32(i) {
+				t.Fatalf("%s: sequence %v not gap-free", d, s)
+			}
+		}
+	}
+	for i, r := range reps {
+		if len(r.inner) != 64 || !bytes.Equal(r.inner, f.buf[:64]) {
+			t.Fatalf("report %d: inner %d bytes, want the first 64", i, len(r.inner))
+		}
+		if r.group.Seq != r.pkt.Seq {
+			t.Fatalf("group header seq %d, packet %d", r.group.Seq, r.pkt.Seq)
+		}
+	}
+}
+
+func TestCoalescingMTUAndDelay(t *testing.T) {
+	cfg := baseConfig(100)
+	cfg.Sessions[0].MTU = 576
+	cfg.Sessions[0].MaxDelay = 5 * time.Millisecond
+	p, c := newTest(t, cfg)
+	var ev Event
+	for i := 0; i < 40; i++ {
+		f := newFrame(i, []uint32{1}, []uint32{1})
+		f.setID(i, uint32(i))
+		f.event(&ev, int64(i)*ms/10, 10) // 40 reports in 4 ms
+		p.Report(&ev)
+	}
+	pending := func() int { p.mu.Lock(); defer p.mu.Unlock(); return p.routes[EventFlowState].b.n }
+	p.Tick(3 * ms) // not yet due
+	n := pending()
+	p.Tick(20 * ms)
+	if n != 5 || pending() != 0 {
+		t.Errorf("pending %d before max delay, %d after", n, pending())
+	}
+	reps := finish(t, p, c)
+	if len(reps) != 40 {
+		t.Fatalf("%d reports", len(reps))
+	}
+	max := 576 - 28
+	pk := c.Packets()
+	for _, x := range pk {
+		if len(x.Payload) > max {
+			t.Errorf("payload %d exceeds %d", len(x.Payload), max)
+		}
+	}
+	if len(pk) != 8 { // 5 reports of 100 bytes per 548-byte payload
+		t.Errorf("%d packets", len(pk))
+	}
+	for i, r := range reps {
+		if fl, id, ok := innerID(r.inner, 1); !ok || fl != i || id != uint32(i) {
+			t.Fatalf("report %d is flow %d id %d", i, fl, id)
+		}
+	}
+}
+
+func TestMTUShortensInner(t *testing.T) {
+	cfg := baseConfig(1)
+	cfg.Sessions[0].MTU = 576
+	cfg.Sessions[0].TruncateSize = 2000
+	p, c := newTest(t, cfg)
+	big := make([]byte, 1400)
+	var ev Event
+	ev = Event{Kind: KindFlow, Packet: big, INT: -1, ReportAll: true}
+	p.Report(&ev)
+	st := p.Stats()
+	reps := finish(t, p, c)
+	if len(reps) != 1 || len(c.Packets()[0].Payload) > 576-28 || st.Sessions["s"].Truncated != 1 {
+		t.Fatalf("reports %d, payload %d, truncated %d", len(reps), len(c.Packets()[0].Payload), st.Sessions["s"].Truncated)
+	}
+}
+
+func TestV05Format(t *testing.T) {
+	cfg := baseConfig(0)
+	cfg.Sessions[0].Format = FormatV05
+	p, c := newTest(t, cfg)
+	f := newFrame(1, []uint32{1}, []uint32{1})
+	var ev Event
+	f.event(&ev, 5, 10)
+	ev.Hop.IngressTimestamp, ev.Hop.Valid = 12345, ev.Hop.Valid|wire.InstIngressTimestamp
+	p.Report(&ev)
+	f.event(&ev, 6, 10)
+	ev.Kind, ev.DropReason, ev.Hop.QueueID = KindDrop, 29, 2
+	p.Report(&ev)
+	p.Close()
+	pk := c.Packets()
+	if len(pk) != 2 {
+		t.Fatalf("%d packets", len(pk))
+	}
+	for i, x := range pk {
+		r, err := wire.DecodeTR05(x.Payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Header.Seq != uint32(i) || r.Header.HWID != 3 || r.Switch.SwitchID != 99 || !r.Header.TrackedFlow {
+			t.Errorf("packet %d: %+v", i, r)
+		}
+		if !bytes.Equal(r.Inner, f.buf) {
+			t.Errorf("packet %d: inner differs", i)
+		}
+		if i == 0 && (r.Header.NextProto != wire.TR05Local || r.Header.IngressTimestamp != 12345 || r.Switch.EgressPort != 2) {
+			t.Errorf("local report %+v", r)
+		}
+		if i == 1 && (r.Header.NextProto != wire.TR05Drop || !r.Header.Dropped || r.Switch.DropReason != 29 || r.Switch.QueueID != 2) {
+			t.Errorf("drop report %+v", r)
+		}
+	}
+}
+
+func TestEventRouting(t *testing.T) {
+	cfg := baseConfig(1)
+	cfg.Sessions = nil
+	for e := EventType(1); e < NumEventTypes; e++ {
+		cfg.Sessions = append(cfg.Sessions, Session{Name: e.String(), Src: srcIP, TruncateSize: 128,
+			Collectors: []Collector{{coll1}, {wireAddr(int(e))}}})
+		cfg.Events[e] = Route{Session: e.String(), DSCP: uint8(10 + e)}
+	}
+	cfg.Queues = []QueueReport{{Port: 2, Queue: 0, LatencyThreshold: 100, TailDrop: true}}
+	p, c := newTest(t, cfg)
+	var ev Event
+	f := newFrame(1, nil, nil)
+	f.flow.Proto = wire.ProtoTCP
+	f.event(&ev, 0, 10)
+	p.Report(&ev) // FLOW_STATE
+	f.event(&ev, 1, 10)
+	ev.ReportAll = true
+	p.Report(&ev) // FLOW_REPORT_ALL_PACKETS
+	f.event(&ev, 2, 10)
+	ev.TCPFlags = tcpSYN
+	p.Report(&ev) // FLOW_TCPFLAG (the filter suppresses the flow-state report)
+	f.event(&ev, 3, 1000)
+	ev.Kind = KindQueue
+	p.Report(&ev) // QUEUE_REPORT_THRESHOLD_BREACH
+	f.event(&ev, 4, 10)
+	ev.Kind, ev.TailDrop, ev.DropReason = KindDrop, true, 71
+	p.Report(&ev) // QUEUE_REPORT_TAIL_DROP
+	f.event(&ev, 5, 10)
+	ev.Kind, ev.DropReason = KindDrop, 29
+	p.Report(&ev) // DROP_REPORT
+	reps := finish(t, p, c)
+	if len(reps) != 12 {
+		t.Fatalf("%d reports, want 6 per collector", len(reps))
+	}
+	per := map[string]int{}
+	for i, r := range reps {
+		var e EventType
+		for e = 1; e < NumEventTypes && e.String() != r.pkt.Session; e++ {
+		}
+		per[r.pkt.Session]++
+		if r.pkt.DSCP != uint8(10+e) || r.pkt.Src != srcIP || (r.pkt.Dst != coll1 && r.pkt.Dst != wireAddr(int(e))) {
+			t.Errorf("report %d: session %q dscp %d to %v", i, r.pkt.Session, r.pkt.DSCP, r.pkt.Dst)
+		}
+	}
+	for e := EventType(1); e < NumEventTypes; e++ {
+		if per[e.String()] != 2 {
+			t.Errorf("%v: %d reports, want 2", e, per[e.String()])
+		}
+	}
+	// coll1 is shared by all sessions: one sequence for it.
+	var seq []uint32
+	for _, x := range c.Packets() {
+		if x.Dst == coll1 {
+			seq = append(seq, x.Seq)
+		}
+	}
+	for i, s := range seq {
+		if s != uint32(i) {
+			t.Fatalf("shared collector sequence %v", seq)
+		}
+	}
+}
+
+func TestConfigureKeepsSequenceAndState(t *testing.T) {
+	cfg := baseConfig(1)
+	p, c := newTest(t, cfg)
+	var ev Event
+	f := newFrame(1, nil, nil)
+	for i := 0; i < 5; i++ {
+		f.event(&ev, int64(i), 10)
+		ev.ReportAll = true
+		p.Report(&ev)
+	}
+	cfg2 := baseConfig(4)
+	cfg2.Sessions[0].MaxDelay = 0
+	cfg2.Events[EventFlowReportAllPackets] = Route{Session: "s", DSCP: 46}
+	if err := p.Configure(cfg2); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		f.event(&ev, int64(10+i), 10)
+		ev.ReportAll = true
+		p.Report(&ev)
+	}
+	f.event(&ev, 20, 10)
+	p.Report(&ev)                             // flow state: new flow
+	if err := p.Configure(cfg2); err != nil { // pending reports go out, not lost
+		t.Fatal(err)
+	}
+	f.event(&ev, 30, 10)
+	p.Report(&ev) // flow state kept: suppressed
+	st := p.Stats()
+	reps := finish(t, p, c)
+	if len(reps) != 9 || st.ByType[EventFlowState].Suppressed != 1 {
+		t.Fatalf("%d reports, suppressed %d", len(reps), st.ByType[EventFlowState].Suppressed)
+	}
+	for i, x := range c.Packets() {
+		if x.Seq != uint32(i) {
+			t.Fatalf("packet %d seq %d", i, x.Seq)
+		}
+	}
+	for _, x := range c.Packets()[5:] {
+		if want := map[int]uint8{3: 46, 1: 0}[x.Reports]; x.DSCP != want {
+			t.Errorf("packet of %d reports: DSCP %d, want %d", x.Reports, x.DSCP, want)
+		}
+	}
+	bad := baseConfig(1)
+	bad.Events[EventDropReport] = Route{Session: "nope"}
+	if err := p.Configure(bad); err == nil {
+		t.Error("Configure accepted an unknown session")
+	}
+}
+
+func TestRateLimit(t *testing.T) {
+	cfg := baseConfig(1)
+	cfg.Sessions[0].RateLimit = 100 // burst 10
+	p, c := newTest(t, cfg)
+	var ev Event
+	f := newFrame(1, nil, nil)
+	for i := int64(0); i < 2000; i++ { // 2000 reports over 1 s
+		f.event(&ev, i*ms/2, 10)
+		ev.ReportAll = true
+		p.Report(&ev)
+	}
+	st := p.Stats()
+	reps := finish(t, p, c)
+	if n := len(reps); n < 105 || n > 112 {
+		t.Errorf("%d reports passed a 100/s limit with burst 10 in 1 s", n)
+	}
+	if s := st.Sessions["s"]; s.RateLimited != uint64(2000-len(reps)) {
+		t.Errorf("rate limited %d", s.RateLimited)
+	}
+}
+
+func TestBoundedQueue(t *testing.T) {
+	gate := make(chan struct{})
+	var sent int
+	block := SenderFunc(func(p *Packet) error { <-gate; sent++; return nil })
+	cfg := baseConfig(1)
+	p, err := New(cfg, Options{Sender: block, TickInterval: -1, QueueLen: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev Event
+	f := newFrame(1, nil, nil)
+	f.event(&ev, 0, 10)
+	ev.ReportAll = true
+	for i := 0; i < 1000; i++ {
+		p.Report(&ev)
+	}
+	allocs := testing.AllocsPerRun(1000, func() { p.Report(&ev) })
+	st := p.Stats()
+	s := st.Sessions["s"]
+	// The worker holds one packet in Send; 8 buffers in all.
+	if s.ByType[EventFlowReportAllPackets].Dropped < 1990 || s.QueueFull < 1990 || s.Collectors[0].Queued > 8 {
+		t.Errorf("blocked sender: %+v", s)
+	}
+	if allocs != 0 {
+		t.Errorf("Report allocates %.1f with a blocked sender", allocs)
+	}
+	close(gate)
+	p.Close()
+	st = p.Stats()
+	tot := st.ByType[EventFlowReportAllPackets]
+	if tot.Sent != uint64(sent) || tot.Sent+tot.Dropped != tot.Generated || sent > 8 {
+		t.Errorf("after unblocking: sent %d, %+v", sent, tot)
+	}
+}
+
+func TestZeroAllocFilter(t *testing.T) {
+	p, c := newTest(t, baseConfig(16))
+	defer finish(t, p, c)
+	fr := newFrame(1, []uint32{1, 2, 3}, []uint32{1, 2, 3})
+	var ev Event
+	now := int64(0)
+	fr.event(&ev, now, 10)
+	p.Report(&ev)
+	allocs := testing.AllocsPerRun(10000, func() {
+		now += 1000
+		fr.event(&ev, now, 10)
+		p.Report(&ev) // suppressed
+	})
+	if allocs != 0 {
+		t.Errorf("suppressed decision allocates %.1f", allocs)
+	}
+	allocs = testing.AllocsPerRun(10000, func() {
+		now += int64(time.Second)
+		fr.event(&ev, now, 10)
+		p.Report(&ev) // reported and encoded
+	})
+	if allocs != 0 {
+		t.Errorf("reported decision allocates %.1f", allocs)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	for name, mod := range map[string]func(*Config){
+		"hwid":       func(c *Config) { c.HWID = 64 },
+		"no name":    func(c *Config) { c.Sessions[0].Name = "" },
+		"no coll":    func(c *Config) { c.Sessions[0].Collectors = nil },
+		"family":     func(c *Config) { c.Sessions[0].Collectors[0].Addr = netipAP("[2001:db8::1]:1") },
+		"v05 coal":   func(c *Config) { c.Sessions[0].Format, c.Sessions[0].MaxReports = FormatV05, 4 },
+		"bad dscp":   func(c *Config) { c.Events[EventDropReport] = Route{Session: "s", DSCP: 64} },
+		"no trigger": func(c *Config) { c.Queues = []QueueReport{{Port: 1}} },
+		"mtu":        func(c *Config) { c.Sessions[0].MTU = 100 },
+	} {
+		c := baseConfig(1)
+		mod(&c)
+		if err := c.Validate(); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	c := baseConfig(1)
+	if err := c.Validate(); err != nil {
+		t.Error(err)
+	}
+}
+
+func wireAddr(i int) netip.AddrPort {
+	return netip.AddrPortFrom(netip.AddrFrom4([4]byte{192, 0, 2, byte(100 + i)}), 9000)
+}
+
+func netipAP(s string) netip.AddrPort { return netip.MustParseAddrPort(s) }
