@@ -3,6 +3,7 @@ module github.com/intd-project/intd
 go 1.26.8
 
 require (
+	bitbucket.org/creachadair/stringset v0.0.14 // indirect
 	github.com/cilium/ebpf v0.22.0 // indirect
 	github.com/golang/glog v1.2.5 // indirect
 	github.com/google/go-cmp v0.7.0 // indirect
