@@ -1,0 +1,165 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/ygot/util"
+	"github.com/openconfig/ygot/ygot"
+	"github.com/openconfig/ygot/ytypes"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/intd-project/intd/gen"
+)
+
+// modelData lists the served modules with their revisions as versions.
+func modelData() []*gpb.ModelData {
+	out := make([]*gpb.ModelData, 0, len(gen.ΓModelData))
+	for _, m := range gen.ΓModelData {
+		out = append(out, &gpb.ModelData{
+			Name:         m.Name,
+			Organization: m.Organization,
+			Version:      gen.ModelVersions[m.Name],
+		})
+	}
+	return out
+}
+
+func checkEncoding(e gpb.Encoding) error {
+	for _, s := range supportedEncodings {
+		if e == s {
+			return nil
+		}
+	}
+	return status.Errorf(codes.Unimplemented, "encoding %v is not supported (use JSON, JSON_IETF or PROTO)", e)
+}
+
+// Get implements gNMI Get.
+func (s *Server) Get(ctx context.Context, req *gpb.GetRequest) (*gpb.GetResponse, error) {
+	if err := checkEncoding(req.GetEncoding()); err != nil {
+		return nil, err
+	}
+	switch req.GetType() {
+	case gpb.GetRequest_ALL, gpb.GetRequest_CONFIG, gpb.GetRequest_STATE, gpb.GetRequest_OPERATIONAL:
+	default:
+		return nil, status.Errorf(codes.InvalidArgument, "unknown data type %v", req.GetType())
+	}
+	for _, m := range req.GetUseModels() {
+		if !s.schema.modules[m.GetName()] {
+			return nil, status.Errorf(codes.InvalidArgument, "model %q is not served", m.GetName())
+		}
+	}
+	t, echo, err := s.targetFor(req.GetPrefix())
+	if err != nil {
+		return nil, err
+	}
+	sn := t.snap.Load()
+	view, err := sn.view(req.GetType())
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "%v", err)
+	}
+	paths := req.GetPath()
+	if len(paths) == 0 {
+		paths = []*gpb.Path{{}}
+	}
+	ts := time.Now().UnixNano()
+	resp := &gpb.GetResponse{}
+	for _, p := range paths {
+		elems, origin, err := s.schema.joinPaths(req.GetPrefix(), p)
+		if err != nil {
+			return nil, err
+		}
+		rs, err := s.schema.resolve(elems)
+		if err != nil {
+			return nil, err
+		}
+		n := &gpb.Notification{Timestamp: ts}
+		if echo != "" || origin != "" {
+			n.Prefix = &gpb.Path{Target: echo, Origin: origin}
+		}
+		for _, r := range rs {
+			nodes, err := ytypes.GetNode(s.schema.root, view, r.path, &ytypes.GetHandleWildcards{}, &ytypes.GetTolerateNil{})
+			if err != nil {
+				if status.Code(err) == codes.NotFound {
+					continue
+				}
+				return nil, status.Errorf(codes.Internal, "reading %s: %v", pathString(r.path.Elem), err)
+			}
+			for _, nd := range nodes {
+				if util.IsValueNil(nd.Data) {
+					continue
+				}
+				ups, err := encodeNode(nd, req.GetEncoding(), ts)
+				if err != nil {
+					return nil, status.Errorf(codes.Internal, "encoding %s: %v", pathString(nd.Path.GetElem()), err)
+				}
+				n.Update = append(n.Update, ups...)
+			}
+		}
+		if len(n.Update) == 0 {
+			return nil, status.Errorf(codes.NotFound, "no %v data at %s", req.GetType(), orRoot(pathString(elems)))
+		}
+		resp.Notification = append(resp.Notification, n)
+	}
+	return resp, nil
+}
+
+// encodeNode renders one data tree node: as a JSON value (one update) for
+// the JSON encodings, as one update per leaf for PROTO.
+func encodeNode(nd *ytypes.TreeNode, enc gpb.Encoding, ts int64) ([]*gpb.Update, error) {
+	p := &gpb.Path{Elem: nd.Path.GetElem()}
+	switch enc {
+	case gpb.Encoding_JSON, gpb.Encoding_JSON_IETF:
+		ietf := enc == gpb.Encoding_JSON_IETF
+		js, err := ygot.Marshal7951(nd.Data, &ygot.RFC7951JSONConfig{AppendModuleName: ietf})
+		if err != nil {
+			return nil, err
+		}
+		if string(js) == "null" || string(js) == "{}" {
+			return nil, nil
+		}
+		tv := &gpb.TypedValue{Value: &gpb.TypedValue_JsonVal{JsonVal: js}}
+		if ietf {
+			tv.Value = &gpb.TypedValue_JsonIetfVal{JsonIetfVal: js}
+		}
+		return []*gpb.Update{{Path: p, Val: tv}}, nil
+	}
+	gs, ok := nd.Data.(ygot.GoStruct)
+	if !ok {
+		tv, err := ygot.EncodeTypedValue(nd.Data, gpb.Encoding_PROTO)
+		if err != nil || tv == nil {
+			return nil, err
+		}
+		return []*gpb.Update{{Path: p, Val: tv}}, nil
+	}
+	ns, err := ygot.TogNMINotifications(gs, ts, ygot.GNMINotificationsConfig{UsePathElem: true, PathElemPrefix: p.Elem})
+	if err != nil {
+		return nil, err
+	}
+	var out []*gpb.Update
+	for _, n := range ns {
+		pre := n.GetPrefix().GetElem()
+		for _, u := range n.GetUpdate() {
+			full := make([]*gpb.PathElem, 0, len(pre)+len(u.GetPath().GetElem()))
+			full = append(full, pre...)
+			full = append(full, u.GetPath().GetElem()...)
+			out = append(out, &gpb.Update{Path: &gpb.Path{Elem: full}, Val: u.GetVal()})
+		}
+	}
+	return out, nil
+}
+
+// grpcError maps an error to a status, keeping any code it already has.
+func grpcError(def codes.Code, err error, format string, args ...any) error {
+	msg := fmt.Sprintf(format, args...)
+	var se interface{ GRPCStatus() *status.Status }
+	if errors.As(err, &se) {
+		st := se.GRPCStatus()
+		return status.Errorf(st.Code(), "%s: %s", msg, st.Message())
+	}
+	return status.Errorf(def, "%s: %v", msg, err)
+}

@@ -1,0 +1,308 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/openconfig/gnmi/cache"
+	"github.com/openconfig/gnmi/ctree"
+	"github.com/openconfig/gnmi/match"
+	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/gnmi/subscribe"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+)
+
+type options struct {
+	statePoll        time.Duration
+	defaultTarget    string
+	log              *slog.Logger
+	tls              *tls.Config
+	creds            *Credentials
+	maxPending       int
+	defaultSample    time.Duration
+	minSample        time.Duration
+	targetDefSample  time.Duration
+	grpcServerOption []grpc.ServerOption
+}
+
+// Option configures a Server.
+type Option func(*options)
+
+// WithStatePollInterval sets how often each target's Applier.State is
+// polled and published (default 1s).
+func WithStatePollInterval(d time.Duration) Option { return func(o *options) { o.statePoll = d } }
+
+// WithDefaultTarget names the target used when a request's prefix has
+// none. Without it a missing target is only defaulted when exactly one
+// target is served.
+func WithDefaultTarget(name string) Option { return func(o *options) { o.defaultTarget = name } }
+
+// WithLogger sets the structured logger (default slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// WithTLS serves gRPC over TLS with this configuration (set ClientAuth and
+// ClientCAs in it for mutual TLS). Without it the server is plaintext.
+func WithTLS(c *tls.Config) Option { return func(o *options) { o.tls = c } }
+
+// WithCredentials requires every RPC to carry "username" and "password"
+// metadata matching these credentials; Set needs the read-write role.
+func WithCredentials(c *Credentials) Option { return func(o *options) { o.creds = c } }
+
+// WithMaxPending bounds, per subscription, the updates waiting to be sent
+// (after coalescing by path). A subscriber that falls further behind is
+// disconnected with RESOURCE_EXHAUSTED. Default 65536.
+func WithMaxPending(n int) Option { return func(o *options) { o.maxPending = n } }
+
+// WithSampleIntervals sets the interval used for SAMPLE subscriptions that
+// ask for 0 (def), the smallest interval honoured (min), and the interval
+// at which TARGET_DEFINED subscriptions sample counters (targetDefined).
+// Defaults: 10s, 10ms, 10s.
+func WithSampleIntervals(def, min, targetDefined time.Duration) Option {
+	return func(o *options) { o.defaultSample, o.minSample, o.targetDefSample = def, min, targetDefined }
+}
+
+// WithGRPCServerOptions adds options to the gRPC server Serve creates.
+func WithGRPCServerOptions(opts ...grpc.ServerOption) Option {
+	return func(o *options) { o.grpcServerOption = append(o.grpcServerOption, opts...) }
+}
+
+// Server is a gNMI server for one or more targets, each backed by an
+// Applier. The gNMI cache (github.com/openconfig/gnmi/cache) is its
+// datastore for subscriptions; Get reads the published ygot tree.
+type Server struct {
+	gpb.UnimplementedGNMIServer
+
+	o      options
+	log    *slog.Logger
+	schema *schema
+	cache  *cache.Cache
+	match  *match.Match
+
+	mu      sync.RWMutex
+	targets map[string]*target
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	gmu  sync.Mutex
+	grpc []*grpc.Server
+}
+
+// New returns a Server with no targets; add them with AddTarget.
+func New(opts ...Option) (*Server, error) {
+	o := options{
+		statePoll:       time.Second,
+		maxPending:      65536,
+		defaultSample:   10 * time.Second,
+		minSample:       10 * time.Millisecond,
+		targetDefSample: 10 * time.Second,
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.log == nil {
+		o.log = slog.Default()
+	}
+	if o.statePoll <= 0 {
+		return nil, errors.New("state poll interval must be positive")
+	}
+	if o.maxPending < 1 {
+		return nil, errors.New("max pending updates must be positive")
+	}
+	sc, err := loadSchema()
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	s := &Server{
+		o:       o,
+		log:     o.log,
+		schema:  sc,
+		cache:   cache.New(nil),
+		match:   match.New(),
+		targets: map[string]*target{},
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	// Every leaf the cache accepts (and every delete) is matched against
+	// the registered ON_CHANGE queries.
+	s.cache.SetClient(func(l *ctree.Leaf) {
+		if n, ok := l.Value().(*gpb.Notification); ok {
+			subscribe.UpdateNotification(s.match, l, n, []string{n.GetPrefix().GetTarget()})
+		}
+	})
+	return s, nil
+}
+
+// AddTarget serves a target named name, backed by a. It loads the saved
+// configuration (or opts.Initial), applies it, publishes the first tree
+// and starts polling state. ctx bounds only the initial apply.
+func (s *Server) AddTarget(ctx context.Context, name string, a Applier, opts TargetOptions) error {
+	if name == "" {
+		return errors.New("target name must not be empty")
+	}
+	if a == nil {
+		return fmt.Errorf("target %s: nil applier", name)
+	}
+	s.mu.Lock()
+	if s.targets[name] != nil {
+		s.mu.Unlock()
+		return fmt.Errorf("target %s already exists", name)
+	}
+	s.mu.Unlock()
+	t := &target{name: name, srv: s, applier: a, opts: opts, log: s.log.With("target", name)}
+	s.cache.Add(name)
+	if err := t.start(ctx); err != nil {
+		s.cache.Remove(name)
+		return err
+	}
+	s.mu.Lock()
+	s.targets[name] = t
+	s.mu.Unlock()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		t.pollState(s.ctx, s.o.statePoll)
+	}()
+	return nil
+}
+
+// Targets returns the served target names, sorted.
+func (s *Server) Targets() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]string, 0, len(s.targets))
+	for n := range s.targets {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// RefreshState polls every target's applier once and publishes the
+// result, as the poller does every interval.
+func (s *Server) RefreshState(ctx context.Context) {
+	s.mu.RLock()
+	ts := make([]*target, 0, len(s.targets))
+	for _, t := range s.targets {
+		ts = append(ts, t)
+	}
+	s.mu.RUnlock()
+	for _, t := range ts {
+		t.refreshState(ctx)
+	}
+}
+
+// targetFor picks the target a request prefix names, defaulting a missing
+// one. The returned string is the target to echo (only what the client
+// sent).
+func (s *Server) targetFor(p *gpb.Path) (*target, string, error) {
+	name := p.GetTarget()
+	echo := name
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if name == "" {
+		switch {
+		case s.o.defaultTarget != "":
+			name = s.o.defaultTarget
+		case len(s.targets) == 1:
+			for n := range s.targets {
+				name = n
+			}
+		default:
+			return nil, "", status.Errorf(codes.InvalidArgument, "the request names no target and this server serves %d; set prefix.target", len(s.targets))
+		}
+	}
+	t := s.targets[name]
+	if t == nil {
+		return nil, "", status.Errorf(codes.NotFound, "no such target %q", name)
+	}
+	return t, echo, nil
+}
+
+// GRPCServer builds a gRPC server with the configured transport security
+// and authentication, with gNMI and server reflection registered.
+func (s *Server) GRPCServer() *grpc.Server {
+	var opts []grpc.ServerOption
+	if s.o.tls != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(s.o.tls)))
+	}
+	if s.o.creds != nil {
+		opts = append(opts,
+			grpc.ChainUnaryInterceptor(s.o.creds.unaryInterceptor),
+			grpc.ChainStreamInterceptor(s.o.creds.streamInterceptor))
+	}
+	opts = append(opts, s.o.grpcServerOption...)
+	gs := grpc.NewServer(opts...)
+	gpb.RegisterGNMIServer(gs, s)
+	reflection.Register(gs)
+	s.gmu.Lock()
+	s.grpc = append(s.grpc, gs)
+	s.gmu.Unlock()
+	return gs
+}
+
+// Serve serves gNMI on lis until Close; it returns nil after Close.
+func (s *Server) Serve(lis net.Listener) error {
+	gs := s.GRPCServer()
+	s.log.Info("gNMI server listening", "addr", lis.Addr().String(), "tls", s.o.tls != nil, "auth", s.o.creds != nil, "targets", s.Targets())
+	err := gs.Serve(lis)
+	if errors.Is(err, grpc.ErrServerStopped) {
+		return nil
+	}
+	return err
+}
+
+// Close stops the gRPC servers (letting RPCs finish for up to a second)
+// and the state pollers.
+func (s *Server) Close() {
+	s.gmu.Lock()
+	gss := s.grpc
+	s.grpc = nil
+	s.gmu.Unlock()
+	for _, gs := range gss {
+		done := make(chan struct{})
+		go func() { gs.GracefulStop(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(time.Second):
+			gs.Stop()
+		}
+	}
+	s.cancel()
+	s.wg.Wait()
+}
+
+// gnmiVersion is the gNMI version of the proto package, from its
+// gnmi_service file option.
+func gnmiVersion() string {
+	opts := gpb.File_github_com_openconfig_gnmi_proto_gnmi_gnmi_proto.Options()
+	if opts != nil {
+		if v, ok := proto.GetExtension(opts, gpb.E_GnmiService).(string); ok && v != "" {
+			return v
+		}
+	}
+	return "0.10.0"
+}
+
+var supportedEncodings = []gpb.Encoding{gpb.Encoding_JSON, gpb.Encoding_JSON_IETF, gpb.Encoding_PROTO}
+
+// Capabilities implements gNMI Capabilities.
+func (s *Server) Capabilities(ctx context.Context, req *gpb.CapabilityRequest) (*gpb.CapabilityResponse, error) {
+	return &gpb.CapabilityResponse{
+		SupportedModels:    modelData(),
+		SupportedEncodings: supportedEncodings,
+		GNMIVersion:        gnmiVersion(),
+	}, nil
+}

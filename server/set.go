@@ -1,0 +1,302 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/goyang/pkg/yang"
+	"github.com/openconfig/ygot/ygot"
+	"github.com/openconfig/ygot/ytypes"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/intd-project/intd/gen"
+)
+
+// Set implements gNMI Set: deletes, then replaces, then updates, each in
+// request order, on a copy of the running configuration; the result is
+// validated against the schema and handed to the Applier. Only when both
+// succeed is the copy made the running configuration, saved and published.
+// Any failure leaves configuration, state and dataplane unchanged.
+func (s *Server) Set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResponse, error) {
+	if len(req.GetUnionReplace()) > 0 {
+		return nil, status.Error(codes.Unimplemented, "union_replace is not supported")
+	}
+	t, echo, err := s.targetFor(req.GetPrefix())
+	if err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+
+	cp, err := ygot.DeepCopy(t.running)
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "copying running configuration: %v", err)
+	}
+	cand := cp.(*gen.Device)
+	var results []*gpb.UpdateResult
+
+	for _, d := range req.GetDelete() {
+		if err := s.deletePath(cand, req.GetPrefix(), d); err != nil {
+			return nil, err
+		}
+		results = append(results, &gpb.UpdateResult{Path: d, Op: gpb.UpdateResult_DELETE})
+	}
+	for _, u := range req.GetReplace() {
+		if err := s.setPath(cand, req.GetPrefix(), u, true); err != nil {
+			return nil, err
+		}
+		results = append(results, &gpb.UpdateResult{Path: u.GetPath(), Op: gpb.UpdateResult_REPLACE})
+	}
+	for _, u := range req.GetUpdate() {
+		if err := s.setPath(cand, req.GetPrefix(), u, false); err != nil {
+			return nil, err
+		}
+		results = append(results, &gpb.UpdateResult{Path: u.GetPath(), Op: gpb.UpdateResult_UPDATE})
+	}
+
+	fillConfigKeys(reflect.ValueOf(cand).Elem(), s.schema.root)
+	if p := findReadOnly(reflect.ValueOf(cand).Elem(), s.schema.root, ""); p != "" {
+		return nil, status.Errorf(codes.InvalidArgument, "%s is config false (state) and cannot be written", p)
+	}
+	if err := cand.ΛValidate(); err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "configuration is invalid: %v", err)
+	}
+	if err := t.applier.Apply(ctx, cand); err != nil {
+		if t.isInvalid(err) {
+			return nil, status.Errorf(codes.InvalidArgument, "configuration refused: %v", err)
+		}
+		return nil, status.Errorf(codes.Aborted, "applying configuration failed, transaction rolled back: %v", err)
+	}
+	if t.opts.SavePath != "" {
+		if err := saveConfig(t.opts.SavePath, cand); err != nil {
+			// Put the dataplane back to the running configuration.
+			if rerr := t.applier.Apply(context.WithoutCancel(ctx), t.running); rerr != nil {
+				t.log.Error("restoring the running configuration after a failed save", "err", rerr)
+			}
+			return nil, status.Errorf(codes.Internal, "saving configuration failed, transaction rolled back: %v", err)
+		}
+	}
+	t.running = cand
+	if err := t.publishLocked(); err != nil {
+		t.log.Error("publishing configuration", "err", err)
+	}
+	t.log.Info("configuration set", "deletes", len(req.GetDelete()), "replaces", len(req.GetReplace()), "updates", len(req.GetUpdate()))
+	resp := &gpb.SetResponse{Response: results, Timestamp: time.Now().UnixNano()}
+	if echo != "" || req.GetPrefix() != nil {
+		pre := &gpb.Path{Target: echo, Origin: req.GetPrefix().GetOrigin(), Elem: req.GetPrefix().GetElem()}
+		resp.Prefix = pre
+	}
+	return resp, nil
+}
+
+func (s *Server) deletePath(cand *gen.Device, prefix, p *gpb.Path) error {
+	elems, _, err := s.schema.joinPaths(prefix, p)
+	if err != nil {
+		return err
+	}
+	rs, err := s.schema.resolve(elems)
+	if err != nil {
+		return err
+	}
+	for _, r := range rs {
+		if !isConfigEntry(r.entry) {
+			return status.Errorf(codes.InvalidArgument, "delete %s: config false (state) data cannot be deleted", pathString(r.path.Elem))
+		}
+		targets := []*gpb.Path{r.path}
+		if r.wild {
+			nodes, err := ytypes.GetNode(s.schema.root, cand, r.path, &ytypes.GetHandleWildcards{}, &ytypes.GetTolerateNil{})
+			if err != nil && status.Code(err) != codes.NotFound {
+				return grpcError(codes.InvalidArgument, err, "delete %s", pathString(r.path.Elem))
+			}
+			targets = targets[:0]
+			for _, n := range nodes {
+				targets = append(targets, n.Path)
+			}
+		}
+		for _, tp := range targets {
+			if len(tp.GetElem()) == 0 {
+				*cand = gen.Device{}
+				continue
+			}
+			if err := ytypes.DeleteNode(s.schema.root, cand, tp); err != nil && status.Code(err) != codes.NotFound {
+				return grpcError(codes.InvalidArgument, err, "delete %s", pathString(tp.Elem))
+			}
+		}
+	}
+	return nil
+}
+
+func (s *Server) setPath(cand *gen.Device, prefix *gpb.Path, u *gpb.Update, replace bool) error {
+	op := "update"
+	if replace {
+		op = "replace"
+	}
+	elems, _, err := s.schema.joinPaths(prefix, u.GetPath())
+	if err != nil {
+		return err
+	}
+	for _, e := range elems {
+		if e.GetName() == "*" || e.GetName() == "..." {
+			return status.Errorf(codes.InvalidArgument, "%s %s: wildcards are only allowed in delete", op, pathString(elems))
+		}
+	}
+	rs, err := s.schema.resolve(elems)
+	if err != nil {
+		return err
+	}
+	r := rs[0]
+	if len(rs) != 1 || r.wild {
+		return status.Errorf(codes.InvalidArgument, "%s %s: every list key must be given (no wildcards)", op, pathString(elems))
+	}
+	where := orRoot(pathString(r.path.Elem))
+	if !isConfigEntry(r.entry) {
+		return status.Errorf(codes.InvalidArgument, "%s %s: config false (state) data cannot be written", op, where)
+	}
+	val := u.GetVal()
+	if val == nil {
+		return status.Errorf(codes.InvalidArgument, "%s %s: no value", op, where)
+	}
+	var raw []byte
+	switch v := val.GetValue().(type) {
+	case *gpb.TypedValue_JsonIetfVal:
+		raw = v.JsonIetfVal
+	case *gpb.TypedValue_JsonVal:
+		raw = v.JsonVal
+	case *gpb.TypedValue_AsciiVal, *gpb.TypedValue_BytesVal, *gpb.TypedValue_ProtoBytes, *gpb.TypedValue_AnyVal:
+		return status.Errorf(codes.Unimplemented, "%s %s: value encoding %T is not supported (use JSON, JSON_IETF or scalar values)", op, where, v)
+	case nil:
+		return status.Errorf(codes.InvalidArgument, "%s %s: empty value", op, where)
+	default:
+		if r.entry.IsDir() {
+			return status.Errorf(codes.InvalidArgument, "%s %s: a scalar value cannot set a container or list entry; use JSON", op, where)
+		}
+	}
+	if raw != nil {
+		var doc any
+		if err := json.Unmarshal(raw, &doc); err != nil {
+			return status.Errorf(codes.InvalidArgument, "%s %s: value is not JSON: %v", op, where, err)
+		}
+		check := doc
+		if r.entry.IsList() {
+			check = []any{doc}
+		}
+		if err := gen.CheckJSON(r.entry, check, pathString(r.path.Elem)); err != nil {
+			return status.Errorf(codes.InvalidArgument, "%s: %v", op, err)
+		}
+		if r.entry.IsDir() {
+			// ygot unmarshals containers from RFC 7951 JSON, which accepts
+			// the plain JSON encoding's unqualified names too.
+			val = &gpb.TypedValue{Value: &gpb.TypedValue_JsonIetfVal{JsonIetfVal: raw}}
+		}
+	}
+	if replace {
+		if len(r.path.Elem) == 0 {
+			*cand = gen.Device{}
+		} else if err := ytypes.DeleteNode(s.schema.root, cand, r.path); err != nil && status.Code(err) != codes.NotFound {
+			return grpcError(codes.InvalidArgument, err, "%s %s", op, where)
+		}
+	}
+	if err := ytypes.SetNode(s.schema.root, cand, r.path, val, &ytypes.InitMissingElements{}, &ytypes.TolerateJSONInconsistencies{}); err != nil {
+		return status.Errorf(codes.InvalidArgument, "%s %s: %v", op, where, status.Convert(err).Message())
+	}
+	return nil
+}
+
+// fillConfigKeys sets, in every list entry, the key leaves of its 'config'
+// container from the entry's keys when they are missing: OpenConfig list
+// keys are leafrefs to them, so an entry created by a path such as
+// /int/interfaces/interface[name=eth2]/config/int-sink is complete.
+func fillConfigKeys(v reflect.Value, e *yang.Entry) {
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		fv := v.Field(i)
+		ce := e.Dir[t.Field(i).Tag.Get("path")]
+		if ce == nil || fv.IsZero() {
+			continue
+		}
+		switch {
+		case fv.Kind() == reflect.Pointer && fv.Elem().Kind() == reflect.Struct:
+			fillConfigKeys(fv.Elem(), ce)
+		case fv.Kind() == reflect.Map:
+			keys := strings.Fields(ce.Key)
+			for _, k := range fv.MapKeys() {
+				ent := fv.MapIndex(k).Elem()
+				fillEntryKeys(ent, keys)
+				fillConfigKeys(ent, ce)
+			}
+		}
+	}
+}
+
+func fillEntryKeys(ent reflect.Value, keys []string) {
+	cfg := fieldByPath(ent, "config")
+	if !cfg.IsValid() || cfg.Kind() != reflect.Pointer {
+		return
+	}
+	for _, k := range keys {
+		kv := fieldByPath(ent, k)
+		if !kv.IsValid() || kv.IsZero() {
+			continue
+		}
+		if cfg.IsNil() {
+			cfg.Set(reflect.New(cfg.Type().Elem()))
+		}
+		cv := fieldByPath(cfg.Elem(), k)
+		if cv.IsValid() && cv.IsZero() && cv.Type() == kv.Type() {
+			if kv.Kind() == reflect.Pointer {
+				nv := reflect.New(kv.Type().Elem())
+				nv.Elem().Set(kv.Elem())
+				cv.Set(nv)
+			} else {
+				cv.Set(kv)
+			}
+		}
+	}
+}
+
+func fieldByPath(v reflect.Value, p string) reflect.Value {
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		if t.Field(i).Tag.Get("path") == p {
+			return v.Field(i)
+		}
+	}
+	return reflect.Value{}
+}
+
+// findReadOnly returns the data path of the first config-false node set in
+// v (a configuration candidate), or "".
+func findReadOnly(v reflect.Value, e *yang.Entry, at string) string {
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		fv := v.Field(i)
+		name := t.Field(i).Tag.Get("path")
+		ce := e.Dir[name]
+		if ce == nil || fv.IsZero() {
+			continue
+		}
+		p := at + "/" + name
+		if !isConfigEntry(ce) {
+			return p
+		}
+		switch {
+		case fv.Kind() == reflect.Pointer && fv.Elem().Kind() == reflect.Struct:
+			if r := findReadOnly(fv.Elem(), ce, p); r != "" {
+				return r
+			}
+		case fv.Kind() == reflect.Map:
+			for _, k := range fv.MapKeys() {
+				if r := findReadOnly(fv.MapIndex(k).Elem(), ce, fmt.Sprintf("%s[%v]", p, k.Interface())); r != "" {
+					return r
+				}
+			}
+		}
+	}
+	return ""
+}

@@ -1,0 +1,477 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"math"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/openconfig/gnmi/ctree"
+	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/gnmi/value"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// The gnmi subscribe package serves ONCE, POLL and STREAM ON_CHANGE over
+// the cache, but it requires prefix.target, has no SAMPLE mode,
+// heartbeat_interval or suppress_redundant, splits nothing for
+// TARGET_DEFINED, and its only protection against a stalled client is a
+// send timeout. This file is the thin layer that adds those: the cache
+// stays the datastore (queries walk it, its client callback feeds
+// github.com/openconfig/gnmi/match for ON_CHANGE), and each subscription
+// gets a bounded, path-coalescing queue (queue.go).
+
+var syncResponse = &gpb.SubscribeResponse{Response: &gpb.SubscribeResponse_SyncResponse{SyncResponse: true}}
+
+// leafSub is one subscribed path after expansion, with its trigger.
+type leafSub struct {
+	query     []string // cache query: target, then path strings
+	onChange  bool     // ON_CHANGE part (TARGET_DEFINED: non-counters)
+	sample    time.Duration
+	suppress  bool
+	heartbeat time.Duration
+	// filter, when set, restricts which leaves the trigger covers.
+	filter func(p *gpb.Path) bool
+}
+
+type session struct {
+	srv    *Server
+	t      *target
+	echo   string
+	enc    gpb.Encoding
+	stream gpb.GNMI_SubscribeServer
+	q      *outQueue
+	subs   []*leafSub
+	ctx    context.Context
+}
+
+// Subscribe implements gNMI Subscribe.
+func (s *Server) Subscribe(stream gpb.GNMI_SubscribeServer) error {
+	req, err := stream.Recv()
+	if err == io.EOF {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	sl := req.GetSubscribe()
+	if sl == nil {
+		return status.Error(codes.InvalidArgument, "the first SubscribeRequest must carry a SubscriptionList")
+	}
+	enc := sl.GetEncoding()
+	if err := checkEncoding(enc); err != nil {
+		return err
+	}
+	t, echo, err := s.targetFor(sl.GetPrefix())
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(stream.Context())
+	defer cancel()
+	ss := &session{srv: s, t: t, echo: echo, enc: enc, stream: stream, q: newOutQueue(s.o.maxPending), ctx: ctx}
+	if err := ss.compile(sl); err != nil {
+		return err
+	}
+
+	sendErr := make(chan error, 1)
+	go func() { sendErr <- ss.sendLoop() }()
+
+	switch sl.GetMode() {
+	case gpb.SubscriptionList_ONCE:
+		go func() {
+			if ss.walkAll() == nil {
+				ss.q.insert(ctx, "", 0, syncResponse, true)
+			}
+			ss.q.close()
+		}()
+		return <-sendErr
+	case gpb.SubscriptionList_POLL:
+		go ss.pollLoop()
+		return <-sendErr
+	case gpb.SubscriptionList_STREAM:
+		return ss.stream_(sl, sendErr)
+	}
+	return status.Errorf(codes.InvalidArgument, "unknown subscription mode %v", sl.GetMode())
+}
+
+// compile expands the subscriptions' paths and sets their triggers.
+func (ss *session) compile(sl *gpb.SubscriptionList) error {
+	s := ss.srv
+	if len(sl.GetSubscription()) == 0 {
+		return status.Error(codes.InvalidArgument, "the SubscriptionList has no subscription")
+	}
+	for _, sub := range sl.GetSubscription() {
+		elems, _, err := s.schema.joinPaths(sl.GetPrefix(), sub.GetPath())
+		if err != nil {
+			return err
+		}
+		rs, err := s.schema.resolve(elems)
+		if err != nil {
+			return err
+		}
+		sample := time.Duration(min(sub.GetSampleInterval(), uint64(math.MaxInt64)))
+		if sample == 0 {
+			sample = s.o.defaultSample
+		}
+		sample = max(sample, s.o.minSample)
+		hb := time.Duration(min(sub.GetHeartbeatInterval(), uint64(math.MaxInt64)))
+		if hb > 0 {
+			hb = max(hb, s.o.minSample)
+		}
+		for _, r := range rs {
+			q := append([]string{ss.t.name}, r.queryStrings()...)
+			switch sub.GetMode() {
+			case gpb.SubscriptionMode_ON_CHANGE:
+				ss.subs = append(ss.subs, &leafSub{query: q, onChange: true, heartbeat: hb})
+			case gpb.SubscriptionMode_SAMPLE:
+				ss.subs = append(ss.subs, &leafSub{query: q, sample: sample, suppress: sub.GetSuppressRedundant(), heartbeat: hb})
+			case gpb.SubscriptionMode_TARGET_DEFINED:
+				ss.subs = append(ss.subs,
+					&leafSub{query: q, onChange: true, heartbeat: hb, filter: func(p *gpb.Path) bool { return !isCounterPath(p) }},
+					&leafSub{query: q, sample: s.o.targetDefSample, filter: isCounterPath})
+			default:
+				return status.Errorf(codes.InvalidArgument, "unknown subscription mode %v", sub.GetMode())
+			}
+		}
+	}
+	return nil
+}
+
+// sendLoop writes queued responses to the stream until the queue closes
+// (nil), overflows (RESOURCE_EXHAUSTED) or the stream fails.
+func (ss *session) sendLoop() error {
+	for {
+		resp, err := ss.q.next(ss.ctx)
+		switch {
+		case err == io.EOF:
+			return nil
+		case errors.Is(err, errOverflow):
+			return status.Errorf(codes.ResourceExhausted, "subscription ended: the client is not reading fast enough (more than %d updates pending)", ss.q.max)
+		case err != nil:
+			return status.FromContextError(err).Err()
+		}
+		if err := ss.stream.Send(resp); err != nil {
+			return err
+		}
+	}
+}
+
+func (ss *session) pollLoop() {
+	defer ss.q.close()
+	for first := true; ; first = false {
+		if !first {
+			req, err := ss.stream.Recv()
+			if err != nil {
+				return
+			}
+			if req.GetPoll() == nil {
+				// Only Poll messages may follow on a POLL subscription.
+				continue
+			}
+		}
+		if ss.walkAll() != nil {
+			return
+		}
+		if ss.q.insert(ss.ctx, "", 0, syncResponse, true) != nil {
+			return
+		}
+	}
+}
+
+// stream_ runs a STREAM subscription until the client goes or it fails.
+func (ss *session) stream_(sl *gpb.SubscriptionList, sendErr chan error) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ss.ctx)
+	defer cancel()
+	// Register ON_CHANGE queries before walking, so no change is lost
+	// between the walk and the registration.
+	for _, sub := range ss.subs {
+		if !sub.onChange {
+			continue
+		}
+		remove := ss.srv.match.AddQuery(sub.query, &matchClient{ss: ss, sub: sub})
+		defer remove()
+	}
+	updatesOnly := sl.GetUpdatesOnly()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		samplers := make([]*sampler, 0)
+		for _, sub := range ss.subs {
+			if sub.sample > 0 {
+				samplers = append(samplers, &sampler{ss: ss, sub: sub, last: map[string]sampled{}})
+			}
+		}
+		if !updatesOnly {
+			for _, sub := range ss.subs {
+				if sub.onChange && ss.walk(sub, nil) != nil {
+					return
+				}
+			}
+			for _, sm := range samplers {
+				if sm.run(true) != nil {
+					return
+				}
+			}
+		}
+		if ss.q.insert(ctx, "", 0, syncResponse, true) != nil {
+			return
+		}
+		for _, sm := range samplers {
+			wg.Add(1)
+			go func() { defer wg.Done(); sm.loop(ctx) }()
+		}
+		for _, sub := range ss.subs {
+			if sub.onChange && sub.heartbeat > 0 {
+				wg.Add(1)
+				go func() { defer wg.Done(); ss.heartbeat(ctx, sub) }()
+			}
+		}
+	}()
+	recvErr := make(chan error, 1)
+	go func() {
+		for {
+			req, err := ss.stream.Recv()
+			if err != nil {
+				recvErr <- err
+				return
+			}
+			if req.GetSubscribe() != nil {
+				recvErr <- status.Error(codes.InvalidArgument, "a subscription cannot be changed; open a new Subscribe RPC")
+				return
+			}
+		}
+	}()
+	select {
+	case err := <-sendErr:
+		cancel()
+		ss.q.close()
+		return err
+	case err := <-recvErr:
+		cancel()
+		ss.q.close()
+		if err == io.EOF {
+			return nil
+		}
+		return err
+	}
+}
+
+// matchClient receives ON_CHANGE updates from the cache (via match) on
+// the publishing goroutine: it must not block.
+type matchClient struct {
+	ss  *session
+	sub *leafSub
+}
+
+func (c *matchClient) Update(v any) {
+	l, ok := v.(*ctree.Leaf)
+	if !ok {
+		return
+	}
+	n, ok := l.Value().(*gpb.Notification)
+	if !ok {
+		return
+	}
+	key, resp := c.ss.response(n, c.sub.filter)
+	if resp == nil {
+		return
+	}
+	c.ss.q.insert(c.ss.ctx, key, n.GetTimestamp(), resp, false)
+}
+
+// response builds the client's response for a cached one-leaf
+// notification, or nil when filter refuses it.
+func (ss *session) response(n *gpb.Notification, filter func(*gpb.Path) bool) (string, *gpb.SubscribeResponse) {
+	out := &gpb.Notification{Timestamp: n.GetTimestamp()}
+	if ss.echo != "" {
+		out.Prefix = &gpb.Path{Target: ss.echo}
+	}
+	var p *gpb.Path
+	switch {
+	case len(n.GetUpdate()) == 1:
+		u := n.GetUpdate()[0]
+		p = &gpb.Path{Elem: u.GetPath().GetElem()}
+		val := u.GetVal()
+		if ss.enc != gpb.Encoding_PROTO {
+			val = jsonScalar(val, ss.enc == gpb.Encoding_JSON_IETF)
+		}
+		out.Update = []*gpb.Update{{Path: p, Val: val}}
+	case len(n.GetDelete()) == 1:
+		p = &gpb.Path{Elem: n.GetDelete()[0].GetElem()}
+		out.Delete = []*gpb.Path{p}
+	default:
+		return "", nil
+	}
+	if filter != nil && !filter(p) {
+		return "", nil
+	}
+	return pathString(p.Elem), &gpb.SubscribeResponse{Response: &gpb.SubscribeResponse_Update{Update: out}}
+}
+
+// walk queues the current value of every cached leaf sub covers; visit,
+// when set, sees each leaf first and may skip it by returning false.
+func (ss *session) walk(sub *leafSub, visit func(key string, n *gpb.Notification) bool) error {
+	var err error
+	qerr := ss.srv.cache.Query(sub.query[0], sub.query[1:], func(_ []string, _ *ctree.Leaf, v any) error {
+		n, ok := v.(*gpb.Notification)
+		if !ok {
+			return nil
+		}
+		key, resp := ss.response(n, sub.filter)
+		if resp == nil {
+			return nil
+		}
+		if visit != nil && !visit(key, n) {
+			return nil
+		}
+		err = ss.q.insert(ss.ctx, key, n.GetTimestamp(), resp, true)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return qerr
+}
+
+func (ss *session) walkAll() error {
+	for _, sub := range ss.subs {
+		if err := ss.walk(sub, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (ss *session) heartbeat(ctx context.Context, sub *leafSub) {
+	tick := time.NewTicker(sub.heartbeat)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if ss.walk(sub, nil) != nil {
+			return
+		}
+	}
+}
+
+// sampler runs one SAMPLE trigger: every interval it sends the covered
+// leaves (with suppress_redundant only those whose value changed, or all
+// of them when the heartbeat is due) and deletes for leaves gone since
+// the previous sample.
+type sampler struct {
+	ss     *session
+	sub    *leafSub
+	last   map[string]sampled
+	lastHB time.Time
+}
+
+type sampled struct {
+	val  *gpb.TypedValue
+	path *gpb.Path
+}
+
+func (sm *sampler) loop(ctx context.Context) {
+	tick := time.NewTicker(sm.sub.sample)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if sm.run(false) != nil {
+			return
+		}
+	}
+}
+
+func (sm *sampler) run(first bool) error {
+	now := time.Now()
+	hbDue := first || (sm.sub.heartbeat > 0 && now.Sub(sm.lastHB) >= sm.sub.heartbeat)
+	if hbDue {
+		sm.lastHB = now
+	}
+	seen := make(map[string]bool, len(sm.last))
+	err := sm.ss.walk(sm.sub, func(key string, n *gpb.Notification) bool {
+		if len(n.GetUpdate()) != 1 {
+			return false
+		}
+		seen[key] = true
+		u := n.GetUpdate()[0]
+		prev, had := sm.last[key]
+		sm.last[key] = sampled{val: u.GetVal(), path: u.GetPath()}
+		return !(sm.sub.suppress && !hbDue && had && value.Equal(prev.val, u.GetVal()))
+	})
+	if err != nil {
+		return err
+	}
+	for key, prev := range sm.last {
+		if seen[key] {
+			continue
+		}
+		delete(sm.last, key)
+		out := &gpb.Notification{Timestamp: now.UnixNano(), Delete: []*gpb.Path{{Elem: prev.path.GetElem()}}}
+		if sm.ss.echo != "" {
+			out.Prefix = &gpb.Path{Target: sm.ss.echo}
+		}
+		if err := sm.ss.q.insert(sm.ss.ctx, key, now.UnixNano(), &gpb.SubscribeResponse{Response: &gpb.SubscribeResponse_Update{Update: out}}, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// jsonScalar re-encodes a scalar TypedValue as JSON (RFC 7951 rules for
+// JSON_IETF: 64-bit integers as strings).
+func jsonScalar(tv *gpb.TypedValue, ietf bool) *gpb.TypedValue {
+	var v any
+	switch x := tv.GetValue().(type) {
+	case *gpb.TypedValue_JsonVal, *gpb.TypedValue_JsonIetfVal:
+		return tv
+	case *gpb.TypedValue_StringVal:
+		v = x.StringVal
+	case *gpb.TypedValue_BoolVal:
+		v = x.BoolVal
+	case *gpb.TypedValue_UintVal:
+		if ietf {
+			v = strconv.FormatUint(x.UintVal, 10)
+		} else {
+			v = x.UintVal
+		}
+	case *gpb.TypedValue_IntVal:
+		if ietf {
+			v = strconv.FormatInt(x.IntVal, 10)
+		} else {
+			v = x.IntVal
+		}
+	case *gpb.TypedValue_DoubleVal:
+		v = x.DoubleVal
+	case *gpb.TypedValue_LeaflistVal:
+		l := make([]json.RawMessage, 0, len(x.LeaflistVal.GetElement()))
+		for _, e := range x.LeaflistVal.GetElement() {
+			j := jsonScalar(e, ietf)
+			l = append(l, json.RawMessage(append(j.GetJsonVal(), j.GetJsonIetfVal()...)))
+		}
+		v = l
+	default:
+		return tv
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return tv
+	}
+	if ietf {
+		return &gpb.TypedValue{Value: &gpb.TypedValue_JsonIetfVal{JsonIetfVal: b}}
+	}
+	return &gpb.TypedValue{Value: &gpb.TypedValue_JsonVal{JsonVal: b}}
+}

@@ -1,0 +1,294 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/ygot/ygot"
+
+	"github.com/intd-project/intd/gen"
+)
+
+// Applier is what the server needs from the layer below it (dtel's
+// *Orchestrator satisfies it). The server owns the running configuration
+// and the gNMI datastore; the applier owns the dataplane.
+type Applier interface {
+	// Apply validates cfg beyond the schema and reconciles the dataplane to
+	// it atomically: on error nothing changed. An error that reports itself
+	// as an invalid argument (see TargetOptions.InvalidErr and the
+	// InvalidArgument() bool method) means the configuration is refused;
+	// the Set fails with INVALID_ARGUMENT. Any other error fails it with
+	// ABORTED. Apply must not modify cfg or keep a reference to it it
+	// modifies later; the server hands it a candidate it will keep as the
+	// running configuration.
+	Apply(ctx context.Context, cfg *gen.Device) error
+	// State returns a Device holding only config-false data (state
+	// containers, counters, metadata semantics state), built from backend
+	// statistics. The server does not modify the returned Device.
+	State(ctx context.Context) (*gen.Device, error)
+}
+
+// TargetOptions configures one served target.
+type TargetOptions struct {
+	// SavePath, when set, is where the running configuration is saved (as
+	// RFC 7951 JSON) after every successful Set, and loaded from at start.
+	SavePath string
+	// Initial is the configuration applied at start when SavePath holds
+	// none. Nil means an empty configuration.
+	Initial *gen.Device
+	// InvalidErr, when set, is the sentinel (e.g. dtel.ErrInvalid) whose
+	// presence in an Apply error chain (errors.Is) means the configuration
+	// was refused rather than failing to apply.
+	InvalidErr error
+}
+
+// invalidArgument is implemented by errors that mean "the configuration is
+// refused", whatever package defines them.
+type invalidArgument interface{ InvalidArgument() bool }
+
+// target is one served gNMI target: its running configuration, the latest
+// state from its applier, and the merged tree published to the cache.
+type target struct {
+	name    string
+	srv     *Server
+	applier Applier
+	opts    TargetOptions
+	log     *slog.Logger
+
+	// mu serialises Set transactions and state publishing.
+	mu      sync.Mutex
+	running *gen.Device // configuration only
+	state   *gen.Device // latest applier state (config false only)
+	lastTS  int64
+
+	// snap is the latest published tree, read by Get without locking mu.
+	snap atomic.Pointer[snapshot]
+
+	stateErrLogged bool
+}
+
+// snapshot is an immutable published tree plus its per-data-type views,
+// built lazily.
+type snapshot struct {
+	dev   *gen.Device // running merged with state
+	mu    sync.Mutex
+	views map[gpb.GetRequest_DataType]*gen.Device
+}
+
+func (sn *snapshot) view(t gpb.GetRequest_DataType) (*gen.Device, error) {
+	keep := keepFor(t)
+	if keep == nil {
+		return sn.dev, nil
+	}
+	sn.mu.Lock()
+	defer sn.mu.Unlock()
+	if v := sn.views[t]; v != nil {
+		return v, nil
+	}
+	cp, err := ygot.DeepCopy(sn.dev)
+	if err != nil {
+		return nil, fmt.Errorf("copying tree for %v view: %w", t, err)
+	}
+	v := cp.(*gen.Device)
+	filterTree(v, theSchema.root, keep)
+	if sn.views == nil {
+		sn.views = map[gpb.GetRequest_DataType]*gen.Device{}
+	}
+	sn.views[t] = v
+	return v, nil
+}
+
+func (t *target) isInvalid(err error) bool {
+	var ia invalidArgument
+	if errors.As(err, &ia) && ia.InvalidArgument() {
+		return true
+	}
+	return t.opts.InvalidErr != nil && errors.Is(err, t.opts.InvalidErr)
+}
+
+// start loads the saved or initial configuration, applies it and publishes
+// the first tree.
+func (t *target) start(ctx context.Context) error {
+	cfg := t.opts.Initial
+	from := "initial configuration"
+	if t.opts.SavePath != "" {
+		data, err := os.ReadFile(t.opts.SavePath)
+		switch {
+		case err == nil:
+			cfg, err = gen.ParseConfig(data)
+			if err != nil {
+				return fmt.Errorf("target %s: saved configuration %s: %w", t.name, t.opts.SavePath, err)
+			}
+			from = "saved configuration " + t.opts.SavePath
+		case errors.Is(err, os.ErrNotExist):
+		default:
+			return fmt.Errorf("target %s: reading saved configuration: %w", t.name, err)
+		}
+	}
+	if cfg == nil {
+		cfg = &gen.Device{}
+	} else {
+		cp, err := ygot.DeepCopy(cfg)
+		if err != nil {
+			return fmt.Errorf("target %s: copying %s: %w", t.name, from, err)
+		}
+		cfg = cp.(*gen.Device)
+	}
+	if err := cfg.ΛValidate(); err != nil {
+		return fmt.Errorf("target %s: %s is invalid: %w", t.name, from, err)
+	}
+	if err := t.applier.Apply(ctx, cfg); err != nil {
+		return fmt.Errorf("target %s: applying %s: %w", t.name, from, err)
+	}
+	t.log.Info("configuration applied", "from", from)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.running = cfg
+	if st, err := t.applier.State(ctx); err == nil {
+		t.state = st
+	} else {
+		t.log.Warn("reading state", "err", err)
+	}
+	return t.publishLocked()
+}
+
+// nextTS returns a timestamp strictly after the previous one, so the cache
+// never takes an update as stale.
+func (t *target) nextTS() int64 {
+	ts := time.Now().UnixNano()
+	if ts <= t.lastTS {
+		ts = t.lastTS + 1
+	}
+	t.lastTS = ts
+	return ts
+}
+
+// publishLocked merges running and state into a new tree and writes the
+// leaves that changed (and deletes for those that went away) into the
+// cache. t.mu must be held.
+func (t *target) publishLocked() error {
+	var dev *gen.Device
+	if t.state == nil {
+		cp, err := ygot.DeepCopy(t.running)
+		if err != nil {
+			return fmt.Errorf("copying configuration: %w", err)
+		}
+		dev = cp.(*gen.Device)
+	} else {
+		m, err := ygot.MergeStructs(t.running, t.state, &ygot.MergeOverwriteExistingFields{})
+		if err != nil {
+			return fmt.Errorf("merging configuration and state: %w", err)
+		}
+		dev = m.(*gen.Device)
+	}
+	old := &gen.Device{}
+	if sn := t.snap.Load(); sn != nil {
+		old = sn.dev
+	}
+	n, err := ygot.Diff(old, dev)
+	if err != nil {
+		return fmt.Errorf("diffing published tree: %w", err)
+	}
+	t.snap.Store(&snapshot{dev: dev})
+	if len(n.Update)+len(n.Delete) == 0 {
+		return nil
+	}
+	n.Prefix = &gpb.Path{Target: t.name}
+	n.Timestamp = t.nextTS()
+	if err := t.srv.cache.GnmiUpdate(n); err != nil {
+		// The tree is published for Get; a cache error only affects
+		// subscribers, and the next publish rewrites the same leaves.
+		t.log.Error("writing to the gNMI cache", "err", err)
+	}
+	return nil
+}
+
+// pollState runs until ctx ends, publishing the applier's state every
+// interval.
+func (t *target) pollState(ctx context.Context, every time.Duration) {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		t.refreshState(ctx)
+	}
+}
+
+func (t *target) refreshState(ctx context.Context) {
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	st, err := t.applier.State(sctx)
+	cancel()
+	if err != nil {
+		if !t.stateErrLogged && ctx.Err() == nil {
+			t.log.Warn("reading state", "err", err)
+			t.stateErrLogged = true
+		}
+		return
+	}
+	t.stateErrLogged = false
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.state = st
+	if err := t.publishLocked(); err != nil {
+		t.log.Error("publishing state", "err", err)
+	}
+}
+
+// saveConfig writes dev atomically: a temporary file in the same
+// directory, fsync, rename over the old one, fsync the directory.
+func saveConfig(path string, dev *gen.Device) error {
+	js, err := ygot.EmitJSON(dev, &ygot.EmitJSONConfig{
+		Format:         ygot.RFC7951,
+		Indent:         "  ",
+		SkipValidation: true,
+		RFC7951Config:  &ygot.RFC7951JSONConfig{AppendModuleName: true},
+	})
+	if err != nil {
+		return fmt.Errorf("encoding configuration: %w", err)
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("creating %s: %w", dir, err)
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("saving configuration: %w", err)
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // no-op after the rename
+	if _, err := f.WriteString(js + "\n"); err != nil {
+		f.Close()
+		return fmt.Errorf("writing %s: %w", tmp, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("syncing %s: %w", tmp, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("closing %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("renaming into %s: %w", path, err)
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("opening %s to sync: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("syncing %s: %w", dir, err)
+	}
+	return nil
+}
