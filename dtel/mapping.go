@@ -90,6 +90,9 @@ func (o *Orchestrator) translate(cfg *gen.Device) (*intent, error) {
 	// The node, its marking, flow report filter and sink interfaces are
 	// the one DTel switch object.
 	nc := root.GetNode().GetConfig()
+	if nc == nil {
+		nc = &gen.IntdInt_Int_Node_Config{}
+	}
 	enabled := nc.GetEnabled()
 	var nodeID uint32
 	switch {
@@ -209,6 +212,9 @@ func (o *Orchestrator) translate(cfg *gen.Device) (*intent, error) {
 	for _, name := range sortedKeys(reports) {
 		rs := reports[name]
 		c := rs.GetConfig()
+		if c == nil {
+			c = &gen.IntdInt_Int_ReportSessions_ReportSession_Config{}
+		}
 		p := reportSessionPath(name)
 		a := sai.ReportSessionAttrs{
 			TruncateSize: c.GetTruncateSize(),
@@ -270,6 +276,9 @@ func (o *Orchestrator) translate(cfg *gen.Device) (*intent, error) {
 		// SAI the highest priority wins.
 		a := sai.WatchlistEntryAttrs{Priority: uint16(math.MaxUint16 - seq)}
 		m := e.GetMatch().GetConfig()
+		if m == nil {
+			m = &gen.IntdInt_Int_Watchlist_Entries_Entry_Match_Config{}
+		}
 		mp := p + "/match/config/"
 		var err error
 		if a.Match.SrcPrefix, err = prefix(m.SourcePrefix, mp+"source-prefix"); err != nil {
@@ -317,6 +326,9 @@ func (o *Orchestrator) translate(cfg *gen.Device) (*intent, error) {
 			a.Match.Inner = in
 		}
 		ac := e.GetActions().GetConfig()
+		if ac == nil {
+			ac = &gen.IntdInt_Int_Watchlist_Entries_Entry_Actions_Config{}
+		}
 		ap := p + "/actions/config/"
 		obj := &object{key: key{sai.ObjectTypeWatchlistEntry, strconv.FormatUint(uint64(seq), 10)}, path: p}
 		a.Action = sai.WatchlistAction{
@@ -365,6 +377,9 @@ func (o *Orchestrator) translate(cfg *gen.Device) (*intent, error) {
 	})
 	for _, k := range qkeys {
 		c := queues[k].GetConfig()
+		if c == nil {
+			c = &gen.IntdInt_Int_QueueReports_QueueReport_Config{}
+		}
 		p := queueReportPath(k.Interface, k.QueueId)
 		a := sai.QueueReportAttrs{
 			Port:             k.Interface,
@@ -401,6 +416,9 @@ func (o *Orchestrator) translate(cfg *gen.Device) (*intent, error) {
 	}
 	for _, t := range sortedKeys(events) {
 		c := events[t].GetConfig()
+		if c == nil {
+			c = &gen.IntdInt_Int_Events_Event_Config{}
+		}
 		p := eventPath(t)
 		et, ok := eventTypes[t]
 		if !ok {

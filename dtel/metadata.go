@@ -167,6 +167,9 @@ func (o *Orchestrator) checkMetadataSemantics(cfg *gen.Device) error {
 	}
 	for _, f := range sortedKeys(fields) {
 		c := fields[f].GetConfig()
+		if c == nil {
+			c = &gen.IntdIntMetadataSemantics_MetadataSemantics_MetadataField_Config{}
+		}
 		p := metadataFieldPath(f)
 		s, ok := sem[f]
 		if !ok {
