@@ -13,13 +13,6 @@ import (
 	"github.com/intd-project/intd/sai"
 )
 
-// ReportConfigurer is implemented by reporters that need the report
-// configuration (the exporter). The switch calls it, under its lock, after
-// every change of the DTel object, report sessions or events.
-type ReportConfigurer interface {
-	ConfigureReports(dtel *sai.DTelAttrs, sessions map[sai.OID]sai.ReportSessionAttrs, events map[sai.EventType]sai.EventAttrs) error
-}
-
 // StatsReporter is implemented by reporters that count reports; Stats
 // lets it fill Reports, ReportSessions and TrackedFlows.
 type StatsReporter interface {
@@ -241,8 +234,14 @@ func (s *Switch) Stats(ctx context.Context) (sai.Stats, error) {
 	// What the pipeline handed to the reporter; a StatsReporter refines it.
 	st.Reports[sai.ReportFlow] = sai.ReportCounters{Generated: s.generated[report.KindFlow]}
 	st.Reports[sai.ReportDrop] = sai.ReportCounters{Generated: s.generated[report.KindDrop]}
-	st.Reports[sai.ReportQueue] = sai.ReportCounters{Generated: s.generated[report.KindQueue]}
-	if sr, ok := s.reporter.(StatsReporter); ok {
+	var qrs uint64
+	for _, q := range s.qrStats {
+		qrs += q.stats.Reports
+	}
+	st.Reports[sai.ReportQueue] = sai.ReportCounters{Generated: qrs}
+	if p, ok := s.reporter.(*report.Pipeline); ok {
+		s.pipelineStats(p, &st)
+	} else if sr, ok := s.reporter.(StatsReporter); ok {
 		sr.ReportStats(&st)
 	}
 	return st, nil
@@ -284,16 +283,10 @@ func (s *Switch) recompile(t sai.ObjectType) {
 		}
 	}
 	sessions := map[sai.OID]*session{}
-	reportSessions := map[sai.OID]sai.ReportSessionAttrs{}
-	events := map[sai.EventType]sai.EventAttrs{}
 	for oid, o := range s.objs {
 		switch a := o.attrs.(type) {
 		case sai.IntSessionAttrs:
 			sessions[oid] = newSession(oid, a, s.sessStats[oid])
-		case sai.ReportSessionAttrs:
-			reportSessions[oid] = a
-		case sai.EventAttrs:
-			events[a.Type] = a
 		case sai.QueueReportAttrs:
 			q := s.qrStats[oid]
 			q.a = a
@@ -324,10 +317,8 @@ func (s *Switch) recompile(t sai.ObjectType) {
 		return cmp.Compare(a.oid, b.oid)
 	})
 	s.cfg = c
-	if t == sai.ObjectTypeDTel || t == sai.ObjectTypeReportSession || t == sai.ObjectTypeEvent {
-		if rc, ok := s.reporter.(ReportConfigurer); ok {
-			_ = rc.ConfigureReports(dtel, reportSessions, events)
-		}
+	if p, ok := s.reporter.(*report.Pipeline); ok && t != sai.ObjectTypeWatchlistEntry && t != sai.ObjectTypeIntSession {
+		s.reportErr = p.Configure(s.reportConfig(dtel))
 	}
 }
 

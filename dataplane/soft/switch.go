@@ -41,6 +41,7 @@ type Switch struct {
 	gen       uint64 // bumps on any change the flow cache depends on
 
 	reporter    report.Reporter
+	reportErr   error // last error configuring a *report.Pipeline
 	innerParser wire.Parser
 	cache       []cacheSlot
 	cacheMask   uint64
@@ -396,6 +397,9 @@ func (s *Switch) dropPkt(b *pbuf, at int, r sai.DropReason, tail bool) {
 	if tail && c.queueReport && b.out >= 0 && c.qr[b.out] != nil && c.qr[b.out].a.TailDrop {
 		want = true
 	}
+	if tail && b.entry == nil && c.queueReport && b.out >= 0 && c.qr[b.out] != nil {
+		want = want || c.qr[b.out].a.TailDrop
+	}
 	if want && s.reporter != nil {
 		ev := s.event(report.KindDrop, b, s.clock.Now())
 		ev.DropReason = uint8(r)
@@ -410,13 +414,19 @@ func (s *Switch) dropPkt(b *pbuf, at int, r sai.DropReason, tail bool) {
 func (s *Switch) event(k report.Kind, b *pbuf, now int64) *report.Event {
 	ev := &s.ev
 	*ev = report.Event{Kind: k, Now: now, Flow: b.pkt.Flow, Packet: b.data, INT: b.pkt.INT}
-	if b.pkt.Tunnel >= 0 {
+	if b.pkt.Proto == wire.ProtoGRE || b.pkt.Proto == wire.ProtoUDP {
 		if _, ok := s.parseInner(b.data, &b.pkt, &s.inner); ok {
 			ev.Flow = s.inner.Flow
 		}
 	}
+	if b.pkt.INT >= 0 {
+		ev.INTType, ev.INTLen = b.pkt.INTType, b.pkt.INTLen
+	}
 	if b.entry != nil {
 		ev.ReportAll = b.entry.act.ReportAllPackets
+		ev.TailDropReport = b.entry.act.TailDropReportEnable
+	} else {
+		ev.Unwatched = true
 	}
 	if b.pkt.Flow.Proto == wire.ProtoTCP && b.pkt.Proto == wire.ProtoTCP && b.pkt.L4 >= 0 {
 		ev.TCPFlags = b.data[b.pkt.L4+13]
@@ -425,7 +435,9 @@ func (s *Switch) event(k report.Kind, b *pbuf, now int64) *report.Event {
 }
 
 func (s *Switch) emit(ev *report.Event) {
-	s.generated[ev.Kind&3]++
+	if ev.Kind != report.KindQueue {
+		s.generated[ev.Kind&3]++
+	}
 	s.reporter.Report(ev)
 	ev.Packet = nil
 	ev.Hop.DomainSpecific = nil
@@ -584,6 +596,13 @@ func (s *Switch) queueReport(b *pbuf, c *compiled, q *qrState, t int64) {
 	a := &q.a
 	breach := (a.DepthThreshold > 0 && b.occ >= a.DepthThreshold) ||
 		(a.LatencyThreshold > 0 && lat >= int64(a.LatencyThreshold))
+	if s.reporter != nil {
+		// The reporting pipeline applies thresholds and quotas itself; it
+		// needs every packet of the queue to see breaches end.
+		ev := s.event(report.KindQueue, b, t)
+		s.fillHop(b, c, t, &ev.Hop)
+		s.emit(ev)
+	}
 	if !breach {
 		if q.inBreach {
 			reset := a.LatencyThreshold == 0 && b.occ < a.DepthThreshold/2 ||
@@ -605,9 +624,4 @@ func (s *Switch) queueReport(b *pbuf, c *compiled, q *qrState, t int64) {
 	}
 	q.stats.QuotaLeft--
 	q.stats.Reports++
-	if s.reporter != nil {
-		ev := s.event(report.KindQueue, b, t)
-		s.fillHop(b, c, t, &ev.Hop)
-		s.emit(ev)
-	}
 }
