@@ -146,17 +146,18 @@ func (d *Decoder) decodeV2(payload []byte, h Handler) (int, error) {
 		r.D, r.Q, r.F, r.I = wr.Dropped, wr.Congested, wr.TrackedFlow, wr.Intermediate
 		if wr.Type == wire.RepINT {
 			r.DomainID, r.DSMdBits, r.DSStatus = wr.DomainID, wr.DSMdBits, wr.DSMdStatus
-			var md wire.ReportMetadata
-			ds, err := wr.Baseline(&md)
-			if err != nil {
-				return n, err
+			mdLen := wire.RepMdWords(wr.RepMdBits) * 4
+			if len(wr.Metadata) < mdLen {
+				return n, wire.ErrBadLength
 			}
-			r.DS = ds
 			r.HasMD = true
-			setMD(&r.MD, wr.RepMdBits, &md)
+			off := decodeFields(wr.Metadata, wr.RepMdBits, &r.MD, false)
 			if wr.RepMdBits&wire.RepDrop != 0 {
-				r.HasDrop, r.DropQueueID, r.DropReason = true, md.DropQueueID, md.DropReason
+				w := binary.BigEndian.Uint32(wr.Metadata[off:])
+				r.HasDrop, r.DropQueueID, r.DropReason = true, uint8(w>>24), uint8(w>>16)
 			}
+			r.MD.Valid &^= wire.InstNodeID // reserved: the node is in the group header
+			r.DS = wr.Metadata[mdLen:]
 		}
 		r.Inner = wr.Inner
 		switch wr.InType {
@@ -415,10 +416,7 @@ func (d *Decoder) decodeV21(st *INTStack, buf []byte, p *wire.Packet) error {
 	st.TotalHops = s.Count()
 	for i := 0; i < st.TotalHops && i < MaxHops; i++ {
 		st.Hops = st.Hops[:i+1]
-		if err := wire.DecodeHop(s.Hop(i), h.Instructions, &st.Hops[i]); err != nil {
-			st.Hops = st.Hops[:i]
-			return err
-		}
+		decodeHop(s.Hop(i), h.Instructions, &st.Hops[i])
 	}
 	return nil
 }

@@ -244,11 +244,11 @@ func TestCaptureReports(t *testing.T) {
 	// Host-INT TR 0.5 "inner IPv4" reports: 04 20 00 00 | seq 1 | ts |
 	// reporter 00000002 | IPv4 + UDP + INT 0.5 with two hops (2 then 1).
 	for _, c := range []struct {
-		file    string
-		sport   uint16
-		ts      uint32
-		hop0TS  uint64
-		hop1TS  uint64
+		file   string
+		sport  uint16
+		ts     uint32
+		hop0TS uint64
+		hop1TS uint64
 	}{
 		{"host-int-report-int05-over-udp-dscp.pcap", 59629, 0x6b01ee15, 0x98bc36a8, 0xf51f0d9a},
 		{"host-int-report-int05-udp-extension.pcap", 47695, 0x6b01ee2c, 0x0ee51dc3, 0x6b48d7e2},

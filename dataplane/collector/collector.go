@@ -1,0 +1,509 @@
+package collector
+
+import (
+	"cmp"
+	"errors"
+	"slices"
+	"sync"
+
+	"github.com/intd-project/intd/dataplane/wire"
+)
+
+// MaxPathHops is the longest path kept per flow.
+const MaxPathHops = 8
+
+// Stat summarises a series of values.
+type Stat struct {
+	Last, Min, Max uint64
+	Sum, Count     uint64
+}
+
+func (s *Stat) add(v uint64) {
+	if s.Count == 0 || v < s.Min {
+		s.Min = v
+	}
+	if v > s.Max {
+		s.Max = v
+	}
+	s.Last = v
+	s.Sum += v
+	s.Count++
+}
+
+// Avg is the mean value (0 without samples).
+func (s *Stat) Avg() uint64 {
+	if s.Count == 0 {
+		return 0
+	}
+	return s.Sum / s.Count
+}
+
+// HopState is what a flow's path knows about one hop.
+type HopState struct {
+	NodeID                  uint32
+	IngressPort, EgressPort uint16
+	Latency                 Stat // ns (as reported)
+	Queue                   Stat // queue occupancy
+	QueueID                 uint8
+	LastSeen                int64
+}
+
+// DropCount is the number of drops with one reason.
+type DropCount struct {
+	Reason uint8
+	Count  uint64
+}
+
+// FlowState is the state of one flow.
+type FlowState struct {
+	Key                 wire.FlowKey
+	FirstSeen, LastSeen int64 // unix ns
+	Reports             uint64
+	// Path holds the hops from the source to the sink.
+	NHops       int
+	Path        [MaxPathHops]HopState
+	PathChanges uint64
+	E2E         Stat // end-to-end latency: the sum of the hop latencies of one packet
+	Drops       uint64
+	DropReasons [4]DropCount // first reasons seen; others counted in DropOther
+	DropOther   uint64
+	Congestion  uint64 // reports with Q set
+
+	prev, next int32 // LRU list (most recent at the head)
+}
+
+// SourceState tracks report sequence numbers per (node, hw_id).
+type SourceState struct {
+	NodeID    uint32
+	HWID      uint8
+	Version   uint8
+	LastSeq   uint32
+	Packets   uint64
+	Reports   uint64
+	Lost      uint64 // reports missing from sequence gaps
+	Reordered uint64 // sequence numbers at or behind the last one
+	Drops     uint64
+	Congested uint64
+}
+
+// Error kinds counted for malformed input.
+const (
+	ErrKindTruncated = iota
+	ErrKindVersion
+	ErrKindLength
+	ErrKindType
+	ErrKindValue
+	ErrKindInner
+	ErrKindOther
+	numErrKinds
+)
+
+// ErrorKindNames names the error kinds (metrics labels, YANG keys).
+var ErrorKindNames = [numErrKinds]string{"truncated", "bad-version", "bad-length", "bad-type", "bad-value", "inner-packet", "other"}
+
+func errKind(err error) int {
+	switch {
+	case errors.Is(err, wire.ErrTruncated):
+		return ErrKindTruncated
+	case errors.Is(err, wire.ErrBadVersion):
+		return ErrKindVersion
+	case errors.Is(err, wire.ErrBadLength):
+		return ErrKindLength
+	case errors.Is(err, wire.ErrBadType), errors.Is(err, wire.ErrUnsupported):
+		return ErrKindType
+	case errors.Is(err, wire.ErrBadValue):
+		return ErrKindValue
+	}
+	return ErrKindOther
+}
+
+// Counters are the collector-wide counters.
+type Counters struct {
+	Packets         uint64
+	Reports         uint64
+	ReportsV2       uint64
+	ReportsV05      uint64
+	Errors          [numErrKinds]uint64
+	Lost            uint64
+	Drops           uint64
+	DropReasons     [256]uint64
+	Congestion      uint64
+	FlowsCreated    uint64
+	FlowsEvicted    uint64
+	NoFlow          uint64 // reports without a decodable flow
+	SourcesOverflow uint64
+}
+
+// Config bounds the collector's memory.
+type Config struct {
+	MaxFlows   int // flow table size (default 65536)
+	MaxSources int // (node, hw_id) sequence trackers (default 4096)
+}
+
+// Collector aggregates decoded reports into per-flow state. Handle* methods
+// and readers are safe for concurrent use (one mutex; the receive loop
+// takes it once per batch).
+type Collector struct {
+	mu      sync.Mutex
+	cfg     Config
+	dec     *Decoder
+	now     int64
+	flows   []FlowState
+	index   map[wire.FlowKey]int32
+	head    int32 // most recently updated
+	tail    int32 // least recently updated
+	sources map[uint64]*SourceState
+	c       Counters
+	// OnReport, when set, is called for every decoded report (used for
+	// JSON output). It runs with the collector locked.
+	OnReport func(r *Report)
+}
+
+// New returns a collector.
+func New(cfg Config) *Collector {
+	if cfg.MaxFlows <= 0 {
+		cfg.MaxFlows = 65536
+	}
+	if cfg.MaxSources <= 0 {
+		cfg.MaxSources = 4096
+	}
+	return &Collector{
+		cfg:     cfg,
+		dec:     NewDecoder(),
+		index:   make(map[wire.FlowKey]int32, cfg.MaxFlows),
+		head:    -1,
+		tail:    -1,
+		sources: make(map[uint64]*SourceState),
+	}
+}
+
+// Decoder returns the collector's decoder, to configure INT markings
+// before use.
+func (c *Collector) Decoder() *Decoder { return c.dec }
+
+// Lock and Unlock let a receiver hold the collector across a batch of
+// HandlePacketLocked calls.
+func (c *Collector) Lock()   { c.mu.Lock() }
+func (c *Collector) Unlock() { c.mu.Unlock() }
+
+// HandlePacket decodes one report packet (UDP payload) received at now
+// (unix ns) and aggregates its reports.
+func (c *Collector) HandlePacket(payload []byte, now int64) {
+	c.mu.Lock()
+	c.HandlePacketLocked(payload, now)
+	c.mu.Unlock()
+}
+
+// HandlePacketLocked is HandlePacket with the collector already locked.
+func (c *Collector) HandlePacketLocked(payload []byte, now int64) {
+	c.now = now
+	c.c.Packets++
+	_, err := c.dec.Decode(payload, c)
+	if err != nil {
+		c.c.Errors[errKind(err)]++
+	}
+}
+
+// HandleReport implements Handler.
+func (c *Collector) HandleReport(r *Report) {
+	c.c.Reports++
+	if r.Version == wire.Version2 {
+		c.c.ReportsV2++
+	} else {
+		c.c.ReportsV05++
+	}
+	if r.Index == 0 {
+		c.sequence(r)
+	}
+	if r.InnerErr != nil {
+		c.c.Errors[ErrKindInner]++
+	}
+	dropped := r.D || r.HasDrop
+	if dropped {
+		c.c.Drops++
+		c.c.DropReasons[r.DropReason]++
+	}
+	if r.Q {
+		c.c.Congestion++
+	}
+	if src := c.source(r); src != nil {
+		src.Reports++
+		if dropped {
+			src.Drops++
+		}
+		if r.Q {
+			src.Congested++
+		}
+	}
+	if c.OnReport != nil {
+		c.OnReport(r)
+	}
+	if !r.HasFlow {
+		c.c.NoFlow++
+		return
+	}
+	f := c.flow(&r.Flow)
+	f.Reports++
+	f.LastSeen = c.now
+	if dropped {
+		f.Drops++
+		f.countDrop(r.DropReason)
+	}
+	if r.Q {
+		f.Congestion++
+	}
+	if len(r.INT.Hops) > 0 && r.INT.Type == wire.TypeMD {
+		c.mdPath(f, r)
+	} else if r.HasMD {
+		// INT-MX, postcards, local reports: one hop per report, placed by
+		// node; the end-to-end latency is the sum over the known path.
+		f.hop(r.NodeID, &r.MD, c.now, -1)
+		if !r.INT.Present && r.MD.Valid&(wire.InstHopLatency|wire.InstEgressTimestamp) != 0 {
+			f.E2E.add(f.pathLatency())
+		}
+	}
+}
+
+func (f *FlowState) countDrop(reason uint8) {
+	for i := range f.DropReasons {
+		d := &f.DropReasons[i]
+		if d.Count != 0 && d.Reason == reason {
+			d.Count++
+			return
+		}
+		if d.Count == 0 {
+			d.Reason, d.Count = reason, 1
+			return
+		}
+	}
+	f.DropOther++
+}
+
+// mdPath replaces the flow's path with the INT-MD stack (bottom of stack
+// is the first hop) followed by the reporting sink.
+func (c *Collector) mdPath(f *FlowState, r *Report) {
+	hops := r.INT.Hops
+	n := len(hops)
+	sinkInStack := n > 0 && hops[0].Valid&wire.InstNodeID != 0 && hops[0].NodeID == r.NodeID
+	total := n
+	if r.HasMD && !sinkInStack {
+		total++
+	}
+	total = min(total, MaxPathHops)
+	changed := total != f.NHops
+	var e2e uint64
+	for i := 0; i < total; i++ {
+		var node uint32
+		var m *wire.HopMetadata
+		if i < n {
+			m = &hops[n-1-i]
+			node = m.NodeID
+		} else {
+			m, node = &r.MD, r.NodeID
+		}
+		if !changed && f.Path[i].NodeID != node {
+			changed = true
+		}
+		e2e += hopLatency(m)
+	}
+	if changed {
+		if f.NHops != 0 {
+			f.PathChanges++
+		}
+		f.NHops = 0
+	}
+	for i := 0; i < total; i++ {
+		if i < n {
+			m := &hops[n-1-i]
+			f.hop(m.NodeID, m, c.now, i)
+		} else {
+			f.hop(r.NodeID, &r.MD, c.now, i)
+		}
+	}
+	f.E2E.add(e2e)
+}
+
+// hopLatency is the hop latency field, or the egress minus the ingress
+// timestamp when only those are present.
+func hopLatency(m *wire.HopMetadata) uint64 {
+	if m.Valid&wire.InstHopLatency != 0 {
+		return uint64(m.HopLatency)
+	}
+	if m.Valid&(wire.InstIngressTimestamp|wire.InstEgressTimestamp) == wire.InstIngressTimestamp|wire.InstEgressTimestamp &&
+		m.EgressTimestamp >= m.IngressTimestamp {
+		return m.EgressTimestamp - m.IngressTimestamp
+	}
+	return 0
+}
+
+// hop updates (or appends, at position at, or at the end when at < 0) the
+// path hop for node.
+func (f *FlowState) hop(node uint32, m *wire.HopMetadata, now int64, at int) {
+	i := at
+	if i < 0 {
+		for i = 0; i < f.NHops && f.Path[i].NodeID != node; i++ {
+		}
+	}
+	if i >= MaxPathHops {
+		return
+	}
+	h := &f.Path[i]
+	if i >= f.NHops {
+		*h = HopState{NodeID: node}
+		f.NHops = i + 1
+	}
+	if m.Valid&wire.InstL1Ports != 0 {
+		h.IngressPort, h.EgressPort = m.IngressPort, m.EgressPort
+	}
+	if m.Valid&(wire.InstHopLatency|wire.InstIngressTimestamp|wire.InstEgressTimestamp) != 0 {
+		h.Latency.add(hopLatency(m))
+	}
+	if m.Valid&wire.InstQueue != 0 {
+		h.QueueID = m.QueueID
+		h.Queue.add(uint64(m.QueueOccupancy))
+	}
+	h.LastSeen = now
+}
+
+func (f *FlowState) pathLatency() uint64 {
+	var s uint64
+	for i := 0; i < f.NHops; i++ {
+		s += f.Path[i].Latency.Last
+	}
+	return s
+}
+
+// sequence detects report loss from gaps in the (node, hw_id) sequence.
+func (c *Collector) sequence(r *Report) {
+	s := c.source(r)
+	if s == nil {
+		return
+	}
+	s.Packets++
+	if s.Packets == 1 {
+		s.LastSeq = r.Seq
+		return
+	}
+	mask := uint32(wire.MaxReportSeq)
+	if r.Version != wire.Version2 {
+		mask = 0xffffffff
+	}
+	gap := (r.Seq - s.LastSeq - 1) & mask
+	switch {
+	case gap == mask || gap >= mask/2:
+		// At or behind the last sequence number: duplicate or reordered.
+		s.Reordered++
+		return
+	case gap > 0:
+		s.Lost += uint64(gap)
+		c.c.Lost += uint64(gap)
+	}
+	s.LastSeq = r.Seq
+}
+
+func (c *Collector) source(r *Report) *SourceState {
+	k := uint64(r.NodeID)<<8 | uint64(r.HWID)<<1 | uint64(r.Version&1)
+	if s, ok := c.sources[k]; ok {
+		return s
+	}
+	if len(c.sources) >= c.cfg.MaxSources {
+		c.c.SourcesOverflow++
+		return nil
+	}
+	s := &SourceState{NodeID: r.NodeID, HWID: r.HWID, Version: r.Version}
+	c.sources[k] = s
+	return s
+}
+
+// flow returns the state of k, creating it (and evicting the least
+// recently updated flow when the table is full).
+func (c *Collector) flow(k *wire.FlowKey) *FlowState {
+	if i, ok := c.index[*k]; ok {
+		c.touch(i)
+		return &c.flows[i]
+	}
+	var i int32
+	if len(c.flows) < c.cfg.MaxFlows {
+		c.flows = append(c.flows, FlowState{})
+		i = int32(len(c.flows) - 1)
+	} else {
+		i = c.tail
+		c.unlink(i)
+		delete(c.index, c.flows[i].Key)
+		c.c.FlowsEvicted++
+	}
+	c.c.FlowsCreated++
+	f := &c.flows[i]
+	*f = FlowState{Key: *k, FirstSeen: c.now, LastSeen: c.now}
+	c.index[*k] = i
+	c.pushFront(i)
+	return f
+}
+
+func (c *Collector) touch(i int32) {
+	if c.head == i {
+		return
+	}
+	c.unlink(i)
+	c.pushFront(i)
+}
+
+func (c *Collector) unlink(i int32) {
+	f := &c.flows[i]
+	if f.prev >= 0 {
+		c.flows[f.prev].next = f.next
+	} else {
+		c.head = f.next
+	}
+	if f.next >= 0 {
+		c.flows[f.next].prev = f.prev
+	} else {
+		c.tail = f.prev
+	}
+}
+
+func (c *Collector) pushFront(i int32) {
+	f := &c.flows[i]
+	f.prev, f.next = -1, c.head
+	if c.head >= 0 {
+		c.flows[c.head].prev = i
+	}
+	c.head = i
+	if c.tail < 0 {
+		c.tail = i
+	}
+}
+
+// Snapshot is a consistent copy of the collector's state.
+type Snapshot struct {
+	Counters Counters
+	Sources  []SourceState
+	Flows    []FlowState // most recently updated first
+}
+
+// Snapshot copies the state (at most maxFlows flows, all when <= 0).
+func (c *Collector) Snapshot(maxFlows int) *Snapshot {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := &Snapshot{Counters: c.c}
+	for _, src := range c.sources {
+		s.Sources = append(s.Sources, *src)
+	}
+	slices.SortFunc(s.Sources, func(a, b SourceState) int {
+		return cmp.Or(cmp.Compare(a.NodeID, b.NodeID), cmp.Compare(a.HWID, b.HWID), cmp.Compare(a.Version, b.Version))
+	})
+	for i := c.head; i >= 0 && (maxFlows <= 0 || len(s.Flows) < maxFlows); i = c.flows[i].next {
+		s.Flows = append(s.Flows, c.flows[i])
+	}
+	return s
+}
+
+// Flow returns a copy of the state of k.
+func (c *Collector) Flow(k wire.FlowKey) (FlowState, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if i, ok := c.index[k]; ok {
+		return c.flows[i], true
+	}
+	return FlowState{}, false
+}

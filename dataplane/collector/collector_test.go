@@ -1,0 +1,199 @@
+package collector
+
+import (
+	"bytes"
+	"fmt"
+	"net/netip"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/intd-project/intd/dataplane/wire"
+)
+
+var testFlow = wire.FlowKey{Src: netip.MustParseAddr("10.0.0.1"), Dst: netip.MustParseAddr("10.0.0.2"),
+	SrcPort: 40000, DstPort: 5001, Proto: wire.ProtoUDP}
+
+func TestAggregateMDPath(t *testing.T) {
+	c := New(Config{})
+	c.HandlePacket(testPayload(t, 10), 1000)
+	c.HandlePacket(testPayload(t, 11), 2000)
+	f, ok := c.Flow(testFlow)
+	if !ok {
+		t.Fatal("flow missing")
+	}
+	if f.NHops != 4 || f.FirstSeen != 1000 || f.LastSeen != 2000 || f.Reports != 6 || f.PathChanges != 0 {
+		t.Fatalf("flow = %+v", f)
+	}
+	for i, want := range []uint32{1, 2, 3} {
+		h := f.Path[i]
+		if h.NodeID != want || h.Latency.Last != uint64(want)*1000 || h.Queue.Last != uint64(want)*10 || h.EgressPort != 2 {
+			t.Errorf("hop %d = %+v", i, h)
+		}
+	}
+	// The sink (node 4) reported 4000 ns; its intermediate report 50000 ns.
+	if h := f.Path[3]; h.NodeID != 4 || h.Latency.Min != 4000 || h.Latency.Max != 50000 || h.Queue.Max != 5000 {
+		t.Errorf("sink hop = %+v", h)
+	}
+	if f.E2E.Min != 10000 {
+		t.Errorf("e2e = %+v", f.E2E)
+	}
+	if f.Drops != 2 || f.DropReasons[0] != (DropCount{71, 2}) || f.Congestion != 2 {
+		t.Errorf("drops %d %v congestion %d", f.Drops, f.DropReasons, f.Congestion)
+	}
+	s := c.Snapshot(0)
+	if s.Counters.Reports != 6 || s.Counters.Lost != 0 || s.Counters.DropReasons[71] != 2 || len(s.Sources) != 1 || s.Sources[0].Packets != 2 {
+		t.Errorf("counters = %+v sources %+v", s.Counters, s.Sources)
+	}
+}
+
+func TestPathChange(t *testing.T) {
+	c := New(Config{})
+	c.HandlePacket(testPayload(t, 1), 1)
+	hops := testHops()
+	hops[1].NodeID = 9
+	b, _ := wire.AppendGroupHeader(nil, wire.GroupHeader{Version: 2, HWID: 5, Seq: 2, NodeID: 4})
+	h := wire.ReportHeader{Type: wire.RepINT, InType: wire.InEthernet, RepMdBits: wire.RepHopLatency}
+	b, _ = wire.AppendReport(b, &h, &wire.ReportMetadata{HopLatency: 1}, nil, mdFrame(t, hops, testInst, 0))
+	c.HandlePacket(b, 2)
+	f, _ := c.Flow(testFlow)
+	if f.PathChanges != 1 || f.Path[1].NodeID != 9 || f.Path[1].Latency.Count != 1 || f.NHops != 4 {
+		t.Errorf("flow = %+v", f)
+	}
+}
+
+func TestSequenceLoss(t *testing.T) {
+	c := New(Config{})
+	pkt := func(seq uint32) []byte {
+		b, _ := wire.AppendGroupHeader(nil, wire.GroupHeader{Version: 2, HWID: 1, Seq: seq, NodeID: 7})
+		b, _ = wire.AppendReport(b, &wire.ReportHeader{Type: wire.RepInnerOnly, InType: wire.InNone}, nil, nil, nil)
+		return b
+	}
+	for _, s := range []uint32{wire.MaxReportSeq - 1, wire.MaxReportSeq, 0, 1, 4, 3, 4, 10} {
+		c.HandlePacket(pkt(s), 1)
+	}
+	s := c.Snapshot(0)
+	src := s.Sources[0]
+	// Lost: 2, 3 (then 3 arrives late and is counted as reordered, not
+	// subtracted), 5..9.
+	if src.Lost != 7 || src.Reordered != 2 || src.Packets != 8 || s.Counters.Lost != 7 {
+		t.Errorf("source = %+v", src)
+	}
+}
+
+func TestEviction(t *testing.T) {
+	c := New(Config{MaxFlows: 4})
+	for i := 0; i < 10; i++ {
+		frame := mdFrame(t, testHops(), testInst, 0)
+		frame[wire.EthernetLen+wire.IPv4MinLen+1] = byte(i) // source port
+		b, _ := wire.AppendGroupHeader(nil, wire.GroupHeader{Version: 2, Seq: uint32(i), NodeID: 4})
+		b, _ = wire.AppendReport(b, &wire.ReportHeader{Type: wire.RepInnerOnly, InType: wire.InEthernet}, nil, nil, frame)
+		c.HandlePacket(b, int64(i))
+	}
+	s := c.Snapshot(0)
+	if len(s.Flows) != 4 || s.Counters.FlowsEvicted != 6 || s.Counters.FlowsCreated != 10 {
+		t.Fatalf("flows %d evicted %d", len(s.Flows), s.Counters.FlowsEvicted)
+	}
+	for i, f := range s.Flows {
+		if want := uint16(40000&0xff00 | (9 - i)); f.Key.SrcPort != want {
+			t.Errorf("flow %d port %d want %d", i, f.Key.SrcPort, want)
+		}
+	}
+}
+
+func TestMalformedCounted(t *testing.T) {
+	c := New(Config{})
+	good := testPayload(t, 1)
+	for i := 1; i < len(good); i++ {
+		c.HandlePacket(good[:i], 1)
+	}
+	c.HandlePacket([]byte{0x50}, 1)
+	s := c.Snapshot(0)
+	if s.Counters.Errors[ErrKindTruncated] == 0 || s.Counters.Errors[ErrKindVersion] != 1 {
+		t.Errorf("errors = %v", s.Counters.Errors)
+	}
+}
+
+func TestMetrics(t *testing.T) {
+	c := New(Config{})
+	c.HandlePacket(testPayload(t, 1), 1)
+	var b bytes.Buffer
+	if err := WriteMetrics(&b, c.Snapshot(0)); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	fl := `src="10.0.0.1",dst="10.0.0.2",proto="17",src_port="40000",dst_port="5001"`
+	for _, want := range []string{
+		"# TYPE intcollector_reports_total counter",
+		`intcollector_reports_total{version="2.0"} 3`,
+		`intcollector_drop_reports_total{reason="71"} 1`,
+		`intcollector_flow_hop_latency_ns{` + fl + `,hop="0",node_id="1",ingress_if="1",egress_if="2"} 1000`,
+		`intcollector_flow_hop_latency_ns{` + fl + `,hop="2",node_id="3",ingress_if="1",egress_if="2"} 3000`,
+		`intcollector_flow_drops_total{` + fl + `,reason="71"} 1`,
+		`intcollector_flow_congestion_total{` + fl + `} 1`,
+		`intcollector_malformed_total{kind="truncated"} 0`,
+		`intcollector_source_reports_total{node_id="4",hw_id="5",version="2.0"} 3`,
+	} {
+		if !strings.Contains(out, want+"\n") {
+			t.Errorf("missing %s", want)
+		}
+	}
+	// Every sample line is "name{labels} value" or "name value".
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if strings.HasPrefix(l, "#") {
+			continue
+		}
+		var v uint64
+		if _, err := fmt.Sscan(l[strings.LastIndexByte(l, ' ')+1:], &v); err != nil {
+			t.Errorf("bad line %q", l)
+		}
+	}
+}
+
+// benchPayload is a packet of n coalesced sink reports, each embedding a
+// 3-hop INT-MD stack, for n distinct flows.
+func benchPayload(b testing.TB, n int, seq uint32) []byte {
+	p, _ := wire.AppendGroupHeader(nil, wire.GroupHeader{Version: 2, HWID: 1, Seq: seq, NodeID: 4})
+	for i := 0; i < n; i++ {
+		frame := mdFrame(b, testHops(), testInst, 0)
+		frame[wire.EthernetLen+wire.IPv4MinLen+1] = byte(i)
+		h := wire.ReportHeader{Type: wire.RepINT, InType: wire.InEthernet, TrackedFlow: true,
+			RepMdBits: wire.RepL1Ports | wire.RepHopLatency | wire.RepQueue}
+		md := wire.ReportMetadata{IngressPort: 1, EgressPort: 9, HopLatency: 4000, QueueOccupancy: 40}
+		p, _ = wire.AppendReport(p, &h, &md, nil, frame)
+	}
+	return p
+}
+
+// BenchmarkDecodeAggregate measures decode plus per-flow aggregation of
+// sink reports with an embedded 3-hop INT-MD stack (8 per packet).
+func BenchmarkDecodeAggregate(b *testing.B) {
+	const per = 8
+	c := New(Config{})
+	pkts := [][]byte{benchPayload(b, per, 0), benchPayload(b, per, 1)}
+	c.HandlePacket(pkts[0], 0)
+	b.ReportAllocs()
+	cpu0 := cpuTime()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		c.HandlePacketLocked(pkts[i&1], int64(i))
+	}
+	b.StopTimer()
+	reportRate(b, b.N*per, cpuTime()-cpu0)
+}
+
+// cpuTime is the process's user+system CPU time. Benchmarks report rates
+// per CPU second as well as per wall second, because the machine is shared.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func reportRate(b *testing.B, n int, cpu time.Duration) {
+	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "reports/s")
+	if cpu > 0 {
+		b.ReportMetric(float64(n)/cpu.Seconds(), "reports/cpu-s")
+	}
+}

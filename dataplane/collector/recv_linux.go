@@ -1,0 +1,122 @@
+package collector
+
+import (
+	"errors"
+	"net"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Receiver reads report datagrams from a UDP socket in batches with
+// recvmmsg(2), through the Go runtime's poller. It is not safe for
+// concurrent use.
+type Receiver struct {
+	conn *net.UDPConn
+	raw  syscall.RawConn
+	bufs [][]byte
+	iovs []unix.Iovec
+	msgs []unix.Mmsghdr
+	n    int
+	err  error
+	read func(fd uintptr) bool
+}
+
+// DefaultBatch is the number of datagrams read per system call.
+const DefaultBatch = 64
+
+// Listen opens a UDP socket on addr (for example ":32766") reading up to
+// batch datagrams of at most 9216 bytes per call.
+func Listen(addr string, batch int) (*Receiver, error) {
+	ua, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := net.ListenUDP("udp", ua)
+	if err != nil {
+		return nil, err
+	}
+	conn.SetReadBuffer(8 << 20)
+	return NewReceiver(conn, batch)
+}
+
+// NewReceiver wraps an open UDP socket.
+func NewReceiver(conn *net.UDPConn, batch int) (*Receiver, error) {
+	if batch <= 0 {
+		batch = DefaultBatch
+	}
+	raw, err := conn.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	r := &Receiver{conn: conn, raw: raw,
+		bufs: make([][]byte, batch), iovs: make([]unix.Iovec, batch), msgs: make([]unix.Mmsghdr, batch)}
+	for i := range r.bufs {
+		r.bufs[i] = make([]byte, 9216)
+		r.iovs[i].Base = &r.bufs[i][0]
+		r.iovs[i].SetLen(len(r.bufs[i]))
+		r.msgs[i].Hdr.Iov = &r.iovs[i]
+		r.msgs[i].Hdr.SetIovlen(1)
+	}
+	r.read = r.recvmmsg
+	return r, nil
+}
+
+// Addr is the socket's local address.
+func (r *Receiver) Addr() net.Addr { return r.conn.LocalAddr() }
+
+// Close closes the socket; a blocked Read returns an error.
+func (r *Receiver) Close() error { return r.conn.Close() }
+
+// SetDeadline sets the read deadline.
+func (r *Receiver) SetDeadline(t time.Time) error { return r.conn.SetReadDeadline(t) }
+
+func (r *Receiver) recvmmsg(fd uintptr) bool {
+	n, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&r.msgs[0])), uintptr(len(r.msgs)),
+		unix.MSG_DONTWAIT, 0, 0)
+	if e == unix.EAGAIN || e == unix.EWOULDBLOCK {
+		return false // wait for the poller
+	}
+	if e == unix.EINTR {
+		return false
+	}
+	r.n, r.err = int(n), nil
+	if e != 0 {
+		r.n, r.err = 0, e
+	}
+	return true
+}
+
+// Read blocks until at least one datagram is available and returns how
+// many were read; Packet(i) returns them. It does not allocate.
+func (r *Receiver) Read() (int, error) {
+	if err := r.raw.Read(r.read); err != nil {
+		return 0, err
+	}
+	return r.n, r.err
+}
+
+// Packet returns datagram i of the last Read (valid until the next Read).
+func (r *Receiver) Packet(i int) []byte { return r.bufs[i][:r.msgs[i].Len] }
+
+// Serve reads report packets from r until it is closed and aggregates
+// them. It returns nil after Close.
+func (c *Collector) Serve(r *Receiver) error {
+	for {
+		n, err := r.Read()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return err
+		}
+		now := time.Now().UnixNano()
+		c.mu.Lock()
+		for i := 0; i < n; i++ {
+			c.HandlePacketLocked(r.Packet(i), now)
+		}
+		c.mu.Unlock()
+	}
+}
