@@ -186,7 +186,7 @@ func (o *Orchestrator) translate(cfg *gen.Device) (*intent, error) {
 		if a.Mode == sai.IntModeMX && a.Instructions&sai.InstChecksumComplement != 0 {
 			return nil, invalidf(p+"/config/instructions", "INT_MX mode has no checksum complement: remove METADATA_FIELD_CHECKSUM_COMPLEMENT")
 		}
-		if a.Instructions == 0 && a.DSInstruction == 0 {
+		if a.Instructions&^sai.InstChecksumComplement == 0 && a.DSInstruction == 0 {
 			return nil, invalidf(p+"/config/instructions", "the session requests no metadata")
 		}
 		if a.DSInstruction != 0 {

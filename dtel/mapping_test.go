@@ -415,6 +415,9 @@ func TestValidation(t *testing.T) {
 		}, "/int/int-sessions/int-session[name=md-5]/config/instructions: METADATA_FIELD_DROP_REASON is not an INT instruction"},
 		{"no instructions", nil, func(d *gen.Device) { d.Int.IntSessions.IntSession["md-5"].Config.Instructions = nil },
 			"/int/int-sessions/int-session[name=md-5]/config/instructions: the session requests no metadata"},
+		{"only checksum complement", nil, func(d *gen.Device) {
+			d.Int.IntSessions.IntSession["md-5"].Config.Instructions = []gen.E_IntdIntMetadataSemantics_METADATA_BASELINE_FIELD{gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_CHECKSUM_COMPLEMENT}
+		}, "/int/int-sessions/int-session[name=md-5]/config/instructions: the session requests no metadata"},
 		{"ds-instruction in the default domain", nil, func(d *gen.Device) { d.Int.IntSessions.IntSession["md-5"].Config.DsInstruction = ptrTo(uint16(1)) },
 			"/int/int-sessions/int-session[name=md-5]/config/ds-instruction: ds-instruction 0x0001 needs a non-zero domain-specific-id"},
 		{"ds-instruction bit without a field", nil, func(d *gen.Device) {
