@@ -65,33 +65,48 @@ func newFlowTable(size int, seed uint64) *flowTable {
 	return &flowTable{entries: make([]flowEntry, size), mask: uint64(size/ways - 1), seed: seed, gen: 1}
 }
 
-// lookup returns the entry of flow hash h, claiming the least recently seen
-// way (or a stale one) when the flow is not present; fresh says so.
+// lookup returns the entry of flow hash h, claiming a slot when the flow
+// is not present (fresh): each flow has two candidate buckets of 4 ways
+// (two-choice hashing keeps overflow negligible at high load); an empty or
+// stale slot is preferred, else the least recently seen flow is evicted
+// (it will look new, so it is reported: eviction never hides a change).
 func (t *flowTable) lookup(h uint64) (e *flowEntry, fresh bool) {
 	h |= 1
-	b := int((h>>32)&t.mask) * ways
-	bucket := t.entries[b : b+ways : b+ways]
-	victim := 0
-	for i := range bucket {
-		x := &bucket[i]
-		if x.key == h && x.gen == t.gen {
-			return x, false
-		}
-		if x.key == 0 || x.gen != t.gen {
-			victim = i
-			if x.key == 0 {
-				break
-			}
-			continue
-		}
-		v := &bucket[victim]
-		if v.key != 0 && v.gen == t.gen && x.lastSeen < v.lastSeen {
-			victim = i
+	b1 := int((h>>32)&t.mask) * ways
+	b2 := int((h>>8)&t.mask) * ways
+	s1 := t.entries[b1 : b1+ways : b1+ways]
+	s2 := t.entries[b2 : b2+ways : b2+ways]
+	for i := range s1 {
+		if s1[i].key == h && s1[i].gen == t.gen {
+			return &s1[i], false
 		}
 	}
-	e = &bucket[victim]
+	for i := range s2 {
+		if s2[i].key == h && s2[i].gen == t.gen {
+			return &s2[i], false
+		}
+	}
+	e = t.victim(s1, nil)
+	if e.key != 0 && e.gen == t.gen {
+		e = t.victim(s2, e)
+	}
 	*e = flowEntry{key: h, gen: t.gen}
 	return e, true
+}
+
+// victim returns a free or stale slot of s, else the least recently seen
+// of s and best.
+func (t *flowTable) victim(s []flowEntry, best *flowEntry) *flowEntry {
+	for i := range s {
+		x := &s[i]
+		if x.key == 0 || x.gen != t.gen {
+			return x
+		}
+		if best == nil || x.lastSeen < best.lastSeen {
+			best = x
+		}
+	}
+	return best
 }
 
 // clear applies the flow-state clear cycle: all state is dropped at every
