@@ -20,6 +20,14 @@ generate:
 	gofmt -w gen/intd.go
 	sh gen/versions.sh $(YANG) > gen/versions.go
 	gofmt -w gen/versions.go
+	mkdir -p gen/collector
+	$(GO) tool generator -path=yang -output_file=gen/collector/collector.go -package_name=collector \
+		-generate_fakeroot -fakeroot_name=device -compress_paths=false \
+		-typedef_enum_with_defmod -generate_append -generate_getters \
+		-generate_delete -generate_leaf_getters -generate_populate_defaults \
+		-generate_simple_unions -include_model_data -generate_rename yang/intd-collector.yang
+	sed -i "s#$$($(GO) env GOMODCACHE)/##g" gen/collector/collector.go
+	gofmt -w gen/collector/collector.go
 
 # Fails when `make generate` would change what is committed.
 check-generated: generate
@@ -31,6 +39,7 @@ build:
 lint:
 	yanglint -p yang $(YANG)
 	yanglint -p yang -t config $(YANG) yang/examples/*.json
+	yanglint -p yang yang/intd-collector.yang
 	gofmt -l . | grep -v '^gen/' | (! grep .) || (echo "gofmt needed on the files above"; exit 1)
 	$(GO) vet ./...
 
