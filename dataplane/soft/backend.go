@@ -239,7 +239,7 @@ func (s *Switch) Stats(ctx context.Context) (sai.Stats, error) {
 		qrs += q.stats.Reports
 	}
 	st.Reports[sai.ReportQueue] = sai.ReportCounters{Generated: qrs}
-	if p, ok := s.reporter.(*report.Pipeline); ok {
+	if p, ok := s.reporter.(ReportPipeline); ok {
 		s.pipelineStats(p, &st)
 	} else if sr, ok := s.reporter.(StatsReporter); ok {
 		sr.ReportStats(&st)
@@ -317,7 +317,7 @@ func (s *Switch) recompile(t sai.ObjectType) {
 		return cmp.Compare(a.oid, b.oid)
 	})
 	s.cfg = c
-	if p, ok := s.reporter.(*report.Pipeline); ok && t != sai.ObjectTypeWatchlistEntry && t != sai.ObjectTypeIntSession {
+	if p, ok := s.reporter.(ReportPipeline); ok && t != sai.ObjectTypeWatchlistEntry && t != sai.ObjectTypeIntSession {
 		s.reportErr = p.Configure(s.reportConfig(dtel))
 	}
 }

@@ -7,8 +7,15 @@ import (
 	"github.com/intd-project/intd/sai"
 )
 
-// When the switch's reporter is a *report.Pipeline, the switch configures
-// it from its sai objects and reads its counters into Stats.
+// ReportPipeline is what a *report.Pipeline offers besides Report. When
+// the switch's reporter implements it (the pipeline itself or a wrapper),
+// the switch configures it from its sai objects and reads its counters
+// into Stats.
+type ReportPipeline interface {
+	report.Reporter
+	Configure(report.Config) error
+	Stats() report.Stats
+}
 
 // ReportError returns the error of the last reporting configuration, nil
 // when it was accepted (or the reporter is not a *report.Pipeline).
@@ -58,7 +65,7 @@ func (s *Switch) reportConfig(d *sai.DTelAttrs) report.Config {
 }
 
 // pipelineStats fills the reporting counters of st from p.
-func (s *Switch) pipelineStats(p *report.Pipeline, st *sai.Stats) {
+func (s *Switch) pipelineStats(p ReportPipeline, st *sai.Stats) {
 	ps := p.Stats()
 	sum := func(ts ...report.EventType) sai.ReportCounters {
 		var r sai.ReportCounters
