@@ -1,0 +1,97 @@
+package report
+
+import (
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/intd-project/intd/dataplane/wire"
+	"golang.org/x/sys/unix"
+)
+
+// TestUDPLoopback sends reports over a real UDP socket to 127.0.0.1 and
+// checks the payload, the DSCP (IP_RECVTOS) and that DF is requested.
+func TestUDPLoopback(t *testing.T) {
+	ln, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Skip("no loopback UDP:", err)
+	}
+	defer ln.Close()
+	rc, _ := ln.SyscallConn()
+	recvTOS := true
+	rc.Control(func(fd uintptr) {
+		if unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_RECVTOS, 1) != nil {
+			recvTOS = false
+		}
+	})
+	dst := ln.LocalAddr().(*net.UDPAddr).AddrPort()
+	for _, src := range []string{"127.0.0.1", "192.0.2.1"} { // local, then not local
+		snd := NewUDPSender()
+		cfg := baseConfig(4)
+		cfg.Sessions[0].Src = netip.MustParseAddr(src)
+		cfg.Sessions[0].Collectors = []Collector{{dst}}
+		cfg.Events[EventFlowReportAllPackets] = Route{Session: "s", DSCP: 46}
+		p, err := New(cfg, Options{Sender: snd, TickInterval: time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := newFrame(1, []uint32{1}, []uint32{1})
+		var ev Event
+		for i := 0; i < 4; i++ {
+			f.event(&ev, time.Now().UnixNano(), 10)
+			ev.ReportAll = true
+			p.Report(&ev)
+		}
+		buf, oob := make([]byte, 2048), make([]byte, 256)
+		ln.SetReadDeadline(time.Now().Add(5 * time.Second))
+		n, oobn, _, from, err := ln.ReadMsgUDPAddrPort(buf, oob)
+		if err != nil {
+			t.Fatalf("src %s: %v", src, err)
+		}
+		g, rr, err := wire.NewReportReader(buf[:n])
+		var r wire.Report
+		cnt := 0
+		for rr.Next(&r) {
+			cnt++
+		}
+		if err != nil || cnt != 4 || g.NodeID != 99 {
+			t.Errorf("src %s: %d reports, group %+v, err %v", src, cnt, g, err)
+		}
+		if src == "127.0.0.1" && (from.Addr() != netip.MustParseAddr(src) || snd.NotLocal(cfg.Sessions[0].Src)) {
+			t.Errorf("sent from %v", from)
+		}
+		if src == "192.0.2.1" && !snd.NotLocal(cfg.Sessions[0].Src) {
+			t.Errorf("non-local source not noted")
+		}
+		if recvTOS {
+			msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+			found := false
+			for _, m := range msgs {
+				if m.Header.Level == unix.IPPROTO_IP && m.Header.Type == unix.IP_TOS && len(m.Data) > 0 {
+					found = true
+					if m.Data[0]>>2 != 46 {
+						t.Errorf("DSCP %d, want 46", m.Data[0]>>2)
+					}
+				}
+			}
+			if err != nil || !found {
+				t.Logf("no IP_TOS control message (%v)", err)
+			}
+		}
+		// DF: the socket does path MTU discovery.
+		snd.mu.Lock()
+		for _, c := range snd.conns {
+			crc, _ := c.SyscallConn()
+			crc.Control(func(fd uintptr) {
+				v, err := unix.GetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_MTU_DISCOVER)
+				if err != nil || v != unix.IP_PMTUDISC_DO {
+					t.Errorf("IP_MTU_DISCOVER %d %v", v, err)
+				}
+			})
+		}
+		snd.mu.Unlock()
+		p.Close()
+		snd.Close()
+	}
+}
