@@ -304,11 +304,9 @@ func DecodeHop(b []byte, inst Instructions, m *HopMetadata) error {
 			m.BufferID, m.BufferOccupancy = uint8(v>>24), v&0xffffff
 		}
 	}
-	// The checksum complement is counted in Words but sits after the
-	// domain-specific metadata.
+	// The checksum complement sits after the domain-specific metadata.
 	end := len(b)
 	if inst&InstChecksumComplement != 0 {
-		off -= 4
 		end -= 4
 		m.ChecksumComplement = binary.BigEndian.Uint32(b[end:])
 		if m.ChecksumComplement != Unavailable32 {

@@ -131,8 +131,12 @@ type LegacyHop struct {
 }
 
 // Value returns the i-th value of the hop (in instruction order), with the
-// bottom-of-stack bit (2016 format) removed when clearBOS is set.
+// bottom-of-stack bit (2016 format) removed when clearBOS is set. It is 0
+// when the hop has fewer values.
 func (h LegacyHop) Value(i int, clearBOS bool) uint32 {
+	if i < 0 || 4*i+4 > len(h.Values) {
+		return 0
+	}
 	v := binary.BigEndian.Uint32(h.Values[4*i:])
 	if clearBOS {
 		v &^= 0x8000_0000
