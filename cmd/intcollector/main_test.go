@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/intd-project/intd/dataplane/collector"
+	"github.com/intd-project/intd/dataplane/wire"
+)
+
+// sinkReport builds a v2.0 report from sink node 4 embedding a frame with
+// a 3-hop INT-MD stack (nodes 3, 2, 1 on top-of-stack order), plus a drop
+// report and a congestion report for the same flow.
+func sinkReport(t *testing.T, seq uint32) []byte {
+	inst := wire.InstNodeID | wire.InstL1Ports | wire.InstHopLatency | wire.InstQueue
+	hopLen := inst.Words() * 4
+	intLen := wire.MDHeaderLen + 3*hopLen
+	f := make([]byte, wire.EthernetLen+wire.IPv4MinLen+wire.UDPLen+wire.ShimLen+intLen)
+	wire.PutEthernet(f, [6]byte{2}, [6]byte{2}, wire.EtherTypeIPv4)
+	ip := f[wire.EthernetLen:]
+	wire.IPv4Header{TotalLen: uint16(len(ip)), TTL: 64, Proto: wire.ProtoUDP, Src: [4]byte{10, 0, 0, 1}, Dst: [4]byte{10, 0, 0, 2}}.Put(ip)
+	wire.UDPHeader{SrcPort: 1111, DstPort: 2222, Length: uint16(len(ip) - 20)}.Put(ip[20:])
+	sh := ip[28:]
+	wire.Shim{Type: wire.TypeMD, Length: uint8(intLen / 4)}.Put(sh)
+	wire.MDHeader{Version: 2, HopML: uint8(inst.Words()), RemainingHops: 4, Instructions: inst}.Put(sh[4:])
+	off := 4 + wire.MDHeaderLen
+	for _, n := range []uint32{3, 2, 1} {
+		m := wire.HopMetadata{NodeID: n, IngressPort: 1, EgressPort: 2, HopLatency: n * 100, QueueOccupancy: n, Valid: inst}
+		k, err := wire.PutHop(sh[off:], inst, 0, &m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		off += k
+	}
+	b, _ := wire.AppendGroupHeader(nil, wire.GroupHeader{Version: 2, Seq: seq, NodeID: 4})
+	h := wire.ReportHeader{Type: wire.RepINT, InType: wire.InEthernet, TrackedFlow: true, RepMdBits: wire.RepHopLatency}
+	b, _ = wire.AppendReport(b, &h, &wire.ReportMetadata{HopLatency: 400}, nil, f)
+	h = wire.ReportHeader{Type: wire.RepINT, InType: wire.InEthernet, Dropped: true, RepMdBits: wire.RepDrop}
+	b, _ = wire.AppendReport(b, &h, &wire.ReportMetadata{DropReason: 132}, nil, f[:42])
+	h = wire.ReportHeader{Type: wire.RepINT, InType: wire.InEthernet, Congested: true, RepMdBits: wire.RepQueue}
+	b, _ = wire.AppendReport(b, &h, &wire.ReportMetadata{QueueOccupancy: 999}, nil, f[:42])
+	return b
+}
+
+func TestServe(t *testing.T) {
+	c := collector.New(collector.Config{})
+	s, err := start(c, &serveConfig{listen: "127.0.0.1:0", metrics: "127.0.0.1:0", gnmi: "127.0.0.1:0", exportFlows: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.stop()
+	u, _ := net.Dial("udp", s.reports)
+	defer u.Close()
+	u.Write(sinkReport(t, 1))
+	u.Write(sinkReport(t, 3)) // seq 2 lost
+	deadline := time.Now().Add(5 * time.Second)
+	for c.Snapshot(1).Counters.Packets < 2 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+
+	resp, err := http.Get("http://" + s.httpLn.Addr().String() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	fl := `src="10.0.0.1",dst="10.0.0.2",proto="17",src_port="1111",dst_port="2222"`
+	for _, want := range []string{
+		`intcollector_flow_hop_latency_ns{` + fl + `,hop="0",node_id="1",ingress_if="1",egress_if="2"} 100`,
+		`intcollector_flow_hop_latency_ns{` + fl + `,hop="2",node_id="3",ingress_if="1",egress_if="2"} 300`,
+		`intcollector_flow_hop_latency_ns{` + fl + `,hop="3",node_id="4",ingress_if="0",egress_if="0"} 400`,
+		`intcollector_flow_drops_total{` + fl + `,reason="132"} 2`,
+		`intcollector_flow_congestion_total{` + fl + `} 2`,
+		`intcollector_reports_lost_total 1`,
+	} {
+		if !strings.Contains(string(body), want+"\n") {
+			t.Errorf("metrics: missing %s", want)
+		}
+	}
+
+	conn, err := grpc.NewClient(s.gnmiLn.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	cl := gpb.NewGNMIClient(conn)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	flow := &gpb.PathElem{Name: "flow", Key: map[string]string{"src-address": "10.0.0.1", "dst-address": "10.0.0.2",
+		"protocol": "17", "src-port": "1111", "dst-port": "2222"}}
+	get, err := cl.Get(ctx, &gpb.GetRequest{Encoding: gpb.Encoding_JSON_IETF, Path: []*gpb.Path{{Elem: []*gpb.PathElem{
+		{Name: "collector"}, {Name: "flows"}, flow, {Name: "path"}, {Name: "hop", Key: map[string]string{"index": "*"}},
+		{Name: "state"}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lat := map[string]uint64{}
+	for _, u := range get.Notification[0].Update {
+		el := u.Path.Elem
+		if el[len(el)-2].Name == "latency" && el[len(el)-1].Name == "last" {
+			lat[el[4].Key["index"]] = u.Val.GetUintVal()
+		}
+	}
+	if lat["0"] != 100 || lat["1"] != 200 || lat["2"] != 300 || lat["3"] != 400 {
+		t.Errorf("gNMI hop latencies = %v", lat)
+	}
+
+	sub, err := cl.Subscribe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub.Send(&gpb.SubscribeRequest{Request: &gpb.SubscribeRequest_Subscribe{Subscribe: &gpb.SubscriptionList{
+		Mode: gpb.SubscriptionList_ONCE, Subscription: []*gpb.Subscription{{Path: &gpb.Path{Elem: []*gpb.PathElem{
+			{Name: "collector"}, {Name: "flows"}, flow, {Name: "state"}, {Name: "counters"}}}}}}}})
+	got := map[string]uint64{}
+	for {
+		m, err := sub.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.GetSyncResponse() {
+			break
+		}
+		for _, u := range m.GetUpdate().GetUpdate() {
+			got[u.Path.Elem[len(u.Path.Elem)-1].Name] = u.Val.GetUintVal()
+		}
+	}
+	if got["drops"] != 2 || got["congestion-events"] != 2 || got["reports"] != 6 {
+		t.Errorf("subscribe counters = %v", got)
+	}
+}
