@@ -1,0 +1,98 @@
+package lab
+
+import (
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/intd-project/intd/sai"
+)
+
+// DefaultSession is the lab's INT session: node id, level-1 ports, hop
+// latency and queue occupancy at every hop.
+func DefaultSession() sai.IntSessionAttrs {
+	return sai.IntSessionAttrs{Mode: sai.IntModeMD, MaxHopCount: 8,
+		Instructions: sai.InstNodeID | sai.InstL1Interfaces | sai.InstHopLatency | sai.InstQueue}
+}
+
+// configure applies the default INT configuration to every switch through
+// its sai.Backend: DSCP 0x17 marking, INT source on host-facing ports
+// (watchlist on the ingress port), sink on host-facing ports, transit
+// everywhere, queue reports on fabric ports, and a report session to
+// collector when set.
+func (l *Lab) configure(collector string) error {
+	var dst netip.AddrPort
+	if collector != "" {
+		var err error
+		if dst, err = netip.ParseAddrPort(collector); err != nil {
+			return fmt.Errorf("lab: collector %q: %w", collector, err)
+		}
+	}
+	hostPorts := map[string][]string{}
+	for _, h := range l.topo.Hosts {
+		s, p, _ := splitPort(h.Port)
+		hostPorts[s] = append(hostPorts[s], p)
+	}
+	fabric := map[string][]string{}
+	for _, lk := range l.topo.Links {
+		for _, ep := range []string{lk.A, lk.B} {
+			s, p, _ := splitPort(ep)
+			fabric[s] = append(fabric[s], p)
+		}
+	}
+	for i, name := range l.order {
+		b := l.switches[name]
+		d := sai.DefaultDTelAttrs()
+		for id, n := range l.nodeIDs {
+			if n == name {
+				d.SwitchID = id
+			}
+		}
+		d.IntEndpointEnable, d.IntTransitEnable = true, true
+		d.DropReportEnable, d.QueueReportEnable = true, true
+		d.IntL4DSCP = sai.DSCPMatch{Value: 0x17, Mask: 0x3f}
+		d.SinkPortList = hostPorts[name]
+		if _, err := b.Create(d); err != nil {
+			return fmt.Errorf("lab: %s: %w", name, err)
+		}
+		if dst.IsValid() {
+			rs := sai.DefaultReportSessionAttrs()
+			rs.SrcIP = netip.AddrFrom4([4]byte{10, 255, 0, byte(i + 1)})
+			if dst.Addr().Is6() {
+				rs.SrcIP = netip.IPv6Loopback()
+			}
+			rs.Destinations = []sai.ReportDestination{{IP: dst.Addr(), UDPPort: dst.Port()}}
+			rso, err := b.Create(rs)
+			if err != nil {
+				return fmt.Errorf("lab: %s: %w", name, err)
+			}
+			for _, et := range []sai.EventType{sai.EventFlowState, sai.EventDropReport,
+				sai.EventQueueReportThresholdBreach, sai.EventQueueReportTailDrop} {
+				if _, err := b.Create(sai.EventAttrs{Type: et, ReportSession: rso}); err != nil {
+					return fmt.Errorf("lab: %s: %w", name, err)
+				}
+			}
+		}
+		for _, p := range fabric[name] {
+			if _, err := b.Create(sai.QueueReportAttrs{Port: p, LatencyThreshold: time.Millisecond,
+				BreachQuota: sai.DefaultBreachQuota, TailDrop: true}); err != nil {
+				return fmt.Errorf("lab: %s: %w", name, err)
+			}
+		}
+		if len(hostPorts[name]) == 0 {
+			continue
+		}
+		sess, err := b.Create(DefaultSession())
+		if err != nil {
+			return fmt.Errorf("lab: %s: %w", name, err)
+		}
+		for _, p := range hostPorts[name] {
+			if _, err := b.Create(sai.WatchlistEntryAttrs{Priority: 10, Match: sai.WatchlistMatch{InPort: p},
+				Action: sai.WatchlistAction{FlowOp: sai.FlowOpInt, IntSession: sess, FlowSamplePercent: 100,
+					DropReportEnable: true, TailDropReportEnable: true}}); err != nil {
+				return fmt.Errorf("lab: %s: %w", name, err)
+			}
+		}
+	}
+	return nil
+}
