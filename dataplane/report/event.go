@@ -1,7 +1,3 @@
-// Package report turns what a dataplane observes into Telemetry Reports:
-// the per-flow smart filter, drop reporting, queue-congestion quotas, and
-// the exporter that encodes, coalesces and sends report packets. Both
-// dataplanes share it; it knows packets and report sessions, not YANG.
 package report
 
 import "github.com/intd-project/intd/dataplane/wire"
