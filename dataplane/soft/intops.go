@@ -94,8 +94,8 @@ func (s *Switch) l4Word(b *pbuf, off int, old, nw uint16) {
 // It returns false when the packet must be discarded (D bit).
 func (s *Switch) sink(b *pbuf, c *compiled, p *port, t int64) bool {
 	discard := b.data[b.pkt.INT]&0x08 != 0
+	s.fillHop(b, c, t, &s.hop)
 	if b.pkt.INTType == wire.TypeMD {
-		s.fillHop(b, c, t, &s.hop)
 		out, err := wire.PushHop(b.data, &b.pkt, &s.hop, wire.PushOptions{})
 		b.setData(out)
 		if err == wire.ErrHopLimit {
@@ -105,7 +105,7 @@ func (s *Switch) sink(b *pbuf, c *compiled, p *port, t int64) bool {
 	}
 	if s.reporter != nil {
 		ev := s.event(report.KindFlow, b, t)
-		s.fillHop(b, c, t, &ev.Hop)
+		ev.Hop = s.hop
 		s.emit(ev)
 	}
 	out, err := wire.Strip(b.data, &b.pkt, wire.SinkOptions{RestoreDSCP: b.pkt.Encap == wire.EncapDSCP})
