@@ -83,6 +83,13 @@ func (s *Server) Set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResponse
 		}
 	}
 	t.running = cand
+	// Publish the new configuration with the state it produced, so no
+	// Get or subscriber sees state of entries the Set removed.
+	if st, err := t.applier.State(ctx); err == nil {
+		t.state = st
+	} else {
+		t.log.Warn("reading state after Set", "err", err)
+	}
 	if err := t.publishLocked(); err != nil {
 		t.log.Error("publishing configuration", "err", err)
 	}
