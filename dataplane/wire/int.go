@@ -1,6 +1,9 @@
 package wire
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"math/bits"
+)
 
 // Instructions is the 16-bit INT instruction bitmap. Bit 0 of the spec is
 // the most significant bit, so InstNodeID is 1<<15.
@@ -201,11 +204,11 @@ func PutHop(b []byte, inst Instructions, dsWords int, m *HopMetadata) (int, erro
 	}
 	off := 0
 	valid := m.Valid
-	for bit := 0; bit < 15; bit++ {
-		if !inst.Bit(bit) {
-			continue
-		}
-		ok := valid.Bit(bit)
+	// Walk only the set baseline bits (0-14), most significant first.
+	for v := uint16(inst) &^ 1; v != 0; {
+		bit := bits.LeadingZeros16(v)
+		v &^= 0x8000 >> uint(bit)
+		ok := valid&(0x8000>>uint(bit)) != 0
 		if FieldWords(bit) == 2 {
 			v := uint64(Unavailable64)
 			if ok {
@@ -243,9 +246,11 @@ func PutHop(b []byte, inst Instructions, dsWords int, m *HopMetadata) (int, erro
 		off += 4
 	}
 	off += copy(b[off:], m.DomainSpecific)
-	for ; off < n-4*int(inst&1) && off < n; off++ {
-		b[off] = 0xff // pad unknown domain-specific metadata with all ones
+	// Pad unknown domain-specific metadata with all ones.
+	for pad := b[off : n-4*int(inst&1)]; len(pad) > 0; pad = pad[1:] {
+		pad[0] = 0xff
 	}
+	off = n - 4*int(inst&1)
 	if inst&InstChecksumComplement != 0 {
 		binary.BigEndian.PutUint32(b[off:], Unavailable32)
 		off += 4
@@ -263,11 +268,10 @@ func DecodeHop(b []byte, inst Instructions, m *HopMetadata) error {
 	}
 	*m = HopMetadata{}
 	off := 0
-	for bit := 0; bit < 15; bit++ {
-		if !inst.Bit(bit) {
-			continue
-		}
+	for v := uint16(inst) &^ 1; v != 0; {
+		bit := bits.LeadingZeros16(v)
 		mask := Instructions(0x8000 >> uint(bit))
+		v &^= uint16(mask)
 		if FieldWords(bit) == 2 {
 			v := binary.BigEndian.Uint64(b[off:])
 			off += 8

@@ -1,6 +1,9 @@
 package wire
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	mbits "math/bits"
+)
 
 // Telemetry Report v2.0 (UDP payload): a group header followed by one or
 // more individual reports.
@@ -125,10 +128,9 @@ func RepMdWords(bits uint16) int { return Instructions(bits).Words() }
 // putReportMetadata writes md in RepMdBits order into b (len >= words*4).
 func putReportMetadata(b []byte, bits uint16, md *ReportMetadata) int {
 	off := 0
-	for bit := 0; bit < 16; bit++ {
-		if bits&(0x8000>>uint(bit)) == 0 {
-			continue
-		}
+	for v := bits; v != 0; {
+		bit := mbits.LeadingZeros16(v)
+		v &^= 0x8000 >> uint(bit)
 		switch bit {
 		case 1:
 			binary.BigEndian.PutUint32(b[off:], uint32(md.IngressPort)<<16|uint32(md.EgressPort))
@@ -235,10 +237,9 @@ func (r *Report) Baseline(md *ReportMetadata) ([]byte, error) {
 	}
 	b := r.Metadata
 	off := 0
-	for bit := 0; bit < 16; bit++ {
-		if r.RepMdBits&(0x8000>>uint(bit)) == 0 {
-			continue
-		}
+	for set := r.RepMdBits; set != 0; {
+		bit := mbits.LeadingZeros16(set)
+		set &^= 0x8000 >> uint(bit)
 		v := binary.BigEndian.Uint32(b[off:])
 		switch bit {
 		case 1:
