@@ -204,7 +204,10 @@ func (o *Orchestrator) checkMetadataSemantics(cfg *gen.Device) error {
 		}
 	}
 	lh := cfg.GetReportProperties().GetIntLastHopReportProperties().GetConfig().GetIntLastHopMetadataReport()
-	if want := lastHop(o.caps.LastHopReport); lh != 0 && lh != want {
+	if want := lastHop(o.caps.LastHopReport); lh != 0 && want == 0 {
+		return invalidf("/report-properties/int-last-hop-report-properties/config/int-last-hop-metadata-report",
+			"the dataplane does not say where its last hop reports its metadata")
+	} else if lh != 0 && lh != want {
 		return invalidf("/report-properties/int-last-hop-report-properties/config/int-last-hop-metadata-report",
 			"the dataplane's last hop reports its metadata as %s, not %s", enumName(want), enumName(lh))
 	}

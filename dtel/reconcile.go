@@ -99,8 +99,9 @@ func (p *plan) count(k opKind) (n int) {
 // constraints (one DTel object, one queue report per port and queue, one
 // event per type) are all on attributes that form the key here, so a
 // replacement never collides with the object it replaces. The price of
-// make-before-break is that a backend at its watchlist limit refuses the
-// replacement; the Apply then fails and is rolled back.
+// make-before-break is capacity: where a backend limit (watchlist entries,
+// queue reports) would be exceeded half-way, makeRoom moves removals to the
+// front, turning those recreations into break-before-make.
 func (o *Orchestrator) plan(in *intent) *plan {
 	byKey := map[key][]*instance{}
 	for inst := range o.live {
@@ -151,9 +152,60 @@ func (o *Orchestrator) plan(in *intent) *plan {
 	slices.SortStableFunc(removes, func(a, b op) int {
 		return -compareKeys(a.inst.key, b.inst.key)
 	})
+	early, removes := o.makeRoom(creates, removes)
 	p := &plan{}
-	p.ops = append(append(append(p.ops, creates...), sets...), removes...)
+	p.ops = append(append(append(append(p.ops, early...), creates...), sets...), removes...)
 	return p
+}
+
+// makeRoom moves removals ahead of the creates where the backend's object
+// limits (watchlist entries, queue reports) would otherwise be exceeded
+// half-way: pure deletions first, then the old halves of make-before-break
+// recreations, which thereby become break-before-make. Both types are
+// leaves (nothing references them), so removing them early is safe.
+// translate has checked that the desired objects fit, so there are always
+// enough removals to move.
+func (o *Orchestrator) makeRoom(creates, removes []op) (early, late []op) {
+	limits := map[sai.ObjectType]int{
+		sai.ObjectTypeWatchlistEntry: o.caps.MaxWatchlistEntries,
+		sai.ObjectTypeQueueReport:    o.caps.MaxQueueReports,
+	}
+	move := map[*instance]bool{}
+	for t, limit := range limits {
+		if limit <= 0 {
+			continue
+		}
+		n := 0
+		for inst := range o.live {
+			if inst.key.t == t {
+				n++
+			}
+		}
+		recreated := map[key]bool{}
+		for _, c := range creates {
+			if c.inst.key.t == t {
+				n++
+				recreated[c.inst.key] = true
+			}
+		}
+		excess := n - limit
+		for pass := 0; pass < 2 && excess > 0; pass++ {
+			for _, r := range removes {
+				if excess > 0 && r.inst.key.t == t && !move[r.inst] && recreated[r.inst.key] == (pass == 1) {
+					move[r.inst] = true
+					excess--
+				}
+			}
+		}
+	}
+	for _, r := range removes {
+		if move[r.inst] {
+			early = append(early, r)
+		} else {
+			late = append(late, r)
+		}
+	}
+	return early, late
 }
 
 func (o *Orchestrator) newInstance(obj *object, refs []*instance) *instance {

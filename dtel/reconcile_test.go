@@ -339,3 +339,46 @@ func checkRefcounts(t *testing.T, o *Orchestrator, b *saitest.Backend) {
 		}
 	}
 }
+
+// TestLimits: at the backend's watchlist limit, recreation becomes
+// break-before-make and deletions go first, instead of failing.
+func TestLimits(t *testing.T) {
+	caps := testCaps()
+	caps.MaxWatchlistEntries = 3
+	o, b := newTest(t, saitest.WithCapabilities(caps))
+	mustApply(t, o, full(t))
+	b.ResetLog()
+	d := full(t)
+	d.Int.Watchlist.Entries.Entry[10].Match.Config.SourcePrefix = ptrTo("10.0.3.0/24")
+	mustApply(t, o, d)
+	if got, want := kinds(b.Log()), []string{"remove watchlist entry", "create watchlist entry"}; !slices.Equal(got, want) {
+		t.Errorf("recreate at the limit: %q, want %q", got, want)
+	}
+	// Replace one entry by another: the deletion goes first.
+	b.ResetLog()
+	d = full(t)
+	e := d.Int.Watchlist.Entries.Entry[30]
+	delete(d.Int.Watchlist.Entries.Entry, 30)
+	e.SequenceId, e.Config.SequenceId = ptrTo(uint32(31)), ptrTo(uint32(31))
+	d.Int.Watchlist.Entries.Entry[31] = e
+	mustApply(t, o, d)
+	if got, want := kinds(b.Log()), []string{"remove watchlist entry", "remove watchlist entry", "create watchlist entry", "create watchlist entry"}; !slices.Equal(got, want) {
+		t.Errorf("replace at the limit: %q, want %q", got, want)
+	}
+	fo, fb := newTest(t, saitest.WithCapabilities(caps))
+	mustApply(t, fo, d)
+	if canon(b) != canon(fb) {
+		t.Errorf("differs from a fresh Apply")
+	}
+	// Rollback still restores everything (31 -> 30 is two operations).
+	for n := 1; n <= 2; n++ {
+		before := canon(b)
+		b.FailAt(n, errBoom)
+		if err := o.Apply(context.Background(), full(t)); !errors.Is(err, errBoom) {
+			t.Fatalf("step %d: %v", n, err)
+		}
+		if canon(b) != before {
+			t.Fatalf("step %d: backend changed", n)
+		}
+	}
+}
