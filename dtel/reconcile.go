@@ -224,7 +224,14 @@ func (o *Orchestrator) execute(p *plan) error {
 			done = append(done, undo)
 			continue
 		}
-		err = fmt.Errorf("dtel: step %d of %d: %v %v (%s): %w", i+1, len(p.ops), step.kind, step.inst.key, step.inst.path, err)
+		if errors.Is(err, sai.ErrInvalid) || errors.Is(err, sai.ErrUnsupported) {
+			// The dataplane refuses this configuration (beyond what its
+			// capabilities say): the client's problem, reported with
+			// the configuration path.
+			err = &InvalidError{Path: step.inst.path, Msg: fmt.Sprintf("the dataplane refused to %v the %v: %v", step.kind, step.inst.key.t, err), Err: err}
+		} else {
+			err = fmt.Errorf("dtel: step %d of %d: %v %v (%s): %w", i+1, len(p.ops), step.kind, step.inst.key, step.inst.path, err)
+		}
 		o.log.Warn("dtel: backend refused a change, rolling back", "err", err, "undo", len(done))
 		for j := len(done) - 1; j >= 0; j-- {
 			if _, uerr := o.do(done[j]); uerr != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/intd-project/intd/gen"
@@ -380,5 +381,37 @@ func TestLimits(t *testing.T) {
 		if canon(b) != before {
 			t.Fatalf("step %d: backend changed", n)
 		}
+	}
+}
+
+// TestBackendRefusal: a backend refusing valid-looking configuration with
+// sai.ErrUnsupported yields ErrInvalid naming the configuration, after the
+// rollback; other backend errors are not ErrInvalid and say which step
+// failed.
+func TestBackendRefusal(t *testing.T) {
+	o, b := newTest(t)
+	mustApply(t, o, full(t))
+	before := canon(b)
+	b.FailWhen(func(op saitest.Op) error {
+		if op.Kind == saitest.OpCreate && op.Type == sai.ObjectTypeQueueReport {
+			return sai.ErrUnsupported
+		}
+		return nil
+	})
+	err := o.Apply(context.Background(), multiChange(t))
+	b.FailWhen(nil)
+	if !errors.Is(err, ErrInvalid) || !errors.Is(err, sai.ErrUnsupported) {
+		t.Fatalf("Apply = %v, want ErrInvalid wrapping sai.ErrUnsupported", err)
+	}
+	if want := "/int/queue-reports/queue-report[interface=eth0][queue-id=3]: the dataplane refused to create the queue report"; !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("error %q does not start with %q", err, want)
+	}
+	if canon(b) != before {
+		t.Error("backend changed")
+	}
+	b.FailAt(1, errBoom)
+	err = o.Apply(context.Background(), multiChange(t))
+	if errors.Is(err, ErrInvalid) || !strings.HasPrefix(err.Error(), "dtel: step 1 of 13: create report session drops (/int/report-sessions/report-session[name=drops]): ") {
+		t.Errorf("Apply = %v", err)
 	}
 }
