@@ -64,9 +64,9 @@
 //	go test -run='^$' -bench=. -benchmem -count=4 ./dataplane/wire/
 //
 // (minimum of 4 runs, Go 1.26, AMD EPYC, 2 vCPUs shared with other
-// builds: load average 8-11 during the run, so the figures are several
-// times slower than on an idle core; FlowKey.Hash, ~5 ns idle, measured
-// 26 ns in the same run):
+// builds: load average 8-11 during the run, so every figure is inflated by
+// CPU contention; re-measure on an idle machine before comparing with the
+// 60 ns push and 100 ns report-decode targets):
 //
 //	DecodeMD_5Hops5Fields (parse + 5 hops x 5 fields)   685 ns/op  0 allocs/op
 //	PushHop_5Fields_IPv4UDPChecksum                      147 ns/op  0 allocs/op
