@@ -313,8 +313,10 @@ func TestGetErrorsAndTarget(t *testing.T) {
 	wantCode(t, err, codes.InvalidArgument)
 	_, err = env.client.Get(ctx, &gpb.GetRequest{Path: []*gpb.Path{gp(t, "/int/node[name=x]")}})
 	wantCode(t, err, codes.InvalidArgument)
-	_, err = env.client.Get(ctx, &gpb.GetRequest{Path: []*gpb.Path{{Element: []string{"int"}}}})
+	_, err = env.client.Get(ctx, &gpb.GetRequest{Path: []*gpb.Path{{Element: []string{"int[x"}}}})
 	wantCode(t, err, codes.InvalidArgument)
+	// The deprecated element form is still understood.
+	get(t, env.client, &gpb.GetRequest{Path: []*gpb.Path{{Element: []string{"int", "watchlist", "entries", "entry[sequence-id=10]", "config"}}}})
 	_, err = env.client.Get(ctx, &gpb.GetRequest{Prefix: &gpb.Path{Target: "nope"}, Path: []*gpb.Path{gp(t, "/int")}})
 	wantCode(t, err, codes.NotFound)
 

@@ -9,6 +9,7 @@ import (
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/goyang/pkg/yang"
+	"github.com/openconfig/ygot/ygot"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -107,8 +108,13 @@ func (s *schema) acceptedOrigin(origin string) bool {
 // joinPaths joins a request prefix and path into one element list, checking
 // the origin and the deprecated element field.
 func (s *schema) joinPaths(prefix, p *gpb.Path) ([]*gpb.PathElem, string, error) {
-	if len(prefix.GetElement()) > 0 || len(p.GetElement()) > 0 {
-		return nil, "", badPath("the deprecated path 'element' field is not supported; use 'elem'")
+	prefixElems, err := elemsOf(prefix)
+	if err != nil {
+		return nil, "", err
+	}
+	pathElems, err := elemsOf(p)
+	if err != nil {
+		return nil, "", err
 	}
 	origin := prefix.GetOrigin()
 	if o := p.GetOrigin(); o != "" {
@@ -120,9 +126,9 @@ func (s *schema) joinPaths(prefix, p *gpb.Path) ([]*gpb.PathElem, string, error)
 	if !s.acceptedOrigin(origin) {
 		return nil, "", badPath("unsupported origin %q", origin)
 	}
-	elems := make([]*gpb.PathElem, 0, len(prefix.GetElem())+len(p.GetElem()))
-	elems = append(elems, prefix.GetElem()...)
-	elems = append(elems, p.GetElem()...)
+	elems := make([]*gpb.PathElem, 0, len(prefixElems)+len(pathElems))
+	elems = append(elems, prefixElems...)
+	elems = append(elems, pathElems...)
 	if s.modules[origin] && len(elems) > 0 {
 		name := localName(elems[0].GetName())
 		if m, ok := s.moduleOf[name]; ok && m != origin {
@@ -130,6 +136,25 @@ func (s *schema) joinPaths(prefix, p *gpb.Path) ([]*gpb.PathElem, string, error)
 		}
 	}
 	return elems, origin, nil
+}
+
+// elemsOf returns a path's elements, converting the deprecated string
+// 'element' form (still sent by some clients, e.g. gnmi_cli's subscribe).
+func elemsOf(p *gpb.Path) ([]*gpb.PathElem, error) {
+	// Clients that send both (as gnmi_cli does) mean the same path: elem
+	// wins.
+	if len(p.GetElement()) == 0 || len(p.GetElem()) > 0 {
+		return p.GetElem(), nil
+	}
+	out := make([]*gpb.PathElem, 0, len(p.GetElement()))
+	for _, s := range p.GetElement() {
+		sp, err := ygot.StringToStructuredPath("/" + s)
+		if err != nil || len(sp.GetElem()) != 1 {
+			return nil, badPath("cannot parse path element %q", s)
+		}
+		out = append(out, sp.GetElem()[0])
+	}
+	return out, nil
 }
 
 func localName(n string) string {

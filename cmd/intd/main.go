@@ -1,0 +1,77 @@
+// Command intd is the In-band Network Telemetry node, managed over gNMI.
+//
+// Usage:
+//
+//	intd run [flags]       serve one node (see `intd run -h`)
+//	intd passwd USER       print a credentials-file line for USER
+//	intd help
+//
+// Further subcommands (e.g. `intd lab`) register themselves in commands.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+)
+
+// command is one subcommand. Files adding subcommands call register from
+// an init function (the in-process lab will add "lab" this way).
+type command struct {
+	summary string
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+var commands = map[string]command{}
+
+func register(name, summary string, run func(ctx context.Context, args []string, stdout, stderr io.Writer) error) {
+	if _, dup := commands[name]; dup {
+		panic("intd: subcommand registered twice: " + name)
+	}
+	commands[name] = command{summary: summary, run: run}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "intd:", err)
+		}
+		os.Exit(2)
+	}
+}
+
+func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(stderr)
+		if len(args) == 0 {
+			return errors.New("no subcommand")
+		}
+		return nil
+	}
+	c, ok := commands[args[0]]
+	if !ok {
+		usage(stderr)
+		return fmt.Errorf("unknown subcommand %q", args[0])
+	}
+	return c.run(ctx, args[1:], stdout, stderr)
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: intd SUBCOMMAND [flags]\n\nsubcommands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
+	}
+}
