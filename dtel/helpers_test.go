@@ -35,9 +35,7 @@ func newTest(t testing.TB, opts ...saitest.Option) (*Orchestrator, *saitest.Back
 
 var fullJSON string
 
-// fullConfigText is yang/examples/full-config.json with the collectors
-// whose address family differs from their session's source address
-// replaced (see TestFullConfigMixedFamilies).
+// fullConfigText is yang/examples/full-config.json.
 func fullConfigText(t testing.TB) string {
 	t.Helper()
 	if fullJSON == "" {
@@ -47,7 +45,7 @@ func fullConfigText(t testing.TB) string {
 		}
 		fullJSON = string(raw)
 	}
-	return strings.NewReplacer(`2001:db8::100`, `192.0.2.101`, `198.51.100.7`, `2001:db8::7`).Replace(fullJSON)
+	return fullJSON
 }
 
 var parsedFull *gen.Device

@@ -335,9 +335,8 @@ func TestMapping(t *testing.T) {
 	}
 }
 
-// TestFullConfigMixedFamilies: the example's report sessions send to
-// collectors of the other address family than their source address, which
-// no report session can do.
+// TestFullConfigMixedFamilies: a report session cannot send to a collector
+// of the other address family than its source address.
 func TestFullConfigMixedFamilies(t *testing.T) {
 	o, b := newTest(t)
 	d, err := gen.ParseConfig([]byte(fullJSONRaw(t)))
@@ -357,9 +356,9 @@ func TestFullConfigMixedFamilies(t *testing.T) {
 	}
 }
 
+// fullJSONRaw is the example with an IPv6 collector in an IPv4 session.
 func fullJSONRaw(t *testing.T) string {
-	fullConfigText(t)
-	return fullJSON
+	return strings.Replace(fullConfigText(t), `192.0.2.101`, `2001:db8::100`, 2)
 }
 
 // TestValidation checks the semantic validation YANG cannot express:

@@ -132,7 +132,7 @@ func TestInvalidConfigsNameThePath(t *testing.T) {
 		{"dangling int-session leafref", "intd-int:int/watchlist/entries/entry/0/actions/config/int-session", "missing", "int-session"},
 		{"unknown leaf", "intd-int:int/node/config/turbo-mode", true, "/intd-int:int/node/config/turbo-mode"},
 		{"wrong type", "intd-int:int/node/config/node-id", "one", "/intd-int:int/node/config/node-id"},
-		{"wrong type in list", "intd-int:int/report-sessions/report-session/0/collectors/collector/1/config/port", true, "/intd-int:int/report-sessions/report-session[name=collector]/collectors/collector[address=2001:db8::100][port=32766]/config/port"},
+		{"wrong type in list", "intd-int:int/report-sessions/report-session/0/collectors/collector/1/config/port", true, "/intd-int:int/report-sessions/report-session[name=collector]/collectors/collector[address=192.0.2.101][port=32766]/config/port"},
 		{"bad enum", "intd-int:int/int-sessions/int-session/0/config/mode", "INT_XX", "/intd-int:int/int-sessions/int-session[name=md-5]/config/mode"},
 		{"bad pattern", "intd-int:int/report-sessions/report-session/0/config/source-address", "192.0.2.256", "source-address"},
 		{"bad prefix", "intd-int:int/watchlist/entries/entry/0/match/config/source-prefix", "10.0.1.0/33", "source-prefix"},
