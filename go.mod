@@ -23,4 +23,7 @@ require (
 	google.golang.org/protobuf v1.36.12 // indirect
 )
 
-tool github.com/openconfig/ygot/generator
+tool (
+	github.com/cilium/ebpf/cmd/bpf2go
+	github.com/openconfig/ygot/generator
+)
