@@ -393,6 +393,10 @@ func (s *Switch) dropPkt(b *pbuf, at int, r sai.DropReason, tail bool) {
 	want := false
 	if e := b.entry; e != nil && c.dropReport {
 		want = (tail && e.act.TailDropReportEnable) || (!tail && e.act.DropReportEnable)
+	} else if b.pkt.INT >= 0 && c.dropReport && !tail {
+		// A packet carrying INT was watched by its source; transit and
+		// sink nodes have no entry of their own for it.
+		want = true
 	}
 	if tail && c.queueReport && b.out >= 0 && c.qr[b.out] != nil && c.qr[b.out].a.TailDrop {
 		want = true
@@ -425,7 +429,9 @@ func (s *Switch) event(k report.Kind, b *pbuf, now int64) *report.Event {
 	if b.entry != nil {
 		ev.ReportAll = b.entry.act.ReportAllPackets
 		ev.TailDropReport = b.entry.act.TailDropReportEnable
-	} else {
+	} else if b.pkt.INT < 0 {
+		// Packets carrying INT are tracked even where no entry matches:
+		// the source watched them.
 		ev.Unwatched = true
 	}
 	if b.pkt.Flow.Proto == wire.ProtoTCP && b.pkt.Proto == wire.ProtoTCP && b.pkt.L4 >= 0 {
