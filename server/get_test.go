@@ -374,3 +374,25 @@ func TestMultiTarget(t *testing.T) {
 		t.Fatal("unreachable")
 	}
 }
+
+func TestDefaultTargetOption(t *testing.T) {
+	srv, err := New(WithStatePollInterval(time.Hour), WithLogger(quietLogger()), WithDefaultTarget("s2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, name := range []string{"s1", "s2"} {
+		cfg := &gen.Device{}
+		cfg.GetOrCreateInt().GetOrCreateNode().GetOrCreateConfig().NodeId = ygot.Uint32(uint32(i + 1))
+		if err := srv.AddTarget(context.Background(), name, &fakeApplier{}, TargetOptions{Initial: cfg}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := srv.AddTarget(context.Background(), "s1", &fakeApplier{}, TargetOptions{}); err == nil {
+		t.Error("duplicate target accepted")
+	}
+	env := serve(t, srv, nil)
+	resp := get(t, env.client, &gpb.GetRequest{Path: []*gpb.Path{gp(t, "/int/node/config/node-id")}, Encoding: gpb.Encoding_PROTO})
+	if got := leaves(resp)["/int/node/config/node-id"]; got != "2" {
+		t.Errorf("default target answered node-id %s, want s2's 2", got)
+	}
+}

@@ -90,7 +90,7 @@ func (s *Server) Set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResponse
 	} else {
 		t.log.Warn("reading state after Set", "err", err)
 	}
-	if err := t.publishLocked(); err != nil {
+	if err := t.publishLocked(true); err != nil {
 		t.log.Error("publishing configuration", "err", err)
 	}
 	t.log.Info("configuration set", "deletes", len(req.GetDelete()), "replaces", len(req.GetReplace()), "updates", len(req.GetUpdate()))

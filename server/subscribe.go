@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/openconfig/gnmi/ctree"
+	"github.com/openconfig/gnmi/path"
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/gnmi/value"
 	"google.golang.org/grpc/codes"
@@ -205,12 +206,12 @@ func (ss *session) stream_(sl *gpb.SubscriptionList, sendErr chan error) error {
 		samplers := make([]*sampler, 0)
 		for _, sub := range ss.subs {
 			if sub.sample > 0 {
-				samplers = append(samplers, &sampler{ss: ss, sub: sub, last: map[string]sampled{}})
+				samplers = append(samplers, &sampler{ss: ss, sub: sub, last: map[*ctree.Leaf]sampled{}})
 			}
 		}
 		if !updatesOnly {
 			for _, sub := range ss.subs {
-				if sub.onChange && ss.walk(sub, nil) != nil {
+				if sub.onChange && ss.walk(sub, false, nil) != nil {
 					return
 				}
 			}
@@ -317,32 +318,100 @@ func (ss *session) response(n *gpb.Notification, filter func(*gpb.Path) bool) (s
 
 // walk queues the current value of every cached leaf sub covers; visit,
 // when set, sees each leaf first and may skip it by returning false.
-func (ss *session) walk(sub *leafSub, visit func(key string, n *gpb.Notification) bool) error {
+//
+// With batch, leaves that share a timestamp (published together) travel
+// in one notification of up to maxBatch updates: that is how ONCE, POLL
+// and SAMPLE answers go. Without it every leaf is its own item, coalescing
+// by path with the live ON_CHANGE updates, which keeps a STREAM's initial
+// walk from overtaking a newer change.
+func (ss *session) walk(sub *leafSub, batch bool, visit func(l *ctree.Leaf, n *gpb.Notification) bool) error {
 	var err error
-	qerr := ss.srv.cache.Query(sub.query[0], sub.query[1:], func(_ []string, _ *ctree.Leaf, v any) error {
+	b := &batcher{ss: ss}
+	qerr := ss.srv.cache.Query(sub.query[0], sub.query[1:], func(_ []string, l *ctree.Leaf, v any) error {
 		n, ok := v.(*gpb.Notification)
 		if !ok {
 			return nil
 		}
-		key, resp := ss.response(n, sub.filter)
-		if resp == nil {
-			return nil
+		if batch {
+			if !accept(n, sub.filter) || (visit != nil && !visit(l, n)) {
+				return nil
+			}
+			err = b.add(n)
+			return err
 		}
-		if visit != nil && !visit(key, n) {
+		key, resp := ss.response(n, sub.filter)
+		if resp == nil || (visit != nil && !visit(l, n)) {
 			return nil
 		}
 		err = ss.q.insert(ss.ctx, key, n.GetTimestamp(), resp, true)
 		return err
 	})
+	if err == nil && batch {
+		err = b.flush()
+	}
 	if err != nil {
 		return err
 	}
 	return qerr
 }
 
+// accept reports whether a cached one-leaf notification passes filter.
+func accept(n *gpb.Notification, filter func(*gpb.Path) bool) bool {
+	switch {
+	case len(n.GetUpdate()) == 1:
+		return filter == nil || filter(n.GetUpdate()[0].GetPath())
+	case len(n.GetDelete()) == 1:
+		return filter == nil || filter(n.GetDelete()[0])
+	}
+	return false
+}
+
+const maxBatch = 512
+
+// batcher gathers one-leaf notifications with equal timestamps into one.
+type batcher struct {
+	ss  *session
+	cur *gpb.Notification
+}
+
+// add appends a cached one-leaf notification. Cached updates are never
+// modified, so PROTO answers share them.
+func (b *batcher) add(n *gpb.Notification) error {
+	if b.cur != nil && (b.cur.GetTimestamp() != n.GetTimestamp() || len(b.cur.Update)+len(b.cur.Delete) >= maxBatch) {
+		if err := b.flush(); err != nil {
+			return err
+		}
+	}
+	if b.cur == nil {
+		b.cur = &gpb.Notification{Timestamp: n.GetTimestamp()}
+		if b.ss.echo != "" {
+			b.cur.Prefix = &gpb.Path{Target: b.ss.echo}
+		}
+	}
+	for _, u := range n.GetUpdate() {
+		if b.ss.enc != gpb.Encoding_PROTO {
+			u = &gpb.Update{Path: u.GetPath(), Val: jsonScalar(u.GetVal(), b.ss.enc == gpb.Encoding_JSON_IETF)}
+		}
+		b.cur.Update = append(b.cur.Update, u)
+	}
+	for _, d := range n.GetDelete() {
+		b.cur.Delete = append(b.cur.Delete, &gpb.Path{Elem: d.GetElem()})
+	}
+	return nil
+}
+
+func (b *batcher) flush() error {
+	if b.cur == nil {
+		return nil
+	}
+	n := b.cur
+	b.cur = nil
+	return b.ss.q.insert(b.ss.ctx, "", n.GetTimestamp(), &gpb.SubscribeResponse{Response: &gpb.SubscribeResponse_Update{Update: n}}, true)
+}
+
 func (ss *session) walkAll() error {
 	for _, sub := range ss.subs {
-		if err := ss.walk(sub, nil); err != nil {
+		if err := ss.walk(sub, true, nil); err != nil {
 			return err
 		}
 	}
@@ -358,7 +427,7 @@ func (ss *session) heartbeat(ctx context.Context, sub *leafSub) {
 			return
 		case <-tick.C:
 		}
-		if ss.walk(sub, nil) != nil {
+		if ss.walk(sub, true, nil) != nil {
 			return
 		}
 	}
@@ -371,7 +440,7 @@ func (ss *session) heartbeat(ctx context.Context, sub *leafSub) {
 type sampler struct {
 	ss     *session
 	sub    *leafSub
-	last   map[string]sampled
+	last   map[*ctree.Leaf]sampled // cache leaves are stable per path
 	lastHB time.Time
 }
 
@@ -401,34 +470,47 @@ func (sm *sampler) run(first bool) error {
 	if hbDue {
 		sm.lastHB = now
 	}
-	seen := make(map[string]bool, len(sm.last))
-	err := sm.ss.walk(sm.sub, func(key string, n *gpb.Notification) bool {
+	seen := make(map[*ctree.Leaf]bool, len(sm.last))
+	err := sm.ss.walk(sm.sub, true, func(l *ctree.Leaf, n *gpb.Notification) bool {
 		if len(n.GetUpdate()) != 1 {
 			return false
 		}
-		seen[key] = true
+		seen[l] = true
 		u := n.GetUpdate()[0]
-		prev, had := sm.last[key]
-		sm.last[key] = sampled{val: u.GetVal(), path: u.GetPath()}
-		return !(sm.sub.suppress && !hbDue && had && value.Equal(prev.val, u.GetVal()))
+		prev, had := sm.last[l]
+		sm.last[l] = sampled{val: u.GetVal(), path: u.GetPath()}
+		return !(sm.sub.suppress && !hbDue && had && (prev.val == u.GetVal() || value.Equal(prev.val, u.GetVal())))
 	})
 	if err != nil {
 		return err
 	}
-	for key, prev := range sm.last {
-		if seen[key] {
+	for l, prev := range sm.last {
+		if seen[l] {
 			continue
 		}
-		delete(sm.last, key)
+		delete(sm.last, l)
+		if sm.exists(prev.path) {
+			continue // deleted and created again: this round sent it
+		}
 		out := &gpb.Notification{Timestamp: now.UnixNano(), Delete: []*gpb.Path{{Elem: prev.path.GetElem()}}}
 		if sm.ss.echo != "" {
 			out.Prefix = &gpb.Path{Target: sm.ss.echo}
 		}
-		if err := sm.ss.q.insert(sm.ss.ctx, key, now.UnixNano(), &gpb.SubscribeResponse{Response: &gpb.SubscribeResponse_Update{Update: out}}, true); err != nil {
+		if err := sm.ss.q.insert(sm.ss.ctx, pathString(prev.path.GetElem()), now.UnixNano(), &gpb.SubscribeResponse{Response: &gpb.SubscribeResponse_Update{Update: out}}, true); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// exists reports whether the cache holds a leaf at p now.
+func (sm *sampler) exists(p *gpb.Path) bool {
+	found := false
+	sm.ss.srv.cache.Query(sm.ss.t.name, path.ToStrings(p, false), func([]string, *ctree.Leaf, any) error {
+		found = true
+		return nil
+	})
+	return found
 }
 
 // jsonScalar re-encodes a scalar TypedValue as JSON (RFC 7951 rules for

@@ -13,6 +13,7 @@ import (
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/ygot/ygot"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/intd-project/intd/gen"
 )
@@ -32,7 +33,9 @@ type Applier interface {
 	Apply(ctx context.Context, cfg *gen.Device) error
 	// State returns a Device holding only config-false data (state
 	// containers, counters, metadata semantics state), built from backend
-	// statistics. The server does not modify the returned Device.
+	// statistics. The server does not modify the returned Device and may
+	// keep parts of it, so the applier must not modify it afterwards
+	// (return a fresh Device each call).
 	State(ctx context.Context) (*gen.Device, error)
 }
 
@@ -69,31 +72,56 @@ type target struct {
 	state   *gen.Device // latest applier state (config false only)
 	lastTS  int64
 
+	// The leaves last written to the cache, by path string.
+	cfgLeaves, stLeaves map[string]*gpb.Update
+
 	// snap is the latest published tree, read by Get without locking mu.
 	snap atomic.Pointer[snapshot]
 
 	stateErrLogged bool
 }
 
-// snapshot is an immutable published tree plus its per-data-type views,
-// built lazily.
+// snapshot is an immutable published pair of configuration and state;
+// their merged tree and its per-data-type views are built lazily, on the
+// first Get that needs them.
 type snapshot struct {
-	dev   *gen.Device // running merged with state
-	mu    sync.Mutex
-	views map[gpb.GetRequest_DataType]*gen.Device
+	running, state *gen.Device
+	mu             sync.Mutex
+	dev            *gen.Device
+	views          map[gpb.GetRequest_DataType]*gen.Device
+}
+
+func (sn *snapshot) merged() (*gen.Device, error) {
+	if sn.dev != nil {
+		return sn.dev, nil
+	}
+	if sn.state == nil {
+		sn.dev = sn.running
+		return sn.dev, nil
+	}
+	m, err := ygot.MergeStructs(sn.running, sn.state, &ygot.MergeOverwriteExistingFields{})
+	if err != nil {
+		return nil, fmt.Errorf("merging configuration and state: %w", err)
+	}
+	sn.dev = m.(*gen.Device)
+	return sn.dev, nil
 }
 
 func (sn *snapshot) view(t gpb.GetRequest_DataType) (*gen.Device, error) {
-	keep := keepFor(t)
-	if keep == nil {
-		return sn.dev, nil
-	}
 	sn.mu.Lock()
 	defer sn.mu.Unlock()
+	dev, err := sn.merged()
+	if err != nil {
+		return nil, err
+	}
+	keep := keepFor(t)
+	if keep == nil {
+		return dev, nil
+	}
 	if v := sn.views[t]; v != nil {
 		return v, nil
 	}
-	cp, err := ygot.DeepCopy(sn.dev)
+	cp, err := ygot.DeepCopy(dev)
 	if err != nil {
 		return nil, fmt.Errorf("copying tree for %v view: %w", t, err)
 	}
@@ -157,7 +185,7 @@ func (t *target) start(ctx context.Context) error {
 	} else {
 		t.log.Warn("reading state", "err", err)
 	}
-	return t.publishLocked()
+	return t.publishLocked(true)
 }
 
 // nextTS returns a timestamp strictly after the previous one, so the cache
@@ -171,44 +199,102 @@ func (t *target) nextTS() int64 {
 	return ts
 }
 
-// publishLocked merges running and state into a new tree and writes the
-// leaves that changed (and deletes for those that went away) into the
-// cache. t.mu must be held.
-func (t *target) publishLocked() error {
-	var dev *gen.Device
-	if t.state == nil {
-		cp, err := ygot.DeepCopy(t.running)
+// publishLocked publishes t.running and t.state: the snapshot Get reads,
+// and in the cache the leaves that changed since the last publish, with
+// deletes for those that went away. Configuration and state are flattened
+// separately, and each only when it changed, so a state poll never walks
+// the configuration. t.mu must be held.
+func (t *target) publishLocked(configChanged bool) error {
+	var n gpb.Notification
+	if configChanged || t.cfgLeaves == nil {
+		leaves, err := flatten(t.running, nil)
 		if err != nil {
-			return fmt.Errorf("copying configuration: %w", err)
+			return fmt.Errorf("flattening configuration: %w", err)
 		}
-		dev = cp.(*gen.Device)
-	} else {
-		m, err := ygot.MergeStructs(t.running, t.state, &ygot.MergeOverwriteExistingFields{})
-		if err != nil {
-			return fmt.Errorf("merging configuration and state: %w", err)
-		}
-		dev = m.(*gen.Device)
+		diffLeaves(t.cfgLeaves, leaves, &n)
+		t.cfgLeaves = leaves
 	}
-	old := &gen.Device{}
-	if sn := t.snap.Load(); sn != nil {
-		old = sn.dev
+	st := t.state
+	if st == nil {
+		st = &gen.Device{}
 	}
-	n, err := ygot.Diff(old, dev)
+	leaves, err := flatten(st, isConfigListKey)
 	if err != nil {
-		return fmt.Errorf("diffing published tree: %w", err)
+		return fmt.Errorf("flattening state: %w", err)
 	}
-	t.snap.Store(&snapshot{dev: dev})
+	diffLeaves(t.stLeaves, leaves, &n)
+	t.stLeaves = leaves
+	t.snap.Store(&snapshot{running: t.running, state: t.state})
 	if len(n.Update)+len(n.Delete) == 0 {
 		return nil
 	}
 	n.Prefix = &gpb.Path{Target: t.name}
 	n.Timestamp = t.nextTS()
-	if err := t.srv.cache.GnmiUpdate(n); err != nil {
+	if err := t.srv.cache.GnmiUpdate(&n); err != nil {
 		// The tree is published for Get; a cache error only affects
 		// subscribers, and the next publish rewrites the same leaves.
 		t.log.Error("writing to the gNMI cache", "err", err)
 	}
 	return nil
+}
+
+// flatten renders a tree's leaves (ygot.TogNMINotifications) keyed by
+// path string, leaving out those skip matches.
+func flatten(dev *gen.Device, skip func([]*gpb.PathElem) bool) (map[string]*gpb.Update, error) {
+	ns, err := ygot.TogNMINotifications(dev, 0, ygot.GNMINotificationsConfig{UsePathElem: true})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*gpb.Update{}
+	for _, n := range ns {
+		pre := n.GetPrefix().GetElem()
+		for _, u := range n.GetUpdate() {
+			full := make([]*gpb.PathElem, 0, len(pre)+len(u.GetPath().GetElem()))
+			full = append(full, pre...)
+			full = append(full, u.GetPath().GetElem()...)
+			if skip != nil && skip(full) {
+				continue
+			}
+			out[pathString(full)] = &gpb.Update{Path: &gpb.Path{Elem: full}, Val: u.GetVal()}
+		}
+	}
+	return out, nil
+}
+
+// diffLeaves appends to n the leaves of cur that are new or changed since
+// prev, and deletes for those of prev that are gone.
+func diffLeaves(prev, cur map[string]*gpb.Update, n *gpb.Notification) {
+	for k, u := range cur {
+		if p, ok := prev[k]; !ok || !proto.Equal(p.GetVal(), u.GetVal()) {
+			n.Update = append(n.Update, u)
+		}
+	}
+	for k, u := range prev {
+		if _, ok := cur[k]; !ok {
+			n.Delete = append(n.Delete, u.GetPath())
+		}
+	}
+}
+
+// isConfigListKey reports whether a leaf is the key leaf of a
+// configuration list entry: such leaves are published from the
+// configuration, so the state tree (which repeats them to hold its
+// entries) must not publish or delete them.
+func isConfigListKey(p []*gpb.PathElem) bool {
+	if len(p) < 2 {
+		return false
+	}
+	parent := p[len(p)-2]
+	if _, ok := parent.GetKey()[p[len(p)-1].GetName()]; !ok {
+		return false
+	}
+	e := theSchema.root
+	for _, pe := range p[:len(p)-1] {
+		if e = e.Dir[pe.GetName()]; e == nil {
+			return false
+		}
+	}
+	return isConfigEntry(e)
 }
 
 // pollState runs until ctx ends, publishing the applier's state every
@@ -241,7 +327,7 @@ func (t *target) refreshState(ctx context.Context) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.state = st
-	if err := t.publishLocked(); err != nil {
+	if err := t.publishLocked(false); err != nil {
 		t.log.Error("publishing state", "err", err)
 	}
 }
