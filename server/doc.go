@@ -1,5 +1,107 @@
-// Package server is intd's gNMI service: transport, authentication and
-// the Capabilities, Get, Set and Subscribe RPCs over the YANG models in
-// gen/. It knows YANG, not packets: configuration goes down through an
-// Applier (dtel's orchestrator), state comes back up from it.
+// Package server is intd's gNMI service (gNMI specification 0.10): the
+// transport, authentication, and the Capabilities, Get, Set and Subscribe
+// RPCs over the YANG models in gen/. It knows YANG, not packets:
+// configuration goes down through an Applier (dtel's orchestrator), state
+// comes back up from it.
+//
+// # Use
+//
+//	srv, err := server.New(server.WithTLS(cfg), server.WithCredentials(creds))
+//	err = srv.AddTarget(ctx, "s1", applier, server.TargetOptions{SavePath: "s1.json", Initial: dflt})
+//	err = srv.Serve(lis) // until srv.Close()
+//
+// One server serves any number of targets, each with its own Applier,
+// running configuration and save file; the gNMI prefix target picks one.
+// A request without a target gets the only target, or the one named by
+// WithDefaultTarget. The target is echoed in responses only when the
+// client sent one.
+//
+// # Datastore
+//
+// Each target keeps its running configuration (a gen.Device holding only
+// config) and the latest Applier.State (only config false data), polled
+// every WithStatePollInterval. A publish flattens whichever of the two
+// changed into leaves (ygot.TogNMINotifications) and writes only the
+// changed leaves, and deletes for vanished ones, into the gNMI cache
+// (github.com/openconfig/gnmi/cache), whose client callback feeds
+// github.com/openconfig/gnmi/match for ON_CHANGE subscriptions. ygot.Diff
+// would do the same comparison but flattens both trees on every call;
+// keeping the previous flattening halves the work, and flattening config
+// and state separately means a state poll never walks the configuration.
+// Get reads an immutable snapshot: configuration merged with state
+// (ygot.MergeStructs) and per-data-type views, built lazily on the first
+// Get after a publish, addressed with ytypes.GetNode and encoded with
+// ygot.Marshal7951 (JSON, JSON_IETF) or ygot.TogNMINotifications (PROTO).
+//
+// Data types: CONFIG is config true data; STATE is config false data;
+// OPERATIONAL is config false leaves that do not echo a config leaf (a
+// leaf of a 'state' container whose sibling 'config' has no leaf of that
+// name: counters, dataplane, ifindex, state-only lists such as drops).
+// List keys are kept wherever their entry has data.
+//
+// Paths: origin unset, "openconfig" or a module name (intd-int,
+// intd-int-metadata-semantics); module-qualified element names; "*" as a
+// key value or an element name, "..." for any number of levels, omitted
+// keys meaning "*". Syntax and key errors are INVALID_ARGUMENT; names not
+// in the schema and absent data NOT_FOUND.
+//
+// # Set
+//
+// Deletes, then replaces, then updates, in request order, on a deep copy
+// of the running configuration; missing config/<key> leaves of list
+// entries are filled from the keys; then the whole candidate is validated
+// (ΛValidate: types, ranges, patterns, leafrefs) and handed to
+// Applier.Apply. Only when both succeed is it saved (atomically: temporary
+// file, fsync, rename, fsync of the directory), made the running
+// configuration and published with the state Apply produced. Codes:
+// INVALID_ARGUMENT for bad paths, values, config-false targets and
+// validation failures, and for Apply errors that mark the configuration
+// refused (TargetOptions.InvalidErr, or an error with InvalidArgument()
+// true); NOT_FOUND for update/replace paths not in the schema;
+// UNIMPLEMENTED for ASCII, BYTES and proto values; ABORTED when Apply
+// fails otherwise (nothing changed); INTERNAL when saving fails (the
+// dataplane is re-applied to the running configuration);
+// PERMISSION_DENIED for read-only users. Deleting absent data succeeds.
+//
+// # Subscribe
+//
+// The gnmi subscribe package serves ONCE, POLL and STREAM ON_CHANGE over
+// the cache but requires a prefix target, has no SAMPLE,
+// heartbeat_interval or suppress_redundant, and stops a stalled client
+// only with a send timeout; subscribe.go is the layer that adds them over
+// the same cache and match. SAMPLE walks the cache every sample_interval
+// (0: WithSampleIntervals' default) and sends deletes for leaves gone
+// since the previous sample; TARGET_DEFINED samples leaves under a
+// 'counters' container and sends the others on change. Every subscription
+// has one queue, coalesced by path and bounded by WithMaxPending: a
+// publisher never blocks on it, and a subscriber that falls further
+// behind is ended with RESOURCE_EXHAUSTED.
+//
+// # Security
+//
+// WithTLS (TLSConfig builds one from files, or a self-signed ECDSA
+// certificate, and optional client CAs for mutual TLS); WithCredentials
+// (a file of "NAME ROLE pbkdf2-sha256$ITER$SALT$KEY" lines, checked
+// against the "username"/"password" gRPC metadata; UNAUTHENTICATED on
+// failure; read-only users may not Set). gRPC server reflection is
+// registered.
+//
+// # Performance
+//
+// On the 2-core development machine (AMD EPYC, shared), fake applier,
+// through gRPC on 127.0.0.1:
+//
+//	go test -run '^$' -bench . -benchmem -benchtime 3x ./server/
+//	go test -run '^$' -bench OnChange -benchtime 300x ./server/
+//
+//	Set replacing a 1000-entry watchlist, end to end   1.1 s/op, 430 MB, 6.9 M allocs
+//	  (about two thirds is ygot: ΛValidate's leafref walk and the unmarshal)
+//	Get all state (1000 entries), view cached           55 ms PROTO, 65 ms JSON_IETF
+//	Get all state right after a state publish          94 ms PROTO, 119 ms JSON_IETF
+//	ON_CHANGE latency, state poll to client (1 leaf)    p50 0.17 ms, p99 1.9 ms
+//	SAMPLE fan-out, 50 subscribers x 1000 counters/s    0.56 CPU-s/s for 49k leaves/s,
+//	                                                    sample rounds 1.0 s apart (p99 1.1 s)
+//
+// At 10x that sample rate (500k leaves/s) both cores saturate at about
+// 210k leaves/s.
 package server
