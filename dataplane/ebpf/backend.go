@@ -1,0 +1,661 @@
+package ebpf
+
+import (
+	"cmp"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math/bits"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/cilium/ebpf"
+
+	"github.com/intd-project/intd/dataplane/report"
+	"github.com/intd-project/intd/dataplane/wire"
+	"github.com/intd-project/intd/sai"
+)
+
+type object struct {
+	attrs sai.Attrs
+	refs  int
+}
+
+// cfg.flags, as in bpf/intd.c.
+const (
+	fDTel        = 1 << 0
+	fEndpoint    = 1 << 1
+	fTransit     = 1 << 2
+	fPostcard    = 1 << 3
+	fDrop        = 1 << 4
+	fQueue       = 1 << 5
+	fWlDSCP      = 1 << 6
+	fWlFlags     = 1 << 7
+	fPortChange  = 1 << 8
+	fPathChange  = 1 << 9
+	fQueueChange = 1 << 10
+	fGSOSkip     = 1 << 11
+)
+
+// Capabilities implements sai.Backend.
+func (d *Dataplane) Capabilities() sai.Capabilities {
+	return sai.Capabilities{
+		IntEndpoint: true, IntTransit: true, Postcard: true, DropReport: true, QueueReport: true,
+		Modes: []sai.IntMode{sai.IntModeMD, sai.IntModeMX},
+		// Bits 7 (tx utilisation) and 8 (buffer) are accepted and
+		// written as all ones: Linux has no per-packet value for them.
+		Instructions:        sai.InstAll,
+		ReportMetadata:      sai.InstAll &^ sai.InstChecksumComplement,
+		Encaps:              []sai.Encap{sai.EncapDSCP, sai.EncapUDPPort},
+		ReportFormats:       []sai.ReportFormat{sai.ReportFormatV2, sai.ReportFormatV05},
+		Coalescing:          true,
+		EventTypes:          sai.EventTypes(),
+		HopLatency:          sai.TimeNanoseconds,
+		IngressTimestamp:    sai.TimestampPOSIXNanoseconds,
+		EgressTimestamp:     sai.TimestampPOSIXNanoseconds,
+		QueueOccupancy:      sai.OccupancySemantics{Unit: sai.SizeBytes, Timing: sai.QueueTimingEnqueue},
+		L1InterfaceID:       sai.InterfaceLogical,
+		L2InterfaceID:       sai.InterfaceLogical,
+		LastHopReport:       sai.LastHopEmbeddedInt,
+		DropReasonReference: sai.SDFabricDropReasonsURL,
+		MaxWatchlistEntries: maxWatchlist,
+		MaxQueueReports:     maxQueueRep,
+	}
+}
+
+func errf(err error, format string, args ...any) error {
+	return fmt.Errorf("ebpf: "+format+": %w", append(args, err)...)
+}
+
+func (d *Dataplane) checkAttrs(self sai.OID, a sai.Attrs) error {
+	for _, r := range a.References() {
+		o, ok := d.objects[r]
+		if !ok || r.Type() != o.attrs.ObjectType() {
+			return errf(sai.ErrNotFound, "%v references %v", a.ObjectType(), r)
+		}
+	}
+	count := func(t sai.ObjectType) int {
+		n := 0
+		for oid := range d.objects {
+			if oid.Type() == t && oid != self {
+				n++
+			}
+		}
+		return n
+	}
+	switch a := a.(type) {
+	case sai.DTelAttrs:
+		if self.IsNull() && !d.dtelOID.IsNull() {
+			return errf(sai.ErrExists, "the DTel object exists as %v", d.dtelOID)
+		}
+		for _, p := range a.SinkPortList {
+			if _, ok := d.ifaces[p]; !ok {
+				return errf(sai.ErrNotFound, "sink port %q", p)
+			}
+		}
+		if a.ProbeMarker != 0 {
+			return errf(sai.ErrUnsupported, "probe marker")
+		}
+	case sai.IntSessionAttrs:
+		if self.IsNull() && count(sai.ObjectTypeIntSession) >= maxSessions {
+			return errf(sai.ErrUnsupported, "more than %d INT sessions", maxSessions)
+		}
+		if w := sai.Instruction(a.Instructions).HopMLWords() + bits.OnesCount16(a.DSInstruction); w > 31 {
+			return errf(sai.ErrUnsupported, "hop metadata of %d words", w)
+		}
+	case sai.QueueReportAttrs:
+		if _, ok := d.ifaces[a.Port]; !ok {
+			return errf(sai.ErrNotFound, "queue report port %q", a.Port)
+		}
+		if a.Queue != 0 {
+			return errf(sai.ErrUnsupported, "queue %d on port %q (only the root qdisc, id 0)", a.Queue, a.Port)
+		}
+		for oid, o := range d.objects {
+			if q, ok := o.attrs.(sai.QueueReportAttrs); ok && oid != self && q.Port == a.Port && q.Queue == a.Queue {
+				return errf(sai.ErrExists, "queue report for %s/%d is %v", a.Port, a.Queue, oid)
+			}
+		}
+		if self.IsNull() && count(sai.ObjectTypeQueueReport) >= maxQueueRep {
+			return errf(sai.ErrUnsupported, "more than %d queue reports", maxQueueRep)
+		}
+	case sai.EventAttrs:
+		for oid, o := range d.objects {
+			if e, ok := o.attrs.(sai.EventAttrs); ok && oid != self && e.Type == a.Type {
+				return errf(sai.ErrExists, "%v event is %v", a.Type, oid)
+			}
+		}
+	case sai.WatchlistEntryAttrs:
+		if p := a.Match.InPort; p != "" {
+			if _, ok := d.ifaces[p]; !ok {
+				return errf(sai.ErrNotFound, "watchlist in-port %q", p)
+			}
+		}
+		m := a.Match
+		if m.SrcPrefix.Addr().Is6() || m.DstPrefix.Addr().Is6() {
+			return errf(sai.ErrUnsupported, "IPv6 watchlist match")
+		}
+		if m.Inner.VXLAN {
+			return errf(sai.ErrUnsupported, "VXLAN inner match")
+		}
+		if self.IsNull() && count(sai.ObjectTypeWatchlistEntry) >= maxWatchlist {
+			return errf(sai.ErrUnsupported, "more than %d watchlist entries", maxWatchlist)
+		}
+	}
+	return nil
+}
+
+// checkCaps is Capabilities().Check, except that the tunnel code points of
+// the DTel object (VXLAN-GPE, Geneve, GRE), which YANG defaults always set,
+// are accepted: packets in those tunnels are forwarded untouched.
+func (d *Dataplane) checkCaps(a sai.Attrs) error {
+	if dt, ok := a.(sai.DTelAttrs); ok {
+		dt.VXLANGPENextProtocol, dt.GeneveOptionClass, dt.GREProtocolType = 0, 0, 0
+		a = dt
+	}
+	return d.Capabilities().Check(a)
+}
+
+// Create implements sai.Backend.
+func (d *Dataplane) Create(a sai.Attrs) (sai.OID, error) {
+	if err := sai.CheckCreate(a); err != nil {
+		return sai.NullOID, err
+	}
+	if err := d.checkCaps(a); err != nil {
+		return sai.NullOID, err
+	}
+	a = sai.Clone(a)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.checkAttrs(sai.NullOID, a); err != nil {
+		return sai.NullOID, err
+	}
+	d.nextIndex++
+	oid := sai.MakeOID(a.ObjectType(), d.nextIndex)
+	d.objects[oid] = &object{attrs: a}
+	for _, r := range a.References() {
+		d.objects[r].refs++
+	}
+	switch a.(type) {
+	case sai.DTelAttrs:
+		d.dtelOID = oid
+	case sai.IntSessionAttrs:
+		d.sessIdx[oid] = freeIndex(d.sessIdx, maxSessions)
+		d.zeroPerCPU(d.objs.SessStatsMap, d.sessIdx[oid], intdSessStats{})
+	case sai.WatchlistEntryAttrs:
+		d.wlIdx[oid] = freeIndex(d.wlIdx, maxWatchlist)
+		d.zeroPerCPU(d.objs.WlStatsMap, d.wlIdx[oid], intdWlStats{})
+	case sai.QueueReportAttrs:
+		d.qrIdx[oid] = freeIndex(d.qrIdx, maxQueueRep)
+		_ = d.objs.QrStateMap.Put(uint32(d.qrIdx[oid]), intdQrState{})
+	}
+	if err := d.compileLocked(); err != nil {
+		d.removeLocked(oid)
+		_ = d.compileLocked()
+		return sai.NullOID, err
+	}
+	return oid, nil
+}
+
+func freeIndex(m map[sai.OID]int, n int) int {
+	used := make([]bool, n)
+	for _, i := range m {
+		used[i] = true
+	}
+	return slices.Index(used, false)
+}
+
+func (d *Dataplane) zeroPerCPU(m *ebpf.Map, i int, zero any) {
+	n := ebpf.MustPossibleCPU()
+	switch z := zero.(type) {
+	case intdSessStats:
+		_ = m.Put(uint32(i), make([]intdSessStats, n))
+	case intdWlStats:
+		_ = m.Put(uint32(i), make([]intdWlStats, n))
+	default:
+		_ = z
+	}
+}
+
+// Set implements sai.Backend.
+func (d *Dataplane) Set(oid sai.OID, a sai.Attrs) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	o, ok := d.objects[oid]
+	if !ok {
+		return errf(sai.ErrNotFound, "set %v", oid)
+	}
+	if err := sai.CheckSet(oid, o.attrs, a); err != nil {
+		return err
+	}
+	if err := d.checkCaps(a); err != nil {
+		return err
+	}
+	a = sai.Clone(a)
+	if err := d.checkAttrs(oid, a); err != nil {
+		return err
+	}
+	old := o.attrs
+	swap := func(from, to sai.Attrs) {
+		for _, r := range from.References() {
+			d.objects[r].refs--
+		}
+		for _, r := range to.References() {
+			d.objects[r].refs++
+		}
+		o.attrs = to
+	}
+	swap(old, a)
+	if err := d.compileLocked(); err != nil {
+		swap(a, old)
+		_ = d.compileLocked()
+		return err
+	}
+	return nil
+}
+
+// Remove implements sai.Backend.
+func (d *Dataplane) Remove(oid sai.OID) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	o, ok := d.objects[oid]
+	if !ok {
+		return errf(sai.ErrNotFound, "remove %v", oid)
+	}
+	if o.refs > 0 {
+		return errf(sai.ErrInUse, "remove %v: referenced by %d objects", oid, o.refs)
+	}
+	d.removeLocked(oid)
+	return d.compileLocked()
+}
+
+func (d *Dataplane) removeLocked(oid sai.OID) {
+	o := d.objects[oid]
+	for _, r := range o.attrs.References() {
+		d.objects[r].refs--
+	}
+	delete(d.objects, oid)
+	delete(d.sessIdx, oid)
+	delete(d.wlIdx, oid)
+	delete(d.qrIdx, oid)
+	if oid == d.dtelOID {
+		d.dtelOID = sai.NullOID
+	}
+}
+
+// latShift is the latency bucket width of the BPF flow filter: the largest
+// power of two not above the hop-latency change threshold, so a change the
+// report pipeline would act on always crosses a bucket boundary.
+func latShift(thr time.Duration) uint8 {
+	if thr <= 1 {
+		return 0
+	}
+	return uint8(63 - bits.LeadingZeros64(uint64(thr)))
+}
+
+func prefixWords(p netip.Prefix) (v, m uint32) {
+	if !p.IsValid() {
+		return 0, 0
+	}
+	a := p.Addr().As4()
+	v = binary.NativeEndian.Uint32(a[:]) // network order bytes, as the packet
+	var mb [4]byte
+	binary.BigEndian.PutUint32(mb[:], ^uint32(0)<<(32-p.Bits()))
+	if p.Bits() == 0 {
+		mb = [4]byte{}
+	}
+	m = binary.NativeEndian.Uint32(mb[:])
+	return v & m, m
+}
+
+func portRange(r sai.PortRange) (uint16, uint16) {
+	if r.IsAny() {
+		return 0, 0xffff
+	}
+	return r.Lo, r.Hi
+}
+
+// compileLocked writes the sai objects into the BPF maps: sessions and the
+// inactive half of the watchlist first, then the configuration word that
+// switches to it, so packets see either the old or the new watchlist.
+func (d *Dataplane) compileLocked() error {
+	var dt *sai.DTelAttrs
+	if o := d.objects[d.dtelOID]; o != nil {
+		a := o.attrs.(sai.DTelAttrs)
+		dt = &a
+	}
+	c := intdCfg{TimeOffset: d.timeOff, FlowInterval: uint64(time.Second)}
+	if d.cfg.SkipGSO {
+		c.Flags |= fGSOSkip
+	}
+	if dt != nil {
+		c.Flags |= fDTel
+		set := func(on bool, f uint32) {
+			if on {
+				c.Flags |= f
+			}
+		}
+		set(dt.IntEndpointEnable, fEndpoint)
+		set(dt.IntTransitEnable, fTransit)
+		set(dt.PostcardEnable, fPostcard)
+		set(dt.DropReportEnable, fDrop)
+		set(dt.QueueReportEnable, fQueue)
+		set(dt.FlowReport.OnPortChange, fPortChange)
+		set(dt.FlowReport.OnPathChange, fPathChange)
+		set(dt.FlowReport.OnQueueChange, fQueueChange)
+		c.NodeId = dt.SwitchID
+		c.DscpVal, c.DscpMask = dt.IntL4DSCP.Value, dt.IntL4DSCP.Mask
+		c.UdpPort, c.Npt = dt.IntUDPDstPort, uint8(dt.IntUDPNPT)
+		c.FlowInterval = uint64(dt.FlowReport.Interval)
+		c.LatShift = latShift(dt.FlowReport.HopLatencyChange)
+	}
+	for oid, i := range d.sessIdx {
+		a := d.objects[oid].attrs.(sai.IntSessionAttrs)
+		s := intdSession{
+			Inst: uint16(a.Instructions), Domain: a.DomainSpecificID, DsInst: a.DSInstruction, DsFlags: a.DSFlags,
+			MaxHops: a.MaxHopCount, HopMl: uint8(wire.Instructions(a.Instructions).Words() + bits.OnesCount16(a.DSInstruction)),
+		}
+		if a.Mode == sai.IntModeMX {
+			s.Mode = 1
+		}
+		if a.Discard {
+			s.Discard = 1
+		}
+		if err := d.objs.Sessions.Put(uint32(i), s); err != nil {
+			return fmt.Errorf("ebpf: sessions map: %w", err)
+		}
+	}
+	type ent struct {
+		oid sai.OID
+		a   sai.WatchlistEntryAttrs
+	}
+	var ents []ent
+	for oid := range d.wlIdx {
+		ents = append(ents, ent{oid, d.objects[oid].attrs.(sai.WatchlistEntryAttrs)})
+	}
+	slices.SortFunc(ents, func(a, b ent) int {
+		if a.a.Priority != b.a.Priority {
+			return cmp.Compare(b.a.Priority, a.a.Priority)
+		}
+		return cmp.Compare(a.oid, b.oid)
+	})
+	base := 1 - d.wlBase
+	for i, e := range ents {
+		m, act := e.a.Match, e.a.Action
+		w := intdWlEntry{Proto: m.IPProtocol, DscpVal: m.DSCP.Value, DscpMask: m.DSCP.Mask,
+			FlagsVal: m.TCPFlags.Value, FlagsMask: m.TCPFlags.Mask, FlowOp: uint8(act.FlowOp),
+			SamplePct: act.FlowSamplePercent, Stats: uint8(d.wlIdx[e.oid])}
+		w.Src[0], w.Srcmask[0] = prefixWords(m.SrcPrefix)
+		w.Dst[0], w.Dstmask[0] = prefixWords(m.DstPrefix)
+		if m.SrcPrefix.IsValid() || m.DstPrefix.IsValid() {
+			w.Family = 4
+		}
+		w.SportLo, w.SportHi = portRange(m.L4SrcPort)
+		w.DportLo, w.DportHi = portRange(m.L4DstPort)
+		if m.InPort != "" {
+			w.InIfindex = uint32(d.ifaces[m.InPort].ifindex)
+		}
+		if act.DropReportEnable {
+			w.Act |= 1
+		}
+		if act.TailDropReportEnable {
+			w.Act |= 2
+		}
+		if act.ReportAllPackets {
+			w.Act |= 4
+		}
+		if !act.IntSession.IsNull() {
+			w.Session = uint8(d.sessIdx[act.IntSession])
+		} else if act.FlowOp == sai.FlowOpInt {
+			w.FlowOp = 0 // INT without a session: nothing to insert
+		}
+		if m.DSCP.Mask != 0 {
+			c.Flags |= fWlDSCP
+		}
+		if m.TCPFlags.Mask != 0 {
+			c.Flags |= fWlFlags
+		}
+		if err := d.objs.Watchlist.Put(uint32(int(base)*maxWatchlist+i), w); err != nil {
+			return fmt.Errorf("ebpf: watchlist map: %w", err)
+		}
+	}
+	for oid, i := range d.qrIdx {
+		a := d.objects[oid].attrs.(sai.QueueReportAttrs)
+		q := intdQrCfg{Depth: a.DepthThreshold, Latency: uint32(min(a.LatencyThreshold.Nanoseconds(), 1<<32-1)),
+			Reset: uint32(min(a.EffectiveResetThreshold().Nanoseconds(), 1<<32-1)), Quota: a.BreachQuota}
+		if a.TailDrop {
+			q.TailDrop = 1
+		}
+		if err := d.objs.QrCfgMap.Put(uint32(i), q); err != nil {
+			return fmt.Errorf("ebpf: queue report map: %w", err)
+		}
+	}
+	d.wlGen++
+	d.wlBase = base
+	c.WlGen, c.WlBase, c.WlCount = d.wlGen, base, uint16(len(ents))
+	if err := d.objs.CfgMap.Put(uint32(0), c); err != nil {
+		return fmt.Errorf("ebpf: config map: %w", err)
+	}
+	for _, i := range d.ifaces {
+		if err := d.objs.Ifaces.Put(uint32(i.ifindex), d.ifaceValue(i)); err != nil {
+			return fmt.Errorf("ebpf: interface map: %w", err)
+		}
+	}
+	d.ev.setParser(dt)
+	if p, ok := d.cfg.Reporter.(ReportPipeline); ok {
+		d.reportErr = p.Configure(d.reportConfig(dt))
+	}
+	return nil
+}
+
+// ReportError returns the error of the last reporting configuration.
+func (d *Dataplane) ReportError() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.reportErr
+}
+
+func (d *Dataplane) reportConfig(dt *sai.DTelAttrs) report.Config {
+	cfg := report.Config{Filter: report.DefaultFilter(), Events: map[report.EventType]report.Route{}}
+	if dt != nil {
+		cfg.NodeID = dt.SwitchID
+		cfg.DropReports, cfg.QueueReports = dt.DropReportEnable, dt.QueueReportEnable
+		f := dt.FlowReport
+		cfg.Filter = report.Filter{
+			Interval: f.Interval, HopLatencyChange: uint32(f.HopLatencyChange.Nanoseconds()),
+			LatencySensitivity: dt.LatencySensitivity, OnPortChange: f.OnPortChange,
+			OnPathChange: f.OnPathChange, OnQueueChange: f.OnQueueChange, ClearCycle: dt.FlowStateClearCycle,
+		}
+	}
+	for oid, o := range d.objects {
+		switch a := o.attrs.(type) {
+		case sai.ReportSessionAttrs:
+			rs := report.Session{Name: oid.String(), Src: a.SrcIP, VRF: a.VirtualRouter,
+				TruncateSize: int(a.TruncateSize), Format: report.Format(a.Format),
+				MaxReports: int(a.Coalesce.MaxReports), MaxDelay: a.Coalesce.MaxDelay, RateLimit: a.RateLimit}
+			for i, dst := range a.Destinations {
+				rs.Collectors = append(rs.Collectors, report.Collector{Addr: netip.AddrPortFrom(dst.IP, a.DstPort(i))})
+			}
+			cfg.Sessions = append(cfg.Sessions, rs)
+		case sai.EventAttrs:
+			cfg.Events[report.EventType(a.Type)] = report.Route{Session: a.ReportSession.String(), DSCP: a.DSCP}
+		case sai.QueueReportAttrs:
+			var id uint16
+			if i := d.ifaces[a.Port]; i != nil {
+				id = i.cfg.ID
+			}
+			cfg.Queues = append(cfg.Queues, report.QueueReport{
+				Port: id, Queue: a.Queue,
+				LatencyThreshold: uint32(min(a.LatencyThreshold.Nanoseconds(), 1<<32-1)),
+				DepthThreshold:   a.DepthThreshold,
+				ResetThreshold:   uint32(min(a.ResetThreshold.Nanoseconds(), 1<<32-1)),
+				Quota:            a.BreachQuota, TailDrop: a.TailDrop,
+			})
+		}
+	}
+	return cfg
+}
+
+// counter indexes, as in bpf/intd.c
+const (
+	cIn = iota
+	cOut
+	cDrop
+	cInserted
+	cTransited
+	cStripped
+	cEBit
+	cMBit
+	cMalformed
+	cPostcard
+	cEvSent
+	cEvSuppressed
+	cEvLost
+	cGSO
+	cFlowGen
+	cDropGen
+)
+
+func toCounters(c *[16]uint64) sai.Counters {
+	return sai.Counters{
+		InPackets: c[cIn], OutPackets: c[cOut], DroppedPackets: c[cDrop],
+		IntInserted: c[cInserted], IntTransited: c[cTransited], IntStripped: c[cStripped],
+		EBitSet: c[cEBit], MBitSet: c[cMBit], IntMalformedDrop: c[cMalformed], Postcards: c[cPostcard],
+	}
+}
+
+// RawCounters returns the summed BPF counters of an interface slot (for
+// tests and debugging): index as in bpf/intd.c.
+func (d *Dataplane) rawCounters(slot int) [16]uint64 {
+	var out [16]uint64
+	var per []intdCounters
+	if err := d.objs.Ctrs.Lookup(uint32(slot), &per); err != nil {
+		return out
+	}
+	for _, p := range per {
+		for i := range out {
+			out[i] += p.C[i]
+		}
+	}
+	return out
+}
+
+// Stats implements sai.Backend.
+func (d *Dataplane) Stats(ctx context.Context) (sai.Stats, error) {
+	if err := ctx.Err(); err != nil {
+		return sai.Stats{}, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	st := sai.Stats{
+		Interfaces:     map[string]sai.Counters{},
+		Drops:          map[sai.DropReason]uint64{},
+		Reports:        map[sai.ReportType]sai.ReportCounters{},
+		Watchlist:      map[sai.OID]sai.WatchlistEntryStats{},
+		IntSessions:    map[sai.OID]sai.IntSessionStats{},
+		ReportSessions: map[sai.OID]sai.ReportSessionStats{},
+		QueueReports:   map[sai.OID]sai.QueueReportStats{},
+	}
+	var node [16]uint64
+	for slot := 0; slot < maxSlots; slot++ {
+		if !d.slots[slot] {
+			continue
+		}
+		raw := d.rawCounters(slot)
+		for i := range node {
+			node[i] += raw[i]
+		}
+		for name, i := range d.ifaces {
+			if i.slot == slot {
+				st.Interfaces[name] = toCounters(&raw)
+			}
+		}
+	}
+	st.Node = toCounters(&node)
+	for _, r := range sai.DropReasons() {
+		var per []uint64
+		var n uint64
+		if err := d.objs.Drops.Lookup(uint32(r), &per); err == nil {
+			for _, v := range per {
+				n += v
+			}
+		}
+		st.Drops[r] = n
+	}
+	for oid, i := range d.wlIdx {
+		var per []intdWlStats
+		var s sai.WatchlistEntryStats
+		if err := d.objs.WlStatsMap.Lookup(uint32(i), &per); err == nil {
+			for _, v := range per {
+				s.MatchedPackets += v.Packets
+				s.MatchedBytes += v.Bytes
+			}
+		}
+		st.Watchlist[oid] = s
+	}
+	for oid, i := range d.sessIdx {
+		var per []intdSessStats
+		var s sai.IntSessionStats
+		if err := d.objs.SessStatsMap.Lookup(uint32(i), &per); err == nil {
+			for _, v := range per {
+				s.PacketsInitiated += v.Initiated
+				s.PacketsNotInitiated += v.NotInitiated
+			}
+		}
+		st.IntSessions[oid] = s
+	}
+	for oid, i := range d.qrIdx {
+		var q intdQrState
+		_ = d.objs.QrStateMap.Lookup(uint32(i), &q)
+		st.QueueReports[oid] = sai.QueueReportStats{Breaches: q.Breaches, Reports: q.Reports, QuotaLeft: q.QuotaLeft}
+	}
+	for oid := range d.objects {
+		if oid.Type() == sai.ObjectTypeReportSession {
+			st.ReportSessions[oid] = sai.ReportSessionStats{}
+		}
+	}
+	st.Reports[sai.ReportFlow] = sai.ReportCounters{Generated: node[cFlowGen], Suppressed: node[cEvSuppressed]}
+	st.Reports[sai.ReportDrop] = sai.ReportCounters{Generated: node[cDropGen]}
+	var qr uint64
+	for _, q := range st.QueueReports {
+		qr += q.Reports
+	}
+	st.Reports[sai.ReportQueue] = sai.ReportCounters{Generated: qr}
+	if p, ok := d.cfg.Reporter.(ReportPipeline); ok {
+		d.pipelineStats(p, &st)
+	}
+	return st, nil
+}
+
+func (d *Dataplane) pipelineStats(p ReportPipeline, st *sai.Stats) {
+	ps := p.Stats()
+	add := func(t sai.ReportType, ts ...report.EventType) {
+		r := st.Reports[t]
+		for _, et := range ts {
+			c := ps.ByType[et]
+			r.Suppressed += c.Suppressed
+			r.Sent += c.Sent
+			r.Dropped += c.Dropped
+		}
+		st.Reports[t] = r
+	}
+	add(sai.ReportFlow, report.EventFlowState, report.EventFlowReportAllPackets, report.EventFlowTCPFlag)
+	add(sai.ReportDrop, report.EventDropReport, report.EventQueueReportTailDrop)
+	add(sai.ReportQueue, report.EventQueueReportThresholdBreach)
+	for oid := range st.ReportSessions {
+		ss, ok := ps.Sessions[oid.String()]
+		if !ok {
+			continue
+		}
+		var r sai.ReportSessionStats
+		for _, c := range ss.ByType {
+			r.Reports += c.Sent
+			r.Dropped += c.Dropped
+		}
+		r.Packets, r.Bytes = ss.Packets, ss.Bytes
+		if len(ss.Collectors) > 0 {
+			r.LastSequence = ss.Collectors[0].LastSeq
+		}
+		st.ReportSessions[oid] = r
+	}
+}

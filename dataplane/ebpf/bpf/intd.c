@@ -1,0 +1,1485 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * intd tc/eBPF dataplane: INT v2.1 over TCP/UDP (DSCP or UDP port marking)
+ * on kernel-forwarded IPv4 traffic.
+ *
+ *   intd_ingress  tc ingress: remembers the ingress time of the packet in a
+ *                 per-CPU slot (forwarding runs ingress -> egress on one CPU
+ *                 without deferral), keyed by a fingerprint of the IP header.
+ *   intd_egress   tc egress: malformed INT drop, sink (report, strip, D-bit
+ *                 discard), transit (push metadata, E/M bits), watchlist
+ *                 lookup, source (insert shim + INT-MD/MX), postcards and
+ *                 queue reports; per-flow report filter; events to a ring
+ *                 buffer.
+ *   intd_pass     returns TC_ACT_OK: the benchmark baseline.
+ *   intd_kfree_skb raw tracepoint skb:kfree_skb: drop reports for watched
+ *                 flows.
+ *
+ * Configuration lives in maps written by dataplane/ebpf; nothing is compiled
+ * in, so configuration changes never reload programs.
+ */
+#include <linux/bpf.h>
+#include <linux/pkt_cls.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+#define IPPROTO_TCP 6
+#define IPPROTO_UDP 17
+
+#define MAX_WL 64      /* watchlist entries (one half of the double buffer) */
+#define MAX_SESS 64    /* INT sessions */
+#define MAX_SLOTS 64   /* interface counter slots; slot 0 is "other" */
+#define MAX_QR 16      /* queue reports */
+#define MAX_CAP 512    /* bytes of a frame copied into an event */
+#define MAX_MOVE 128   /* header bytes moved when room is made after L4 */
+#define MAX_INT 1024   /* largest INT shim length handled, bytes */
+
+/* cfg.flags */
+#define F_DTEL (1 << 0)
+#define F_ENDPOINT (1 << 1)
+#define F_TRANSIT (1 << 2)
+#define F_POSTCARD (1 << 3)
+#define F_DROP (1 << 4)
+#define F_QUEUE (1 << 5)
+#define F_WL_DSCP (1 << 6)
+#define F_WL_FLAGS (1 << 7)
+#define F_PORT_CHANGE (1 << 8)
+#define F_PATH_CHANGE (1 << 9)
+#define F_QUEUE_CHANGE (1 << 10)
+#define F_GSO_SKIP (1 << 11)
+
+/* wl_entry.act */
+#define ACT_DROP_REPORT 1
+#define ACT_TAIL_DROP 2
+#define ACT_REPORT_ALL 4
+
+/* flow ops */
+#define OP_NOP 0
+#define OP_INT 1
+#define OP_POSTCARD 2
+
+/* event kinds (= report.Kind) and flags */
+#define EV_FLOW 1
+#define EV_DROP 2
+#define EV_QUEUE 3
+#define EVF_REPORT_ALL 1
+#define EVF_UNWATCHED 2
+#define EVF_TAIL_DROP 4
+#define EVF_TAIL_DROP_REPORT 8
+#define EVF_SINK 16   /* frame as received at the sink: userspace pushes Hop */
+#define EVF_BREACH 32 /* queue report inside a breach */
+
+/* counters */
+enum {
+	C_IN,
+	C_OUT,
+	C_DROP,
+	C_INSERTED,
+	C_TRANSITED,
+	C_STRIPPED,
+	C_EBIT,
+	C_MBIT,
+	C_MALFORMED,
+	C_POSTCARD,
+	C_EV_SENT,
+	C_EV_SUPPRESSED,
+	C_EV_LOST,
+	C_GSO,
+	C_FLOW_GEN,
+	C_DROP_GEN,
+	NCTR = 16,
+};
+
+struct cfg {
+	__u32 flags;
+	__u32 node_id;
+	__u64 time_offset;   /* bpf_ktime_get_ns() + time_offset = POSIX ns */
+	__u64 flow_interval; /* ns between reports of an unchanged flow */
+	__u32 wl_gen;        /* bumps on every watchlist change */
+	__u16 wl_count;      /* entries in the active half */
+	__u16 udp_port;      /* INT UDP destination port, 0: off */
+	__u8 dscp_val;
+	__u8 dscp_mask;      /* 0: DSCP marking off */
+	__u8 npt;            /* 1 or 2 for UDP port marking */
+	__u8 lat_shift;      /* latency bucket = latency >> lat_shift */
+	__u8 wl_base;        /* 0 or 1: active half of the watchlist */
+	__u8 pad[3];
+};
+
+struct iface {
+	__u32 l2_id;
+	__u16 l1_id;
+	__u16 mtu;
+	__u8 sink;
+	__u8 slot;
+	__u8 qr; /* queue report index + 1, 0: none */
+	__u8 pad;
+};
+
+struct session {
+	__u16 inst;
+	__u16 domain;
+	__u16 ds_inst;
+	__u16 ds_flags;
+	__u8 mode; /* 0 MD, 1 MX */
+	__u8 max_hops;
+	__u8 discard;
+	__u8 hop_ml; /* words: baseline + domain specific */
+};
+
+struct wl_entry {
+	__u32 src[4], srcmask[4], dst[4], dstmask[4];
+	__u32 in_ifindex;
+	__u16 sport_lo, sport_hi, dport_lo, dport_hi;
+	__u8 family; /* 0 any, 4 */
+	__u8 proto;
+	__u8 dscp_val, dscp_mask;
+	__u8 flags_val, flags_mask;
+	__u8 flow_op;
+	__u8 sample_pct;
+	__u8 act;
+	__u8 session;
+	__u8 stats;
+	__u8 pad;
+};
+
+struct flow_key {
+	__u32 src, dst;
+	__u16 sport, dport;
+	__u8 proto, dscp, tcp_flags, pad;
+	__u32 in_ifindex;
+};
+
+struct wl_cache {
+	__u32 gen;
+	__u8 entry; /* 0xff: none */
+	__u8 flow_op;
+	__u8 pad[2];
+};
+
+struct counters {
+	__u64 c[NCTR];
+};
+
+struct sess_stats {
+	__u64 initiated;
+	__u64 not_initiated;
+};
+
+struct wl_stats {
+	__u64 packets;
+	__u64 bytes;
+};
+
+struct qr_cfg {
+	__u32 depth;   /* bytes, 0 off */
+	__u32 latency; /* ns, 0 off */
+	__u32 reset;   /* ns */
+	__u32 quota;
+	__u32 tail_drop;
+};
+
+struct qr_state {
+	__u32 in_breach;
+	__u32 quota_left;
+	__u64 breaches;
+	__u64 reports;
+};
+
+struct flow_state {
+	__u64 last;
+	__u64 digest;
+};
+
+struct ing_slot {
+	__u64 ts;
+	__u32 fp;
+	__u32 ifindex;
+};
+
+struct drop_watch {
+	__u64 ts;
+	__u32 in_ifindex;
+	__u8 act;
+	__u8 pad[3];
+};
+
+struct event {
+	__u64 now;
+	__u64 ts_in;
+	__u32 in_ifindex, out_ifindex;
+	__u32 hop_latency, queue_occ;
+	__u32 l2_in, l2_out;
+	__u16 l1_in, l1_out;
+	__u16 cap_len, pkt_len;
+	__u16 valid; /* instruction bits with real values */
+	__u16 l3_off; /* 14: data starts with Ethernet; 0: with IP (drops) */
+	__u8 kind, flags, drop_reason, tcp_flags;
+	__u32 node_id;
+	__u8 data[MAX_CAP];
+};
+
+struct pkt {
+	__u32 ihl;
+	__u32 l4;
+	__u32 l4len;
+	__u32 ip_len;
+	__u32 shim;  /* offset of the shim, 0: no INT */
+	__u32 csum;  /* offset of the L4 checksum, 0: none */
+	__u32 saddr, daddr;
+	__u16 sport, dport;
+	__u16 ip_id;
+	__u16 frag;
+	__u8 proto;   /* flow protocol (original one for NPT 2) */
+	__u8 ipproto; /* IP header protocol */
+	__u8 tos;
+	__u8 encap; /* 1 DSCP, 2 UDP port */
+	__u8 tcp_flags;
+	__u8 csum_flags;
+	/* INT, when shim != 0 */
+	__u8 itype;
+	__u8 npt;
+	__u8 shim_words;
+	__u16 shim_val;
+	__u8 ver;
+	__u8 hdr0; /* D/E/M byte */
+	__u8 hop_ml;
+	__u8 rhc;
+	__u16 inst;
+};
+
+struct hop {
+	__u64 ts_in, ts_out;
+	__u32 node, latency, occ, l2_in, l2_out;
+	__u16 l1_in, l1_out;
+	__u16 valid;
+	__u32 in_ifindex;
+};
+
+/* scratch is the per-CPU state of the packet being processed, shared by
+ * the (separately verified) global functions below. */
+struct scratch {
+	struct cfg c;
+	struct iface ifc;
+	struct pkt p;
+	struct hop h;
+	struct wl_entry e;
+	__u32 slot;
+	__u8 op;
+	__u8 pad[3];
+	__u32 hop[32];
+	__u8 mv[MAX_MOVE];
+	__u8 buf[512];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cfg);
+} cfg_map SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_SLOTS);
+	__type(key, __u32);
+	__type(value, struct iface);
+} ifaces SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_SESS);
+	__type(key, __u32);
+	__type(value, struct session);
+} sessions SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2 * MAX_WL);
+	__type(key, __u32);
+	__type(value, struct wl_entry);
+} watchlist SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct flow_key);
+	__type(value, struct wl_cache);
+} wl_cache_map SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, MAX_SLOTS);
+	__type(key, __u32);
+	__type(value, struct counters);
+} ctrs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 256);
+	__type(key, __u32);
+	__type(value, __u64);
+} drops SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, MAX_SESS);
+	__type(key, __u32);
+	__type(value, struct sess_stats);
+} sess_stats_map SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, MAX_WL);
+	__type(key, __u32);
+	__type(value, struct wl_stats);
+} wl_stats_map SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_QR);
+	__type(key, __u32);
+	__type(value, struct qr_cfg);
+} qr_cfg_map SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_QR);
+	__type(key, __u32);
+	__type(value, struct qr_state);
+} qr_state_map SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct flow_key);
+	__type(value, struct flow_state);
+} flows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct flow_key);
+	__type(value, struct drop_watch);
+} drop_watch_map SEC(".maps");
+
+/* kernel skb_drop_reason -> sai drop reason + 1 (0: not mapped: unknown) */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 512);
+	__type(key, __u32);
+	__type(value, __u32);
+} drop_reasons SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ing_slot);
+} ing_map SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct scratch);
+} scratch_map SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20);
+} events SEC(".maps");
+
+/* Generated Go types for userspace. */
+struct event *unused_event __attribute__((unused));
+struct flow_key *unused_flow_key __attribute__((unused));
+
+/* ---- CO-RE view of the egress qdisc (queue occupancy) ---- */
+
+struct gnet_stats_queue {
+	__u32 qlen;
+	__u32 backlog;
+} __attribute__((preserve_access_index));
+
+struct Qdisc {
+	struct gnet_stats_queue qstats;
+} __attribute__((preserve_access_index));
+
+struct net_device {
+	struct Qdisc *qdisc;
+	int ifindex;
+} __attribute__((preserve_access_index));
+
+struct sk_buff {
+	struct net_device *dev;
+	unsigned char *head;
+	__u16 network_header;
+	__u32 len;
+	int skb_iif;
+} __attribute__((preserve_access_index));
+
+extern void *bpf_cast_to_kern_ctx(void *obj) __ksym;
+
+static __always_inline __u32 qdisc_backlog(struct __sk_buff *skb)
+{
+	struct sk_buff *k = bpf_cast_to_kern_ctx(skb);
+	struct net_device *dev = k->dev;
+	if (!dev)
+		return 0;
+	struct Qdisc *q = dev->qdisc;
+	if (!q)
+		return 0;
+	return q->qstats.backlog;
+}
+
+/* ---- small helpers ---- */
+
+#define L3 14
+
+
+#define GLOBAL __attribute__((noinline))
+/* BOUND masks v in a way the compiler cannot drop, so that the verifier
+ * sees the bound on the register actually passed to a helper. */
+#define BOUND(v, mask) asm volatile("%[x] &= " #mask : [x] "+r"(v))
+
+static __always_inline void cnt(struct scratch *s, int i)
+{
+	__u32 k = s->slot;
+	struct counters *c = bpf_map_lookup_elem(&ctrs, &k);
+	if (c)
+		c->c[i & (NCTR - 1)]++;
+}
+
+static __always_inline void cnt_drop(struct scratch *s, __u32 reason)
+{
+	__u64 *d = bpf_map_lookup_elem(&drops, &reason);
+	if (d)
+		(*d)++;
+	cnt(s, C_DROP);
+}
+
+static __always_inline __u32 inst_words(__u16 inst)
+{
+	return __builtin_popcount(inst) + __builtin_popcount(inst & 0x0e00);
+}
+
+static __always_inline __u64 hash64(__u64 h, __u64 w)
+{
+	h ^= w;
+	h *= 0x9e3779b97f4a7c15ULL;
+	return h ^ (h >> 29);
+}
+
+static __always_inline __u64 flow_hash(struct flow_key *k)
+{
+	__u64 h = hash64(0x12345, ((__u64)k->src << 32) | k->dst);
+	h = hash64(h, ((__u64)k->sport << 32) | ((__u64)k->dport << 16) | k->proto);
+	h ^= h >> 30;
+	h *= 0xbf58476d1ce4e5b9ULL;
+	h ^= h >> 27;
+	return h;
+}
+
+static __always_inline __u32 fingerprint(__u32 saddr, __u32 daddr, __u32 idlen, __u32 proto)
+{
+	__u64 h = hash64(saddr, ((__u64)daddr << 32) | idlen);
+	return (__u32)hash64(h, proto);
+}
+
+static __always_inline struct scratch *scratch(void)
+{
+	__u32 zero = 0;
+	return bpf_map_lookup_elem(&scratch_map, &zero);
+}
+
+/* ---- parsing ---- */
+
+/* parse reads Ethernet/IPv4/TCP/UDP and the INT shim + header into s->p.
+ * It returns -1 for packets intd does not touch (non-IPv4, fragments), 1
+ * for malformed INT, 0 otherwise. */
+GLOBAL int parse(struct __sk_buff *skb, struct scratch *s)
+{
+	if (!s)
+		return -1;
+	struct pkt *p = &s->p;
+	struct cfg *c = &s->c;
+	__u8 h[34];
+	__builtin_memset(p, 0, sizeof(*p));
+	if (bpf_skb_load_bytes(skb, 0, h, sizeof(h)) < 0)
+		return -1;
+	if (h[12] != 0x08 || h[13] != 0x00 || (h[14] >> 4) != 4)
+		return -1;
+	p->ihl = (h[14] & 0xf) * 4;
+	if (p->ihl < 20)
+		return -1;
+	p->tos = h[15];
+	p->ip_len = ((__u32)h[16] << 8) | h[17];
+	p->ip_id = ((__u16)h[18] << 8) | h[19];
+	p->frag = (((__u16)h[20] << 8) | h[21]) & 0x3fff;
+	p->proto = p->ipproto = h[23];
+	__builtin_memcpy(&p->saddr, &h[26], 4);
+	__builtin_memcpy(&p->daddr, &h[30], 4);
+	p->l4 = L3 + p->ihl;
+	if (p->frag)
+		return -1;
+	if (p->proto == IPPROTO_TCP) {
+		__u8 t[20];
+		if (bpf_skb_load_bytes(skb, p->l4, t, 20) < 0)
+			return -1;
+		p->sport = ((__u16)t[0] << 8) | t[1];
+		p->dport = ((__u16)t[2] << 8) | t[3];
+		p->l4len = (t[12] >> 4) * 4;
+		p->tcp_flags = t[13];
+		p->csum = p->l4 + 16;
+		if (p->l4len < 20)
+			return -1;
+	} else if (p->proto == IPPROTO_UDP) {
+		__u8 u[8];
+		if (bpf_skb_load_bytes(skb, p->l4, u, 8) < 0)
+			return -1;
+		p->sport = ((__u16)u[0] << 8) | u[1];
+		p->dport = ((__u16)u[2] << 8) | u[3];
+		p->l4len = 8;
+		p->csum = p->l4 + 6;
+		p->csum_flags = BPF_F_MARK_MANGLED_0;
+	} else {
+		return 0;
+	}
+	if (c->dscp_mask && ((p->tos >> 2) & c->dscp_mask) == c->dscp_val) {
+		p->shim = p->l4 + p->l4len;
+		p->encap = 1;
+	} else if (c->udp_port && p->proto == IPPROTO_UDP && p->dport == c->udp_port) {
+		p->shim = p->l4 + 8;
+		p->encap = 2;
+	} else {
+		return 0;
+	}
+	__u8 b[16];
+	if (p->shim + 16 > L3 + p->ip_len || bpf_skb_load_bytes(skb, p->shim, b, 16) < 0)
+		return 1;
+	p->itype = b[0] >> 4;
+	p->npt = (b[0] >> 2) & 3;
+	p->shim_words = b[1];
+	p->shim_val = ((__u16)b[2] << 8) | b[3];
+	p->ver = b[4] >> 4;
+	p->hdr0 = b[4];
+	p->hop_ml = b[6] & 0x1f;
+	p->rhc = b[7];
+	p->inst = ((__u16)b[8] << 8) | b[9];
+	if (p->itype != 1 && p->itype != 3)
+		return 1;
+	if (p->ver != 2 || p->shim_words < 3 || p->npt > 2 || (p->npt && p->encap != 2))
+		return 1;
+	if (p->shim + 4 + (__u32)p->shim_words * 4 > L3 + p->ip_len)
+		return 1;
+	if (p->itype == 1) {
+		if (p->hop_ml < inst_words(p->inst))
+			return 1;
+		if (p->shim_words > 3 && p->hop_ml == 0)
+			return 1;
+	}
+	if (p->npt == 1) {
+		p->dport = p->shim_val;
+	} else if (p->npt == 2) {
+		__u8 o[4];
+		p->proto = (__u8)p->shim_val;
+		p->sport = p->dport = 0;
+		if ((p->proto == IPPROTO_TCP || p->proto == IPPROTO_UDP) &&
+		    bpf_skb_load_bytes(skb, p->shim + 4 + p->shim_words * 4, o, 4) == 0) {
+			p->sport = ((__u16)o[0] << 8) | o[1];
+			p->dport = ((__u16)o[2] << 8) | o[3];
+		}
+	}
+	return 0;
+}
+
+/* ---- hop metadata ---- */
+
+/* build_hop writes this hop's metadata for inst into s->hop and returns its
+ * length in words: hop_ml words in all, domain-specific words and
+ * unavailable fields all ones. */
+GLOBAL int build_hop(struct scratch *s, __u32 inst, __u32 hop_ml)
+{
+	if (!s)
+		return 0;
+	struct hop *h = &s->h;
+	__u32 n = 0;
+#pragma unroll
+	for (int b = 0; b < 15; b++) {
+		if (!(inst & (0x8000 >> b)))
+			continue;
+		__u32 v = 0xffffffff, v2 = 0xffffffff;
+		switch (b) {
+		case 0:
+			v = h->node;
+			break;
+		case 1:
+			v = ((__u32)h->l1_in << 16) | h->l1_out;
+			break;
+		case 2:
+			v = h->latency;
+			break;
+		case 3:
+			v = h->occ & 0xffffff;
+			break;
+		case 4:
+			v = h->ts_in >> 32;
+			v2 = (__u32)h->ts_in;
+			break;
+		case 5:
+			v = h->ts_out >> 32;
+			v2 = (__u32)h->ts_out;
+			break;
+		case 6:
+			v = h->l2_in;
+			v2 = h->l2_out;
+			break;
+		}
+		if (!(h->valid & (0x8000 >> b)))
+			v = v2 = 0xffffffff;
+		s->hop[n & 31] = bpf_htonl(v);
+		n++;
+		if (b >= 4 && b <= 6) {
+			s->hop[n & 31] = bpf_htonl(v2);
+			n++;
+		}
+	}
+	__u32 end = hop_ml - (inst & 1);
+	for (int i = 0; i < 31; i++) {
+		if (n >= end)
+			break;
+		s->hop[n & 31] = 0xffffffff;
+		n++;
+	}
+	if (inst & 1) {
+		s->hop[n & 31] = 0xffffffff;
+		n++;
+	}
+	return n;
+}
+
+/* ---- checksum and header edits ---- */
+
+/* store_hop writes words of s->hop at off. */
+static __always_inline void store_hop(struct __sk_buff *skb, __u32 off, struct scratch *s, __u32 words)
+{
+	__u64 len = words * 4;
+	BOUND(len, 0x7c);
+	if (len > 0)
+		bpf_skb_store_bytes(skb, off, s->hop, len, 0);
+}
+
+static __always_inline __s64 hop_sum(struct scratch *s, __u32 words, __s64 seed)
+{
+	__u64 len = words * 4;
+	BOUND(len, 0x7c);
+	return bpf_csum_diff(0, 0, s->hop, len, seed);
+}
+
+static __always_inline void ip_word(struct __sk_buff *skb, __u32 off, __u16 oldv, __u16 newv)
+{
+	__u16 o = bpf_htons(oldv), n = bpf_htons(newv);
+	bpf_skb_store_bytes(skb, L3 + off, &n, 2, 0);
+	bpf_l3_csum_replace(skb, L3 + 10, o, n, 2);
+}
+
+/* l4_word rewrites a 16-bit word inside the L4 checksum's coverage. */
+static __always_inline void l4_word(struct __sk_buff *skb, struct pkt *p, __u32 off, __u16 oldv, __u16 newv)
+{
+	__u16 o = bpf_htons(oldv), n = bpf_htons(newv);
+	bpf_skb_store_bytes(skb, off, &n, 2, 0);
+	if (p->csum)
+		bpf_l4_csum_replace(skb, p->csum, o, n, 2 | p->csum_flags);
+}
+
+/* l4_pseudo_len accounts for the L4 segment length changing from oldv to
+ * newv in the pseudo header. */
+static __always_inline void l4_pseudo_len(struct __sk_buff *skb, struct pkt *p, __u16 oldv, __u16 newv)
+{
+	if (p->csum)
+		bpf_l4_csum_replace(skb, p->csum, bpf_htons(oldv), bpf_htons(newv),
+				    2 | BPF_F_PSEUDO_HDR | p->csum_flags);
+}
+
+/* l4_sum folds the one's complement sum change diff into the L4 checksum. */
+static __always_inline void l4_sum(struct __sk_buff *skb, struct pkt *p, __s64 diff)
+{
+	if (p->csum && diff >= 0)
+		bpf_l4_csum_replace(skb, p->csum, 0, (__u32)diff, p->csum_flags);
+}
+
+/* grow makes n bytes of room at offset at (after the L4 header): the
+ * kernel inserts them after the fixed IPv4 header and the bytes in between
+ * (IP options, L4 header, INT header) move down. Without
+ * BPF_F_ADJ_ROOM_FIXED_GSO the kernel lowers gso_size by n, so GSO
+ * segments still fit the MTU. */
+static __always_inline int grow(struct __sk_buff *skb, struct scratch *s, __u32 at, __u32 n)
+{
+	__u32 mv = at - (L3 + 20);
+	if (mv > MAX_MOVE)
+		return -1;
+	if (bpf_skb_adjust_room(skb, n, BPF_ADJ_ROOM_NET, 0))
+		return -1;
+	__u64 m = mv;
+	BOUND(m, 0xff);
+	if (m > 0 && m <= MAX_MOVE) {
+		if (bpf_skb_load_bytes(skb, L3 + 20 + n, s->mv, m) ||
+		    bpf_skb_store_bytes(skb, L3 + 20, s->mv, m, 0))
+			return -2;
+	}
+	return 0;
+}
+
+/* shrink removes n bytes at offset at, moving the bytes between the fixed
+ * IPv4 header and at up. */
+static __always_inline int shrink(struct __sk_buff *skb, struct scratch *s, __u32 at, __u32 n)
+{
+	__u32 mv = at - (L3 + 20);
+	if (mv > MAX_MOVE)
+		return -1;
+	__u64 m = mv;
+	BOUND(m, 0xff);
+	if (m > 0 && m <= MAX_MOVE) {
+		if (bpf_skb_load_bytes(skb, L3 + 20, s->mv, m) ||
+		    bpf_skb_store_bytes(skb, L3 + 20 + n, s->mv, m, 0))
+			return -1;
+	}
+	if (bpf_skb_adjust_room(skb, -(__s32)n, BPF_ADJ_ROOM_NET, 0))
+		return -2;
+	return 0;
+}
+
+/* ---- events ---- */
+
+GLOBAL int emit(struct __sk_buff *skb, struct scratch *s, __u32 kind, __u32 flags)
+{
+	if (!s)
+		return -1;
+	struct event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
+	if (!ev) {
+		cnt(s, C_EV_LOST);
+		return -1;
+	}
+	struct hop *h = &s->h;
+	ev->now = h->ts_out;
+	ev->ts_in = h->ts_in;
+	ev->in_ifindex = h->in_ifindex;
+	ev->out_ifindex = skb->ifindex;
+	ev->hop_latency = h->latency;
+	ev->queue_occ = h->occ;
+	ev->l2_in = h->l2_in;
+	ev->l2_out = h->l2_out;
+	ev->l1_in = h->l1_in;
+	ev->l1_out = h->l1_out;
+	ev->valid = h->valid;
+	ev->node_id = h->node;
+	ev->kind = kind;
+	ev->flags = flags;
+	ev->drop_reason = 0;
+	ev->tcp_flags = s->p.proto == IPPROTO_TCP ? s->p.tcp_flags : 0;
+	ev->l3_off = L3;
+	__u32 len = skb->len;
+	ev->pkt_len = len;
+	if (len > MAX_CAP)
+		len = MAX_CAP;
+	ev->cap_len = 0;
+	if (len > 0 && len <= MAX_CAP && bpf_skb_load_bytes(skb, 0, ev->data, len) == 0)
+		ev->cap_len = len;
+	bpf_ringbuf_submit(ev, 0);
+	cnt(s, C_EV_SENT);
+	return 0;
+}
+
+/* filter is the per-flow smart filter: a flow is reported when new, when
+ * flow_interval has passed, or when the digest of its ports, path (node ids
+ * of the INT stack) and latency buckets changed. It returns 1 to report. */
+GLOBAL int filter(struct __sk_buff *skb, struct scratch *s)
+{
+	if (!s)
+		return 0;
+	struct pkt *p = &s->p;
+	struct hop *h = &s->h;
+	struct cfg *c = &s->c;
+	struct flow_key k = {
+		.src = p->saddr, .dst = p->daddr, .sport = p->sport, .dport = p->dport, .proto = p->proto,
+	};
+	__u64 d = 0x5bd1e995;
+	__u32 lat_shift = c->lat_shift & 31;
+	if (c->flags & F_PORT_CHANGE)
+		d = hash64(d, ((__u64)h->in_ifindex << 32) | skb->ifindex);
+	if (h->valid & 0x2000)
+		d = hash64(d, h->latency >> lat_shift);
+	if (p->shim && p->itype == 1 && p->hop_ml) {
+		/* Up to 8 hops of the stack: node ids and latencies. */
+		__u32 stack = p->shim + 16;
+		__u32 end = p->shim + 4 + (__u32)p->shim_words * 4;
+		__u32 step = (__u32)p->hop_ml * 4;
+		__u32 latw = ((p->inst & 0x8000) ? 1 : 0) + ((p->inst & 0x4000) ? 1 : 0);
+		for (int i = 0; i < 8; i++) {
+			__u32 at = stack + i * step;
+			if (at + step > end)
+				break;
+			__u32 w;
+			if ((c->flags & F_PATH_CHANGE) && (p->inst & 0x8000) &&
+			    bpf_skb_load_bytes(skb, at, &w, 4) == 0)
+				d = hash64(d, w);
+			if ((p->inst & 0x2000) && bpf_skb_load_bytes(skb, at + latw * 4, &w, 4) == 0)
+				d = hash64(d, bpf_ntohl(w) >> lat_shift);
+		}
+	}
+	struct flow_state *st = bpf_map_lookup_elem(&flows, &k);
+	if (st) {
+		if (st->digest == d && h->ts_out - st->last < c->flow_interval)
+			return 0;
+		st->digest = d;
+		st->last = h->ts_out;
+		return 1;
+	}
+	struct flow_state ns = {.last = h->ts_out, .digest = d};
+	bpf_map_update_elem(&flows, &k, &ns, BPF_ANY);
+	return 1;
+}
+
+static __always_inline void flow_event(struct __sk_buff *skb, struct scratch *s, __u32 flags)
+{
+	cnt(s, C_FLOW_GEN);
+	int tcp_trigger = s->p.proto == IPPROTO_TCP && (s->p.tcp_flags & 0x07);
+	if (!(flags & EVF_REPORT_ALL) && !tcp_trigger && !filter(skb, s)) {
+		cnt(s, C_EV_SUPPRESSED);
+		return;
+	}
+	emit(skb, s, EV_FLOW, flags);
+}
+
+/* ---- watchlist ---- */
+
+/* classify looks the packet up in the watchlist (through the flow cache),
+ * copies the matching entry into s->e and its effective flow op into s->op.
+ * It returns 1 on a match. */
+GLOBAL int classify(struct __sk_buff *skb, struct scratch *s)
+{
+	if (!s)
+		return 0;
+	struct pkt *p = &s->p;
+	struct cfg *c = &s->c;
+	s->op = OP_NOP;
+	if (!c->wl_count)
+		return 0;
+	struct flow_key k = {
+		.src = p->saddr, .dst = p->daddr, .sport = p->sport, .dport = p->dport, .proto = p->proto,
+		.in_ifindex = skb->ingress_ifindex,
+	};
+	if (c->flags & F_WL_DSCP)
+		k.dscp = p->tos >> 2;
+	if (c->flags & F_WL_FLAGS)
+		k.tcp_flags = p->proto == IPPROTO_TCP ? p->tcp_flags : 0;
+	__u32 base = c->wl_base ? MAX_WL : 0;
+	struct wl_cache *wc = bpf_map_lookup_elem(&wl_cache_map, &k);
+	if (wc && wc->gen == c->wl_gen) {
+		if (wc->entry == 0xff)
+			return 0;
+		__u32 idx = base + (wc->entry & (MAX_WL - 1));
+		struct wl_entry *e = bpf_map_lookup_elem(&watchlist, &idx);
+		if (!e)
+			return 0;
+		s->e = *e;
+		s->op = wc->flow_op;
+		return 1;
+	}
+	__u32 hit = 0xff;
+	__u32 n = c->wl_count;
+	__u8 dscp = p->tos >> 2;
+	__u8 tf = p->proto == IPPROTO_TCP ? p->tcp_flags : 0;
+	for (__u32 i = 0; i < MAX_WL; i++) {
+		if (i >= n)
+			break;
+		__u32 idx = base + i;
+		struct wl_entry *e = bpf_map_lookup_elem(&watchlist, &idx);
+		if (!e)
+			break;
+		if (e->in_ifindex && e->in_ifindex != k.in_ifindex)
+			continue;
+		if (e->family && e->family != 4)
+			continue;
+		if (((k.src ^ e->src[0]) & e->srcmask[0]) || ((k.dst ^ e->dst[0]) & e->dstmask[0]))
+			continue;
+		if (e->proto && e->proto != p->proto)
+			continue;
+		if (p->sport < e->sport_lo || p->sport > e->sport_hi || p->dport < e->dport_lo || p->dport > e->dport_hi)
+			continue;
+		if ((dscp & e->dscp_mask) != e->dscp_val || (tf & e->flags_mask) != e->flags_val)
+			continue;
+		s->e = *e;
+		hit = i;
+		break;
+	}
+	struct wl_cache nc = {.gen = c->wl_gen, .entry = hit, .flow_op = OP_NOP};
+	if (hit != 0xff) {
+		nc.flow_op = s->e.flow_op;
+		if (nc.flow_op != OP_NOP && s->e.sample_pct < 100 && (flow_hash(&k) >> 32) % 100 >= s->e.sample_pct)
+			nc.flow_op = OP_NOP;
+	}
+	bpf_map_update_elem(&wl_cache_map, &k, &nc, BPF_ANY);
+	s->op = nc.flow_op;
+	return hit != 0xff;
+}
+
+/* ---- roles ---- */
+
+/* source is the INT source step for a watched packet (s->e). It returns
+ * TC_ACT_OK, or TC_ACT_SHOT when the packet was left inconsistent. */
+GLOBAL int source(struct __sk_buff *skb, struct scratch *s)
+{
+	if (!s)
+		return TC_ACT_OK;
+	struct pkt *p = &s->p;
+	struct cfg *c = &s->c;
+	__u32 sid = s->e.session;
+	struct session *se = bpf_map_lookup_elem(&sessions, &sid);
+	struct sess_stats *ss = bpf_map_lookup_elem(&sess_stats_map, &sid);
+	if (!se || !ss)
+		return TC_ACT_OK;
+	__u32 npt = 0;
+	__u32 fixed = 4 + 12;
+	if (c->dscp_mask) {
+		npt = 0;
+	} else if (c->udp_port) {
+		npt = c->npt;
+		if (npt == 1 && p->proto != IPPROTO_UDP)
+			npt = 2;
+		if (npt == 2)
+			fixed += 8;
+	} else {
+		ss->not_initiated++;
+		return TC_ACT_OK;
+	}
+	int gso = skb->gso_size != 0;
+	if (gso && ((c->flags & F_GSO_SKIP) || p->proto != IPPROTO_TCP)) {
+		ss->not_initiated++;
+		return TC_ACT_OK;
+	}
+	__u32 mtu = s->ifc.mtu;
+	__u32 room = mtu > p->ip_len ? mtu - p->ip_len : 0;
+	if (gso)
+		room = 0xffff; /* gso_size shrinks with the headers */
+	if (fixed > room) {
+		ss->not_initiated++;
+		return TC_ACT_OK;
+	}
+	__u32 hopw = 0;
+	__u8 hdr[12];
+	__u8 rhc = se->max_hops;
+	__u8 b0 = 0x20 | (se->discard ? 0x08 : 0);
+	if (se->mode == 0) {
+		if (fixed + (__u32)se->hop_ml * 4 > room) {
+			b0 |= 0x02;
+			cnt(s, C_MBIT);
+		} else {
+			rhc--;
+			hopw = build_hop(s, se->inst, se->hop_ml);
+		}
+	}
+	hdr[0] = b0;
+	hdr[1] = 0;
+	hdr[2] = se->mode == 0 ? se->hop_ml : 0;
+	hdr[3] = se->mode == 0 ? rhc : 0;
+	hdr[4] = se->inst >> 8;
+	hdr[5] = se->inst;
+	hdr[6] = se->domain >> 8;
+	hdr[7] = se->domain;
+	hdr[8] = se->ds_inst >> 8;
+	hdr[9] = se->ds_inst;
+	hdr[10] = se->ds_flags >> 8;
+	hdr[11] = se->ds_flags;
+	hopw &= 31;
+	__u32 ilen = 12 + hopw * 4;
+	__u8 shim[4];
+	shim[0] = ((se->mode == 0 ? 1 : 3) << 4) | (npt << 2);
+	shim[1] = ilen / 4;
+	__u32 n = ilen + 4;
+	if (npt == 2) {
+		/* New UDP header + shim + INT between IPv4 and the original L4
+		 * header; the original L4 checksum stays valid. */
+		n += 8;
+		__u32 at = L3 + p->ihl;
+		shim[2] = 0;
+		shim[3] = p->proto;
+		struct flow_key k = {.src = p->saddr, .dst = p->daddr, .sport = p->sport, .dport = p->dport, .proto = p->proto};
+		__u16 u[4];
+		u[0] = bpf_htons(0xc000 | (flow_hash(&k) >> 50));
+		u[1] = bpf_htons(c->udp_port);
+		u[2] = bpf_htons(p->ip_len - p->ihl + n);
+		u[3] = 0;
+		int r = grow(skb, s, at, n);
+		if (r == -2)
+			return TC_ACT_SHOT;
+		if (r) {
+			ss->not_initiated++;
+			return TC_ACT_OK;
+		}
+		bpf_skb_store_bytes(skb, at, u, 8, 0);
+		bpf_skb_store_bytes(skb, at + 8, shim, 4, 0);
+		bpf_skb_store_bytes(skb, at + 12, hdr, 12, 0);
+		store_hop(skb, at + 24, s, hopw);
+		__u8 ttl;
+		bpf_skb_load_bytes(skb, L3 + 8, &ttl, 1);
+		__u16 old = ((__u16)ttl << 8) | p->proto;
+		ip_word(skb, 8, old, (old & 0xff00) | IPPROTO_UDP);
+		ip_word(skb, 2, p->ip_len, p->ip_len + n);
+	} else {
+		__u32 at = p->l4 + p->l4len;
+		if (npt == 0) {
+			shim[2] = 0;
+			shim[3] = (p->tos >> 2) << 2;
+		} else {
+			shim[2] = p->dport >> 8;
+			shim[3] = p->dport;
+		}
+		/* Checksum effect of the new bytes, computed before the edit. */
+		__s64 diff = bpf_csum_diff(0, 0, (__u32 *)shim, 4, 0);
+		diff = bpf_csum_diff(0, 0, (__u32 *)hdr, 12, diff);
+		diff = hop_sum(s, hopw, diff);
+		int r = grow(skb, s, at, n);
+		if (r == -2)
+			return TC_ACT_SHOT;
+		if (r) {
+			ss->not_initiated++;
+			return TC_ACT_OK;
+		}
+		bpf_skb_store_bytes(skb, at, shim, 4, 0);
+		bpf_skb_store_bytes(skb, at + 4, hdr, 12, 0);
+		store_hop(skb, at + 16, s, hopw);
+		l4_sum(skb, p, diff);
+		__u16 seg = p->ip_len - p->ihl;
+		if (p->ipproto == IPPROTO_UDP)
+			l4_word(skb, p, p->l4 + 4, seg, seg + n);
+		l4_pseudo_len(skb, p, seg, seg + n);
+		if (npt == 1)
+			l4_word(skb, p, p->l4 + 2, p->dport, c->udp_port);
+		if (npt == 0) {
+			__u8 dscp = p->tos >> 2;
+			__u8 nd = (dscp & ~c->dscp_mask) | (c->dscp_val & c->dscp_mask);
+			__u16 old = ((__u16)(0x40 | (p->ihl / 4)) << 8) | p->tos;
+			ip_word(skb, 0, old, (old & 0xff03) | ((__u16)nd << 2));
+		}
+		ip_word(skb, 2, p->ip_len, p->ip_len + n);
+	}
+	if (gso)
+		cnt(s, C_GSO);
+	ss->initiated++;
+	cnt(s, C_INSERTED);
+	if (se->mode == 1)
+		flow_event(skb, s, 0);
+	return TC_ACT_OK;
+}
+
+/* set_hdr0 sets a bit (E or M) of the INT-MD flags byte. */
+static __always_inline void set_hdr0(struct __sk_buff *skb, struct pkt *p, __u8 bit)
+{
+	if (p->hdr0 & bit)
+		return;
+	__u32 off = p->shim + 4;
+	__u8 b1 = 0;
+	bpf_skb_load_bytes(skb, off + 1, &b1, 1);
+	__u16 old = ((__u16)p->hdr0 << 8) | b1;
+	l4_word(skb, p, off, old, old | ((__u16)bit << 8));
+	p->hdr0 |= bit;
+}
+
+GLOBAL int transit(struct __sk_buff *skb, struct scratch *s)
+{
+	if (!s)
+		return TC_ACT_OK;
+	struct pkt *p = &s->p;
+	if (p->itype == 3) {
+		cnt(s, C_TRANSITED);
+		flow_event(skb, s, 0);
+		return TC_ACT_OK;
+	}
+	if (p->rhc == 0) {
+		set_hdr0(skb, p, 0x04);
+		cnt(s, C_EBIT);
+		return TC_ACT_OK;
+	}
+	__u32 hop_ml = p->hop_ml;
+	__u32 n = hop_ml * 4;
+	int gso = skb->gso_size != 0;
+	__u32 mtu = s->ifc.mtu;
+	__u32 room = mtu > p->ip_len ? mtu - p->ip_len : 0;
+	if (gso)
+		room = 0xffff;
+	if (n > room || p->shim_words + hop_ml > 255 || (gso && p->ipproto != IPPROTO_TCP)) {
+		set_hdr0(skb, p, 0x02);
+		cnt(s, C_MBIT);
+		return TC_ACT_OK;
+	}
+	__u32 w = build_hop(s, p->inst, hop_ml);
+	w &= 31;
+	if (w == 0 || w * 4 != n)
+		return TC_ACT_OK;
+	__s64 diff = hop_sum(s, w, 0);
+	__u32 at = p->shim + 16;
+	int r = grow(skb, s, at, n);
+	if (r == -2)
+		return TC_ACT_SHOT;
+	if (r) {
+		set_hdr0(skb, p, 0x02);
+		cnt(s, C_MBIT);
+		return TC_ACT_OK;
+	}
+	store_hop(skb, at, s, w);
+	l4_sum(skb, p, diff);
+	/* Remaining Hop Count and shim length. */
+	__u16 ml = (__u16)(p->hdr0 & 0 ? 0 : 0);
+	__u8 b2;
+	bpf_skb_load_bytes(skb, p->shim + 6, &b2, 1);
+	ml = (__u16)b2 << 8;
+	l4_word(skb, p, p->shim + 6, ml | p->rhc, ml | (p->rhc - 1));
+	__u8 s0 = (p->itype << 4) | (p->npt << 2);
+	l4_word(skb, p, p->shim, ((__u16)s0 << 8) | p->shim_words, ((__u16)s0 << 8) | (p->shim_words + hop_ml));
+	__u16 seg = p->ip_len - p->ihl;
+	if (p->ipproto == IPPROTO_UDP)
+		l4_word(skb, p, p->l4 + 4, seg, seg + n);
+	l4_pseudo_len(skb, p, seg, seg + n);
+	ip_word(skb, 2, p->ip_len, p->ip_len + n);
+	if (gso)
+		cnt(s, C_GSO);
+	cnt(s, C_TRANSITED);
+	return TC_ACT_OK;
+}
+
+/* strip is the INT sink step after the report: remove shim and INT (and the
+ * UDP header of NPT 2), restore DSCP / port / protocol and lengths. It
+ * returns 0, or -1 when the packet must be dropped. */
+GLOBAL int strip(struct __sk_buff *skb, struct scratch *s)
+{
+	if (!s)
+		return -1;
+	struct pkt *p = &s->p;
+	struct cfg *c = &s->c;
+	__u32 ilen = 4 + (__u32)p->shim_words * 4;
+	if (ilen > MAX_INT)
+		return -1;
+	if (p->npt == 2) {
+		__u32 n = 8 + ilen;
+		__u8 ttl;
+		bpf_skb_load_bytes(skb, L3 + 8, &ttl, 1);
+		__u16 old = ((__u16)ttl << 8) | IPPROTO_UDP;
+		ip_word(skb, 8, old, (old & 0xff00) | (p->shim_val & 0xff));
+		ip_word(skb, 2, p->ip_len, p->ip_len - n);
+		return shrink(skb, s, p->l4, n) ? -1 : 0;
+	}
+	/* Checksum effect of the removed bytes. */
+	__s64 diff = 0;
+	__u32 off = p->shim;
+	for (int i = 0; i < 2; i++) {
+		__u32 done = i * 512;
+		if (done >= ilen)
+			break;
+		__u32 len = ilen - done;
+		if (len > 512)
+			len = 512;
+		len &= 0x3fc;
+		if (len == 0 || len > 512)
+			break;
+		if (bpf_skb_load_bytes(skb, off + done, s->buf, len))
+			return -1;
+		diff = bpf_csum_diff((__u32 *)s->buf, len, 0, 0, diff);
+	}
+	l4_sum(skb, p, diff);
+	__u16 seg = p->ip_len - p->ihl;
+	if (p->ipproto == IPPROTO_UDP)
+		l4_word(skb, p, p->l4 + 4, seg, seg - ilen);
+	l4_pseudo_len(skb, p, seg, seg - ilen);
+	if (p->npt == 1)
+		l4_word(skb, p, p->l4 + 2, c->udp_port, p->shim_val);
+	if (p->encap == 1) {
+		__u16 old = ((__u16)(0x40 | (p->ihl / 4)) << 8) | p->tos;
+		ip_word(skb, 0, old, (old & 0xff03) | (p->shim_val & 0xfc));
+	}
+	ip_word(skb, 2, p->ip_len, p->ip_len - ilen);
+	return shrink(skb, s, p->shim, ilen) ? -1 : 0;
+}
+
+GLOBAL int sink(struct __sk_buff *skb, struct scratch *s)
+{
+	if (!s)
+		return TC_ACT_OK;
+	int discard = s->p.hdr0 & 0x08;
+	if (s->p.itype == 1 && s->p.rhc == 0)
+		cnt(s, C_EBIT);
+	flow_event(skb, s, EVF_SINK);
+	if (strip(skb, s)) {
+		cnt(s, C_MALFORMED);
+		cnt_drop(s, 0);
+		return TC_ACT_SHOT;
+	}
+	cnt(s, C_STRIPPED);
+	if (discard)
+		return TC_ACT_SHOT;
+	cnt(s, C_OUT);
+	return TC_ACT_OK;
+}
+
+GLOBAL int queue_report(struct __sk_buff *skb, struct scratch *s, int watched)
+{
+	if (!s)
+		return 0;
+	struct hop *h = &s->h;
+	__u32 i = (s->ifc.qr - 1) & (MAX_QR - 1);
+	struct qr_cfg *q = bpf_map_lookup_elem(&qr_cfg_map, &i);
+	struct qr_state *st = bpf_map_lookup_elem(&qr_state_map, &i);
+	if (!q || !st)
+		return 0;
+	int breach = (q->depth && h->occ >= q->depth) || (q->latency && (h->valid & 0x2000) && h->latency >= q->latency);
+	__u32 flags = watched ? 0 : EVF_UNWATCHED;
+	if (!breach) {
+		if (st->in_breach) {
+			int reset = (!q->latency && h->occ < q->depth / 2) || (q->latency && h->latency < q->reset);
+			if (reset) {
+				st->in_breach = 0;
+				st->quota_left = q->quota;
+				emit(skb, s, EV_QUEUE, flags); /* ends the breach in userspace too */
+			}
+		}
+		return 0;
+	}
+	if (!st->in_breach) {
+		st->in_breach = 1;
+		st->breaches++;
+		st->quota_left = q->quota;
+	}
+	if (!st->quota_left)
+		return 0;
+	st->quota_left--;
+	st->reports++;
+	emit(skb, s, EV_QUEUE, flags | EVF_BREACH);
+	return 0;
+}
+
+SEC("tc")
+int intd_ingress(struct __sk_buff *skb)
+{
+	__u32 zero = 0;
+	__u32 ifx = skb->ifindex;
+	struct iface *ifc = bpf_map_lookup_elem(&ifaces, &ifx);
+	if (!ifc)
+		return TC_ACT_OK;
+	__u32 slot = ifc->slot;
+	struct counters *ctr = bpf_map_lookup_elem(&ctrs, &slot);
+	if (ctr)
+		ctr->c[C_IN]++;
+	__u8 h[20];
+	if (skb->protocol != bpf_htons(0x0800) || bpf_skb_load_bytes(skb, L3, h, 20) < 0)
+		return TC_ACT_OK;
+	struct ing_slot *sl = bpf_map_lookup_elem(&ing_map, &zero);
+	if (!sl)
+		return TC_ACT_OK;
+	__u32 sa, da;
+	__builtin_memcpy(&sa, &h[12], 4);
+	__builtin_memcpy(&da, &h[16], 4);
+	__u32 idlen = ((__u32)h[4] << 24) | ((__u32)h[5] << 16) | ((__u32)h[2] << 8) | h[3];
+	sl->ts = bpf_ktime_get_ns();
+	sl->fp = fingerprint(sa, da, idlen, h[9]);
+	sl->ifindex = ifx;
+	return TC_ACT_OK;
+}
+
+SEC("tc")
+int intd_egress(struct __sk_buff *skb)
+{
+	__u32 zero = 0;
+	__u32 ifx = skb->ifindex;
+	struct iface *ifc = bpf_map_lookup_elem(&ifaces, &ifx);
+	if (!ifc)
+		return TC_ACT_OK;
+	struct scratch *s = scratch();
+	struct cfg *c = bpf_map_lookup_elem(&cfg_map, &zero);
+	if (!s || !c)
+		return TC_ACT_OK;
+	s->slot = ifc->slot;
+	if (!(c->flags & F_DTEL)) {
+		cnt(s, C_OUT);
+		return TC_ACT_OK;
+	}
+	s->c = *c;
+	s->ifc = *ifc;
+	int pr = parse(skb, s);
+	if (pr < 0) {
+		cnt(s, C_OUT);
+		return TC_ACT_OK;
+	}
+	if (pr > 0) {
+		cnt(s, C_MALFORMED);
+		cnt_drop(s, 0);
+		return TC_ACT_SHOT;
+	}
+	__u64 now = bpf_ktime_get_ns();
+	struct hop *h = &s->h;
+	__builtin_memset(h, 0, sizeof(*h));
+	h->node = s->c.node_id;
+	h->ts_out = now + s->c.time_offset;
+	h->l1_out = ifc->l1_id;
+	h->l2_out = ifc->l2_id;
+	h->in_ifindex = skb->ingress_ifindex;
+	h->valid = 0x8000 | 0x1000 | 0x0400; /* node id, queue, egress timestamp */
+	h->occ = qdisc_backlog(skb);
+	if (h->in_ifindex) {
+		__u32 in = h->in_ifindex;
+		struct iface *ii = bpf_map_lookup_elem(&ifaces, &in);
+		if (ii) {
+			h->l1_in = ii->l1_id;
+			h->l2_in = ii->l2_id;
+			h->valid |= 0x4000 | 0x0200; /* L1 and L2 interfaces */
+		}
+	}
+	struct ing_slot *sl = bpf_map_lookup_elem(&ing_map, &zero);
+	if (sl && sl->ifindex == h->in_ifindex && sl->ts && sl->ts <= now) {
+		/* The fingerprint is of the packet as it arrived: INT edits
+		 * happen below, at this node's egress. */
+		__u32 idlen = ((__u32)s->p.ip_id << 16) | s->p.ip_len;
+		if (sl->fp == fingerprint(s->p.saddr, s->p.daddr, idlen, s->p.ipproto)) {
+			h->ts_in = sl->ts + s->c.time_offset;
+			h->latency = now - sl->ts;
+			h->valid |= 0x2000 | 0x0800; /* hop latency, ingress timestamp */
+		}
+	}
+	int qr = s->ifc.qr && (s->c.flags & F_QUEUE);
+
+	if (s->p.shim) {
+		if (s->ifc.sink && (s->c.flags & F_ENDPOINT))
+			return sink(skb, s);
+		if (s->c.flags & F_TRANSIT) {
+			if (transit(skb, s) != TC_ACT_OK)
+				return TC_ACT_SHOT;
+		}
+		if (qr)
+			queue_report(skb, s, 1);
+		cnt(s, C_OUT);
+		return TC_ACT_OK;
+	}
+	int watched = classify(skb, s);
+	if (watched) {
+		__u32 si = s->e.stats & (MAX_WL - 1);
+		struct wl_stats *ws = bpf_map_lookup_elem(&wl_stats_map, &si);
+		if (ws) {
+			ws->packets++;
+			ws->bytes += skb->len;
+		}
+		if ((s->c.flags & F_DROP) && (s->e.act & (ACT_DROP_REPORT | ACT_TAIL_DROP))) {
+			struct flow_key k = {.src = s->p.saddr, .dst = s->p.daddr, .sport = s->p.sport,
+					     .dport = s->p.dport, .proto = s->p.proto};
+			struct drop_watch dw = {.ts = now, .in_ifindex = h->in_ifindex, .act = s->e.act};
+			bpf_map_update_elem(&drop_watch_map, &k, &dw, BPF_ANY);
+		}
+		if (s->op == OP_INT && (s->c.flags & F_ENDPOINT) && !s->ifc.sink) {
+			if (source(skb, s) != TC_ACT_OK)
+				return TC_ACT_SHOT;
+		} else if (s->op == OP_POSTCARD && (s->c.flags & F_POSTCARD)) {
+			cnt(s, C_POSTCARD);
+			flow_event(skb, s, (s->e.act & ACT_REPORT_ALL) ? EVF_REPORT_ALL : 0);
+		}
+	}
+	if (qr)
+		queue_report(skb, s, watched);
+	cnt(s, C_OUT);
+	return TC_ACT_OK;
+}
+
+SEC("tc")
+int intd_pass(struct __sk_buff *skb)
+{
+	return TC_ACT_OK;
+}
+
+/* ---- drop reports ---- */
+
+SEC("raw_tracepoint/kfree_skb")
+int intd_kfree_skb(struct bpf_raw_tracepoint_args *ctx)
+{
+	__u32 zero = 0;
+	struct cfg *c = bpf_map_lookup_elem(&cfg_map, &zero);
+	if (!c || !(c->flags & F_DROP))
+		return 0;
+	struct sk_buff *skb = (struct sk_buff *)ctx->args[0];
+	__u32 kreason = (__u32)ctx->args[2];
+	unsigned char *head = 0;
+	__u16 nh = 0;
+	int iif = 0;
+	bpf_probe_read_kernel(&head, sizeof(head), __builtin_preserve_access_index(&skb->head));
+	bpf_probe_read_kernel(&nh, sizeof(nh), __builtin_preserve_access_index(&skb->network_header));
+	bpf_probe_read_kernel(&iif, sizeof(iif), __builtin_preserve_access_index(&skb->skb_iif));
+	if (!head || nh == 0xffff || !iif)
+		return 0;
+	__u8 ip[24];
+	if (bpf_probe_read_kernel(ip, sizeof(ip), head + nh))
+		return 0;
+	if ((ip[0] >> 4) != 4)
+		return 0;
+	struct flow_key k = {.proto = ip[9]};
+	__builtin_memcpy(&k.src, &ip[12], 4);
+	__builtin_memcpy(&k.dst, &ip[16], 4);
+	__u32 ihl = (ip[0] & 0xf) * 4;
+	if (k.proto == IPPROTO_TCP || k.proto == IPPROTO_UDP) {
+		__u8 pt[4];
+		if (bpf_probe_read_kernel(pt, 4, head + nh + (ihl & 0x3c)))
+			return 0;
+		k.sport = ((__u16)pt[0] << 8) | pt[1];
+		k.dport = ((__u16)pt[2] << 8) | pt[3];
+	}
+	struct drop_watch *dw = bpf_map_lookup_elem(&drop_watch_map, &k);
+	if (!dw || dw->in_ifindex != (__u32)iif)
+		return 0;
+	__u32 kr = kreason & 511;
+	__u32 *m = bpf_map_lookup_elem(&drop_reasons, &kr);
+	__u32 reason = m && *m ? *m - 1 : 0;
+	int tail = reason == 71;
+	if (tail ? !(dw->act & ACT_TAIL_DROP) : !(dw->act & ACT_DROP_REPORT))
+		return 0;
+	__u32 ifx = iif;
+	struct iface *ifc = bpf_map_lookup_elem(&ifaces, &ifx);
+	__u32 slot = ifc ? ifc->slot : 0;
+	struct counters *ctr = bpf_map_lookup_elem(&ctrs, &slot);
+	__u32 r8 = reason & 0xff;
+	__u64 *d = bpf_map_lookup_elem(&drops, &r8);
+	if (d)
+		(*d)++;
+	if (ctr) {
+		ctr->c[C_DROP]++;
+		ctr->c[C_DROP_GEN]++;
+	}
+	struct event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
+	if (!ev) {
+		if (ctr)
+			ctr->c[C_EV_LOST]++;
+		return 0;
+	}
+	__u64 now = bpf_ktime_get_ns();
+	__builtin_memset(ev, 0, 64);
+	ev->now = now + c->time_offset;
+	ev->ts_in = dw->ts + c->time_offset;
+	ev->in_ifindex = iif;
+	ev->node_id = c->node_id;
+	ev->kind = EV_DROP;
+	ev->flags = (tail ? EVF_TAIL_DROP : 0) | ((dw->act & ACT_TAIL_DROP) ? EVF_TAIL_DROP_REPORT : 0);
+	ev->drop_reason = reason;
+	ev->valid = 0x8000;
+	if (ifc) {
+		ev->l1_in = ifc->l1_id;
+		ev->l2_in = ifc->l2_id;
+	}
+	ev->l3_off = 0;
+	__u32 iplen = ((__u32)ip[2] << 8) | ip[3];
+	if (iplen > MAX_CAP)
+		iplen = MAX_CAP;
+	ev->pkt_len = iplen;
+	ev->cap_len = 0;
+	if (iplen > 0 && iplen <= MAX_CAP && bpf_probe_read_kernel(ev->data, iplen, head + nh) == 0)
+		ev->cap_len = iplen;
+	bpf_ringbuf_submit(ev, 0);
+	if (ctr)
+		ctr->c[C_EV_SENT]++;
+	return 0;
+}

@@ -1,0 +1,336 @@
+package ebpf
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/intd-project/intd/dataplane/report"
+	"github.com/intd-project/intd/sai"
+)
+
+// Interface is a network interface the dataplane attaches to.
+type Interface struct {
+	Name string
+	// ID is the level-1 interface id in INT metadata; 0 means the
+	// ifindex (truncated to 16 bits).
+	ID uint16
+	// L2ID is the level-2 interface id; 0 means the ifindex.
+	L2ID uint32
+}
+
+// Config configures a Dataplane.
+type Config struct {
+	// Interfaces are attached at New; see AddInterface.
+	Interfaces []Interface
+	// Reporter receives report events from the ring buffer; nil discards
+	// them. A report.Pipeline (anything implementing ReportPipeline) is
+	// configured from the sai objects and feeds Stats.Reports.
+	Reporter report.Reporter
+	// NoAttach registers interfaces in the maps without attaching
+	// programs to them: for BPF_PROG_TEST_RUN tests and benchmarks.
+	NoAttach bool
+	// SkipGSO leaves GSO super-packets without INT at the source (counted
+	// as not initiated) instead of inserting one INT stack per
+	// super-packet. See the package documentation.
+	SkipGSO bool
+	// NoDropTrace does not attach the skb:kfree_skb tracepoint (no drop
+	// reports).
+	NoDropTrace bool
+}
+
+// ReportPipeline is what a *report.Pipeline offers besides Report.
+type ReportPipeline interface {
+	report.Reporter
+	Configure(report.Config) error
+	Stats() report.Stats
+}
+
+const (
+	maxWatchlist = 64
+	maxSessions  = 64
+	maxSlots     = 64
+	maxQueueRep  = 16
+	filterHandle = 0x1d0
+	filterPrio   = 0xc1d
+)
+
+type iface struct {
+	cfg      Interface
+	ifindex  int
+	mtu      int
+	slot     int
+	attached bool
+	ownQdisc bool
+}
+
+// Dataplane is the tc/eBPF INT dataplane. It implements sai.Backend.
+type Dataplane struct {
+	mu      sync.Mutex
+	cfg     Config
+	objs    intdObjects
+	ifaces  map[string]*iface
+	slots   [maxSlots]bool
+	tp      link.Link
+	rd      *ringbuf.Reader
+	done    chan struct{}
+	closed  bool
+	timeOff uint64
+
+	objects   map[sai.OID]*object
+	nextIndex uint64
+	dtelOID   sai.OID
+	sessIdx   map[sai.OID]int
+	wlIdx     map[sai.OID]int
+	qrIdx     map[sai.OID]int
+	wlGen     uint32
+	wlBase    uint8
+	reportErr error
+
+	ev evState
+}
+
+// New loads the BPF programs, attaches them to cfg.Interfaces and starts
+// reading reports. Close detaches everything.
+func New(cfg Config) (*Dataplane, error) {
+	d := &Dataplane{
+		cfg:     cfg,
+		ifaces:  map[string]*iface{},
+		objects: map[sai.OID]*object{},
+		sessIdx: map[sai.OID]int{},
+		wlIdx:   map[sai.OID]int{},
+		qrIdx:   map[sai.OID]int{},
+		done:    make(chan struct{}),
+	}
+	d.slots[0] = true // "other"
+	if err := loadIntdObjects(&d.objs, nil); err != nil {
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			return nil, fmt.Errorf("ebpf: load: %+v", ve)
+		}
+		return nil, fmt.Errorf("ebpf: load: %w", err)
+	}
+	d.timeOff = timeOffset()
+	if err := d.loadDropReasons(); err != nil {
+		d.objs.Close()
+		return nil, err
+	}
+	var err error
+	if d.rd, err = ringbuf.NewReader(d.objs.Events); err != nil {
+		d.objs.Close()
+		return nil, fmt.Errorf("ebpf: ring buffer: %w", err)
+	}
+	if !cfg.NoDropTrace && !cfg.NoAttach {
+		if d.tp, err = link.AttachRawTracepoint(link.RawTracepointOptions{Name: "kfree_skb", Program: d.objs.IntdKfreeSkb}); err != nil {
+			d.Close()
+			return nil, fmt.Errorf("ebpf: attach kfree_skb: %w", err)
+		}
+	}
+	d.mu.Lock()
+	err = d.compileLocked()
+	d.mu.Unlock()
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	for _, i := range cfg.Interfaces {
+		if err := d.AddInterface(i); err != nil {
+			d.Close()
+			return nil, err
+		}
+	}
+	go d.readEvents()
+	return d, nil
+}
+
+// timeOffset is CLOCK_REALTIME - CLOCK_MONOTONIC (bpf_ktime_get_ns), so
+// that BPF timestamps are POSIX nanoseconds.
+func timeOffset() uint64 {
+	var rt, mono unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &mono)
+	_ = unix.ClockGettime(unix.CLOCK_REALTIME, &rt)
+	return uint64(rt.Nano() - mono.Nano())
+}
+
+// Close detaches the programs from every interface, stops reporting and
+// frees the BPF objects.
+func (d *Dataplane) Close() error {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return nil
+	}
+	d.closed = true
+	var errs []error
+	for name, i := range d.ifaces {
+		errs = append(errs, d.detach(i))
+		delete(d.ifaces, name)
+	}
+	d.mu.Unlock()
+	if d.tp != nil {
+		errs = append(errs, d.tp.Close())
+	}
+	if d.rd != nil {
+		errs = append(errs, d.rd.Close())
+		<-d.done
+	} else {
+		close(d.done)
+	}
+	errs = append(errs, d.objs.Close())
+	return errors.Join(errs...)
+}
+
+// Interfaces lists the attached interfaces' names.
+func (d *Dataplane) Interfaces() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []string
+	for n := range d.ifaces {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// AddInterface attaches the programs to an interface (clsact qdisc,
+// direct-action filters on ingress and egress).
+func (d *Dataplane) AddInterface(cfg Interface) error {
+	l, err := netlink.LinkByName(cfg.Name)
+	if err != nil {
+		return fmt.Errorf("ebpf: interface %q: %w", cfg.Name, err)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return errors.New("ebpf: closed")
+	}
+	if _, ok := d.ifaces[cfg.Name]; ok {
+		return fmt.Errorf("ebpf: interface %q: %w", cfg.Name, sai.ErrExists)
+	}
+	slot := slices.Index(d.slots[:], false)
+	if slot < 0 {
+		return fmt.Errorf("ebpf: interface %q: more than %d interfaces", cfg.Name, maxSlots-1)
+	}
+	i := &iface{cfg: cfg, ifindex: l.Attrs().Index, mtu: l.Attrs().MTU, slot: slot}
+	if i.cfg.ID == 0 {
+		i.cfg.ID = uint16(i.ifindex)
+	}
+	if i.cfg.L2ID == 0 {
+		i.cfg.L2ID = uint32(i.ifindex)
+	}
+	var zero intdCounters
+	zeros := make([]intdCounters, ebpf.MustPossibleCPU())
+	_ = zero
+	if err := d.objs.Ctrs.Put(uint32(slot), zeros); err != nil {
+		return fmt.Errorf("ebpf: interface %q: %w", cfg.Name, err)
+	}
+	if err := d.objs.Ifaces.Put(uint32(i.ifindex), d.ifaceValue(i)); err != nil {
+		return fmt.Errorf("ebpf: interface %q: %w", cfg.Name, err)
+	}
+	if !d.cfg.NoAttach {
+		if err := d.attach(i, l); err != nil {
+			_ = d.objs.Ifaces.Delete(uint32(i.ifindex))
+			return err
+		}
+	}
+	d.slots[slot] = true
+	d.ifaces[cfg.Name] = i
+	return nil
+}
+
+// RemoveInterface detaches the programs from an interface. Sink ports,
+// queue reports and in-port matches naming it keep their configuration
+// but stop matching.
+func (d *Dataplane) RemoveInterface(name string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	i, ok := d.ifaces[name]
+	if !ok {
+		return fmt.Errorf("ebpf: interface %q: %w", name, sai.ErrNotFound)
+	}
+	err := d.detach(i)
+	d.slots[i.slot] = false
+	delete(d.ifaces, name)
+	return err
+}
+
+func (d *Dataplane) attach(i *iface, l netlink.Link) error {
+	q := &netlink.GenericQdisc{
+		QdiscAttrs: netlink.QdiscAttrs{LinkIndex: i.ifindex, Handle: netlink.MakeHandle(0xffff, 0), Parent: netlink.HANDLE_CLSACT},
+		QdiscType:  "clsact",
+	}
+	if err := netlink.QdiscAdd(q); err == nil {
+		i.ownQdisc = true
+	} else if !errors.Is(err, os.ErrExist) && !errors.Is(err, unix.EEXIST) {
+		return fmt.Errorf("ebpf: %s: add clsact qdisc: %w", i.cfg.Name, err)
+	}
+	for _, f := range []struct {
+		parent uint32
+		prog   *ebpf.Program
+		name   string
+	}{
+		{netlink.HANDLE_MIN_INGRESS, d.objs.IntdIngress, "intd_ingress"},
+		{netlink.HANDLE_MIN_EGRESS, d.objs.IntdEgress, "intd_egress"},
+	} {
+		bf := &netlink.BpfFilter{
+			FilterAttrs: netlink.FilterAttrs{LinkIndex: i.ifindex, Parent: f.parent,
+				Handle: filterHandle, Protocol: unix.ETH_P_ALL, Priority: filterPrio},
+			Fd: f.prog.FD(), Name: f.name, DirectAction: true,
+		}
+		if err := netlink.FilterReplace(bf); err != nil {
+			_ = d.detach(i)
+			return fmt.Errorf("ebpf: %s: attach %s: %w", i.cfg.Name, f.name, err)
+		}
+	}
+	i.attached = true
+	return nil
+}
+
+func (d *Dataplane) detach(i *iface) error {
+	_ = d.objs.Ifaces.Delete(uint32(i.ifindex))
+	if d.cfg.NoAttach {
+		return nil
+	}
+	var errs []error
+	for _, parent := range []uint32{netlink.HANDLE_MIN_INGRESS, netlink.HANDLE_MIN_EGRESS} {
+		f := &netlink.BpfFilter{FilterAttrs: netlink.FilterAttrs{LinkIndex: i.ifindex, Parent: parent,
+			Handle: filterHandle, Protocol: unix.ETH_P_ALL, Priority: filterPrio}}
+		if err := netlink.FilterDel(f); err != nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENODEV) && !errors.Is(err, unix.EINVAL) {
+			errs = append(errs, fmt.Errorf("ebpf: %s: detach: %w", i.cfg.Name, err))
+		}
+	}
+	if i.ownQdisc {
+		q := &netlink.GenericQdisc{
+			QdiscAttrs: netlink.QdiscAttrs{LinkIndex: i.ifindex, Handle: netlink.MakeHandle(0xffff, 0), Parent: netlink.HANDLE_CLSACT},
+			QdiscType:  "clsact",
+		}
+		if err := netlink.QdiscDel(q); err != nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENODEV) && !errors.Is(err, unix.EINVAL) {
+			errs = append(errs, fmt.Errorf("ebpf: %s: delete clsact: %w", i.cfg.Name, err))
+		}
+	}
+	i.attached = false
+	return errors.Join(errs...)
+}
+
+func (d *Dataplane) ifaceValue(i *iface) intdIface {
+	v := intdIface{L1Id: i.cfg.ID, L2Id: i.cfg.L2ID, Mtu: uint16(min(i.mtu, 0xffff)), Slot: uint8(i.slot)}
+	if o := d.objects[d.dtelOID]; o != nil {
+		if slices.Contains(o.attrs.(sai.DTelAttrs).SinkPortList, i.cfg.Name) {
+			v.Sink = 1
+		}
+	}
+	for oid, idx := range d.qrIdx {
+		if d.objects[oid].attrs.(sai.QueueReportAttrs).Port == i.cfg.Name {
+			v.Qr = uint8(idx + 1)
+		}
+	}
+	return v
+}

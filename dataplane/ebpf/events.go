@@ -1,0 +1,191 @@
+package ebpf
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/ringbuf"
+
+	"github.com/intd-project/intd/dataplane/report"
+	"github.com/intd-project/intd/dataplane/wire"
+	"github.com/intd-project/intd/sai"
+)
+
+// event kinds and flags, as in bpf/intd.c
+const (
+	evfReportAll      = 1
+	evfUnwatched      = 2
+	evfTailDrop       = 4
+	evfTailDropReport = 8
+	evfSink           = 16
+)
+
+// evState turns ring buffer records into report.Events.
+type evState struct {
+	mu     sync.Mutex
+	parser wire.Parser
+	inner  wire.Parser
+	buf    []byte
+	ev     report.Event
+}
+
+func (e *evState) setParser(dt *sai.DTelAttrs) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.parser = wire.Parser{AllowTruncated: true}
+	if dt != nil {
+		e.parser.DSCP, e.parser.DSCPMask = dt.IntL4DSCP.Value, dt.IntL4DSCP.Mask
+		e.parser.UDPPort = dt.IntUDPDstPort
+	}
+	e.inner = wire.Parser{AllowTruncated: true}
+}
+
+func (d *Dataplane) readEvents() {
+	defer close(d.done)
+	var rec ringbuf.Record
+	for {
+		if err := d.rd.ReadInto(&rec); err != nil {
+			if errors.Is(err, ringbuf.ErrClosed) {
+				return
+			}
+			continue
+		}
+		if len(rec.RawSample) < int(unsafe.Sizeof(intdEvent{})) {
+			continue
+		}
+		raw := (*intdEvent)(unsafe.Pointer(&rec.RawSample[0]))
+		if d.cfg.Reporter != nil {
+			d.ev.deliver(raw, d.cfg.Reporter)
+		}
+	}
+}
+
+// deliver converts one record and hands it to r.
+func (e *evState) deliver(raw *intdEvent, r report.Reporter) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ev := e.convert(raw)
+	if ev != nil {
+		r.Report(ev)
+		ev.Packet = nil
+	}
+}
+
+func hopOf(raw *intdEvent) wire.HopMetadata {
+	return wire.HopMetadata{
+		NodeID:           raw.NodeId,
+		IngressPort:      raw.L1In,
+		EgressPort:       raw.L1Out,
+		HopLatency:       raw.HopLatency,
+		QueueOccupancy:   raw.QueueOcc & 0xffffff,
+		IngressTimestamp: raw.TsIn,
+		EgressTimestamp:  raw.Now,
+		L2IngressPort:    raw.L2In,
+		L2EgressPort:     raw.L2Out,
+		Valid:            wire.Instructions(raw.Valid),
+	}
+}
+
+// convert builds the report.Event for a record. For a sink record the
+// frame is as received and this hop's metadata is pushed onto its stack
+// here, as the software dataplane does (LastHopEmbeddedInt).
+func (e *evState) convert(raw *intdEvent) *report.Event {
+	n := int(min(raw.CapLen, uint16(len(raw.Data))))
+	if cap(e.buf) < n+wire.EthernetLen+512 {
+		e.buf = make([]byte, 0, n+wire.EthernetLen+2048)
+	}
+	b := e.buf[:0]
+	if raw.L3Off == 0 { // drop: IP packet, give it an Ethernet header
+		b = append(b, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x08, 0x00)
+	}
+	b = append(b, raw.Data[:n]...)
+	ev := &e.ev
+	*ev = report.Event{Kind: report.Kind(raw.Kind), Now: int64(raw.Now), Hop: hopOf(raw), INT: -1,
+		DropReason: raw.DropReason, TCPFlags: raw.TcpFlags}
+	ev.ReportAll = raw.Flags&evfReportAll != 0
+	ev.Unwatched = raw.Flags&evfUnwatched != 0
+	ev.TailDrop = raw.Flags&evfTailDrop != 0
+	ev.TailDropReport = raw.Flags&evfTailDropReport != 0
+	var p wire.Packet
+	pr := &e.parser
+	if ev.Kind == report.KindDrop {
+		pr = &e.inner
+	}
+	if err := pr.Parse(b, &p); err != nil {
+		ev.Packet = b
+		return ev
+	}
+	if raw.Flags&evfSink != 0 && p.INT >= 0 && p.INTType == wire.TypeMD {
+		if out, err := wire.PushHop(b, &p, &ev.Hop, wire.PushOptions{}); err == nil || err == wire.ErrHopLimit {
+			b = out
+		}
+	}
+	ev.Packet = b
+	ev.Flow = p.Flow
+	if p.INT >= 0 {
+		ev.INT, ev.INTType, ev.INTLen = p.INT, p.INTType, p.INTLen
+	}
+	return ev
+}
+
+// dropReasonMap maps kernel skb_drop_reason names (without the
+// SKB_DROP_REASON_ prefix) to sai drop reasons.
+var dropReasonMap = map[string]sai.DropReason{
+	"IP_INNOROUTES":      sai.DropRoutingMiss,
+	"IP_OUTNOROUTES":     sai.DropRoutingMiss,
+	"IP_INADDRERRORS":    sai.DropRoutingMiss,
+	"IP_INHDR":           sai.DropUnknown,
+	"NETFILTER_DROP":     sai.DropACLDeny,
+	"TC_INGRESS":         sai.DropACLDeny,
+	"TC_EGRESS":          sai.DropACLDeny,
+	"TC_DROP":            sai.DropACLDeny,
+	"XDP":                sai.DropACLDeny,
+	"QDISC_DROP":         sai.DropTrafficManager,
+	"QDISC_OVERLIMIT":    sai.DropTrafficManager,
+	"QDISC_CONGESTED":    sai.DropTrafficManager,
+	"QDISC_MAXFLOWS":     sai.DropTrafficManager,
+	"FQ_BAND_LIMIT":      sai.DropTrafficManager,
+	"FQ_HORIZON_LIMIT":   sai.DropTrafficManager,
+	"FQ_FLOW_LIMIT":      sai.DropTrafficManager,
+	"FQ_CODEL_OVERLIMIT": sai.DropTrafficManager,
+	"CAKE_FLOOD":         sai.DropTrafficManager,
+	"SFB_DROP":           sai.DropTrafficManager,
+	"TXQUEUE_FULL":       sai.DropTrafficManager,
+	"DEV_READY":          sai.DropTrafficManager,
+	"FULL_RING":          sai.DropTrafficManager,
+	"NEIGH_FAILED":       sai.DropNextIDMiss,
+	"NEIGH_QUEUEFULL":    sai.DropNextIDMiss,
+	"VLAN_FILTER":        sai.DropPortVLANMappingMiss,
+	"UNHANDLED_PROTO":    sai.DropBridgingMiss,
+}
+
+// loadDropReasons reads the kernel's enum skb_drop_reason from BTF and fills
+// the drop_reasons map (kernel value -> sai reason + 1). TTL expiry is
+// reported by the kernel as IP_INHDR on some versions and maps to
+// unknown then.
+func (d *Dataplane) loadDropReasons() error {
+	spec, err := btf.LoadKernelSpec()
+	if err != nil {
+		return nil // no BTF: every drop is "unknown"
+	}
+	var enum *btf.Enum
+	if err := spec.TypeByName("skb_drop_reason", &enum); err != nil {
+		return nil
+	}
+	for _, v := range enum.Values {
+		name := strings.TrimPrefix(v.Name, "SKB_DROP_REASON_")
+		r, ok := dropReasonMap[name]
+		if !ok || v.Value >= 512 {
+			continue
+		}
+		if err := d.objs.DropReasons.Put(uint32(v.Value), uint32(r)+1); err != nil {
+			return fmt.Errorf("ebpf: drop reasons: %w", err)
+		}
+	}
+	return nil
+}
+

@@ -1,0 +1,260 @@
+package ebpf
+
+import (
+	"encoding/binary"
+	"net/netip"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+
+	"github.com/intd-project/intd/dataplane/report"
+	"github.com/intd-project/intd/dataplane/soft"
+	"github.com/intd-project/intd/dataplane/wire"
+	"github.com/intd-project/intd/sai"
+)
+
+func needRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (loads BPF programs): run as root, e.g. sudo go test ./dataplane/ebpf")
+	}
+}
+
+var (
+	macA = [6]byte{2, 0, 0, 0, 0, 1}
+	macB = [6]byte{2, 0, 0, 0, 0, 2}
+)
+
+func ip4(s string) [4]byte { return netip.MustParseAddr(s).As4() }
+
+func ipv4Frame(src, dst string, proto, dscp uint8, l4 []byte, udpCsum bool) []byte {
+	f := make([]byte, wire.EthernetLen+wire.IPv4MinLen+len(l4))
+	_ = wire.PutEthernet(f, macB, macA, wire.EtherTypeIPv4)
+	_ = wire.IPv4Header{TOS: dscp << 2, TotalLen: uint16(wire.IPv4MinLen + len(l4)), ID: 7, Flags: 2,
+		TTL: 64, Proto: proto, Src: ip4(src), Dst: ip4(dst)}.Put(f[wire.EthernetLen:])
+	copy(f[wire.EthernetLen+wire.IPv4MinLen:], l4)
+	var p wire.Packet
+	if err := (&wire.Parser{}).Parse(f, &p); err != nil {
+		panic(err)
+	}
+	wire.SetL4Checksum(f, &p, udpCsum)
+	return f
+}
+
+func tcpFrame(src, dst string, sport, dport uint16, dscp uint8, payload []byte) []byte {
+	l4 := make([]byte, wire.TCPMinLen+len(payload))
+	_ = wire.TCPHeader{SrcPort: sport, DstPort: dport, Seq: 1000, Ack: 2000, Flags: 0x18, Window: 512}.Put(l4)
+	copy(l4[wire.TCPMinLen:], payload)
+	return ipv4Frame(src, dst, wire.ProtoTCP, dscp, l4, true)
+}
+
+func udpFrame(src, dst string, sport, dport uint16, payload []byte, csum bool) []byte {
+	l4 := make([]byte, wire.UDPLen+len(payload))
+	_ = wire.UDPHeader{SrcPort: sport, DstPort: dport, Length: uint16(len(l4))}.Put(l4)
+	copy(l4[wire.UDPLen:], payload)
+	return ipv4Frame(src, dst, wire.ProtoUDP, 0, l4, csum)
+}
+
+// recorder keeps copies of report events.
+type recorder struct {
+	mu  sync.Mutex
+	evs []report.Event
+}
+
+func (r *recorder) Report(ev *report.Event) {
+	e := *ev
+	e.Packet = slices.Clone(ev.Packet)
+	r.mu.Lock()
+	r.evs = append(r.evs, e)
+	r.mu.Unlock()
+}
+
+func (r *recorder) wait(t testing.TB, n int) []report.Event {
+	t.Helper()
+	for end := time.Now().Add(2 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		r.mu.Lock()
+		evs := slices.Clone(r.evs)
+		r.mu.Unlock()
+		if len(evs) >= n || time.Now().After(end) {
+			return evs
+		}
+	}
+}
+
+// portID and l2ID are the interface ids both backends put in metadata.
+const (
+	portID = 7
+	l2ID   = 0x10007
+	nodeID = 0x0a0b0c0d
+)
+
+// node is one INT node under test: either backend.
+type node interface {
+	sai.Backend
+	// process runs one frame through the node and returns what leaves it,
+	// nil when it was dropped.
+	process(t testing.TB, frame []byte) []byte
+	setMTU(mtu int)
+	name() string
+}
+
+// bpfNode runs frames through intd_egress with BPF_PROG_TEST_RUN on lo.
+type bpfNode struct {
+	*Dataplane
+	rec *recorder
+}
+
+// skbCtx is the head of struct __sk_buff up to ifindex.
+type skbCtx struct {
+	Len, PktType, Mark, QueueMapping, Protocol, VlanPresent, VlanTCI, VlanProto, Priority uint32
+	IngressIfindex, Ifindex                                                                uint32
+}
+
+func newBPFNode(t testing.TB) *bpfNode {
+	t.Helper()
+	needRoot(t)
+	rec := &recorder{}
+	d, err := New(Config{Interfaces: []Interface{{Name: "lo", ID: portID, L2ID: l2ID}}, NoAttach: true, Reporter: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return &bpfNode{Dataplane: d, rec: rec}
+}
+
+func (n *bpfNode) name() string { return "ebpf" }
+
+func (n *bpfNode) setMTU(mtu int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	i := n.ifaces["lo"]
+	i.mtu = mtu
+	_ = n.objs.Ifaces.Put(uint32(i.ifindex), n.ifaceValue(i))
+}
+
+func runProg(t testing.TB, p *ebpf.Program, frame []byte) (uint32, []byte) {
+	t.Helper()
+	out := make([]byte, len(frame)+2048)
+	opts := &ebpf.RunOptions{Data: frame, DataOut: out, Context: skbCtx{IngressIfindex: 1, Ifindex: 1}}
+	ret, err := p.Run(opts)
+	if err != nil {
+		t.Fatalf("test run: %v", err)
+	}
+	return ret, opts.DataOut
+}
+
+func (n *bpfNode) process(t testing.TB, frame []byte) []byte {
+	t.Helper()
+	ret, out := runProg(t, n.objs.IntdEgress, frame)
+	switch ret {
+	case 0: // TC_ACT_OK
+		return out
+	case 2: // TC_ACT_SHOT
+		return nil
+	}
+	t.Fatalf("intd_egress returned %d", ret)
+	return nil
+}
+
+// softNode is a one-switch software dataplane used as the reference:
+// frames enter on "in" and leave on "lo" (the ebpf node's test device), no
+// TTL decrement, same interface ids.
+type softNode struct {
+	*soft.Switch
+	out [][]byte
+	rec *recorder
+}
+
+func newSoftNode(t testing.TB, mtu int) *softNode {
+	t.Helper()
+	n := &softNode{rec: &recorder{}}
+	sw, err := soft.New(soft.Config{
+		Name: "ref", NoTTLDecrement: true, Reporter: n.rec,
+		Ports: []soft.PortConfig{
+			{Name: "in", ID: portID, L2ID: l2ID},
+			{Name: "lo", ID: portID, L2ID: l2ID, MTU: mtu,
+				Link: soft.LinkFunc(func(f []byte) { n.out = append(n.out, slices.Clone(f)) })},
+		},
+		Routes: []soft.Route{{Prefix: netip.MustParsePrefix("0.0.0.0/0"), Ports: []string{"lo"}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Switch = sw
+	return n
+}
+
+func (n *softNode) name() string { return "soft" }
+func (n *softNode) setMTU(int)   {}
+
+func (n *softNode) process(t testing.TB, frame []byte) []byte {
+	before := len(n.out)
+	n.Receive(0, frame)
+	if len(n.out) == before {
+		return nil
+	}
+	return n.out[len(n.out)-1]
+}
+
+// detInst is the instruction set whose values are the same on both
+// backends (no timestamps or latency).
+const detInst = sai.InstNodeID | sai.InstL1Interfaces | sai.InstQueue | sai.InstL2Interfaces
+
+// hopOf returns the metadata a node under test writes, for detInst.
+func testHop(node uint32) wire.HopMetadata {
+	return wire.HopMetadata{NodeID: node, IngressPort: portID, EgressPort: portID, L2IngressPort: l2ID, L2EgressPort: l2ID,
+		Valid: wire.InstNodeID | wire.InstL1Ports | wire.InstQueue | wire.InstL2Ports}
+}
+
+// intFrame returns orig with INT inserted by node "prev" as a source would
+// (DSCP 0x17 marking), using wire.
+func intFrame(t testing.TB, orig []byte, sa sai.IntSessionAttrs, prevHops int, discard bool) []byte {
+	t.Helper()
+	inst := wire.Instructions(sa.Instructions)
+	hdr := make([]byte, 512)
+	h := wire.MDHeader{Version: 2, Discard: discard, HopML: uint8(inst.Words()), RemainingHops: sa.MaxHopCount - uint8(prevHops),
+		Instructions: inst}
+	_ = h.Put(hdr)
+	n := wire.MDHeaderLen
+	for i := prevHops; i > 0; i-- {
+		m := testHop(uint32(i))
+		k, _ := wire.PutHop(hdr[n:], inst, 0, &m)
+		n += k
+	}
+	f := make([]byte, len(orig), len(orig)+n+64)
+	copy(f, orig)
+	var p wire.Packet
+	if err := (&wire.Parser{}).Parse(f, &p); err != nil {
+		t.Fatal(err)
+	}
+	out, err := wire.InsertINT(f, &p, wire.TypeMD, hdr[:n], &wire.SourceOptions{Encap: wire.EncapDSCP, DSCP: 0x17, Mask: 0x3f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// pushHop returns f with testHop(node) pushed by wire (transit).
+func pushHop(t testing.TB, f []byte, node uint32) []byte {
+	t.Helper()
+	g := make([]byte, len(f), len(f)+256)
+	copy(g, f)
+	var p wire.Packet
+	if err := dscpParser.Parse(g, &p); err != nil {
+		t.Fatal(err)
+	}
+	m := testHop(node)
+	out, err := wire.PushHop(g, &p, &m, wire.PushOptions{})
+	if err != nil && err != wire.ErrHopLimit && err != wire.ErrNoRoom {
+		t.Fatal(err)
+	}
+	return out
+}
+
+var dscpParser = &wire.Parser{DSCP: 0x17, DSCPMask: 0x3f}
+
+func be16(b []byte) uint16 { return binary.BigEndian.Uint16(b) }
