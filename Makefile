@@ -28,10 +28,12 @@ generate:
 		-generate_simple_unions -include_model_data -generate_rename yang/intd-collector.yang
 	sed -i "s#$$($(GO) env GOMODCACHE)/##g" gen/collector/collector.go
 	gofmt -w gen/collector/collector.go
+	# BPF objects of the tc/eBPF dataplane (bpf2go; needs clang and llvm-strip).
+	$(GO) generate ./dataplane/ebpf
 
 # Fails when `make generate` would change what is committed.
 check-generated: generate
-	git diff --exit-code -- gen/
+	git diff --exit-code -- gen/ dataplane/ebpf
 
 build:
 	$(GO) build ./...
