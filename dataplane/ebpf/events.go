@@ -188,4 +188,3 @@ func (d *Dataplane) loadDropReasons() error {
 	}
 	return nil
 }
-

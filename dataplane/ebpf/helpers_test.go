@@ -111,7 +111,7 @@ type bpfNode struct {
 // skbCtx is the head of struct __sk_buff up to ifindex.
 type skbCtx struct {
 	Len, PktType, Mark, QueueMapping, Protocol, VlanPresent, VlanTCI, VlanProto, Priority uint32
-	IngressIfindex, Ifindex                                                                uint32
+	IngressIfindex, Ifindex                                                               uint32
 }
 
 func newBPFNode(t testing.TB) *bpfNode {
