@@ -8,6 +8,21 @@ import (
 	"github.com/intd-project/intd/sai"
 )
 
+// The DSCP marking of INT packets in the lab (INT over TCP/UDP, INT v2.1
+// section 5.6.1); a collector decoding the lab's reports needs it.
+const (
+	DSCPValue = 0x17
+	DSCPMask  = 0x3f
+)
+
+// QueueLatencyThreshold is the hop latency above which the lab's queue
+// reports fire on fabric ports.
+const QueueLatencyThreshold = time.Millisecond
+
+// ReportSource is the source address of the i-th switch's (topology
+// order, from 0) telemetry reports to an IPv4 collector.
+func ReportSource(i int) netip.Addr { return netip.AddrFrom4([4]byte{10, 255, 0, byte(i + 1)}) }
+
 // DefaultSession is the lab's INT session: node id, level-1 ports, hop
 // latency and queue occupancy at every hop.
 func DefaultSession() sai.IntSessionAttrs {
@@ -28,36 +43,20 @@ func (l *Lab) configure(collector string) error {
 			return fmt.Errorf("lab: collector %q: %w", collector, err)
 		}
 	}
-	hostPorts := map[string][]string{}
-	for _, h := range l.topo.Hosts {
-		s, p, _ := splitPort(h.Port)
-		hostPorts[s] = append(hostPorts[s], p)
-	}
-	fabric := map[string][]string{}
-	for _, lk := range l.topo.Links {
-		for _, ep := range []string{lk.A, lk.B} {
-			s, p, _ := splitPort(ep)
-			fabric[s] = append(fabric[s], p)
-		}
-	}
 	for i, name := range l.order {
 		b := l.switches[name]
 		d := sai.DefaultDTelAttrs()
-		for id, n := range l.nodeIDs {
-			if n == name {
-				d.SwitchID = id
-			}
-		}
+		d.SwitchID = l.NodeID(name)
 		d.IntEndpointEnable, d.IntTransitEnable = true, true
 		d.DropReportEnable, d.QueueReportEnable = true, true
-		d.IntL4DSCP = sai.DSCPMatch{Value: 0x17, Mask: 0x3f}
-		d.SinkPortList = hostPorts[name]
+		d.IntL4DSCP = sai.DSCPMatch{Value: DSCPValue, Mask: DSCPMask}
+		d.SinkPortList = l.HostPorts(name)
 		if _, err := b.Create(d); err != nil {
 			return fmt.Errorf("lab: %s: %w", name, err)
 		}
 		if dst.IsValid() {
 			rs := sai.DefaultReportSessionAttrs()
-			rs.SrcIP = netip.AddrFrom4([4]byte{10, 255, 0, byte(i + 1)})
+			rs.SrcIP = ReportSource(i)
 			if dst.Addr().Is6() {
 				rs.SrcIP = netip.IPv6Loopback()
 			}
@@ -73,20 +72,21 @@ func (l *Lab) configure(collector string) error {
 				}
 			}
 		}
-		for _, p := range fabric[name] {
-			if _, err := b.Create(sai.QueueReportAttrs{Port: p, LatencyThreshold: time.Millisecond,
+		for _, p := range l.FabricPorts(name) {
+			if _, err := b.Create(sai.QueueReportAttrs{Port: p, LatencyThreshold: QueueLatencyThreshold,
 				BreachQuota: sai.DefaultBreachQuota, TailDrop: true}); err != nil {
 				return fmt.Errorf("lab: %s: %w", name, err)
 			}
 		}
-		if len(hostPorts[name]) == 0 {
+		hostPorts := l.HostPorts(name)
+		if len(hostPorts) == 0 {
 			continue
 		}
 		sess, err := b.Create(DefaultSession())
 		if err != nil {
 			return fmt.Errorf("lab: %s: %w", name, err)
 		}
-		for _, p := range hostPorts[name] {
+		for _, p := range hostPorts {
 			if _, err := b.Create(sai.WatchlistEntryAttrs{Priority: 10, Match: sai.WatchlistMatch{InPort: p},
 				Action: sai.WatchlistAction{FlowOp: sai.FlowOpInt, IntSession: sess, FlowSamplePercent: 100,
 					DropReportEnable: true, TailDropReportEnable: true}}); err != nil {

@@ -114,7 +114,10 @@ type FlowView struct {
 	Path       []uint32 // node ids, source first
 	HopLatency []uint32 // ns, per hop, source first
 	QueueOcc   []uint32
-	Reports    uint64
+	// HopCountExceeded is the INT-MD E bit of the latest packet: a hop
+	// found no remaining hop count and added no metadata.
+	HopCountExceeded bool
+	Reports          uint64 // INT packets seen at the sink
 }
 
 // New builds a lab; Run or RunUntil drive it.
@@ -489,7 +492,8 @@ func (l *Lab) observe(ev *report.Event) {
 		return
 	}
 	n := st.Count()
-	v := FlowView{Path: make([]uint32, n), HopLatency: make([]uint32, n), QueueOcc: make([]uint32, n)}
+	v := FlowView{Path: make([]uint32, n), HopLatency: make([]uint32, n), QueueOcc: make([]uint32, n),
+		HopCountExceeded: h.HopCountExceeded}
 	for i := 0; i < n; i++ {
 		var m wire.HopMetadata
 		if wire.DecodeHop(st.Hop(n-1-i), h.Instructions, &m) == nil {
@@ -505,7 +509,11 @@ func (l *Lab) observe(ev *report.Event) {
 	l.vmu.Unlock()
 }
 
-// Summary writes a short human-readable state of the lab.
+// Summary writes a short human-readable state of the lab: per flow the
+// packets sent and received and what the sink's INT metadata says (path,
+// latency at each hop), then per switch its packet, INT and report
+// counters. Call it from Run's goroutine (Run does, every interval) or when
+// the lab is not running: it reads the traffic generator's counters.
 func (l *Lab) Summary(ctx context.Context, out io.Writer) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "--- intd lab %s\n", time.Now().Format("15:04:05"))
@@ -521,16 +529,27 @@ func (l *Lab) Summary(ctx context.Context, out io.Writer) {
 			}
 			h.mu.Unlock()
 		}
-		fmt.Fprintf(&b, "flow %-4s %s:%d -> %s:%d  sent %d recv %d", g.Name, g.key.Src, g.SrcPort, g.key.Dst, g.DstPort, g.sent, rx.Packets)
-		if v, ok := l.View(g.key); ok {
-			var path, lat []string
-			for i, id := range v.Path {
-				path = append(path, l.nodeIDs[id])
-				lat = append(lat, time.Duration(v.HopLatency[i]).String())
-			}
-			fmt.Fprintf(&b, "\n          path %s  hop latency %s  (sink reports %d)", strings.Join(path, " -> "), strings.Join(lat, " / "), v.Reports)
+		fmt.Fprintf(&b, "flow %-4s %s:%d -> %s:%d  sent %d received %d\n", g.Name, g.key.Src, g.SrcPort,
+			g.key.Dst, g.DstPort, g.sent, rx.Packets)
+		v, ok := l.View(g.key)
+		if !ok {
+			b.WriteString("          no INT seen at a sink yet\n")
+			continue
 		}
-		b.WriteByte('\n')
+		var path, lat []string
+		for i, id := range v.Path {
+			name := l.nodeIDs[id]
+			if name == "" {
+				name = fmt.Sprintf("node %d", id)
+			}
+			path = append(path, name)
+			lat = append(lat, fmt.Sprintf("%s %s", name, roundLatency(time.Duration(v.HopLatency[i]))))
+		}
+		fmt.Fprintf(&b, "          path %s", strings.Join(path, " -> "))
+		if v.HopCountExceeded {
+			b.WriteString(" (hop count exceeded: later hops added no metadata)")
+		}
+		fmt.Fprintf(&b, "\n          hop latency %s\n", strings.Join(lat, ", "))
 	}
 	names := slices.Clone(l.order)
 	sort.Strings(names)
@@ -539,9 +558,77 @@ func (l *Lab) Summary(ctx context.Context, out io.Writer) {
 		if err != nil {
 			continue
 		}
-		fmt.Fprintf(&b, "%s: in %d out %d drops %d  INT inserted %d transit %d stripped %d  reports flow %d drop %d queue %d\n",
+		fmt.Fprintf(&b, "%-4s packets in %d out %d dropped %d | INT added %d transit %d removed %d | reports sent: flow %d drop %d queue %d\n",
 			n, st.Node.InPackets, st.Node.OutPackets, st.Node.DroppedPackets, st.Node.IntInserted, st.Node.IntTransited,
 			st.Node.IntStripped, st.Reports[sai.ReportFlow].Sent, st.Reports[sai.ReportDrop].Sent, st.Reports[sai.ReportQueue].Sent)
 	}
 	_, _ = io.WriteString(out, b.String())
 }
+
+// roundLatency keeps three significant digits.
+func roundLatency(d time.Duration) time.Duration {
+	switch {
+	case d >= time.Millisecond:
+		return d.Round(10 * time.Microsecond)
+	case d >= 100*time.Microsecond:
+		return d.Round(time.Microsecond)
+	case d >= 10*time.Microsecond:
+		return d.Round(100 * time.Nanosecond)
+	}
+	return d.Round(10 * time.Nanosecond)
+}
+
+// Topology returns a copy of the lab's topology.
+func (l *Lab) Topology() *Topology { return l.topo.clone() }
+
+// NodeID returns the INT node id of the named switch (0 if there is none).
+func (l *Lab) NodeID(name string) uint32 {
+	for id, n := range l.nodeIDs {
+		if n == name {
+			return id
+		}
+	}
+	return 0
+}
+
+// HostPorts lists the named switch's host-facing ports (INT source and
+// sink), in topology order.
+func (l *Lab) HostPorts(name string) []string {
+	var out []string
+	for _, h := range l.topo.Hosts {
+		if s, p, _ := splitPort(h.Port); s == name {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// FabricPorts lists the named switch's ports towards other switches, in
+// topology order.
+func (l *Lab) FabricPorts(name string) []string {
+	var out []string
+	for _, lk := range l.topo.Links {
+		for _, ep := range []string{lk.A, lk.B} {
+			if s, p, _ := splitPort(ep); s == name {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// FlowKey returns the 5-tuple of the generated flow called name.
+func (l *Lab) FlowKey(name string) (wire.FlowKey, bool) {
+	l.pmu.Lock()
+	defer l.pmu.Unlock()
+	for _, g := range l.flows {
+		if g.Name == name {
+			return g.key, true
+		}
+	}
+	return wire.FlowKey{}, false
+}
+
+// Reroute reinstalls the lab's shortest-path routes on every switch (after
+// a test changed them with Switch(name).SetRoutes).
+func (l *Lab) Reroute() error { return l.route() }

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -123,4 +124,9 @@ func (t *Topology) validate() error {
 		}
 	}
 	return nil
+}
+
+// clone returns a deep copy of t.
+func (t *Topology) clone() *Topology {
+	return &Topology{Switches: slices.Clone(t.Switches), Hosts: slices.Clone(t.Hosts), Links: slices.Clone(t.Links)}
 }
