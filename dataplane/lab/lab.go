@@ -431,6 +431,19 @@ func (l *Lab) RunUntil(end int64) {
 // Run drives the lab on the real clock until ctx is done, writing a
 // summary to out every interval (0: never).
 func (l *Lab) Run(ctx context.Context, out io.Writer, every time.Duration) error {
+	// Traffic starts now, not when the flows were added: a generator
+	// catching up on the time spent configuring would send one long burst.
+	now := l.clock.Now()
+	l.pmu.Lock()
+	for _, g := range l.flows {
+		if d := now - g.next; d > 0 {
+			g.next += d
+			if g.end != 0 {
+				g.end += d
+			}
+		}
+	}
+	l.pmu.Unlock()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	lastSummary := time.Now()
