@@ -35,7 +35,6 @@ const (
 	fPortChange  = 1 << 8
 	fPathChange  = 1 << 9
 	fQueueChange = 1 << 10
-	fGSOSkip     = 1 << 11
 )
 
 // Capabilities implements sai.Backend.
@@ -325,9 +324,6 @@ func (d *Dataplane) compileLocked() error {
 		dt = &a
 	}
 	c := intdCfg{TimeOffset: d.timeOff, FlowInterval: uint64(time.Second)}
-	if d.cfg.SkipGSO {
-		c.Flags |= fGSOSkip
-	}
 	if dt != nil {
 		c.Flags |= fDTel
 		set := func(on bool, f uint32) {

@@ -38,10 +38,6 @@ type Config struct {
 	// NoAttach registers interfaces in the maps without attaching
 	// programs to them: for BPF_PROG_TEST_RUN tests and benchmarks.
 	NoAttach bool
-	// SkipGSO leaves GSO super-packets without INT at the source (counted
-	// as not initiated) instead of inserting one INT stack per
-	// super-packet. See the package documentation.
-	SkipGSO bool
 	// NoDropTrace does not attach the skb:kfree_skb tracepoint (no drop
 	// reports).
 	NoDropTrace bool

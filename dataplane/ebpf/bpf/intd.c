@@ -48,7 +48,6 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define F_PORT_CHANGE (1 << 8)
 #define F_PATH_CHANGE (1 << 9)
 #define F_QUEUE_CHANGE (1 << 10)
-#define F_GSO_SKIP (1 << 11)
 
 /* wl_entry.act */
 #define ACT_DROP_REPORT 1
@@ -712,9 +711,8 @@ static __always_inline void l4_sum(struct __sk_buff *skb, struct pkt *p, __s64 d
 
 /* grow makes n bytes of room at offset at (after the L4 header): the
  * kernel inserts them after the fixed IPv4 header and the bytes in between
- * (IP options, L4 header, INT header) move down. Without
- * BPF_F_ADJ_ROOM_FIXED_GSO the kernel lowers gso_size by n, so GSO
- * segments still fit the MTU. */
+ * (IP options, L4 header, INT header) move down. Only used on non-GSO
+ * packets. */
 static __always_inline int grow(struct __sk_buff *skb, struct scratch *s, __u32 at, __u32 n)
 {
 	__u32 mv = at - (L3 + 20);
@@ -955,15 +953,23 @@ GLOBAL int source(struct __sk_buff *skb, struct scratch *s)
 		ss->not_initiated++;
 		return TC_ACT_OK;
 	}
-	int gso = skb->gso_size != 0;
-	if (gso && ((c->flags & F_GSO_SKIP) || p->proto != IPPROTO_TCP)) {
+	if (npt != 2 && !p->l4len) {
+		/* INT over TCP/UDP needs a TCP or UDP header to follow. */
+		ss->not_initiated++;
+		return TC_ACT_OK;
+	}
+	if (skb->gso_size) {
+		/* A GSO super-packet cannot carry INT over TCP/UDP: any room
+		 * made by bpf_skb_adjust_room marks it SKB_GSO_DODGY, so the
+		 * next device segments it in software by its transport header,
+		 * which no longer points at the TCP header once INT follows it.
+		 * Such packets leave without INT (see the package doc). */
+		cnt(s, C_GSO);
 		ss->not_initiated++;
 		return TC_ACT_OK;
 	}
 	__u32 mtu = s->ifc.mtu;
 	__u32 room = mtu > p->ip_len ? mtu - p->ip_len : 0;
-	if (gso)
-		room = 0xffff; /* gso_size shrinks with the headers */
 	if (fixed > room) {
 		ss->not_initiated++;
 		return TC_ACT_OK;
@@ -1066,8 +1072,6 @@ GLOBAL int source(struct __sk_buff *skb, struct scratch *s)
 		}
 		ip_word(skb, 2, p->ip_len, p->ip_len + n);
 	}
-	if (gso)
-		cnt(s, C_GSO);
 	ss->initiated++;
 	cnt(s, C_INSERTED);
 	if (se->mode == 1)
@@ -1105,12 +1109,16 @@ GLOBAL int transit(struct __sk_buff *skb, struct scratch *s)
 	}
 	__u32 hop_ml = p->hop_ml;
 	__u32 n = hop_ml * 4;
-	int gso = skb->gso_size != 0;
+	if (skb->gso_size) {
+		/* INT segments are never merged by GRO (the INT bytes break
+		 * the sequence arithmetic), so this is not an INT packet we
+		 * can extend; leave it alone. */
+		cnt(s, C_GSO);
+		return TC_ACT_OK;
+	}
 	__u32 mtu = s->ifc.mtu;
 	__u32 room = mtu > p->ip_len ? mtu - p->ip_len : 0;
-	if (gso)
-		room = 0xffff;
-	if (n > room || p->shim_words + hop_ml > 255 || (gso && p->ipproto != IPPROTO_TCP)) {
+	if (n > room || p->shim_words + hop_ml > 255) {
 		set_hdr0(skb, p, 0x02);
 		cnt(s, C_MBIT);
 		return TC_ACT_OK;
@@ -1144,8 +1152,6 @@ GLOBAL int transit(struct __sk_buff *skb, struct scratch *s)
 		l4_word(skb, p, p->l4 + 4, seg, seg + n);
 	l4_pseudo_len(skb, p, seg, seg + n);
 	ip_word(skb, 2, p->ip_len, p->ip_len + n);
-	if (gso)
-		cnt(s, C_GSO);
 	cnt(s, C_TRANSITED);
 	return TC_ACT_OK;
 }

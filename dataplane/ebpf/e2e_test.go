@@ -1,0 +1,429 @@
+package ebpf
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netns"
+	"golang.org/x/net/icmp"
+	"golang.org/x/net/ipv4"
+
+	"github.com/intd-project/intd/dataplane/report"
+	"github.com/intd-project/intd/dataplane/wire"
+	"github.com/intd-project/intd/dtel"
+	"github.com/intd-project/intd/gen"
+)
+
+// lab is h1 - r1 - r2 - r3 - h2 in network namespaces, with a collector
+// namespace behind r3; the routers forward with the kernel.
+//
+//	h1 10.0.1.2 | 10.0.1.1 r1 10.0.12.1 | 10.0.12.2 r2 10.0.23.1 |
+//	10.0.23.2 r3 10.0.2.1 | 10.0.2.2 h2      r3 10.0.9.1 | 10.0.9.2 col
+type lab struct {
+	prefix string
+	ns     map[string]netns.NsHandle
+}
+
+func ipCmd(t testing.TB, args ...string) {
+	t.Helper()
+	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+		t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+}
+
+func newLab(t testing.TB) *lab {
+	t.Helper()
+	needRoot(t)
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("needs iproute2's ip")
+	}
+	l := &lab{prefix: fmt.Sprintf("intd%d-", os.Getpid()%100000), ns: map[string]netns.NsHandle{}}
+	names := []string{"h1", "r1", "r2", "r3", "h2", "col"}
+	t.Cleanup(func() {
+		for _, n := range names {
+			if h, ok := l.ns[n]; ok {
+				h.Close()
+			}
+			_ = exec.Command("ip", "netns", "del", l.prefix+n).Run()
+		}
+	})
+	for _, n := range names {
+		ipCmd(t, "netns", "add", l.prefix+n)
+		h, err := netns.GetFromName(l.prefix + n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.ns[n] = h
+		l.exec(t, n, "ip", "link", "set", "lo", "up")
+	}
+	link := func(a, ia, addrA, b, ib, addrB string) {
+		ipCmd(t, "link", "add", ia, "netns", l.prefix+a, "type", "veth", "peer", "name", ib, "netns", l.prefix+b)
+		l.exec(t, a, "ip", "addr", "add", addrA, "dev", ia)
+		l.exec(t, b, "ip", "addr", "add", addrB, "dev", ib)
+		l.exec(t, a, "ip", "link", "set", ia, "up")
+		l.exec(t, b, "ip", "link", "set", ib, "up")
+	}
+	link("h1", "h1-r1", "10.0.1.2/24", "r1", "r1-h1", "10.0.1.1/24")
+	link("r1", "r1-r2", "10.0.12.1/24", "r2", "r2-r1", "10.0.12.2/24")
+	link("r2", "r2-r3", "10.0.23.1/24", "r3", "r3-r2", "10.0.23.2/24")
+	link("r3", "r3-h2", "10.0.2.1/24", "h2", "h2-r3", "10.0.2.2/24")
+	link("r3", "r3-col", "10.0.9.1/24", "col", "col-r3", "10.0.9.2/24")
+	l.exec(t, "h1", "ip", "route", "add", "default", "via", "10.0.1.1")
+	l.exec(t, "h2", "ip", "route", "add", "default", "via", "10.0.2.1")
+	l.exec(t, "col", "ip", "route", "add", "default", "via", "10.0.9.1")
+	l.exec(t, "r1", "ip", "route", "add", "default", "via", "10.0.12.2")
+	l.exec(t, "r2", "ip", "route", "add", "10.0.1.0/24", "via", "10.0.12.1")
+	l.exec(t, "r2", "ip", "route", "add", "default", "via", "10.0.23.2")
+	l.exec(t, "r3", "ip", "route", "add", "default", "via", "10.0.23.1")
+	for _, r := range []string{"r1", "r2", "r3"} {
+		l.exec(t, r, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+	}
+	return l
+}
+
+// exec runs a command inside a namespace.
+func (l *lab) exec(t testing.TB, ns string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("ip", append([]string{"netns", "exec", l.prefix + ns}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %s: %v: %s", ns, strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// in runs f on a thread inside namespace ns: sockets and netlink handles
+// made there stay in ns.
+func (l *lab) in(ns string, f func() error) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		return err
+	}
+	defer orig.Close()
+	if err := netns.Set(l.ns[ns]); err != nil {
+		return err
+	}
+	defer netns.Set(orig)
+	return f()
+}
+
+// router starts a Dataplane in namespace ns on its interfaces, configured
+// through the dtel orchestrator from a JSON configuration.
+func (l *lab) router(t testing.TB, ns string, ifs []string, rep report.Reporter, cfgJSON string) *Dataplane {
+	t.Helper()
+	var d *Dataplane
+	err := l.in(ns, func() error {
+		var cfg Config
+		for _, i := range ifs {
+			cfg.Interfaces = append(cfg.Interfaces, Interface{Name: i})
+		}
+		cfg.Reporter = rep
+		var err error
+		d, err = New(cfg)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("%s: %v", ns, err)
+	}
+	t.Cleanup(func() {
+		if err := l.in(ns, d.Close); err != nil {
+			t.Errorf("%s: close: %v", ns, err)
+		}
+	})
+	dev := &gen.Device{}
+	if err := gen.Unmarshal([]byte(cfgJSON), dev); err != nil {
+		t.Fatalf("%s: config: %v", ns, err)
+	}
+	if err := dtel.New(d).Apply(context.Background(), dev); err != nil {
+		t.Fatalf("%s: apply: %v", ns, err)
+	}
+	return d
+}
+
+func routerConfig(node int, sink string, source bool) string {
+	ifs := ""
+	if sink != "" {
+		ifs = fmt.Sprintf(`"interfaces": {"interface": [{"name": %q, "config": {"name": %q, "int-sink": true}}]},`, sink, sink)
+	}
+	wl := ""
+	if source {
+		wl = `"watchlist": {"entries": {"entry": [{"sequence-id": 10,
+			"config": {"sequence-id": 10},
+			"match": {"config": {"source-prefix": "10.0.1.0/24", "destination-prefix": "10.0.2.0/24"}},
+			"actions": {"config": {"flow-op": "INT", "int-session": "default", "sample-percent": 100}}}]}},`
+	}
+	return fmt.Sprintf(`{"intd-int:int": {
+	"node": {"config": {"enabled": true, "node-id": %d, "int-endpoint": true, "int-transit": true, "latency-sensitivity": 8}},
+	"marking": {"config": {"l4-marking": "DSCP", "dscp-value": 23, "dscp-mask": 63, "vxlan-gpe-next-protocol": 0, "geneve-option-class": 0}},
+	%s %s
+	"int-sessions": {"int-session": [{"name": "default", "config": {"name": "default", "mode": "INT_MD",
+		"instructions": ["intd-int-metadata-semantics:METADATA_FIELD_NODE_ID",
+			"intd-int-metadata-semantics:METADATA_FIELD_LEVEL_1_INTERFACE_IDS",
+			"intd-int-metadata-semantics:METADATA_FIELD_HOP_LATENCY"],
+		"remaining-hop-count": 8}}]},
+	"report-sessions": {"report-session": [{"name": "collector",
+		"config": {"name": "collector", "source-address": "10.0.9.1", "report-format": "TELEMETRY_REPORT_V2_0", "truncate-size": 512},
+		"collectors": {"collector": [{"address": "10.0.9.2", "port": 32766, "config": {"address": "10.0.9.2", "port": 32766}}]}}]},
+	"events": {"event": [{"type": "FLOW_STATE", "config": {"type": "FLOW_STATE", "report-session": "collector"}}]}
+}}`, node, ifs, wl)
+}
+
+// collector receives telemetry reports in the collector namespace and
+// records the node-id path of each INT-MD report.
+type collector struct {
+	mu    sync.Mutex
+	paths [][]uint32
+	conn  *net.UDPConn
+}
+
+func (c *collector) run() {
+	buf := make([]byte, 9000)
+	pr := &wire.Parser{DSCP: 23, DSCPMask: 63, AllowTruncated: true}
+	for {
+		n, err := c.conn.Read(buf)
+		if err != nil {
+			return
+		}
+		_, rr, err := wire.NewReportReader(buf[:n])
+		if err != nil {
+			continue
+		}
+		var r wire.Report
+		for rr.Next(&r) {
+			var p wire.Packet
+			if pr.Parse(r.Inner, &p) != nil || p.INT < 0 || p.INT+p.INTLen > len(r.Inner) {
+				continue
+			}
+			_, st, err := wire.DecodeMD(r.Inner[p.INT:p.INT+p.INTLen], 0)
+			if err != nil {
+				continue
+			}
+			var path []uint32
+			for i := 0; i < st.Count(); i++ {
+				var m wire.HopMetadata
+				inst := wire.Instructions(uint16(r.Inner[p.INT+4])<<8 | uint16(r.Inner[p.INT+5]))
+				if wire.DecodeHop(st.Hop(i), inst, &m) == nil {
+					path = append(path, m.NodeID)
+				}
+			}
+			c.mu.Lock()
+			c.paths = append(c.paths, path)
+			c.mu.Unlock()
+		}
+	}
+}
+
+func (c *collector) got() [][]uint32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([][]uint32(nil), c.paths...)
+}
+
+// e2e is the running lab with INT configured on r1 (source), r2 (transit)
+// and r3 (sink towards h2, reports to the collector).
+type e2e struct {
+	*lab
+	r    [3]*Dataplane
+	col  *collector
+	pipe *report.Pipeline
+}
+
+func newE2E(t testing.TB, intOn bool) *e2e {
+	l := newLab(t)
+	e := &e2e{lab: l, col: &collector{}}
+	if err := l.in("col", func() error {
+		var err error
+		e.col.conn, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(10, 0, 9, 2), Port: 32766})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.col.conn.Close() })
+	go e.col.run()
+	if !intOn {
+		return e
+	}
+	// r3's reports leave from a socket in r3's namespace.
+	var send *net.UDPConn
+	if err := l.in("r3", func() error {
+		var err error
+		send, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(10, 0, 9, 1)})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { send.Close() })
+	pipe, err := report.New(report.Config{}, report.Options{Sender: report.SenderFunc(func(p *report.Packet) error {
+		_, err := send.WriteToUDPAddrPort(p.Payload, p.Dst)
+		return err
+	})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pipe.Close() })
+	e.pipe = pipe
+	e.r[0] = l.router(t, "r1", []string{"r1-h1", "r1-r2"}, nil, routerConfig(1, "", true))
+	e.r[1] = l.router(t, "r2", []string{"r2-r1", "r2-r3"}, nil, routerConfig(2, "", false))
+	e.r[2] = l.router(t, "r3", []string{"r3-r2", "r3-h2"}, pipe, routerConfig(3, "r3-h2", false))
+	return e
+}
+
+// ping sends an ICMP echo request from h1 to h2 and waits for the reply.
+func (e *e2e) ping(t testing.TB) {
+	t.Helper()
+	var c *icmp.PacketConn
+	if err := e.in("h1", func() error {
+		var err error
+		c, err = icmp.ListenPacket("ip4:icmp", "10.0.1.2")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for seq := 1; seq <= 2; seq++ {
+		m := icmp.Message{Type: ipv4.ICMPTypeEcho, Body: &icmp.Echo{ID: 0x1d, Seq: seq, Data: []byte("intd ping")}}
+		b, _ := m.Marshal(nil)
+		if _, err := c.WriteTo(b, &net.IPAddr{IP: net.IPv4(10, 0, 2, 2)}); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 1500)
+		_ = c.SetReadDeadline(time.Now().Add(3 * time.Second))
+		for {
+			n, _, err := c.ReadFrom(buf)
+			if err != nil {
+				t.Fatalf("ping %d: %v", seq, err)
+			}
+			r, err := icmp.ParseMessage(1, buf[:n])
+			if err == nil && r.Type == ipv4.ICMPTypeEchoReply {
+				if e, ok := r.Body.(*icmp.Echo); ok && e.Seq == seq && string(e.Data) == "intd ping" {
+					break
+				}
+			}
+		}
+	}
+}
+
+// TestEndToEnd: ping, UDP and TCP from h1 reach h2 intact through three
+// kernel-forwarding routers running the eBPF dataplane; INT is inserted at
+// r1, extended at r2, stripped at r3, and the collector gets reports with
+// the 3-hop path.
+func TestEndToEnd(t *testing.T) {
+	e := newE2E(t, true)
+	e.ping(t)
+
+	// UDP: the payload arrives unchanged.
+	var h2udp *net.UDPConn
+	if err := e.in("h2", func() error {
+		var err error
+		h2udp, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(10, 0, 2, 2), Port: 9999})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer h2udp.Close()
+	var h1udp *net.UDPConn
+	if err := e.in("h1", func() error {
+		var err error
+		h1udp, err = net.DialUDP("udp4", nil, &net.UDPAddr{IP: net.IPv4(10, 0, 2, 2), Port: 9999})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer h1udp.Close()
+	msg := []byte("hello over INT, UDP")
+	if _, err := h1udp.Write(msg); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 2048)
+	_ = h2udp.SetReadDeadline(time.Now().Add(3 * time.Second))
+	n, err := h2udp.Read(buf)
+	if err != nil || !bytes.Equal(buf[:n], msg) {
+		t.Fatalf("UDP at h2: %q, %v", buf[:n], err)
+	}
+
+	// TCP: 1 MiB echoed back byte for byte (GSO super-packets included).
+	var ln net.Listener
+	if err := e.in("h2", func() error {
+		var err error
+		ln, err = net.Listen("tcp4", "10.0.2.2:9998")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		_, _ = io.Copy(c, c)
+	}()
+	var conn net.Conn
+	if err := e.in("h1", func() error {
+		var err error
+		conn, err = net.DialTimeout("tcp4", "10.0.2.2:9998", 3*time.Second)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	data := make([]byte, 1<<20)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	go func() { _, _ = conn.Write(data) }()
+	back := make([]byte, len(data))
+	if _, err := io.ReadFull(conn, back); err != nil || !bytes.Equal(back, data) {
+		for i, d := range e.r {
+			s, _ := d.Stats(context.Background())
+			t.Logf("r%d: %+v gso %d drops %v", i+1, s.Node, d.rawCounters(0)[cGSO]+d.rawCounters(1)[cGSO]+d.rawCounters(2)[cGSO], s.Drops)
+		}
+		t.Fatalf("TCP echo: %v (equal %v)", err, bytes.Equal(back, data))
+	}
+
+	// Counters: r1 inserted, r2 transited, r3 stripped.
+	st := [3]func() [16]uint64{}
+	for i := range st {
+		d := e.r[i]
+		st[i] = func() [16]uint64 {
+			s, _ := d.Stats(context.Background())
+			return [16]uint64{s.Node.IntInserted, s.Node.IntTransited, s.Node.IntStripped}
+		}
+	}
+	c1, c2, c3 := st[0](), st[1](), st[2]()
+	if c1[0] == 0 || c2[1] == 0 || c3[2] == 0 {
+		t.Fatalf("inserted at r1 %d, transited at r2 %d, stripped at r3 %d", c1[0], c2[1], c3[2])
+	}
+	t.Logf("inserted %d transited %d stripped %d", c1[0], c2[1], c3[2])
+
+	// Reports with the path r3, r2, r1 (stack order: last hop first).
+	var paths [][]uint32
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		e.pipe.Flush()
+		if paths = e.col.got(); len(paths) >= 2 {
+			break
+		}
+	}
+	if len(paths) == 0 {
+		t.Fatal("collector got no INT reports")
+	}
+	for _, p := range paths {
+		if fmt.Sprint(p) != "[3 2 1]" {
+			t.Fatalf("report path %v, want [3 2 1]", p)
+		}
+	}
+	t.Logf("%d reports, path %v", len(paths), paths[0])
+}
