@@ -1,0 +1,344 @@
+//go:build linux
+
+package afpacket
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// PortConfig configures Open.
+type PortConfig struct {
+	// Batch is the number of frames read or written per system call
+	// (default 64).
+	Batch int
+	// MaxFrame is the largest frame received, without VLAN tag (default
+	// 9216). Larger frames (GSO super-packets from a peer with TSO/GSO on,
+	// jumbo frames beyond it) are counted in RxOversize and dropped.
+	MaxFrame int
+	// Promiscuous puts the interface in promiscuous mode for the life of
+	// the socket (PACKET_ADD_MEMBERSHIP, undone by the kernel at close).
+	Promiscuous bool
+	// SocketBuffer sets SO_RCVBUFFORCE and SO_SNDBUFFORCE (default 4 MiB;
+	// falls back to the unforced options when not privileged).
+	SocketBuffer int
+}
+
+// PortStats count what a port saw. They are read with Port.Stats.
+type PortStats struct {
+	RxFrames, RxBytes, RxBatches uint64
+	RxOversize                   uint64 // truncated or GSO frames, dropped
+	RxChecksummed                uint64 // partial checksums completed in software
+	RxVLANRestored               uint64 // VLAN tags put back from PACKET_AUXDATA
+	TxFrames, TxBytes, TxBatches uint64
+	TxErrors                     uint64 // frames the kernel refused (e.g. larger than the MTU)
+}
+
+// vnetHdrLen is sizeof(struct virtio_net_hdr), the header PACKET_VNET_HDR
+// puts before every frame in both directions.
+const vnetHdrLen = 10
+
+const (
+	vnetFlagNeedsCsum = 1 // VIRTIO_NET_HDR_F_NEEDS_CSUM
+	vlanRoom          = 4 // headroom to put a VLAN tag back
+)
+
+// Port is one interface opened with an AF_PACKET socket: SOCK_RAW bound to
+// the interface for every protocol, PACKET_IGNORE_OUTGOING (its own
+// transmissions are not read back), PACKET_VNET_HDR (so checksums left
+// partial by the sender's offload are completed and GSO packets recognised)
+// and PACKET_AUXDATA (so VLAN tags the kernel took out of the frame are put
+// back). Frames are read with recvmmsg and written with sendmmsg in
+// batches. A Port is not safe for concurrent use; Node drives it from one
+// goroutine.
+type Port struct {
+	Name  string
+	Index int
+	MAC   [6]byte
+	MTU   int
+
+	fd       int
+	maxFrame int
+
+	rxStore [][]byte // per message: vlanRoom headroom + frame
+	rxHdr   [][vnetHdrLen]byte
+	rxCtrl  [][]byte
+	rxIov   []unix.Iovec // 2 per message
+	rxMsgs  []unix.Mmsghdr
+	rxN     int // frames in the last read
+	rxOff   []int
+	rxLen   []int
+
+	txStore [][]byte
+	txIov   []unix.Iovec // 2 per message
+	txMsgs  []unix.Mmsghdr
+	txN     int
+	zeroHdr [vnetHdrLen]byte
+
+	stats PortStats
+}
+
+func htons(v uint16) uint16 { return v<<8 | v>>8 }
+
+// Open opens an AF_PACKET port on the named interface (in the calling
+// thread's network namespace).
+func Open(name string, cfg PortConfig) (*Port, error) {
+	ifi, err := net.InterfaceByName(name)
+	if err != nil {
+		return nil, fmt.Errorf("afpacket: %w", err)
+	}
+	if cfg.Batch <= 0 {
+		cfg.Batch = 64
+	}
+	if cfg.MaxFrame <= 0 {
+		cfg.MaxFrame = 9216
+	}
+	if cfg.SocketBuffer <= 0 {
+		cfg.SocketBuffer = 4 << 20
+	}
+	// Protocol 0 receives nothing until bind names the interface, so no
+	// frame from another interface slips in.
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("afpacket: socket: %w", err)
+	}
+	p := &Port{Name: name, Index: ifi.Index, MTU: ifi.MTU, fd: fd, maxFrame: cfg.MaxFrame}
+	copy(p.MAC[:], ifi.HardwareAddr)
+	fail := func(what string, err error) (*Port, error) {
+		unix.Close(fd)
+		return nil, fmt.Errorf("afpacket: %s: %s: %w", name, what, err)
+	}
+	for _, o := range []struct {
+		name string
+		opt  int
+	}{{"PACKET_IGNORE_OUTGOING", unix.PACKET_IGNORE_OUTGOING}, {"PACKET_VNET_HDR", unix.PACKET_VNET_HDR}, {"PACKET_AUXDATA", unix.PACKET_AUXDATA}} {
+		if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, o.opt, 1); err != nil {
+			return fail(o.name, err)
+		}
+	}
+	if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, cfg.SocketBuffer) != nil {
+		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, cfg.SocketBuffer)
+	}
+	if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, cfg.SocketBuffer) != nil {
+		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, cfg.SocketBuffer)
+	}
+	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: ifi.Index}); err != nil {
+		return fail("bind", err)
+	}
+	if cfg.Promiscuous {
+		mr := unix.PacketMreq{Ifindex: int32(ifi.Index), Type: unix.PACKET_MR_PROMISC}
+		if err := unix.SetsockoptPacketMreq(fd, unix.SOL_PACKET, unix.PACKET_ADD_MEMBERSHIP, &mr); err != nil {
+			return fail("promiscuous mode", err)
+		}
+	}
+	n := cfg.Batch
+	ctrlLen := unix.CmsgSpace(int(unsafe.Sizeof(unix.TpacketAuxdata{})))
+	p.rxStore, p.rxHdr, p.rxCtrl = make([][]byte, n), make([][vnetHdrLen]byte, n), make([][]byte, n)
+	p.rxIov, p.rxMsgs, p.rxOff, p.rxLen = make([]unix.Iovec, 2*n), make([]unix.Mmsghdr, n), make([]int, n), make([]int, n)
+	p.txStore, p.txIov, p.txMsgs = make([][]byte, n), make([]unix.Iovec, 2*n), make([]unix.Mmsghdr, n)
+	for i := 0; i < n; i++ {
+		// One spare byte detects frames longer than MaxFrame (MSG_TRUNC is
+		// set on them too).
+		p.rxStore[i] = make([]byte, vlanRoom+cfg.MaxFrame+1)
+		p.rxCtrl[i] = make([]byte, ctrlLen)
+		p.txStore[i] = make([]byte, cfg.MaxFrame+vlanRoom)
+		p.txIov[2*i].Base = &p.zeroHdr[0]
+		p.txIov[2*i].SetLen(vnetHdrLen)
+		p.txMsgs[i].Hdr.Iov = &p.txIov[2*i]
+		p.txMsgs[i].Hdr.SetIovlen(2)
+	}
+	return p, nil
+}
+
+// Fd returns the socket's file descriptor (non-blocking), for polling.
+func (p *Port) Fd() int { return p.fd }
+
+// Close closes the socket.
+func (p *Port) Close() error { return unix.Close(p.fd) }
+
+// Stats returns the port's counters.
+func (p *Port) Stats() PortStats { return p.stats }
+
+// Read reads up to a batch of frames without blocking and returns how many
+// it read (0 when none is waiting); Frame(i) returns them until the next
+// Read. Oversized frames are dropped and counted, so a Read may return 0
+// although frames were waiting: call it until it returns 0 with a nil error.
+func (p *Port) Read() (int, error) {
+	for i := range p.rxMsgs {
+		h := &p.rxMsgs[i].Hdr
+		p.rxIov[2*i].Base = &p.rxHdr[i][0]
+		p.rxIov[2*i].SetLen(vnetHdrLen)
+		p.rxIov[2*i+1].Base = &p.rxStore[i][vlanRoom]
+		p.rxIov[2*i+1].SetLen(len(p.rxStore[i]) - vlanRoom)
+		h.Iov = &p.rxIov[2*i]
+		h.SetIovlen(2)
+		h.Control = &p.rxCtrl[i][0]
+		h.SetControllen(len(p.rxCtrl[i]))
+		h.Flags = 0
+		p.rxMsgs[i].Len = 0
+	}
+	r, _, e := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(p.fd), uintptr(unsafe.Pointer(&p.rxMsgs[0])), uintptr(len(p.rxMsgs)),
+		unix.MSG_DONTWAIT, 0, 0)
+	if e == unix.EAGAIN || e == unix.EINTR {
+		return 0, nil
+	}
+	if e != 0 {
+		return 0, fmt.Errorf("afpacket: %s: recvmmsg: %w", p.Name, e)
+	}
+	got := int(r)
+	p.stats.RxBatches++
+	k := 0
+	for i := 0; i < got; i++ {
+		m := &p.rxMsgs[i]
+		n := int(m.Len) - vnetHdrLen
+		if n < 14 || n > p.maxFrame || m.Hdr.Flags&unix.MSG_TRUNC != 0 {
+			p.stats.RxOversize++
+			continue
+		}
+		hdr := p.rxHdr[i][:]
+		if hdr[1] != 0 { // gso_type: a GSO super-packet that happened to fit
+			p.stats.RxOversize++
+			continue
+		}
+		off := vlanRoom
+		frame := p.rxStore[i][off : off+n]
+		csumStart := int(binary.NativeEndian.Uint16(hdr[6:]))
+		if tci, ok := p.vlan(i); ok {
+			// Put the tag the kernel moved to skb metadata back after the
+			// MAC addresses.
+			s := p.rxStore[i]
+			copy(s[0:12], s[vlanRoom:vlanRoom+12])
+			binary.BigEndian.PutUint16(s[12:], unix.ETH_P_8021Q)
+			binary.BigEndian.PutUint16(s[14:], tci)
+			off, n = 0, n+vlanRoom
+			frame = s[:n]
+			csumStart += vlanRoom
+			p.stats.RxVLANRestored++
+		}
+		if hdr[0]&vnetFlagNeedsCsum != 0 {
+			if !completeChecksum(frame, csumStart, int(binary.NativeEndian.Uint16(hdr[8:]))) {
+				p.stats.RxOversize++
+				continue
+			}
+			p.stats.RxChecksummed++
+		}
+		p.rxOff[k], p.rxLen[k] = off, n
+		if k != i {
+			p.rxStore[k], p.rxStore[i] = p.rxStore[i], p.rxStore[k]
+		}
+		k++
+		p.stats.RxFrames++
+		p.stats.RxBytes += uint64(n)
+	}
+	p.rxN = k
+	return k, nil
+}
+
+// vlan returns the VLAN TCI the kernel stripped from message i.
+func (p *Port) vlan(i int) (uint16, bool) {
+	h := &p.rxMsgs[i].Hdr
+	if h.Controllen == 0 {
+		return 0, false
+	}
+	cms, err := unix.ParseSocketControlMessage(p.rxCtrl[i][:h.Controllen])
+	if err != nil {
+		return 0, false
+	}
+	for _, c := range cms {
+		if c.Header.Level != unix.SOL_PACKET || c.Header.Type != unix.PACKET_AUXDATA ||
+			len(c.Data) < int(unsafe.Sizeof(unix.TpacketAuxdata{})) {
+			continue
+		}
+		aux := (*unix.TpacketAuxdata)(unsafe.Pointer(&c.Data[0]))
+		if aux.Status&unix.TP_STATUS_VLAN_VALID != 0 {
+			return aux.Vlan_tci, true
+		}
+	}
+	return 0, false
+}
+
+// completeChecksum finishes a checksum the sender left to offload: the
+// field at start+offset holds the pseudo-header sum, the one's complement
+// sum from start to the end is stored there complemented.
+func completeChecksum(b []byte, start, offset int) bool {
+	if start < 0 || start+offset+2 > len(b) {
+		return false
+	}
+	var sum uint32
+	d := b[start:]
+	for len(d) >= 2 {
+		sum += uint32(d[0])<<8 | uint32(d[1])
+		d = d[2:]
+	}
+	if len(d) == 1 {
+		sum += uint32(d[0]) << 8
+	}
+	for sum>>16 != 0 {
+		sum = sum&0xffff + sum>>16
+	}
+	binary.BigEndian.PutUint16(b[start+offset:], ^uint16(sum))
+	return true
+}
+
+// Frame returns frame i of the last Read, valid until the next Read.
+func (p *Port) Frame(i int) []byte { return p.rxStore[i][p.rxOff[i] : p.rxOff[i]+p.rxLen[i]] }
+
+// Transmit queues a copy of frame for the next Flush (flushing first when
+// the batch is full). It implements soft.Link.
+func (p *Port) Transmit(frame []byte) {
+	if len(frame) > len(p.txStore[0]) {
+		p.stats.TxErrors++
+		return
+	}
+	if p.txN == len(p.txMsgs) {
+		p.Flush()
+	}
+	i := p.txN
+	n := copy(p.txStore[i], frame)
+	p.txIov[2*i+1].Base = &p.txStore[i][0]
+	p.txIov[2*i+1].SetLen(n)
+	p.txN++
+}
+
+// Pending returns the number of frames waiting for Flush.
+func (p *Port) Pending() int { return p.txN }
+
+// Flush sends the queued frames with sendmmsg. Frames the kernel refuses
+// are counted in TxErrors and skipped; a full socket buffer is waited out.
+func (p *Port) Flush() {
+	i := 0
+	for i < p.txN {
+		r, _, e := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(p.fd), uintptr(unsafe.Pointer(&p.txMsgs[i])), uintptr(p.txN-i), 0, 0, 0)
+		switch {
+		case e == 0:
+			p.stats.TxBatches++
+			for j := i; j < i+int(r); j++ {
+				p.stats.TxFrames++
+				p.stats.TxBytes += uint64(p.txIov[2*j+1].Len)
+			}
+			i += int(r)
+		case e == unix.EAGAIN || e == unix.ENOBUFS:
+			if e == unix.ENOBUFS {
+				// Dropped by the qdisc: the frame is gone.
+				p.stats.TxErrors++
+				i++
+				continue
+			}
+			fds := []unix.PollFd{{Fd: int32(p.fd), Events: unix.POLLOUT}}
+			_, _ = unix.Poll(fds, 10)
+		case e == unix.EINTR:
+		default:
+			p.stats.TxErrors++
+			i++
+		}
+	}
+	p.txN = 0
+}
+
+// ErrClosed is returned by Node.Run after Close.
+var ErrClosed = errors.New("afpacket: closed")
