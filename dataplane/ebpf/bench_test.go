@@ -1,0 +1,98 @@
+package ebpf
+
+import (
+	"bytes"
+	"encoding/json"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+
+	"github.com/intd-project/intd/sai"
+)
+
+// benchProg measures one program on fresh copies of frame with
+// BPF_PROG_TEST_RUN (repeat 1, so every run sees the original packet) and
+// reports the kernel-measured ns per packet.
+func benchProg(b *testing.B, p *ebpf.Program, frame []byte) {
+	var total time.Duration
+	for i := 0; i < b.N; i++ {
+		_, d, err := p.Benchmark(bytes.Clone(frame), 1, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		total += d
+	}
+	b.ReportMetric(float64(total.Nanoseconds())/float64(b.N), "ns/pkt")
+}
+
+// BenchmarkProgram: source, transit and sink cost per packet against
+// intd_pass (returns TC_ACT_OK); the difference is the INT overhead.
+//
+//	sudo go test ./dataplane/ebpf -run '^$' -bench Program -benchtime 20000x
+func BenchmarkProgram(b *testing.B) {
+	tcp80 := tcpFrame("10.0.1.1", "10.0.2.1", 1234, 80, 0, make([]byte, 64))
+	sess := sai.IntSessionAttrs{Mode: sai.IntModeMD, MaxHopCount: 8, Instructions: sai.InstNodeID | sai.InstQueue}
+	mk := func(b *testing.B, s setup) *bpfNode {
+		n := newBPFNode(b)
+		n.setMTU(1500)
+		s.apply(b, n)
+		return n
+	}
+	b.Run("pass", func(b *testing.B) { benchProg(b, mk(b, setup{}).objs.IntdPass, tcp80) })
+	b.Run("unwatched", func(b *testing.B) {
+		benchProg(b, mk(b, setup{sess: &sess, match: port80()}).objs.IntdEgress, tcpFrame("10.0.1.1", "10.0.2.1", 1, 81, 0, make([]byte, 64)))
+	})
+	b.Run("source", func(b *testing.B) { benchProg(b, mk(b, setup{sess: &sess, match: port80()}).objs.IntdEgress, tcp80) })
+	in := intFrame(b, tcp80, sai.IntSessionAttrs{MaxHopCount: 8, Instructions: detInst}, 2, false)
+	b.Run("transit", func(b *testing.B) { benchProg(b, mk(b, setup{}).objs.IntdEgress, in) })
+	b.Run("sink", func(b *testing.B) { benchProg(b, mk(b, setup{sink: true}).objs.IntdEgress, in) })
+}
+
+// BenchmarkIperf3 measures TCP throughput h1 -> h2 through r1-r3 (kernel
+// forwarding over veth) with the eBPF dataplane off and on; each iteration
+// is a 3 s iperf3 run. The ratio on/off is the throughput cost of INT.
+//
+//	sudo go test ./dataplane/ebpf -run '^$' -bench Iperf3 -benchtime 1x
+func BenchmarkIperf3(b *testing.B) {
+	if _, err := exec.LookPath("iperf3"); err != nil {
+		b.Skip("needs iperf3")
+	}
+	for _, on := range []bool{false, true} {
+		name := "int-off"
+		if on {
+			name = "int-on"
+		}
+		b.Run(name, func(b *testing.B) {
+			e := newE2E(b, on)
+			var bps float64
+			for i := 0; i < b.N; i++ {
+				bps += iperf3(b, e)
+			}
+			b.ReportMetric(bps/float64(b.N)/1e9, "Gbit/s")
+		})
+	}
+}
+
+func iperf3(b *testing.B, e *e2e) float64 {
+	b.Helper()
+	srv := exec.Command("ip", "netns", "exec", e.prefix+"h2", "iperf3", "-s", "-1", "-B", "10.0.2.2")
+	if err := srv.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = srv.Process.Kill(); _ = srv.Wait() }()
+	time.Sleep(300 * time.Millisecond)
+	out := e.exec(b, "h1", "iperf3", "-c", "10.0.2.2", "-t", "3", "-J")
+	var r struct {
+		End struct {
+			SumReceived struct {
+				BitsPerSecond float64 `json:"bits_per_second"`
+			} `json:"sum_received"`
+		} `json:"end"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		b.Fatalf("iperf3 output: %v", err)
+	}
+	return r.End.SumReceived.BitsPerSecond
+}
