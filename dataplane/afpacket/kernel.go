@@ -1,0 +1,353 @@
+//go:build linux
+
+package afpacket
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/intd-project/intd/dataplane/soft"
+)
+
+// Kernel makes a soft switch forward like the kernel's router would: it
+// mirrors the namespace's main routing table and neighbour table into
+// Switch.SetRoutes, and tells Node which frames are the switch's to
+// forward (Accept). See the package documentation.
+type Kernel struct {
+	sw      *soft.Switch
+	ports   []*Port
+	byIndex map[int]int // ifindex -> index in ports
+	log     *slog.Logger
+
+	view    atomic.Pointer[kview]
+	resolve chan resolveReq
+	asked   map[netip.Addr]time.Time // last resolution request per address
+	routes  atomic.Int64             // routes installed by the last Sync
+}
+
+type kview struct {
+	local     map[netip.Addr]bool
+	known     map[netip.Addr]bool // neighbours with a host route
+	connected []connected
+}
+
+type connected struct {
+	prefix  netip.Prefix
+	ifindex int
+}
+
+type resolveReq struct {
+	ifindex int
+	addr    netip.Addr
+}
+
+// NewKernel returns a Kernel for sw, whose ports are ports (the Node's).
+func NewKernel(sw *soft.Switch, ports []*Port, log *slog.Logger) *Kernel {
+	if log == nil {
+		log = slog.Default()
+	}
+	k := &Kernel{sw: sw, ports: ports, byIndex: map[int]int{}, log: log,
+		resolve: make(chan resolveReq, 64), asked: map[netip.Addr]time.Time{}}
+	for i, p := range ports {
+		k.byIndex[p.Index] = i
+	}
+	k.view.Store(&kview{local: map[netip.Addr]bool{}, known: map[netip.Addr]bool{}})
+	return k
+}
+
+// Routes returns the number of routes installed by the last Sync.
+func (k *Kernel) Routes() int { return int(k.routes.Load()) }
+
+func addrOf(ip net.IP) netip.Addr {
+	a, _ := netip.AddrFromSlice(ip)
+	return a.Unmap()
+}
+
+var usableNeigh = netlink.NUD_REACHABLE | netlink.NUD_STALE | netlink.NUD_DELAY | netlink.NUD_PROBE |
+	netlink.NUD_PERMANENT | netlink.NUD_NOARP
+
+// Sync reads the routing, neighbour and address tables and installs the
+// routes in the switch. Gateways without a usable neighbour entry are
+// resolved by the kernel (a neighbour request with NTF_USE, rate limited)
+// and their routes left out until the entry appears.
+func (k *Kernel) Sync() error {
+	addrs, err := netlink.AddrList(nil, netlink.FAMILY_ALL)
+	if err != nil {
+		return fmt.Errorf("afpacket: listing addresses: %w", err)
+	}
+	v := &kview{local: map[netip.Addr]bool{}, known: map[netip.Addr]bool{}}
+	for _, a := range addrs {
+		v.local[addrOf(a.IP)] = true
+	}
+	type nkey struct {
+		ifindex int
+		addr    netip.Addr
+	}
+	neigh := map[nkey][6]byte{}
+	byLink := map[int][]nkey{}
+	for _, p := range k.ports {
+		ns, err := netlink.NeighList(p.Index, netlink.FAMILY_ALL)
+		if err != nil {
+			return fmt.Errorf("afpacket: listing neighbours of %s: %w", p.Name, err)
+		}
+		for _, n := range ns {
+			if n.State&usableNeigh == 0 || len(n.HardwareAddr) != 6 {
+				continue
+			}
+			key := nkey{p.Index, addrOf(n.IP)}
+			neigh[key] = [6]byte(n.HardwareAddr)
+			byLink[p.Index] = append(byLink[p.Index], key)
+		}
+	}
+	rs, err := netlink.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{Table: unix.RT_TABLE_MAIN}, netlink.RT_FILTER_TABLE)
+	if err != nil {
+		return fmt.Errorf("afpacket: listing routes: %w", err)
+	}
+	var routes []soft.Route
+	hosts := map[netip.Addr]bool{}
+	linkLocal := netip.MustParsePrefix("fe80::/10")
+	for _, r := range rs {
+		if r.Type != unix.RTN_UNICAST {
+			continue
+		}
+		var pfx netip.Prefix
+		if r.Dst == nil {
+			pfx = netip.PrefixFrom(netip.IPv4Unspecified(), 0)
+			if r.Family == netlink.FAMILY_V6 {
+				pfx = netip.PrefixFrom(netip.IPv6Unspecified(), 0)
+			}
+		} else {
+			ones, _ := r.Dst.Mask.Size()
+			pfx = netip.PrefixFrom(addrOf(r.Dst.IP), ones)
+		}
+		if !pfx.IsValid() || linkLocal.Overlaps(pfx) && pfx.Bits() >= 10 {
+			continue
+		}
+		type hop struct {
+			link int
+			gw   net.IP
+		}
+		hops := []hop{{r.LinkIndex, r.Gw}}
+		if len(r.MultiPath) > 0 {
+			hops = hops[:0]
+			for _, h := range r.MultiPath {
+				hops = append(hops, hop{h.LinkIndex, h.Gw})
+			}
+		}
+		var route *soft.Route
+		for _, h := range hops {
+			pi, ok := k.byIndex[h.link]
+			if !ok {
+				continue // not one of the switch's ports (management)
+			}
+			if h.gw == nil {
+				// Connected: one host route per known neighbour.
+				v.connected = append(v.connected, connected{pfx, h.link})
+				for _, key := range byLink[h.link] {
+					if pfx.Contains(key.addr) && !v.local[key.addr] && !hosts[key.addr] {
+						hosts[key.addr] = true
+						v.known[key.addr] = true
+						routes = append(routes, soft.Route{Prefix: netip.PrefixFrom(key.addr, key.addr.BitLen()),
+							Ports: []string{k.ports[pi].Name}, NextHopMAC: neigh[key]})
+					}
+				}
+				continue
+			}
+			gw := addrOf(h.gw)
+			mac, ok := neigh[nkey{h.link, gw}]
+			if !ok {
+				k.requestResolve(h.link, gw)
+				continue
+			}
+			switch {
+			case route == nil:
+				route = &soft.Route{Prefix: pfx, Ports: []string{k.ports[pi].Name}, NextHopMAC: mac}
+			case route.NextHopMAC == mac && !slices.Contains(route.Ports, k.ports[pi].Name):
+				// ECMP over ports reaching the same next hop; soft
+				// rewrites one MAC per route, so other gateways of a
+				// multipath route are not used.
+				route.Ports = append(route.Ports, k.ports[pi].Name)
+			}
+		}
+		if route != nil {
+			routes = append(routes, *route)
+		}
+	}
+	if err := k.sw.SetRoutes(routes); err != nil {
+		return err
+	}
+	k.view.Store(v)
+	k.routes.Store(int64(len(routes)))
+	return nil
+}
+
+// requestResolve asks the kernel to resolve addr on ifindex, at most once
+// a second per address.
+func (k *Kernel) requestResolve(ifindex int, addr netip.Addr) {
+	select {
+	case k.resolve <- resolveReq{ifindex, addr}:
+	default:
+	}
+}
+
+func (k *Kernel) doResolve(r resolveReq) {
+	now := time.Now()
+	if t, ok := k.asked[r.addr]; ok && now.Sub(t) < time.Second {
+		return
+	}
+	k.asked[r.addr] = now
+	fam := netlink.FAMILY_V4
+	if r.addr.Is6() {
+		fam = netlink.FAMILY_V6
+	}
+	// NTF_USE makes the kernel start resolution (neigh_event_send) as if
+	// it had a packet for the address.
+	err := netlink.NeighSet(&netlink.Neigh{LinkIndex: r.ifindex, Family: fam, IP: net.IP(r.addr.AsSlice()), Flags: netlink.NTF_USE})
+	if err != nil {
+		k.log.Debug("afpacket: neighbour resolution", "addr", r.addr, "err", err)
+	}
+}
+
+// Run keeps the switch's routes in sync until ctx ends: on every route,
+// neighbour or address change (debounced by 10 ms) and every 10 s. It
+// also serves resolution requests from Accept and Sync.
+func (k *Kernel) Run(ctx context.Context) {
+	changed := make(chan struct{}, 1)
+	poke := func() {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}
+	done := make(chan struct{})
+	defer close(done)
+	subscribe := func() {
+		ru, nu, au := make(chan netlink.RouteUpdate, 256), make(chan netlink.NeighUpdate, 256), make(chan netlink.AddrUpdate, 256)
+		opts := func(err error) { k.log.Warn("afpacket: netlink subscription", "err", err); poke() }
+		if err := netlink.RouteSubscribeWithOptions(ru, done, netlink.RouteSubscribeOptions{ErrorCallback: opts}); err != nil {
+			k.log.Warn("afpacket: route subscription", "err", err)
+		}
+		if err := netlink.NeighSubscribeWithOptions(nu, done, netlink.NeighSubscribeOptions{ErrorCallback: opts}); err != nil {
+			k.log.Warn("afpacket: neighbour subscription", "err", err)
+		}
+		if err := netlink.AddrSubscribeWithOptions(au, done, netlink.AddrSubscribeOptions{ErrorCallback: opts}); err != nil {
+			k.log.Warn("afpacket: address subscription", "err", err)
+		}
+		go func() {
+			for {
+				select {
+				case _, ok := <-ru:
+					if !ok {
+						return
+					}
+				case _, ok := <-nu:
+					if !ok {
+						return
+					}
+				case _, ok := <-au:
+					if !ok {
+						return
+					}
+				}
+				poke()
+			}
+		}()
+	}
+	subscribe()
+	tick := time.NewTicker(10 * time.Second)
+	defer tick.Stop()
+	debounce := time.NewTimer(time.Hour)
+	debounce.Stop()
+	sync := func() {
+		if err := k.Sync(); err != nil {
+			k.log.Warn("afpacket: syncing routes", "err", err)
+		}
+	}
+	sync()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case r := <-k.resolve:
+			k.doResolve(r)
+		case <-changed:
+			debounce.Reset(10 * time.Millisecond)
+		case <-debounce.C:
+			sync()
+		case <-tick.C:
+			sync()
+		}
+	}
+}
+
+// Accept reports whether a frame received on port (index in the Node's
+// ports) is for the switch to forward: an IPv4 or IPv6 packet (optionally
+// VLAN tagged) sent to the port's MAC address and not to one of the
+// namespace's own addresses. Everything else (ARP, neighbour discovery,
+// traffic to the switch itself, other hosts' frames seen in promiscuous
+// mode) is left to the kernel. A destination on a connected subnet
+// without a neighbour entry is accepted (the switch counts a routing miss)
+// and its resolution requested.
+func (k *Kernel) Accept(port int, f []byte) bool {
+	if len(f) < 34 || [6]byte(f[0:6]) != k.ports[port].MAC {
+		return false
+	}
+	off, et := 14, binary.BigEndian.Uint16(f[12:])
+	if et == unix.ETH_P_8021Q || et == unix.ETH_P_8021AD {
+		off, et = 18, binary.BigEndian.Uint16(f[16:])
+	}
+	var dst netip.Addr
+	switch {
+	case et == unix.ETH_P_IP && len(f) >= off+20:
+		dst = netip.AddrFrom4([4]byte(f[off+16 : off+20]))
+	case et == unix.ETH_P_IPV6 && len(f) >= off+40:
+		dst = netip.AddrFrom16([16]byte(f[off+24 : off+40]))
+		if dst.IsLinkLocalUnicast() || dst.IsMulticast() {
+			return false
+		}
+	default:
+		return false
+	}
+	v := k.view.Load()
+	if v.local[dst] {
+		return false
+	}
+	if !v.known[dst] {
+		for _, c := range v.connected {
+			if c.prefix.Contains(dst) {
+				k.requestResolve(c.ifindex, dst)
+				break
+			}
+		}
+	}
+	return true
+}
+
+// Shaping returns the rate (bits/s) and limit (bytes) of a tbf root qdisc
+// on the named interface, or ok false when there is none.
+func Shaping(name string) (rate int64, limit int, ok bool, err error) {
+	l, err := netlink.LinkByName(name)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	qs, err := netlink.QdiscList(l)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	for _, q := range qs {
+		if t, isTbf := q.(*netlink.Tbf); isTbf && t.Attrs().Parent == netlink.HANDLE_ROOT {
+			return int64(t.Rate) * 8, int(t.Limit), true, nil
+		}
+	}
+	return 0, 0, false, nil
+}
