@@ -92,4 +92,3 @@ func newSoftDataplane(ifaces []string) (server.Applier, error) {
 	log.Info("soft dataplane on AF_PACKET", "interfaces", ifaces, "routes", k.Routes())
 	return dtel.New(sw, dtel.WithLogger(log), dtel.WithDataplaneName("soft")), nil
 }
-
