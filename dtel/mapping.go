@@ -135,8 +135,17 @@ func (o *Orchestrator) translate(cfg *gen.Device) (*intent, error) {
 		}
 		d.ProbeMarker = mc.GetProbeMarker()
 	}
-	d.VXLANGPENextProtocol = mc.GetVxlanGpeNextProtocol()
-	d.GeneveOptionClass = mc.GetGeneveOptionClass()
+	// Tunnel code points say how INT is recognised inside tunnels. A
+	// YANG default for a tunnel the dataplane cannot parse is dropped
+	// (it simply won't see INT there); an explicit value is passed on, so
+	// the dataplane refuses it with a clear error.
+	tunnel := func(set bool, enc sai.Encap) bool { return set || slices.Contains(caps.Encaps, enc) }
+	if tunnel(mc != nil && mc.VxlanGpeNextProtocol != nil, sai.EncapVXLANGPE) {
+		d.VXLANGPENextProtocol = mc.GetVxlanGpeNextProtocol()
+	}
+	if tunnel(mc != nil && mc.GeneveOptionClass != nil, sai.EncapGeneve) {
+		d.GeneveOptionClass = mc.GetGeneveOptionClass()
+	}
 	d.GREProtocolType = mc.GetGreProtocolType()
 	fc := root.GetFlowReportFilter().GetConfig()
 	d.FlowReport = sai.FlowReportFilter{
