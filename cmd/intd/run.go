@@ -180,6 +180,15 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return fmt.Errorf("dataplane %s: %w", o.Dataplane, err)
 	}
+	// Dataplanes that hold kernel state (tc filters, sockets) release it on
+	// every way out, start-up errors included.
+	if c, ok := applier.(io.Closer); ok {
+		defer func() {
+			if err := c.Close(); err != nil {
+				log.Error("closing the dataplane", "dataplane", o.Dataplane, "err", err)
+			}
+		}()
+	}
 	if o.Dataplane == placeholder.Name {
 		log.Warn("running with the placeholder dataplane: configuration is accepted and echoed as state, no packets are processed")
 	}
