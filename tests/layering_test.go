@@ -1,0 +1,89 @@
+package tests
+
+import (
+	"encoding/json"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/intd-project/intd/"
+
+// allowed lists, per layer, the project packages a package there may
+// import. Data flows down (server -> dtel -> sai -> dataplane) and state
+// flows up; no package imports one above it, and the wire codecs know
+// nothing of config.
+var allowed = map[string][]string{
+	"gen":                 {"gen/"},
+	"server":              {"gen", "server/"},
+	"dtel":                {"gen", "sai"},
+	"sai":                 {"sai"},
+	"dataplane/wire":      {"dataplane/wire"},
+	"dataplane/report":    {"dataplane/wire"},
+	"dataplane/collector": {"dataplane/wire"},
+	// Backends implement sai.Backend, so they see sai's types.
+	"dataplane/": {"sai", "dataplane/"},
+}
+
+func layerOf(pkg string) (string, []string) {
+	best := ""
+	for l := range allowed {
+		if (pkg == l || strings.HasPrefix(pkg, strings.TrimSuffix(l, "/")+"/")) && len(l) > len(best) {
+			best = l
+		}
+	}
+	return best, allowed[best]
+}
+
+func TestLayering(t *testing.T) {
+	cmd := exec.Command("go", "list", "-json", module+"...")
+	cmd.Dir = ".."
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Skipf("go list: %v", err)
+	}
+	dec := json.NewDecoder(out)
+	checked := 0
+	for {
+		var p struct {
+			ImportPath string
+			Imports    []string
+		}
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		pkg := strings.TrimPrefix(p.ImportPath, module)
+		layer, ok := layerOf(pkg)
+		if layer == "" {
+			continue // cmd/ and tests/ may wire anything together
+		}
+		checked++
+		for _, imp := range p.Imports {
+			if !strings.HasPrefix(imp, module) {
+				continue
+			}
+			dep := strings.TrimPrefix(imp, module)
+			fine := false
+			for _, a := range ok {
+				if dep == strings.TrimSuffix(a, "/") || strings.HasPrefix(dep, strings.TrimSuffix(a, "/")+"/") {
+					fine = true
+				}
+			}
+			if !fine {
+				t.Errorf("%s imports %s: layer %q may only import %v", pkg, dep, layer, ok)
+			}
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	if checked < 8 {
+		t.Fatalf("only %d packages checked", checked)
+	}
+}
