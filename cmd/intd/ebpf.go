@@ -1,0 +1,60 @@
+//go:build linux
+
+package main
+
+import (
+	"errors"
+	"log/slog"
+
+	"github.com/intd-project/intd/dataplane/ebpf"
+	"github.com/intd-project/intd/dataplane/report"
+	"github.com/intd-project/intd/dtel"
+	"github.com/intd-project/intd/server"
+)
+
+// The ebpf dataplane: tc/eBPF programs on the --interfaces, the kernel
+// forwards (run it with net.ipv4.ip_forward=1), reports go out over UDP
+// through the kernel's own stack. See dataplane/ebpf.
+func init() {
+	dataplanes["ebpf"] = newEBPFDataplane
+}
+
+// ebpfApplier is the dtel orchestrator over an ebpf.Dataplane; Close
+// detaches the programs (run.go closes appliers that are io.Closers on
+// every exit) and then flushes and stops the report pipeline.
+type ebpfApplier struct {
+	*dtel.Orchestrator
+	dp   *ebpf.Dataplane
+	pipe *report.Pipeline
+}
+
+func (a *ebpfApplier) Close() error {
+	err := a.dp.Close()
+	return errors.Join(err, a.pipe.Close())
+}
+
+func newEBPFDataplane(ifaces []string) (server.Applier, error) {
+	if len(ifaces) == 0 {
+		return nil, errors.New("--interfaces is required (comma-separated interface names)")
+	}
+	log := slog.Default().With("dataplane", "ebpf")
+	pipe, err := report.New(report.Config{}, report.Options{})
+	if err != nil {
+		return nil, err
+	}
+	cfg := ebpf.Config{Reporter: pipe}
+	for _, name := range ifaces {
+		cfg.Interfaces = append(cfg.Interfaces, ebpf.Interface{Name: name})
+	}
+	dp, err := ebpf.New(cfg)
+	if err != nil {
+		pipe.Close()
+		return nil, err
+	}
+	log.Info("tc/eBPF dataplane attached", "interfaces", dp.Interfaces())
+	return &ebpfApplier{
+		Orchestrator: dtel.New(dp, dtel.WithLogger(log), dtel.WithDataplaneName("ebpf")),
+		dp:           dp,
+		pipe:         pipe,
+	}, nil
+}
