@@ -7,6 +7,8 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"strconv"
+	"strings"
 
 	"github.com/intd-project/intd/dataplane/afpacket"
 	"github.com/intd-project/intd/dataplane/report"
@@ -50,7 +52,7 @@ func newSoftDataplane(ifaces []string) (server.Applier, error) {
 			return nil, err
 		}
 		ports = append(ports, p)
-		pc := soft.PortConfig{Name: name, ID: uint16(p.Index), MTU: p.MTU, MAC: p.MAC}
+		pc := soft.PortConfig{Name: name, ID: uint16(p.Index), MTU: p.MTU, MAC: p.MAC, Rate: linkSpeed(name)}
 		// A tbf root qdisc's shaping is done by the switch's own egress
 		// queue, so INT latency, queue occupancy and queue reports see it.
 		if rate, limit, ok, err := afpacket.Shaping(name); err == nil && ok {
@@ -91,4 +93,18 @@ func newSoftDataplane(ifaces []string) (server.Applier, error) {
 	}()
 	log.Info("soft dataplane on AF_PACKET", "interfaces", ifaces, "routes", k.Routes())
 	return dtel.New(sw, dtel.WithLogger(log), dtel.WithDataplaneName("soft")), nil
+}
+
+// linkSpeed is the interface's line rate in bits/s (sysfs speed), or
+// 10 Gbit/s when the device has none (veth): the soft switch's egress
+// queue drains at it, so hop latency includes the time a packet spends in
+// the switch before it is written to the socket.
+func linkSpeed(name string) int64 {
+	b, err := os.ReadFile("/sys/class/net/" + name + "/speed")
+	if err == nil {
+		if mbit, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil && mbit > 0 {
+			return mbit * 1_000_000
+		}
+	}
+	return 10_000_000_000
 }
