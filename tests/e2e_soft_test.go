@@ -59,7 +59,10 @@ func buildFabric(t *testing.T, intd bool, shapeMbit int) *fabric {
 	l.addr("s3", "p2", "10.0.2.254/24")
 	l.addr("h2", "eth0", "10.0.2.1/24")
 	l.ip("-n", l.ns("h1"), "route", "add", "default", "via", "10.0.1.254")
-	l.ip("-n", l.ns("h2"), "route", "add", "default", "via", "10.0.2.254")
+	// h2 advertises an MSS that leaves room for INT-MD with three hops
+	// (108 bytes): full-size TCP segments would not fit the MTU with INT
+	// and the source would not initiate it.
+	l.ip("-n", l.ns("h2"), "route", "add", "default", "via", "10.0.2.254", "advmss", "1340")
 	l.ip("-n", l.ns("s1"), "route", "add", "10.0.2.0/24", "via", "10.0.12.2")
 	l.ip("-n", l.ns("s2"), "route", "add", "10.0.1.0/24", "via", "10.0.12.1")
 	l.ip("-n", l.ns("s2"), "route", "add", "10.0.2.0/24", "via", "10.0.23.3")
@@ -516,6 +519,44 @@ func TestSoftEndToEnd(t *testing.T) {
 		}); n == 0 {
 			t.Errorf("no sink flow report from node 3 with the 2 hops of s1 and s2")
 		}
+	})
+
+	t.Run("tcp", func(t *testing.T) {
+		var ln net.Listener
+		f.in("h2", func() (err error) { ln, err = net.Listen("tcp4", "10.0.2.1:5002"); return err })
+		defer ln.Close()
+		data := payload(0, 4<<20)
+		got := make(chan []byte, 1)
+		go func() {
+			c, err := ln.Accept()
+			if err != nil {
+				got <- nil
+				return
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(30 * time.Second))
+			b, _ := io.ReadAll(c)
+			got <- b
+		}()
+		var c net.Conn
+		f.in("h1", func() (err error) {
+			c, err = (&net.Dialer{Timeout: 10 * time.Second, LocalAddr: &net.TCPAddr{IP: net.IPv4(10, 0, 1, 1), Port: 40003}}).Dial("tcp4", "10.0.2.1:5002")
+			return err
+		})
+		st := time.Now()
+		c.SetDeadline(time.Now().Add(30 * time.Second))
+		if _, err := c.Write(data); err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+		if b := <-got; !bytes.Equal(b, data) {
+			t.Fatalf("h2 received %d bytes, not the %d h1 sent", len(b), len(data))
+		}
+		t.Logf("4 MiB over TCP through the shaped fabric in %v", time.Since(st))
+		re := regexp.MustCompile(`intcollector_flow_hop_max_latency_ns\{src="10.0.1.1",dst="10.0.2.1",proto="6",src_port="40003",dst_port="5002",hop="2",node_id="3"`)
+		eventually(t, 10*time.Second, "TCP flow's 3-hop path at the collector", func() (bool, string) {
+			return re.MatchString(f.scrape(t)), ""
+		})
 	})
 
 	t.Run("queue reports", func(t *testing.T) {

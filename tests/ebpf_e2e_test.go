@@ -38,7 +38,7 @@ func ebpfFabric(t *testing.T) *fabric {
 		// Every tc filter and clsact qdisc intd added goes with it: the
 		// namespaces are deleted at cleanup anyway, but a killed intd
 		// must not leave filters on a link that outlives it.
-		conn, err := grpc.NewClient("passthrough:///"+s, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		conn, err := grpc.NewClient("passthrough:///127.0.0.1:9339", grpc.WithTransportCredentials(insecure.NewCredentials()),
 			grpc.WithContextDialer(l.dialer(s)))
 		if err != nil {
 			t.Fatal(err)
