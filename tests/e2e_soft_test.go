@@ -160,14 +160,13 @@ func intConfig(n int, watch bool) []byte {
 				"intd-int-metadata-semantics:METADATA_FIELD_QUEUE_OCCUPANCY",
 				"intd-int-metadata-semantics:METADATA_FIELD_INGRESS_TIMESTAMP",
 				"intd-int-metadata-semantics:METADATA_FIELD_EGRESS_TIMESTAMP"}}}}}
-		var entries []any
 		if watch {
-			entries = append(entries, map[string]any{"sequence-id": 10,
+			entries := []any{map[string]any{"sequence-id": 10,
 				"config":  map[string]any{"sequence-id": 10, "description": "h1 subnet to h2 subnet"},
 				"match":   map[string]any{"config": map[string]any{"destination-prefix": "10.0.2.0/24"}},
-				"actions": map[string]any{"config": map[string]any{"flow-op": "INT", "int-session": "md", "drop-report": true, "tail-drop-report": true, "sample-percent": 100}}})
+				"actions": map[string]any{"config": map[string]any{"flow-op": "INT", "int-session": "md", "drop-report": true, "tail-drop-report": true, "sample-percent": 100}}}}
+			cfg["watchlist"] = map[string]any{"entries": map[string]any{"entry": entries}}
 		}
-		cfg["watchlist"] = map[string]any{"entries": map[string]any{"entry": entries}}
 	case "s2":
 		cfg["queue-reports"] = map[string]any{"queue-report": []any{map[string]any{"interface": "p2", "queue-id": 0,
 			"config": map[string]any{"interface": "p2", "queue-id": 0, "latency-threshold": 1_000_000, "tail-drop": true}}}}

@@ -159,12 +159,16 @@ type proc struct {
 // its log is printed if the test failed.
 func (l *lab) start(n, bin string, onLine func(string), args ...string) *proc {
 	l.t.Helper()
-	logPath := filepath.Join(l.t.TempDir(), n+"-"+bin+".log")
+	logPath := filepath.Join(l.t.TempDir(), n+"-"+filepath.Base(bin)+".log")
 	lf, err := os.Create(logPath)
 	if err != nil {
 		l.t.Fatal(err)
 	}
-	cmd := exec.Command("ip", append([]string{"netns", "exec", l.ns(n), filepath.Join(l.bin, bin)}, args...)...)
+	path := bin
+	if !filepath.IsAbs(bin) {
+		path = filepath.Join(l.bin, bin)
+	}
+	cmd := exec.Command("ip", append([]string{"netns", "exec", l.ns(n), path}, args...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Stderr = lf
 	var stdout io.ReadCloser

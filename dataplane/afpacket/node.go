@@ -59,6 +59,10 @@ func (n *Node) Stats() []PortStats {
 // the queues get their turn.
 const readBudget = 8
 
+// spinBelow is the wait for the next departure below which the loop does
+// not sleep (ns).
+const spinBelow = 20_000
+
 // Run drives the node until ctx ends (returning nil) or a socket fails.
 // It does not close the ports.
 func (n *Node) Run(ctx context.Context) error {
@@ -83,7 +87,14 @@ func (n *Node) Run(ctx context.Context) error {
 		n.flush()
 		var ts *unix.Timespec
 		if next != math.MaxInt64 {
-			t := unix.NsecToTimespec(max(next-clock.Now(), 0))
+			d := next - clock.Now()
+			if d <= spinBelow {
+				// A departure this close is not worth a sleep whose
+				// timer slack alone is 50 µs: poll the sockets without
+				// waiting and drain the queues again.
+				d = 0
+			}
+			t := unix.NsecToTimespec(max(d, 0))
 			ts = &t
 		}
 		if _, err := unix.Ppoll(fds, ts, nil); err != nil && err != unix.EINTR {
