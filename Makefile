@@ -53,3 +53,9 @@ bench:
 
 run:
 	$(GO) run ./cmd/intd lab
+
+# iperf3 TCP throughput h1 -> h2 through three intd soft switches on AF_PACKET
+# (INT on, INT off) and through Linux forwarding in the same namespaces. Root.
+.PHONY: bench-e2e
+bench-e2e:
+	INTD_BENCH_E2E=1 $(GO) test -count=1 -run '^TestBenchE2E$$' -v ./tests/
