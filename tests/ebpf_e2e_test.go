@@ -32,12 +32,11 @@ func ebpfFabric(t *testing.T) *fabric {
 		return l.dialer("c")(ctx, addr)
 	}}, Timeout: 5 * time.Second}
 	for i, s := range switches {
-		p := l.start(s, "intd", nil, "run", "--dataplane", "ebpf", "--interfaces", "p1,p2", "--insecure",
+		l.start(s, "intd", nil, "run", "--dataplane", "ebpf", "--interfaces", "p1,p2", "--insecure",
 			"--addr", "127.0.0.1:9339", "--save", "", "--target", s, "--node-id", strconv.Itoa(i+1),
 			"--state-interval", "200ms")
-		// Every tc filter and clsact qdisc intd added goes with it: the
-		// namespaces are deleted at cleanup anyway, but a killed intd
-		// must not leave filters on a link that outlives it.
+		// The tc filters and clsact qdiscs intd adds go with the
+		// namespaces, deleted at cleanup with their veths.
 		conn, err := grpc.NewClient("passthrough:///127.0.0.1:9339", grpc.WithTransportCredentials(insecure.NewCredentials()),
 			grpc.WithContextDialer(l.dialer(s)))
 		if err != nil {
@@ -45,7 +44,6 @@ func ebpfFabric(t *testing.T) *fabric {
 		}
 		t.Cleanup(func() { conn.Close() })
 		f.sw[s] = gpb.NewGNMIClient(conn)
-		_ = p
 	}
 	for _, s := range switches {
 		eventually(t, 30*time.Second, s+" gNMI up", func() (bool, string) {

@@ -138,7 +138,6 @@ var dropReasonMap = map[string]sai.DropReason{
 	"IP_INNOROUTES":      sai.DropRoutingMiss,
 	"IP_OUTNOROUTES":     sai.DropRoutingMiss,
 	"IP_INADDRERRORS":    sai.DropRoutingMiss,
-	"IP_INHDR":           sai.DropUnknown,
 	"NETFILTER_DROP":     sai.DropACLDeny,
 	"TC_INGRESS":         sai.DropACLDeny,
 	"TC_EGRESS":          sai.DropACLDeny,
@@ -163,10 +162,14 @@ var dropReasonMap = map[string]sai.DropReason{
 	"UNHANDLED_PROTO":    sai.DropBridgingMiss,
 }
 
+// drIPHdr is the drop_reasons value for the kernel's IP_INHDR (header
+// error), as in bpf/intd.c: ip_forward drops an expired TTL with it, so the
+// tracepoint reports sai.DropIPTTLZero when the TTL is 0 or 1 and
+// sai.DropUnknown otherwise.
+const drIPHdr = 256
+
 // loadDropReasons reads the kernel's enum skb_drop_reason from BTF and fills
-// the drop_reasons map (kernel value -> sai reason + 1). TTL expiry is
-// reported by the kernel as IP_INHDR on some versions and maps to
-// unknown then.
+// the drop_reasons map (kernel value -> sai reason + 1).
 func (d *Dataplane) loadDropReasons() error {
 	spec, err := btf.LoadKernelSpec()
 	if err != nil {
@@ -178,11 +181,16 @@ func (d *Dataplane) loadDropReasons() error {
 	}
 	for _, v := range enum.Values {
 		name := strings.TrimPrefix(v.Name, "SKB_DROP_REASON_")
-		r, ok := dropReasonMap[name]
+		r, ok := uint32(0), false
+		if name == "IP_INHDR" {
+			r, ok = drIPHdr, true
+		} else if sr, found := dropReasonMap[name]; found {
+			r, ok = uint32(sr), true
+		}
 		if !ok || v.Value >= 512 {
 			continue
 		}
-		if err := d.objs.DropReasons.Put(uint32(v.Value), uint32(r)+1); err != nil {
+		if err := d.objs.DropReasons.Put(uint32(v.Value), r+1); err != nil {
 			return fmt.Errorf("ebpf: drop reasons: %w", err)
 		}
 	}

@@ -103,6 +103,9 @@ type intdIngSlot struct {
 	Ts      uint64
 	Fp      uint32
 	Ifindex uint32
+	L2Id    uint32
+	L1Id    uint16
+	Pad     uint16
 }
 
 type intdQrCfg struct {
@@ -176,7 +179,8 @@ type intdScratch struct {
 	E    intdWlEntry
 	Slot uint32
 	Op   uint8
-	Pad  [3]uint8
+	Miss uint8
+	Pad  [2]uint8
 	Hop  [32]uint32
 	Mv   [128]uint8
 	Buf  [512]uint8
@@ -201,11 +205,14 @@ type intdSession struct {
 }
 
 type intdWlCache struct {
-	_      structs.HostLayout
-	Gen    uint32
-	Entry  uint8
-	FlowOp uint8
-	Pad    [2]uint8
+	_       structs.HostLayout
+	Gen     uint32
+	Entry   uint8
+	FlowOp  uint8
+	Session uint8
+	Act     uint8
+	Stats   uint8
+	Pad     [3]uint8
 }
 
 type intdWlEntry struct {

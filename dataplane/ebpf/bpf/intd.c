@@ -155,7 +155,10 @@ struct wl_cache {
 	__u32 gen;
 	__u8 entry; /* 0xff: none */
 	__u8 flow_op;
-	__u8 pad[2];
+	__u8 session; /* of the entry: a hit needs no watchlist lookup */
+	__u8 act;
+	__u8 stats;
+	__u8 pad[3];
 };
 
 struct counters {
@@ -196,6 +199,9 @@ struct ing_slot {
 	__u64 ts;
 	__u32 fp;
 	__u32 ifindex;
+	__u32 l2_id; /* ids of the ingress interface */
+	__u16 l1_id;
+	__u16 pad;
 };
 
 struct drop_watch {
@@ -267,7 +273,8 @@ struct scratch {
 	struct wl_entry e;
 	__u32 slot;
 	__u8 op;
-	__u8 pad[3];
+	__u8 miss; /* classify missed the flow cache */
+	__u8 pad[2];
 	__u32 hop[32];
 	__u8 mv[MAX_MOVE];
 	__u8 buf[512];
@@ -364,7 +371,9 @@ struct {
 	__type(value, struct drop_watch);
 } drop_watch_map SEC(".maps");
 
-/* kernel skb_drop_reason -> sai drop reason + 1 (0: not mapped: unknown) */
+/* kernel skb_drop_reason -> sai drop reason + 1 (0: not mapped: unknown;
+ * DR_IP_HDR + 1: header error, TTL expiry when the TTL is 1 or 0) */
+#define DR_IP_HDR 256
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 512);
@@ -815,16 +824,26 @@ GLOBAL int filter(struct __sk_buff *skb, struct scratch *s)
 		__u32 end = p->shim + 4 + (__u32)p->shim_words * 4;
 		__u32 step = (__u32)p->hop_ml * 4;
 		__u32 latw = ((p->inst & 0x8000) ? 1 : 0) + ((p->inst & 0x4000) ? 1 : 0);
-		for (int i = 0; i < 8; i++) {
-			__u32 at = stack + i * step;
-			if (at + step > end)
-				break;
-			__u32 w;
-			if ((c->flags & F_PATH_CHANGE) && (p->inst & 0x8000) &&
-			    bpf_skb_load_bytes(skb, at, &w, 4) == 0)
-				d = hash64(d, w);
-			if ((p->inst & 0x2000) && bpf_skb_load_bytes(skb, at + latw * 4, &w, 4) == 0)
-				d = hash64(d, bpf_ntohl(w) >> lat_shift);
+		/* One load of up to 512 bytes of the stack, then walk it. */
+		__u64 len = end > stack ? end - stack : 0;
+		if (len > 512)
+			len = 512;
+		BOUND(len, 0x3ff);
+		if (len >= 4 && len <= 512 && bpf_skb_load_bytes(skb, stack, s->buf, len) == 0) {
+			for (int i = 0; i < 8; i++) {
+				__u32 at = i * step;
+				if (at + step > len)
+					break;
+				__u32 w;
+				if ((c->flags & F_PATH_CHANGE) && (p->inst & 0x8000)) {
+					__builtin_memcpy(&w, &s->buf[at & 0x1fc], 4);
+					d = hash64(d, w);
+				}
+				if (p->inst & 0x2000) {
+					__builtin_memcpy(&w, &s->buf[(at + latw * 4) & 0x1fc], 4);
+					d = hash64(d, bpf_ntohl(w) >> lat_shift);
+				}
+			}
 		}
 	}
 	struct flow_state *st = bpf_map_lookup_elem(&flows, &k);
@@ -874,18 +893,18 @@ GLOBAL int classify(struct __sk_buff *skb, struct scratch *s)
 	if (c->flags & F_WL_FLAGS)
 		k.tcp_flags = p->proto == IPPROTO_TCP ? p->tcp_flags : 0;
 	__u32 base = c->wl_base ? MAX_WL : 0;
+	s->miss = 0;
 	struct wl_cache *wc = bpf_map_lookup_elem(&wl_cache_map, &k);
 	if (wc && wc->gen == c->wl_gen) {
 		if (wc->entry == 0xff)
 			return 0;
-		__u32 idx = base + (wc->entry & (MAX_WL - 1));
-		struct wl_entry *e = bpf_map_lookup_elem(&watchlist, &idx);
-		if (!e)
-			return 0;
-		s->e = *e;
+		s->e.session = wc->session;
+		s->e.act = wc->act;
+		s->e.stats = wc->stats;
 		s->op = wc->flow_op;
 		return 1;
 	}
+	s->miss = 1;
 	__u32 hit = 0xff;
 	__u32 n = c->wl_count;
 	__u8 dscp = p->tos >> 2;
@@ -915,6 +934,9 @@ GLOBAL int classify(struct __sk_buff *skb, struct scratch *s)
 	}
 	struct wl_cache nc = {.gen = c->wl_gen, .entry = hit, .flow_op = OP_NOP};
 	if (hit != 0xff) {
+		nc.session = s->e.session;
+		nc.act = s->e.act;
+		nc.stats = s->e.stats;
 		nc.flow_op = s->e.flow_op;
 		if (nc.flow_op != OP_NOP && s->e.sample_pct < 100 && (flow_hash(&k) >> 32) % 100 >= s->e.sample_pct)
 			nc.flow_op = OP_NOP;
@@ -1290,6 +1312,8 @@ int intd_ingress(struct __sk_buff *skb)
 	sl->ts = bpf_ktime_get_ns();
 	sl->fp = fingerprint(sa, da, idlen, h[9]);
 	sl->ifindex = ifx;
+	sl->l1_id = ifc->l1_id;
+	sl->l2_id = ifc->l2_id;
 	return TC_ACT_OK;
 }
 
@@ -1332,7 +1356,13 @@ int intd_egress(struct __sk_buff *skb)
 	h->in_ifindex = skb->ingress_ifindex;
 	h->valid = 0x8000 | 0x1000 | 0x0400; /* node id, queue, egress timestamp */
 	h->occ = qdisc_backlog(skb);
-	if (h->in_ifindex) {
+	struct ing_slot *sl = bpf_map_lookup_elem(&ing_map, &zero);
+	if (sl && h->in_ifindex && sl->ifindex == h->in_ifindex) {
+		/* intd_ingress of this CPU saw the packet's ingress port last. */
+		h->l1_in = sl->l1_id;
+		h->l2_in = sl->l2_id;
+		h->valid |= 0x4000 | 0x0200; /* L1 and L2 interfaces */
+	} else if (h->in_ifindex) {
 		__u32 in = h->in_ifindex;
 		struct iface *ii = bpf_map_lookup_elem(&ifaces, &in);
 		if (ii) {
@@ -1341,7 +1371,6 @@ int intd_egress(struct __sk_buff *skb)
 			h->valid |= 0x4000 | 0x0200; /* L1 and L2 interfaces */
 		}
 	}
-	struct ing_slot *sl = bpf_map_lookup_elem(&ing_map, &zero);
 	if (sl && sl->ifindex == h->in_ifindex && sl->ts && sl->ts <= now) {
 		/* The fingerprint is of the packet as it arrived: INT edits
 		 * happen below, at this node's egress. */
@@ -1374,7 +1403,7 @@ int intd_egress(struct __sk_buff *skb)
 			ws->packets++;
 			ws->bytes += skb->len;
 		}
-		if ((s->c.flags & F_DROP) && (s->e.act & (ACT_DROP_REPORT | ACT_TAIL_DROP))) {
+		if (s->miss && (s->c.flags & F_DROP) && (s->e.act & (ACT_DROP_REPORT | ACT_TAIL_DROP))) {
 			struct flow_key k = {.src = s->p.saddr, .dst = s->p.daddr, .sport = s->p.sport,
 					     .dport = s->p.dport, .proto = s->p.proto};
 			struct drop_watch dw = {.ts = now, .in_ifindex = h->in_ifindex, .act = s->e.act};
@@ -1435,18 +1464,60 @@ int intd_kfree_skb(struct bpf_raw_tracepoint_args *ctx)
 		k.sport = ((__u16)pt[0] << 8) | pt[1];
 		k.dport = ((__u16)pt[2] << 8) | pt[3];
 	}
+	__u32 ifx = iif;
+	struct iface *ifc = bpf_map_lookup_elem(&ifaces, &ifx);
+	if (!ifc)
+		return 0; /* did not come in on one of our ports */
 	struct drop_watch *dw = bpf_map_lookup_elem(&drop_watch_map, &k);
-	if (!dw || dw->in_ifindex != (__u32)iif)
-		return 0;
+	if (dw && dw->in_ifindex != (__u32)iif)
+		dw = 0;
+	/* A packet carrying INT was watched by its source: transit and sink
+	 * nodes report its drops without an entry of their own. */
+	int intpkt = (c->dscp_mask && ((ip[1] >> 2) & c->dscp_mask) == c->dscp_val) ||
+		     (c->udp_port && k.proto == IPPROTO_UDP && k.dport == c->udp_port);
 	__u32 kr = kreason & 511;
 	__u32 *m = bpf_map_lookup_elem(&drop_reasons, &kr);
 	__u32 reason = m && *m ? *m - 1 : 0;
+	if (reason == DR_IP_HDR)
+		/* The kernel drops TTL expiry in forwarding as a header error. */
+		reason = ip[8] <= 1 ? 26 : 0;
 	int tail = reason == 71;
-	if (tail ? !(dw->act & ACT_TAIL_DROP) : !(dw->act & ACT_DROP_REPORT))
+	__u32 flags = tail ? EVF_TAIL_DROP : 0;
+	int want = 0;
+	if (dw) {
+		want = tail ? (dw->act & ACT_TAIL_DROP) : (dw->act & ACT_DROP_REPORT);
+		if (dw->act & ACT_TAIL_DROP)
+			flags |= EVF_TAIL_DROP_REPORT;
+	} else if (intpkt && !tail) {
+		want = 1;
+	}
+	struct iface *oifc = 0;
+	if (tail && (c->flags & F_QUEUE)) {
+		/* Tail drop at a queue with tail-drop reporting: the egress
+		 * device is skb->dev. */
+		struct net_device *dev = 0;
+		int oif = 0;
+		bpf_probe_read_kernel(&dev, sizeof(dev), __builtin_preserve_access_index(&skb->dev));
+		if (dev)
+			bpf_probe_read_kernel(&oif, sizeof(oif), __builtin_preserve_access_index(&dev->ifindex));
+		__u32 ox = oif;
+		oifc = ox ? bpf_map_lookup_elem(&ifaces, &ox) : 0;
+		if (oifc && oifc->qr) {
+			__u32 qi = (oifc->qr - 1) & (MAX_QR - 1);
+			struct qr_cfg *q = bpf_map_lookup_elem(&qr_cfg_map, &qi);
+			if (q && q->tail_drop)
+				want = 1;
+			else
+				oifc = 0;
+		} else {
+			oifc = 0;
+		}
+	}
+	if (!want)
 		return 0;
-	__u32 ifx = iif;
-	struct iface *ifc = bpf_map_lookup_elem(&ifaces, &ifx);
-	__u32 slot = ifc ? ifc->slot : 0;
+	if (!dw && !intpkt)
+		flags |= EVF_UNWATCHED;
+	__u32 slot = ifc->slot;
 	struct counters *ctr = bpf_map_lookup_elem(&ctrs, &slot);
 	__u32 r8 = reason & 0xff;
 	__u64 *d = bpf_map_lookup_elem(&drops, &r8);
@@ -1465,16 +1536,18 @@ int intd_kfree_skb(struct bpf_raw_tracepoint_args *ctx)
 	__u64 now = bpf_ktime_get_ns();
 	__builtin_memset(ev, 0, 64);
 	ev->now = now + c->time_offset;
-	ev->ts_in = dw->ts + c->time_offset;
+	ev->ts_in = 0;
 	ev->in_ifindex = iif;
 	ev->node_id = c->node_id;
 	ev->kind = EV_DROP;
-	ev->flags = (tail ? EVF_TAIL_DROP : 0) | ((dw->act & ACT_TAIL_DROP) ? EVF_TAIL_DROP_REPORT : 0);
+	ev->flags = flags;
 	ev->drop_reason = reason;
-	ev->valid = 0x8000;
-	if (ifc) {
-		ev->l1_in = ifc->l1_id;
-		ev->l2_in = ifc->l2_id;
+	ev->valid = 0x8000 | 0x4000 | 0x0200;
+	ev->l1_in = ifc->l1_id;
+	ev->l2_in = ifc->l2_id;
+	if (oifc) {
+		ev->l1_out = oifc->l1_id;
+		ev->l2_out = oifc->l2_id;
 	}
 	ev->l3_off = 0;
 	__u32 iplen = ((__u32)ip[2] << 8) | ip[3];
