@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"testing"
 	"time"
 )
@@ -53,6 +54,8 @@ func TestBenchE2E(t *testing.T) {
 		f := buildFabric(t, true, 0)
 		f.configure(t, true)
 		on = run(f, "intd soft, INT on")
+		m := f.scrape(t)
+		t.Logf("collector after INT on: %s", regexp.MustCompile(`(?m)^intcollector_(packets_total|reports_total\{version="2.0"\}|congestion_reports_total) .*$`).FindAllString(m, -1))
 		f.configure(t, false)
 		off = run(f, "intd soft, INT off")
 	})

@@ -138,6 +138,10 @@ func intConfig(n int, watch bool) []byte {
 		"node": map[string]any{"config": map[string]any{"enabled": true, "node-id": n, "int-endpoint": s != "s2",
 			"int-transit": true, "drop-report": true, "queue-report": true}},
 		"marking": map[string]any{"config": map[string]any{"l4-marking": "DSCP", "dscp-value": 32, "dscp-mask": 32}},
+		// Software forwarding jitters by microseconds: a flow is
+		// reported again when a hop's latency moves by 100 µs, not by the
+		// default 256 ns (which reports about every other packet).
+		"flow-report-filter": map[string]any{"config": map[string]any{"hop-latency-threshold": 100_000}},
 		"report-sessions": map[string]any{"report-session": []any{map[string]any{
 			"name": "collector",
 			"config": map[string]any{"name": "collector", "source-address": fmt.Sprintf("10.100.0.%d", n),
