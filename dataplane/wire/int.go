@@ -38,13 +38,7 @@ func FieldWords(n int) int {
 // Words is the per-hop baseline metadata length in words, counting the
 // checksum complement and reserved bits (filled with all ones).
 func (i Instructions) Words() int {
-	v := uint16(i)
-	n := 0
-	for v != 0 {
-		n++
-		v &= v - 1
-	}
-	return n + int((i>>9)&1+(i>>10)&1+(i>>11)&1) // bits 4-6 are double
+	return bits.OnesCount16(uint16(i)) + int((i>>9)&1+(i>>10)&1+(i>>11)&1) // bits 4-6 are double
 }
 
 // MDHeaderLen and MXHeaderLen are the fixed INT header sizes.
@@ -195,67 +189,95 @@ type HopMetadata struct {
 // words, then the checksum complement word (all ones) if bit 15 is set. It
 // returns the number of bytes written.
 func PutHop(b []byte, inst Instructions, dsWords int, m *HopMetadata) (int, error) {
-	n := (inst.Words() + dsWords) * 4
+	n, _, err := putHop(b, inst, dsWords, m)
+	return n, err
+}
+
+// putHop is PutHop that also returns the one's complement sum of the bytes
+// written (as a sum of 32-bit big-endian words, unfolded), so that the
+// transit step needs no second pass over the hop for the L4 checksum. The
+// baseline fields are unrolled in bitmap order: no per-bit loop or switch.
+func putHop(b []byte, inst Instructions, dsWords int, m *HopMetadata) (int, uint64, error) {
+	return putHopWords(b, inst, inst.Words(), dsWords, m)
+}
+
+// putHopWords is putHop with inst.Words() already known.
+func putHopWords(b []byte, inst Instructions, words, dsWords int, m *HopMetadata) (int, uint64, error) {
+	n := (words + dsWords) * 4
 	if len(b) < n {
-		return 0, ErrTruncated
+		return 0, 0, ErrTruncated
 	}
 	if len(m.DomainSpecific) > dsWords*4 {
-		return 0, ErrBadLength
+		return 0, 0, ErrBadLength
 	}
-	off := 0
+	b = b[:n]
 	valid := m.Valid
-	// Walk only the set baseline bits (0-14), most significant first.
-	for v := uint16(inst) &^ 1; v != 0; {
-		bit := bits.LeadingZeros16(v)
-		v &^= 0x8000 >> uint(bit)
-		ok := valid&(0x8000>>uint(bit)) != 0
-		if FieldWords(bit) == 2 {
-			v := uint64(Unavailable64)
-			if ok {
-				switch bit {
-				case 4:
-					v = m.IngressTimestamp
-				case 5:
-					v = m.EgressTimestamp
-				case 6:
-					v = uint64(m.L2IngressPort)<<32 | uint64(m.L2EgressPort)
-				}
-			}
-			binary.BigEndian.PutUint64(b[off:], v)
-			off += 8
-			continue
-		}
-		v := uint32(Unavailable32)
-		if ok {
-			switch bit {
-			case 0:
-				v = m.NodeID
-			case 1:
-				v = uint32(m.IngressPort)<<16 | uint32(m.EgressPort)
-			case 2:
-				v = m.HopLatency
-			case 3:
-				v = uint32(m.QueueID)<<24 | m.QueueOccupancy&0xffffff
-			case 7:
-				v = m.TxUtilization
-			case 8:
-				v = uint32(m.BufferID)<<24 | m.BufferOccupancy&0xffffff
-			}
+	var sum uint64
+	off := 0
+	put32 := func(bit Instructions, v uint32) {
+		if valid&bit == 0 {
+			v = Unavailable32
 		}
 		binary.BigEndian.PutUint32(b[off:], v)
+		sum += uint64(v)
 		off += 4
 	}
-	off += copy(b[off:], m.DomainSpecific)
-	// Pad unknown domain-specific metadata with all ones.
-	for pad := b[off : n-4*int(inst&1)]; len(pad) > 0; pad = pad[1:] {
-		pad[0] = 0xff
+	put64 := func(bit Instructions, v uint64) {
+		if valid&bit == 0 {
+			v = Unavailable64
+		}
+		binary.BigEndian.PutUint64(b[off:], v)
+		sum += v>>32 + v&0xffffffff
+		off += 8
 	}
-	off = n - 4*int(inst&1)
+	if inst&InstNodeID != 0 {
+		put32(InstNodeID, m.NodeID)
+	}
+	if inst&InstL1Ports != 0 {
+		put32(InstL1Ports, uint32(m.IngressPort)<<16|uint32(m.EgressPort))
+	}
+	if inst&InstHopLatency != 0 {
+		put32(InstHopLatency, m.HopLatency)
+	}
+	if inst&InstQueue != 0 {
+		put32(InstQueue, uint32(m.QueueID)<<24|m.QueueOccupancy&0xffffff)
+	}
+	if inst&InstIngressTimestamp != 0 {
+		put64(InstIngressTimestamp, m.IngressTimestamp)
+	}
+	if inst&InstEgressTimestamp != 0 {
+		put64(InstEgressTimestamp, m.EgressTimestamp)
+	}
+	if inst&InstL2Ports != 0 {
+		put64(InstL2Ports, uint64(m.L2IngressPort)<<32|uint64(m.L2EgressPort))
+	}
+	if inst&InstTxUtilization != 0 {
+		put32(InstTxUtilization, m.TxUtilization)
+	}
+	if inst&InstBuffer != 0 {
+		put32(InstBuffer, uint32(m.BufferID)<<24|m.BufferOccupancy&0xffffff)
+	}
+	// Reserved bits 9-14 and unknown domain-specific metadata are all ones.
+	end := n - 4*int(inst&1)
+	if off < end {
+		start := off
+		for r := bits.OnesCount16(uint16(inst&0x7e)) * 4; r > 0; r-- {
+			b[off] = 0xff
+			off++
+		}
+		off += copy(b[off:end], m.DomainSpecific)
+		for pad := b[off:end]; len(pad) > 0; pad = pad[1:] {
+			pad[0] = 0xff
+		}
+		sum += uint64(Sum(0, b[start:end]))
+		off = end
+	}
 	if inst&InstChecksumComplement != 0 {
 		binary.BigEndian.PutUint32(b[off:], Unavailable32)
+		sum += Unavailable32
 		off += 4
 	}
-	return off, nil
+	return off, sum, nil
 }
 
 // DecodeHop reads one hop's metadata from b (exactly one hop: baseline
@@ -268,45 +290,59 @@ func DecodeHop(b []byte, inst Instructions, m *HopMetadata) error {
 	}
 	*m = HopMetadata{}
 	off := 0
-	for v := uint16(inst) &^ 1; v != 0; {
-		bit := bits.LeadingZeros16(v)
-		mask := Instructions(0x8000 >> uint(bit))
-		v &^= uint16(mask)
-		if FieldWords(bit) == 2 {
-			v := binary.BigEndian.Uint64(b[off:])
-			off += 8
-			if v != Unavailable64 {
-				m.Valid |= mask
-			}
-			switch bit {
-			case 4:
-				m.IngressTimestamp = v
-			case 5:
-				m.EgressTimestamp = v
-			case 6:
-				m.L2IngressPort, m.L2EgressPort = uint32(v>>32), uint32(v)
-			}
-			continue
-		}
+	var valid Instructions
+	get32 := func(bit Instructions) uint32 {
 		v := binary.BigEndian.Uint32(b[off:])
 		off += 4
 		if v != Unavailable32 {
-			m.Valid |= mask
+			valid |= bit
 		}
-		switch bit {
-		case 0:
-			m.NodeID = v
-		case 1:
-			m.IngressPort, m.EgressPort = uint16(v>>16), uint16(v)
-		case 2:
-			m.HopLatency = v
-		case 3:
-			m.QueueID, m.QueueOccupancy = uint8(v>>24), v&0xffffff
-		case 7:
-			m.TxUtilization = v
-		case 8:
-			m.BufferID, m.BufferOccupancy = uint8(v>>24), v&0xffffff
+		return v
+	}
+	get64 := func(bit Instructions) uint64 {
+		v := binary.BigEndian.Uint64(b[off:])
+		off += 8
+		if v != Unavailable64 {
+			valid |= bit
 		}
+		return v
+	}
+	if inst&InstNodeID != 0 {
+		m.NodeID = get32(InstNodeID)
+	}
+	if inst&InstL1Ports != 0 {
+		v := get32(InstL1Ports)
+		m.IngressPort, m.EgressPort = uint16(v>>16), uint16(v)
+	}
+	if inst&InstHopLatency != 0 {
+		m.HopLatency = get32(InstHopLatency)
+	}
+	if inst&InstQueue != 0 {
+		v := get32(InstQueue)
+		m.QueueID, m.QueueOccupancy = uint8(v>>24), v&0xffffff
+	}
+	if inst&InstIngressTimestamp != 0 {
+		m.IngressTimestamp = get64(InstIngressTimestamp)
+	}
+	if inst&InstEgressTimestamp != 0 {
+		m.EgressTimestamp = get64(InstEgressTimestamp)
+	}
+	if inst&InstL2Ports != 0 {
+		v := get64(InstL2Ports)
+		m.L2IngressPort, m.L2EgressPort = uint32(v>>32), uint32(v)
+	}
+	if inst&InstTxUtilization != 0 {
+		m.TxUtilization = get32(InstTxUtilization)
+	}
+	if inst&InstBuffer != 0 {
+		v := get32(InstBuffer)
+		m.BufferID, m.BufferOccupancy = uint8(v>>24), v&0xffffff
+	}
+	// Reserved bits 9-14: one word each, valid when not all ones.
+	for r := uint16(inst) & 0x7e; r != 0; {
+		bit := Instructions(0x8000 >> uint(bits.LeadingZeros16(r)))
+		r &^= uint16(bit)
+		get32(bit)
 	}
 	// The checksum complement sits after the domain-specific metadata.
 	end := len(b)
@@ -314,9 +350,10 @@ func DecodeHop(b []byte, inst Instructions, m *HopMetadata) error {
 		end -= 4
 		m.ChecksumComplement = binary.BigEndian.Uint32(b[end:])
 		if m.ChecksumComplement != Unavailable32 {
-			m.Valid |= InstChecksumComplement
+			valid |= InstChecksumComplement
 		}
 	}
+	m.Valid = valid
 	m.DomainSpecific = b[off:end:end]
 	return nil
 }

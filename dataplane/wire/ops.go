@@ -159,6 +159,132 @@ func PushHop(pkt []byte, p *Packet, m *HopMetadata, opt PushOptions) ([]byte, er
 	if p.INT < 0 || p.INTType != TypeMD {
 		return pkt, ErrNoINT
 	}
+	if out, ok, err := pushHopFast(pkt, p, m, opt); ok {
+		return out, err
+	}
+	return pushHop(pkt, p, m, opt)
+}
+
+// pushHopFast is PushHop for the common case: IPv4 or IPv6, INT not in
+// Geneve, hops remaining, room in the frame, the shim length in range and
+// no checksum complement to fill. It does the same edits as pushHop with
+// the offsets in registers and the hop's checksum contribution summed while
+// the hop is written. ok is false (and nothing is touched) when the packet
+// needs the general path.
+func pushHopFast(pkt []byte, p *Packet, m *HopMetadata, opt PushOptions) (_ []byte, ok bool, _ error) {
+	l3, l4, intOff, shim := p.L3, p.L4, p.INT, p.Shim
+	if p.Encap == EncapGeneve || shim < 0 || l3 < 0 || (l4 >= 0 && (intOff-l4)&1 != 0) {
+		return pkt, false, nil
+	}
+	if len(pkt) < intOff+MDHeaderLen || len(pkt) < shim+2 || len(pkt) < l3+12 || (l4 >= 0 && shim < l4) {
+		return pkt, false, nil
+	}
+	h := pkt[intOff : intOff+MDHeaderLen]
+	rh := h[3]
+	inst := Instructions(binary.BigEndian.Uint16(h[4:]))
+	hopML := int(h[2] & 0x1f)
+	if rh == 0 || (inst&InstChecksumComplement != 0 && opt.UseChecksumComplement) {
+		return pkt, false, nil
+	}
+	words := inst.Words()
+	ds := hopML - words
+	if ds < 0 || opt.DSWords > ds {
+		return pkt, true, ErrBadLength
+	}
+	n := hopML * 4
+	old := len(pkt)
+	shimLen := int(pkt[shim+1]) + hopML
+	if cap(pkt)-old < n || shimLen > maxShimWord {
+		return pkt, false, nil
+	}
+	csum := -1
+	if l4 >= 0 {
+		if len(pkt) < l4+UDPLen {
+			return pkt, false, nil
+		}
+		switch p.Proto {
+		case ProtoUDP:
+			if binary.BigEndian.Uint16(pkt[l4+6:]) != 0 {
+				csum = l4 + 6
+			}
+		case ProtoTCP:
+			csum = l4 + 16
+		}
+		if csum+2 > len(pkt) {
+			return pkt, false, nil
+		}
+	}
+	at := intOff + MDHeaderLen
+	pkt = pkt[:old+n]
+	copy(pkt[at+n:], pkt[at:old])
+	_, hs, err := putHopWords(pkt[at:at+n], inst, words, ds, m)
+	if err != nil {
+		copy(pkt[at:], pkt[at+n:]) // undo the gap
+		return pkt[:len(pkt)-n], true, err
+	}
+	p.INTLen += n
+	p.shiftAfter(at, n)
+	// The L4 checksum, if any, covers every word changed below: the shim
+	// and INT header lie after the L4 header (checked above) and the UDP
+	// length is not the checksum field. delta is only used when csum >= 0.
+	delta := fold64(hs)
+	// Remaining Hop Count (low byte of the word at INT+2).
+	w := uint16(pkt[intOff+2])<<8 | uint16(rh)
+	pkt[intOff+3] = rh - 1
+	delta += uint32(^w) + uint32(w-1)
+	// Shim length (low byte of the word at the shim).
+	w = uint16(pkt[shim])<<8 | uint16(pkt[shim+1])
+	nw := w&0xff00 | uint16(shimLen)
+	pkt[shim+1] = uint8(shimLen)
+	delta += uint32(^w) + uint32(nw)
+	end := p.End
+	if l4 >= 0 {
+		segLen := end - l4
+		delta += uint32(^uint16(segLen)) + uint32(uint16(segLen+n))
+		if p.Proto == ProtoUDP {
+			w = binary.BigEndian.Uint16(pkt[l4+4:])
+			nw = uint16(segLen + n)
+			binary.BigEndian.PutUint16(pkt[l4+4:], nw)
+			delta += uint32(^w) + uint32(nw)
+		}
+	}
+	ip := pkt[l3:]
+	if p.IPVersion == 4 {
+		w = binary.BigEndian.Uint16(ip[2:])
+		nw = uint16(int(w) + n)
+		binary.BigEndian.PutUint16(ip[2:], nw)
+		ck := binary.BigEndian.Uint16(ip[10:])
+		binary.BigEndian.PutUint16(ip[10:], UpdateChecksum(ck, w, nw))
+	} else {
+		w = binary.BigEndian.Uint16(ip[4:])
+		binary.BigEndian.PutUint16(ip[4:], uint16(int(w)+n))
+	}
+	p.End = end + n
+	if csum >= 0 {
+		ck := AdjustChecksum(binary.BigEndian.Uint16(pkt[csum:]), delta)
+		if ck == 0 && p.Proto == ProtoUDP {
+			ck = 0xffff
+		}
+		binary.BigEndian.PutUint16(pkt[csum:], ck)
+	}
+	return pkt, true, nil
+}
+
+// fold64 reduces a 64-bit one's complement accumulator to at most 17 bits,
+// keeping it non-zero when it was non-zero.
+func fold64(s uint64) uint32 {
+	s = s&0xffffffff + s>>32
+	s = s&0xffff + s>>16
+	s = s&0xffff + s>>16
+	return uint32(s)
+}
+
+// pushHop is the general PushHop: Geneve, hop limit, no room, checksum
+// complement.
+func pushHop(pkt []byte, p *Packet, m *HopMetadata, opt PushOptions) ([]byte, error) {
+	if p.INT < 0 || p.INTType != TypeMD {
+		return pkt, ErrNoINT
+	}
 	if p.L4 >= 0 && (p.INT-p.L4)&1 != 0 {
 		return pkt, ErrUnsupported
 	}
