@@ -323,7 +323,7 @@ func (d *Dataplane) compileLocked() error {
 		a := o.attrs.(sai.DTelAttrs)
 		dt = &a
 	}
-	c := intdCfg{TimeOffset: d.timeOff, FlowInterval: uint64(time.Second)}
+	c := intdCfg{TimeOffset: d.timeOff, FlowInterval: uint64(time.Second), Netns: d.netns}
 	if dt != nil {
 		c.Flags |= fDTel
 		set := func(on bool, f uint32) {

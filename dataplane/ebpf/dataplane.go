@@ -80,6 +80,7 @@ type Dataplane struct {
 	done    chan struct{}
 	closed  bool
 	timeOff uint64
+	netns   uint32 // inode of the network namespace New ran in
 
 	objects   map[sai.OID]*object
 	nextIndex uint64
@@ -115,6 +116,14 @@ func New(cfg Config) (*Dataplane, error) {
 		return nil, fmt.Errorf("ebpf: load: %w", err)
 	}
 	d.timeOff = timeOffset()
+	// The namespace of the calling thread (tests start dataplanes on
+	// threads inside namespaces).
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/thread-self/ns/net", &st); err != nil {
+		d.objs.Close()
+		return nil, fmt.Errorf("ebpf: network namespace: %w", err)
+	}
+	d.netns = uint32(st.Ino)
 	if err := d.loadDropReasons(); err != nil {
 		d.objs.Close()
 		return nil, err

@@ -28,6 +28,8 @@ type intdCfg struct {
 	LatShift     uint8
 	WlBase       uint8
 	Pad          [3]uint8
+	Netns        uint32
+	Pad2         uint32
 }
 
 type intdCounters struct {

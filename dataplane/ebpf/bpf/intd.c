@@ -105,6 +105,8 @@ struct cfg {
 	__u8 lat_shift;      /* latency bucket = latency >> lat_shift */
 	__u8 wl_base;        /* 0 or 1: active half of the watchlist */
 	__u8 pad[3];
+	__u32 netns;         /* inode of intd's network namespace */
+	__u32 pad2;
 };
 
 struct iface {
@@ -415,9 +417,22 @@ struct Qdisc {
 	struct gnet_stats_queue qstats;
 } __attribute__((preserve_access_index));
 
+struct ns_common {
+	unsigned int inum;
+} __attribute__((preserve_access_index));
+
+struct net {
+	struct ns_common ns;
+} __attribute__((preserve_access_index));
+
+typedef struct {
+	struct net *net;
+} possible_net_t;
+
 struct net_device {
 	struct Qdisc *qdisc;
 	int ifindex;
+	possible_net_t nd_net;
 } __attribute__((preserve_access_index));
 
 struct sk_buff {
@@ -488,6 +503,35 @@ static __always_inline __u64 flow_hash(struct flow_key *k)
 	h *= 0xbf58476d1ce4e5b9ULL;
 	h ^= h >> 27;
 	return h;
+}
+
+/* wmix is wire's mix: the 128-bit product's halves xored. */
+static __always_inline __u64 wmix(__u64 h, __u64 w)
+{
+	__u64 a = h ^ w, b = 0xa0761d6478bd642fULL;
+	__u64 al = (__u32)a, ah = a >> 32, bl = (__u32)b, bh = b >> 32;
+	__u64 ll = al * bl, lh = al * bh, hl = ah * bl, hh = ah * bh;
+	__u64 mid = (ll >> 32) + (__u32)lh + (__u32)hl;
+	__u64 hi = hh + (lh >> 32) + (hl >> 32) + (mid >> 32);
+	return hi ^ (a * b);
+}
+
+/* entropy_port is wire.FlowKey.EntropyPort of an IPv4 flow (addresses as
+ * ::ffff:a.b.c.d): the UDP source port of an NPT 2 header. */
+static __always_inline __u16 entropy_port(__u32 src, __u32 dst, __u16 sport, __u16 dport, __u8 proto)
+{
+	__u64 h = 0x9e3779b97f4a7c15ULL;
+	h = wmix(h, 0);
+	h = wmix(h, ((__u64)src << 32) | 0xffff0000ULL);
+	h = wmix(h, 0);
+	h = wmix(h, ((__u64)dst << 32) | 0xffff0000ULL);
+	h = wmix(h, ((__u64)sport << 32) | ((__u64)dport << 16) | proto);
+	h ^= h >> 30;
+	h *= 0xbf58476d1ce4e5b9ULL;
+	h ^= h >> 27;
+	h *= 0x94d049bb133111ebULL;
+	h ^= h >> 31;
+	return 0xc000 | (__u16)(h >> 50);
 }
 
 static __always_inline __u32 fingerprint(__u32 saddr, __u32 daddr, __u32 idlen, __u32 proto)
@@ -1034,9 +1078,8 @@ GLOBAL int source(struct __sk_buff *skb, struct scratch *s)
 		__u32 at = L3 + p->ihl;
 		shim[2] = 0;
 		shim[3] = p->proto;
-		struct flow_key k = {.src = p->saddr, .dst = p->daddr, .sport = p->sport, .dport = p->dport, .proto = p->proto};
 		__u16 u[4];
-		u[0] = bpf_htons(0xc000 | (flow_hash(&k) >> 50));
+		u[0] = bpf_htons(entropy_port(p->saddr, p->daddr, p->sport, p->dport, p->proto));
 		u[1] = bpf_htons(c->udp_port);
 		u[2] = bpf_htons(p->ip_len - p->ihl + n);
 		u[3] = 0;
@@ -1464,6 +1507,20 @@ int intd_kfree_skb(struct bpf_raw_tracepoint_args *ctx)
 		k.sport = ((__u16)pt[0] << 8) | pt[1];
 		k.dport = ((__u16)pt[2] << 8) | pt[3];
 	}
+	/* The tracepoint sees every namespace's drops and ifindexes are per
+	 * namespace: only drops in intd's own count. */
+	struct net_device *dev = 0;
+	struct net *net = 0;
+	unsigned int inum = 0;
+	bpf_probe_read_kernel(&dev, sizeof(dev), __builtin_preserve_access_index(&skb->dev));
+	if (!dev)
+		return 0;
+	bpf_probe_read_kernel(&net, sizeof(net), __builtin_preserve_access_index(&dev->nd_net.net));
+	if (!net)
+		return 0;
+	bpf_probe_read_kernel(&inum, sizeof(inum), __builtin_preserve_access_index(&net->ns.inum));
+	if (inum != c->netns)
+		return 0;
 	__u32 ifx = iif;
 	struct iface *ifc = bpf_map_lookup_elem(&ifaces, &ifx);
 	if (!ifc)
@@ -1495,11 +1552,8 @@ int intd_kfree_skb(struct bpf_raw_tracepoint_args *ctx)
 	if (tail && (c->flags & F_QUEUE)) {
 		/* Tail drop at a queue with tail-drop reporting: the egress
 		 * device is skb->dev. */
-		struct net_device *dev = 0;
 		int oif = 0;
-		bpf_probe_read_kernel(&dev, sizeof(dev), __builtin_preserve_access_index(&skb->dev));
-		if (dev)
-			bpf_probe_read_kernel(&oif, sizeof(oif), __builtin_preserve_access_index(&dev->ifindex));
+		bpf_probe_read_kernel(&oif, sizeof(oif), __builtin_preserve_access_index(&dev->ifindex));
 		__u32 ox = oif;
 		oifc = ox ? bpf_map_lookup_elem(&ifaces, &ox) : 0;
 		if (oifc && oifc->qr) {
