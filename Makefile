@@ -51,8 +51,12 @@ test:
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./...
 
+# Built, then exec'd rather than `go run`, so that Ctrl-C stops the lab
+# cleanly (go run exits 1 when interrupted). LAB_FLAGS passes flags, e.g.
+# make run LAB_FLAGS="--burst 300".
 run:
-	$(GO) run ./cmd/intd lab
+	$(GO) build -o bin/intd ./cmd/intd
+	exec bin/intd lab $(LAB_FLAGS)
 
 # iperf3 TCP throughput h1 -> h2 through three intd soft switches on AF_PACKET
 # (INT on, INT off) and through Linux forwarding in the same namespaces. Root.
