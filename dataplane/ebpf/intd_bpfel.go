@@ -186,6 +186,7 @@ type intdScratch struct {
 	Hop  [32]uint32
 	Mv   [128]uint8
 	Buf  [512]uint8
+	Ins  [160]uint8
 }
 
 type intdSessStats struct {

@@ -280,6 +280,7 @@ struct scratch {
 	__u32 hop[32];
 	__u8 mv[MAX_MOVE];
 	__u8 buf[512];
+	__u8 ins[160]; /* shim + INT header + hop, assembled for one store */
 };
 
 struct {
@@ -1108,10 +1109,22 @@ GLOBAL int source(struct __sk_buff *skb, struct scratch *s)
 			shim[2] = p->dport >> 8;
 			shim[3] = p->dport;
 		}
-		/* Checksum effect of the new bytes, computed before the edit. */
-		__s64 diff = bpf_csum_diff(0, 0, (__u32 *)shim, 4, 0);
-		diff = bpf_csum_diff(0, 0, (__u32 *)hdr, 12, diff);
-		diff = hop_sum(s, hopw, diff);
+		/* shim + header + hop in one buffer: one checksum diff, one
+		 * store. */
+		__builtin_memcpy(s->ins, shim, 4);
+		__builtin_memcpy(s->ins + 4, hdr, 12);
+		for (int i = 0; i < 31; i++) {
+			if (i >= hopw)
+				break;
+			__builtin_memcpy(s->ins + 16 + i * 4, &s->hop[i], 4);
+		}
+		__u64 len = n;
+		BOUND(len, 0xfc);
+		if (len < 16 || len > 144) {
+			ss->not_initiated++;
+			return TC_ACT_OK;
+		}
+		__s64 diff = bpf_csum_diff(0, 0, (__u32 *)s->ins, len, 0);
 		int r = grow(skb, s, at, n);
 		if (r == -2)
 			return TC_ACT_SHOT;
@@ -1119,9 +1132,7 @@ GLOBAL int source(struct __sk_buff *skb, struct scratch *s)
 			ss->not_initiated++;
 			return TC_ACT_OK;
 		}
-		bpf_skb_store_bytes(skb, at, shim, 4, 0);
-		bpf_skb_store_bytes(skb, at + 4, hdr, 12, 0);
-		store_hop(skb, at + 16, s, hopw);
+		bpf_skb_store_bytes(skb, at, s->ins, len, 0);
 		l4_sum(skb, p, diff);
 		__u16 seg = p->ip_len - p->ihl;
 		if (p->ipproto == IPPROTO_UDP)
@@ -1129,13 +1140,18 @@ GLOBAL int source(struct __sk_buff *skb, struct scratch *s)
 		l4_pseudo_len(skb, p, seg, seg + n);
 		if (npt == 1)
 			l4_word(skb, p, p->l4 + 2, p->dport, c->udp_port);
+		/* Version/IHL, TOS (DSCP marking) and total length: one word. */
+		__u8 tos = p->tos;
 		if (npt == 0) {
 			__u8 dscp = p->tos >> 2;
 			__u8 nd = (dscp & ~c->dscp_mask) | (c->dscp_val & c->dscp_mask);
-			__u16 old = ((__u16)(0x40 | (p->ihl / 4)) << 8) | p->tos;
-			ip_word(skb, 0, old, (old & 0xff03) | ((__u16)nd << 2));
+			tos = (nd << 2) | (p->tos & 3);
 		}
-		ip_word(skb, 2, p->ip_len, p->ip_len + n);
+		__u32 vi = 0x40 | (p->ihl / 4);
+		__u32 o32 = bpf_htonl((vi << 24) | ((__u32)p->tos << 16) | p->ip_len);
+		__u32 n32 = bpf_htonl((vi << 24) | ((__u32)tos << 16) | (p->ip_len + n));
+		bpf_skb_store_bytes(skb, L3, &n32, 4, 0);
+		bpf_l3_csum_replace(skb, L3 + 10, o32, n32, 4);
 	}
 	ss->initiated++;
 	cnt(s, C_INSERTED);
