@@ -190,13 +190,13 @@ func TestLab(t *testing.T) {
 	// The default configuration, as YANG.
 	cfg := mustGet("s1", "/int", gpb.GetRequest_CONFIG)
 	for p, want := range map[string]any{
-		"/int/int-sessions/int-session[name=md]/config/remaining-hop-count":                 uint64(8),
-		"/int/interfaces/interface[name=h1]/config/int-sink":                                true,
+		"/int/int-sessions/int-session[name=md]/config/remaining-hop-count":                  uint64(8),
+		"/int/interfaces/interface[name=h1]/config/int-sink":                                 true,
 		"/int/watchlist/entries/entry[sequence-id=10]/match/config/ingress-interface":        "h1",
 		"/int/watchlist/entries/entry[sequence-id=10]/actions/config/int-session":            "md",
 		"/int/queue-reports/queue-report[interface=p2][queue-id=0]/config/latency-threshold": uint64(1_000_000),
-		"/int/marking/config/dscp-value":                                                    uint64(lab.DSCPValue),
-		"/int/events/event[type=DROP_REPORT]/config/report-session":                         "collector",
+		"/int/marking/config/dscp-value":                                                     uint64(lab.DSCPValue),
+		"/int/events/event[type=DROP_REPORT]/config/report-session":                          "collector",
 	} {
 		v := cfg[p]
 		var got any
