@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
 
 	"github.com/intd-project/intd/sai"
 )
@@ -95,4 +96,37 @@ func iperf3(b *testing.B, e *e2e) float64 {
 		b.Fatalf("iperf3 output: %v", err)
 	}
 	return r.End.SumReceived.BitsPerSecond
+}
+
+// BenchmarkForwardingCost measures the programs' cost per packet in real
+// forwarding (warm caches, unlike BenchmarkProgram's one run per syscall):
+// the kernel's BPF run-time statistics of intd_egress and intd_ingress on
+// r1 (source), r2 (transit) and r3 (sink) during an iperf3 TCP run.
+//
+//	sudo go test ./dataplane/ebpf -run '^$' -bench ForwardingCost -benchtime 1x
+func BenchmarkForwardingCost(b *testing.B) {
+	if _, err := exec.LookPath("iperf3"); err != nil {
+		b.Skip("needs iperf3")
+	}
+	e := newE2E(b, true)
+	st, err := ebpf.EnableStats(unix.BPF_STATS_RUN_TIME)
+	if err != nil {
+		b.Skip("BPF run-time statistics unavailable:", err)
+	}
+	defer st.Close()
+	for i := 0; i < b.N; i++ {
+		iperf3(b, e)
+	}
+	for i, role := range []string{"source", "transit", "sink"} {
+		for _, p := range []struct {
+			name string
+			prog *ebpf.Program
+		}{{"egress", e.r[i].objs.IntdEgress}, {"ingress", e.r[i].objs.IntdIngress}} {
+			s, err := p.prog.Stats()
+			if err != nil || s.RunCount == 0 {
+				continue
+			}
+			b.ReportMetric(float64(s.Runtime.Nanoseconds())/float64(s.RunCount), "ns/pkt-"+role+"-"+p.name)
+		}
+	}
 }
