@@ -71,6 +71,22 @@ func addVeth(t *testing.T, h *netlink.Handle, a, b string) {
 			t.Fatal(err)
 		}
 	}
+	// Frames sent before the carrier is up (linkwatch runs
+	// asynchronously) are dropped by veth.
+	for _, n := range []string{a, b} {
+		for end := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			l, err := h.LinkByName(n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l.Attrs().OperState == netlink.OperUp {
+				break
+			}
+			if time.Now().After(end) {
+				t.Fatalf("%s: operstate %v", n, l.Attrs().OperState)
+			}
+		}
+	}
 }
 
 func udpFrame(dstMAC, srcMAC [6]byte, src, dst netip.Addr, payload []byte) []byte {
