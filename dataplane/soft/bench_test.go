@@ -95,7 +95,7 @@ func BenchmarkSink(b *testing.B) {
 // BenchmarkForward: unwatched traffic, no INT.
 func BenchmarkForward(b *testing.B) {
 	plain, _ := benchInputs(b)
-	plain[wire14+36] = 0x01 // destination port 336: unwatched
+	plain[wire14+22] = 0x01 // TCP destination port 336 (IPv4 header 20 bytes, then sport, dport): unwatched
 	benchPipeline(b, "source", plain)
 }
 

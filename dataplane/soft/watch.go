@@ -68,6 +68,18 @@ type cacheSlot struct {
 	port  int32      // egress port (ECMP resolved)
 }
 
+// flowEq is FlowKey equality field by field: the generated == on the
+// whole struct goes through memequal and costs several times more.
+func flowEq(a, b *wire.FlowKey) bool {
+	return a.SrcPort == b.SrcPort && a.DstPort == b.DstPort && a.Proto == b.Proto && a.Src == b.Src && a.Dst == b.Dst
+}
+
+// equal is k == o (iflow is zero whenever inner is false).
+func (k *matchKey) equal(o *matchKey) bool {
+	return k.in == o.in && k.dscp == o.dscp && k.flags == o.flags && k.vni == o.vni && k.inner == o.inner &&
+		flowEq(&k.flow, &o.flow) && (!k.inner || flowEq(&k.iflow, &o.iflow))
+}
+
 func (k *matchKey) hash() uint64 {
 	h := k.flow.Hash(uint64(k.in)<<32 | uint64(k.dscp)<<8 | uint64(k.flags))
 	if k.inner {
@@ -227,7 +239,7 @@ func (s *Switch) lookup(c *compiled, b *pbuf) (*wlEntry, sai.FlowOp, int, int) {
 	}
 	h := k.hash()
 	slot := &s.cache[h&s.cacheMask]
-	if slot.gen == s.gen && slot.key == k {
+	if slot.gen == s.gen && slot.key.equal(&k) {
 		return slot.entry, slot.op, int(slot.route), int(slot.port)
 	}
 	var ent *wlEntry

@@ -1,6 +1,9 @@
 package wire
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"math/bits"
+)
 
 // Internet checksum helpers (RFC 1071) and incremental updates (RFC 1624).
 // Sums are kept as uint32 accumulators of 16-bit words and folded at the end.
@@ -25,6 +28,40 @@ func Sum(acc uint32, b []byte) uint32 {
 		acc += uint32(b[0]) << 8
 	}
 	return acc
+}
+
+// sum64 is the one's complement sum of b (an odd trailing byte padded with
+// zero) in 64-bit big-endian words with end-around carry. It is congruent
+// to Sum(0, b) modulo 0xffff and zero only when Sum(0, b) is, so
+// Fold(fold64(sum64(b))) == Fold(Sum(0, b)); it reads 8 bytes per step.
+func sum64(b []byte) uint64 {
+	var acc, c uint64
+	for len(b) >= 32 {
+		acc, c = bits.Add64(acc, binary.BigEndian.Uint64(b), c)
+		acc, c = bits.Add64(acc, binary.BigEndian.Uint64(b[8:]), c)
+		acc, c = bits.Add64(acc, binary.BigEndian.Uint64(b[16:]), c)
+		acc, c = bits.Add64(acc, binary.BigEndian.Uint64(b[24:]), c)
+		b = b[32:]
+	}
+	for len(b) >= 8 {
+		acc, c = bits.Add64(acc, binary.BigEndian.Uint64(b), c)
+		b = b[8:]
+	}
+	var t uint64
+	if len(b) >= 4 {
+		t = uint64(binary.BigEndian.Uint32(b)) << 32 // keep the 16-bit alignment
+		b = b[4:]
+	}
+	if len(b) >= 2 {
+		t |= uint64(binary.BigEndian.Uint16(b)) << 16
+		b = b[2:]
+	}
+	if len(b) == 1 {
+		t |= uint64(b[0]) << 8
+	}
+	acc, c = bits.Add64(acc, t, c)
+	acc, c = bits.Add64(acc, c, 0)
+	return acc + c
 }
 
 // Fold reduces a 32-bit accumulator to a 16-bit one's complement sum.

@@ -208,3 +208,18 @@ func FuzzPushHopFastPath(f *testing.F) {
 		}
 	})
 }
+
+func FuzzSum64(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte{0xff})
+	f.Add(bytes.Repeat([]byte{0xff}, 77))
+	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for i := 0; i <= len(b); i++ {
+			got, want := Fold(fold64(sum64(b[i:]))), Fold(Sum(0, b[i:]))
+			if got != want {
+				t.Fatalf("sum64(% x) folds to %04x, Sum to %04x", b[i:], got, want)
+			}
+		}
+	})
+}
