@@ -1,48 +1,89 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/netip"
 	"regexp"
+	"strconv"
 	"testing"
 	"time"
+
+	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/intd-project/intd/dataplane/collector"
 	"github.com/intd-project/intd/dataplane/lab"
 	"github.com/intd-project/intd/dataplane/soft"
 	"github.com/intd-project/intd/dataplane/wire"
+	"github.com/intd-project/intd/sai"
 )
 
 // TestLabEndToEnd runs the in-process lab (h1 - s1 - s2 - s3 - h2, with a
 // slow s2 -> s3 link) sending its telemetry reports to a real
 // intcollector over UDP, and reads the 3-hop path, per-hop latency and the
-// congestion and drop events back through the collector.
+// congestion and drop events back through the collector's flow table, its
+// gNMI service and /metrics. The UDP bursts congest s2's queue towards the
+// slow link; drops are provoked by removing s2's routes for a while.
 func TestLabEndToEnd(t *testing.T) {
 	c := collector.New(collector.Config{})
-	c.Decoder().Parser.DSCP, c.Decoder().Parser.DSCPMask = 0x17, 0x3f
-	s, err := start(c, &serveConfig{listen: "127.0.0.1:0", metrics: "127.0.0.1:0", exportFlows: 100})
+	c.Decoder().Parser.DSCP, c.Decoder().Parser.DSCPMask = lab.DSCPValue, lab.DSCPMask
+	s, err := start(c, &serveConfig{listen: "127.0.0.1:0", metrics: "127.0.0.1:0", gnmi: "127.0.0.1:0", exportFlows: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.stop()
 	clk := soft.NewManualClock(1_700_000_000_000_000_000)
-	l, err := lab.New(lab.Options{Clock: clk, Collector: s.reports})
+	// The bursty UDP flow stops after 250ms; the TCP flow goes on through
+	// the then idle fabric, so its last reports are the sink's.
+	flows := lab.DefaultFlows("h1", "h2")
+	flows[1].Duration = 250 * time.Millisecond
+	l, err := lab.New(lab.Options{Clock: clk, Collector: s.reports, Flows: flows})
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.RunUntil(clk.Now() + int64(200*time.Millisecond))
-	l.Close()
-	// Reports travel over real UDP: wait until they stop arriving.
-	var last uint64
-	for i := 0; i < 100; i++ {
-		time.Sleep(20 * time.Millisecond)
-		n := c.Snapshot(1).Counters.Packets
-		if n != 0 && n == last {
-			break
+	// Reports travel over real UDP: settle waits until they stop arriving.
+	settle := func() {
+		var last uint64
+		for i := 0; i < 100; i++ {
+			time.Sleep(20 * time.Millisecond)
+			n := c.Snapshot(1).Counters.Packets
+			if n != 0 && n == last {
+				break
+			}
+			last = n
 		}
-		last = n
 	}
+	// The lab runs much faster than real time: run it in steps, giving
+	// the collector time to read the reports from its socket.
+	run := func(d time.Duration) {
+		for end := clk.Now() + int64(d); clk.Now() < end; {
+			l.RunUntil(min(end, clk.Now()+int64(2*time.Millisecond)))
+			time.Sleep(time.Millisecond)
+		}
+	}
+	run(200 * time.Millisecond)
+	// s2 loses its routes for 20ms: it drops the INT packets (routing
+	// miss) and reports them.
+	if err := l.Switch("s2").SetRoutes(nil); err != nil {
+		t.Fatal(err)
+	}
+	run(20 * time.Millisecond)
+	if err := l.Reroute(); err != nil {
+		t.Fatal(err)
+	}
+	run(150 * time.Millisecond)
+	// The UDP flow has ended and s2's queue drained. Reports from
+	// different switches may arrive out of order: let these arrive, then
+	// run the quiet fabric past the sink's 1s flow report interval so that
+	// the TCP flow's latest report is the sink's, with the whole path.
+	settle()
+	run(1100 * time.Millisecond)
+	l.Close()
+	settle()
 	snap := c.Snapshot(0)
 	t.Logf("counters: %+v", snap.Counters)
 	udp := wire.FlowKey{Src: netip.MustParseAddr("10.0.1.1"), Dst: netip.MustParseAddr("10.0.2.1"), SrcPort: 40002, DstPort: 5001, Proto: wire.ProtoUDP}
@@ -51,14 +92,25 @@ func TestLabEndToEnd(t *testing.T) {
 		t.Fatalf("udp flow missing; flows %d", len(snap.Flows))
 	}
 	t.Logf("udp flow: hops %d path %+v e2e %+v drops %d congestion %d", f.NHops, f.Path[:f.NHops], f.E2E, f.Drops, f.Congestion)
-	// TODO(issue 8): the lab currently delivers only queue (Q) reports
-	// from s1 and s2 to the collector, no sink flow report from s3 and no
-	// drop report, so the full 3-hop path cannot be asserted yet.
+	// The collector's path is the INT stack of the flow's latest report;
+	// the UDP flow's last ones may be s2's queue reports (hops s1, s2).
+	// The TCP flow's last reports are the sink's: the whole path.
+	tcp := udp
+	tcp.Proto, tcp.SrcPort, tcp.DstPort = wire.ProtoTCP, 40001, 80
+	ft, ok := c.Flow(tcp)
+	if !ok {
+		t.Fatal("tcp flow missing")
+	}
+	if ft.NHops != 3 {
+		t.Fatalf("tcp flow: %d hops known, want 3 (s1, s2, s3): %+v", ft.NHops, ft.Path[:ft.NHops])
+	}
+	for h := 0; h < 3; h++ {
+		if p := ft.Path[h]; p.NodeID != uint32(h+1) || p.Latency.Count == 0 || p.Latency.Max == 0 {
+			t.Errorf("tcp flow hop %d: %+v, want node id %d with latency samples", h, p, h+1)
+		}
+	}
 	if f.NHops < 2 || f.Path[0].NodeID != 1 || f.Path[1].NodeID != 2 {
 		t.Fatalf("path = %+v", f.Path[:f.NHops])
-	}
-	if f.NHops < 3 {
-		t.Logf("only %d hops known: no sink (s3) flow report received", f.NHops)
 	}
 	if f.Path[1].Latency.Max < 200_000 || f.E2E.Max == 0 {
 		t.Errorf("s2 latency %+v e2e %+v", f.Path[1].Latency, f.E2E)
@@ -66,8 +118,14 @@ func TestLabEndToEnd(t *testing.T) {
 	if snap.Counters.Congestion == 0 {
 		t.Errorf("no congestion reports")
 	}
-	if snap.Counters.Drops == 0 {
-		t.Logf("no drop reports from the default lab")
+	if f.Congestion == 0 {
+		t.Errorf("no congestion reports for the udp flow")
+	}
+	if snap.Counters.Drops == 0 || snap.Counters.DropReasons[sai.DropRoutingMiss] == 0 {
+		t.Errorf("no routing-miss drop reports (drops %d)", snap.Counters.Drops)
+	}
+	if f.Drops == 0 {
+		t.Errorf("no drop reports for the udp flow")
 	}
 	resp, err := http.Get("http://" + s.httpLn.Addr().String() + "/metrics")
 	if err != nil {
@@ -79,7 +137,61 @@ func TestLabEndToEnd(t *testing.T) {
 	if !re.Match(body) {
 		t.Errorf("metrics lack s2's hop latency for the udp flow")
 	}
-	if errs := snap.Counters.Errors; errs != [len(errs)]uint64{} {
-		t.Errorf("malformed: %v", errs)
+	for h := 0; h < 3; h++ {
+		re := regexp.MustCompile(fmt.Sprintf(`intcollector_flow_hop_latency_ns\{src="10.0.1.1",dst="10.0.2.1",proto="6",src_port="40001",dst_port="80",hop="%d",node_id="%d"[^}]*\} [1-9]`, h, h+1))
+		if !re.Match(body) {
+			t.Errorf("metrics lack hop %d (node %d) latency for the tcp flow", h, h+1)
+		}
+	}
+	labels := `src="10.0.1.1",dst="10.0.2.1",proto="17",src_port="40002",dst_port="5001"`
+	for _, re := range []*regexp.Regexp{
+		regexp.MustCompile(`intcollector_flow_drops_total\{` + regexp.QuoteMeta(labels) + `,reason="` + strconv.Itoa(int(sai.DropRoutingMiss)) + `"\} [1-9]`),
+		regexp.MustCompile(`intcollector_flow_congestion_total\{` + regexp.QuoteMeta(labels) + `\} [1-9]`),
+	} {
+		if !re.Match(body) {
+			t.Errorf("metrics lack %s", re)
+		}
+	}
+
+	// The same through the collector's gNMI.
+	conn, err := grpc.NewClient(s.gnmiLn.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	flowElem := func(k wire.FlowKey) *gpb.PathElem {
+		return &gpb.PathElem{Name: "flow", Key: map[string]string{"src-address": k.Src.String(), "dst-address": k.Dst.String(),
+			"protocol": strconv.Itoa(int(k.Proto)), "src-port": strconv.Itoa(int(k.SrcPort)), "dst-port": strconv.Itoa(int(k.DstPort))}}
+	}
+	get, err := gpb.NewGNMIClient(conn).Get(ctx, &gpb.GetRequest{Encoding: gpb.Encoding_JSON_IETF, Path: []*gpb.Path{
+		{Elem: []*gpb.PathElem{{Name: "collector"}, {Name: "flows"}, flowElem(tcp), {Name: "path"}}},
+		{Elem: []*gpb.PathElem{{Name: "collector"}, {Name: "flows"}, flowElem(udp), {Name: "state"}, {Name: "counters"}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, lat := map[string]uint64{}, map[string]uint64{}
+	for _, u := range get.Notification[0].Update {
+		el := u.Path.Elem
+		switch {
+		case len(el) == 7 && el[6].Name == "node-id":
+			nodes[el[4].Key["index"]] = u.Val.GetUintVal()
+		case len(el) == 8 && el[6].Name == "latency" && el[7].Name == "max":
+			lat[el[4].Key["index"]] = u.Val.GetUintVal()
+		}
+	}
+	if nodes["0"] != 1 || nodes["1"] != 2 || nodes["2"] != 3 || len(nodes) != 3 {
+		t.Errorf("gNMI tcp path node ids %v, want 1, 2, 3", nodes)
+	}
+	if lat["0"] == 0 || lat["1"] == 0 || lat["2"] == 0 || len(lat) != 3 {
+		t.Errorf("gNMI tcp hop latencies (max) %v", lat)
+	}
+	counters := map[string]uint64{}
+	for _, u := range get.Notification[1].Update {
+		counters[u.Path.Elem[len(u.Path.Elem)-1].Name] = u.Val.GetUintVal()
+	}
+	if counters["drops"] == 0 || counters["congestion-events"] == 0 || counters["reports"] == 0 {
+		t.Errorf("gNMI udp flow counters %v", counters)
 	}
 }
