@@ -281,7 +281,9 @@ func TestLab(t *testing.T) {
 	uintUpdate := func(p string, v uint64) *gpb.Update {
 		return &gpb.Update{Path: path(p), Val: &gpb.TypedValue{Value: &gpb.TypedValue_UintVal{UintVal: v}}}
 	}
-	if err := set("s1", uintUpdate(rhc, 2)); err != nil {
+	// A JSON_IETF value, as `gnmic -e json_ietf set --update-value 2`
+	// sends it (the README's example).
+	if err := set("s1", &gpb.Update{Path: path(rhc), Val: &gpb.TypedValue{Value: &gpb.TypedValue_JsonIetfVal{JsonIetfVal: []byte("2")}}}); err != nil {
 		t.Fatalf("Set remaining-hop-count 2: %v", err)
 	}
 	twoHops := func(v lab.FlowView) bool {
