@@ -17,45 +17,60 @@ import (
 func decodeFields(b []byte, set uint16, m *wire.HopMetadata, unavail bool) int {
 	off := 0
 	var valid wire.Instructions
-	for v := set &^ 1; v != 0; {
-		bit := bits.LeadingZeros16(v)
-		mask := uint16(0x8000) >> bit
-		v &^= mask
-		if bit >= 4 && bit <= 6 {
-			x := binary.BigEndian.Uint64(b[off:])
-			off += 8
-			if !unavail || x != wire.Unavailable64 {
-				valid |= wire.Instructions(mask)
-			}
-			switch bit {
-			case 4:
-				m.IngressTimestamp = x
-			case 5:
-				m.EgressTimestamp = x
-			case 6:
-				m.L2IngressPort, m.L2EgressPort = uint32(x>>32), uint32(x)
-			}
-			continue
-		}
+	// Unrolled in bitmap order; the helpers are inlined.
+	u32 := func(bit wire.Instructions) uint32 {
 		x := binary.BigEndian.Uint32(b[off:])
 		off += 4
 		if !unavail || x != wire.Unavailable32 {
-			valid |= wire.Instructions(mask)
+			valid |= bit
 		}
-		switch bit {
-		case 0:
-			m.NodeID = x
-		case 1:
-			m.IngressPort, m.EgressPort = uint16(x>>16), uint16(x)
-		case 2:
-			m.HopLatency = x
-		case 3:
-			m.QueueID, m.QueueOccupancy = uint8(x>>24), x&0xffffff
-		case 7:
-			m.TxUtilization = x
-		case 8:
-			m.BufferID, m.BufferOccupancy = uint8(x>>24), x&0xffffff
+		return x
+	}
+	u64 := func(bit wire.Instructions) uint64 {
+		x := binary.BigEndian.Uint64(b[off:])
+		off += 8
+		if !unavail || x != wire.Unavailable64 {
+			valid |= bit
 		}
+		return x
+	}
+	inst := wire.Instructions(set)
+	if inst&wire.InstNodeID != 0 {
+		m.NodeID = u32(wire.InstNodeID)
+	}
+	if inst&wire.InstL1Ports != 0 {
+		x := u32(wire.InstL1Ports)
+		m.IngressPort, m.EgressPort = uint16(x>>16), uint16(x)
+	}
+	if inst&wire.InstHopLatency != 0 {
+		m.HopLatency = u32(wire.InstHopLatency)
+	}
+	if inst&wire.InstQueue != 0 {
+		x := u32(wire.InstQueue)
+		m.QueueID, m.QueueOccupancy = uint8(x>>24), x&0xffffff
+	}
+	if inst&wire.InstIngressTimestamp != 0 {
+		m.IngressTimestamp = u64(wire.InstIngressTimestamp)
+	}
+	if inst&wire.InstEgressTimestamp != 0 {
+		m.EgressTimestamp = u64(wire.InstEgressTimestamp)
+	}
+	if inst&wire.InstL2Ports != 0 {
+		x := u64(wire.InstL2Ports)
+		m.L2IngressPort, m.L2EgressPort = uint32(x>>32), uint32(x)
+	}
+	if inst&wire.InstTxUtilization != 0 {
+		m.TxUtilization = u32(wire.InstTxUtilization)
+	}
+	if inst&wire.InstBuffer != 0 {
+		x := u32(wire.InstBuffer)
+		m.BufferID, m.BufferOccupancy = uint8(x>>24), x&0xffffff
+	}
+	// Reserved bits 9-14: one word each, nothing to store.
+	for r := set & 0x7e; r != 0; {
+		bit := uint16(0x8000) >> bits.LeadingZeros16(r)
+		r &^= bit
+		u32(wire.Instructions(bit))
 	}
 	m.Valid = valid
 	return off
