@@ -3,6 +3,7 @@
 // Usage:
 //
 //	intd run [flags]       serve one node (see `intd run -h`)
+//	intd lab [flags]       an in-process INT fabric, each switch a gNMI target (see `intd lab -h`)
 //	intd passwd USER       print a credentials-file line for USER
 //	intd help
 //
