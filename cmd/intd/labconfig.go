@@ -40,7 +40,10 @@ func labConfig(l *lab.Lab, name string, i int, collector netip.AddrPort) (*gen.D
 
 	fc := root.GetOrCreateFlowReportFilter().GetOrCreateConfig()
 	fc.ReportInterval = ygot.Uint32(1000)     // ms
-	fc.HopLatencyThreshold = ygot.Uint32(256) // ns
+	// A software switch's queueing jitter is microseconds, not the
+	// nanoseconds of an ASIC: with the 256 ns default nearly every packet
+	// of a flow sharing a busy queue would count as a latency change.
+	fc.HopLatencyThreshold = ygot.Uint32(100_000) // ns
 	fc.ReportOnPathChange, fc.ReportOnPortChange, fc.ReportOnQueueChange = ygot.Bool(true), ygot.Bool(true), ygot.Bool(true)
 
 	if collector.IsValid() {
