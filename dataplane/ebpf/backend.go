@@ -324,6 +324,9 @@ func (d *Dataplane) compileLocked() error {
 		dt = &a
 	}
 	c := intdCfg{TimeOffset: d.timeOff, FlowInterval: uint64(time.Second), Netns: d.netns}
+	if d.gso != nil {
+		c.GsoDev, c.GsoPeer = uint32(d.gso.devIndex), uint32(d.gso.peerIndex)
+	}
 	if dt != nil {
 		c.Flags |= fDTel
 		set := func(on bool, f uint32) {

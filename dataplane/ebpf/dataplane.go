@@ -41,6 +41,10 @@ type Config struct {
 	// NoDropTrace does not attach the skb:kfree_skb tracepoint (no drop
 	// reports).
 	NoDropTrace bool
+	// NoGSODetour does not create the GSO detour veth pair: watched GSO
+	// super-packets then leave without INT (counted as not initiated).
+	// It is implied by NoAttach.
+	NoGSODetour bool
 }
 
 // ReportPipeline is what a *report.Pipeline offers besides Report.
@@ -76,6 +80,7 @@ type Dataplane struct {
 	ifaces  map[string]*iface
 	slots   [maxSlots]bool
 	tp      link.Link
+	gso     *gsoDetour
 	rd      *ringbuf.Reader
 	done    chan struct{}
 	closed  bool
@@ -139,6 +144,12 @@ func New(cfg Config) (*Dataplane, error) {
 			return nil, fmt.Errorf("ebpf: attach kfree_skb: %w", err)
 		}
 	}
+	if !cfg.NoAttach && !cfg.NoGSODetour {
+		if d.gso, err = d.newGSODetour(); err != nil {
+			d.Close()
+			return nil, err
+		}
+	}
 	d.mu.Lock()
 	err = d.compileLocked()
 	d.mu.Unlock()
@@ -180,6 +191,9 @@ func (d *Dataplane) Close() error {
 		delete(d.ifaces, name)
 	}
 	d.mu.Unlock()
+	if d.gso != nil {
+		errs = append(errs, d.gso.close())
+	}
 	if d.tp != nil {
 		errs = append(errs, d.tp.Close())
 	}

@@ -51,34 +51,42 @@
 // BPF_F_PSEUDO_HDR, zero UDP checksums left zero with
 // BPF_F_MARK_MANGLED_0), so CHECKSUM_PARTIAL packets stay consistent.
 //
-// GSO: a GSO super-packet leaves without INT (counted in
-// IntSessionStats.PacketsNotInitiated); TSO/GSO need not be turned off,
-// but with them on, bulk TCP is not instrumented. Small TCP packets
-// (handshake, ACKs, interactive traffic) and all UDP get INT. What was
-// tried and why it is not done:
-//   - Inserting INT into the super-packet: any room made by
-//     bpf_skb_adjust_room marks it SKB_GSO_DODGY, so the next device (veth
-//     included) segments it in software by its transport header; shim +
-//     INT after the TCP header are then payload of the first segment only
-//     (measured: every GSO packet was lost). Growing gso_size cannot help:
-//     GSO replicates headers up to the end of the TCP header, never bytes
-//     after it.
-//   - NPT 2 with bpf_skb_adjust_room(BPF_F_ADJ_ROOM_ENCAP_L4_UDP |
-//     BPF_F_ADJ_ROOM_ENCAP_L2(len)): the kernel marks the packet
-//     SKB_GSO_UDP_TUNNEL and segments the inner packet from
-//     inner_network_header, expecting an IP header there; NPT 2 has the
-//     TCP header right after shim + INT (no inner IP header), so
-//     segmentation fails or produces garbage. And a transit hop could not
-//     push its metadata into a tunnel header that GSO replicates.
-//   - What would work (not done for lack of time): a software
-//     segmentation detour. intd creates an internal veth pair with TSO/GSO
-//     off on its sending side; intd_egress bpf_redirects a watched GSO
-//     packet into it (with its ingress time and port in skb->mark/cb or a
-//     per-CPU map keyed by the fingerprint), dev_queue_xmit segments it,
-//     and tc ingress of the peer runs the source step on every MTU-sized
-//     segment and bpf_redirects it to the real egress device. Transit and
-//     sink only ever see segmented INT packets (GRO does not merge INT
-//     segments: the INT bytes break the sequence arithmetic).
+// GSO/TSO: offloads need not be turned off. INT over TCP/UDP goes after
+// the L4 header, which GSO cannot replicate per segment (it copies headers
+// up to the end of the TCP header, and any room made in a super-packet
+// with bpf_skb_adjust_room marks it SKB_GSO_DODGY and gets it segmented
+// with INT in the first segment only; NPT 2 as a UDP tunnel fails because
+// there is no inner IP header to segment from). So a watched GSO
+// super-packet takes a software-segmentation detour: New creates a veth
+// pair in its namespace (intd-gso0/intd-gso1, the first free intd-gsoN
+// pair; Close deletes it) with TSO/GSO and checksum offloads off on
+// intd-gso0 (set with ETHTOOL_SFEATURES) and GRO off on intd-gso1.
+// intd_egress lowers a TCP super-packet's GSO size so that each segment has
+// room for the fixed headers plus max_hops hops of metadata within the
+// egress MTU (the conservative path MTU of the spec's MTU section; made
+// with bpf_skb_adjust_room growing without and shrinking with
+// BPF_F_ADJ_ROOM_FIXED_GSO, which leaves the bytes as they were), writes
+// the egress step's state (ingress time and port ids, queue occupancy,
+// session, original mark) into a detour record, puts (record tag << 16 |
+// egress ifindex) in skb->mark and bpf_redirects it to intd-gso0. The
+// kernel segments it there in software (full checksums); intd_gso on tc
+// ingress of intd-gso1 restores the mark, runs the same source step on
+// each segment with the record's state and bpf_redirects it to the egress
+// device, where intd_egress lets it pass (its ingress ifindex is
+// intd-gso1's). Segments leave with full checksums that INT insertion
+// updated, so they are correct on any wire. A non-GSO packet of the full
+// MTU has no room for INT and leaves without it (not initiated), as the
+// spec requires; the spec's remedy is an MTU differential (host links'
+// MTU lower than the fabric's by the INT size). The sink's egress link
+// must have the MTU of the INT packets: the kernel checks it before tc
+// egress strips INT. UDP GSO (UDP_SEGMENT) super-packets take the detour
+// with their GSO size unchanged (it delimits datagrams).
+//
+// Transit and sink see only segments: GRO never merges INT segments,
+// because the INT bytes are TCP payload that the sequence numbers do not
+// count (tcp_gro_receive flushes when seq + payload length differs from
+// the next segment's seq). TestGSO checks this with GRO on the routers'
+// veths (and a control stream that GRO does merge).
 //
 // Tunnel encapsulations (VXLAN-GPE, Geneve, GRE), the probe marker, IPv6
 // and VLAN-tagged frames are forwarded untouched (not in Capabilities).
@@ -136,7 +144,13 @@
 // TestQueueReportQuota checks the latency threshold, breach quota and
 // breach end in BPF; TestDropReports drops packets in the lab (route
 // removed at the source and at a transit node, TTL expiring) and checks
-// the reasons 29 and 26. tests/ebpf_e2e_test.go runs three `intd run
+// the reasons 29 and 26. TestGSO sends 8 MiB h1 -> h2 with TSO/GSO on the
+// hosts, captures the r1-r2 and r2-r3 links at the receiving routers and
+// checks every TCP segment h1 -> h2 carries INT-MD with 1 and 2 hops within
+// the MTU (with host MTU 1400 and GRO on at the routers; and with 1500
+// everywhere, where only full-MTU non-GSO packets may lack INT, counted as
+// not initiated), that h2 gets the exact stream, and runs iperf3 through
+// it. tests/ebpf_e2e_test.go runs three `intd run
 // --dataplane ebpf` processes configured only over gNMI. The package's
 // tests take about 8 s.
 //

@@ -29,12 +29,31 @@ type intdCfg struct {
 	WlBase       uint8
 	Pad          [3]uint8
 	Netns        uint32
+	GsoDev       uint32
+	GsoPeer      uint32
 	Pad2         uint32
 }
 
 type intdCounters struct {
 	_ structs.HostLayout
 	C [16]uint64
+}
+
+type intdDetour struct {
+	_         structs.HostLayout
+	TsIn      uint64
+	Mark      uint32
+	OrigMark  uint32
+	InIfindex uint32
+	L2In      uint32
+	Occ       uint32
+	L1In      uint16
+	Valid     uint16
+	Session   uint8
+	Act       uint8
+	Stats     uint8
+	Pad       uint8
+	_         [4]byte
 }
 
 type intdDropWatch struct {
@@ -164,19 +183,21 @@ type intdScratch struct {
 		_         [2]byte
 	}
 	H struct {
-		_         structs.HostLayout
-		TsIn      uint64
-		TsOut     uint64
-		Node      uint32
-		Latency   uint32
-		Occ       uint32
-		L2In      uint32
-		L2Out     uint32
-		L1In      uint16
-		L1Out     uint16
-		Valid     uint16
-		_         [2]byte
-		InIfindex uint32
+		_          structs.HostLayout
+		TsIn       uint64
+		TsOut      uint64
+		Node       uint32
+		Latency    uint32
+		Occ        uint32
+		L2In       uint32
+		L2Out      uint32
+		L1In       uint16
+		L1Out      uint16
+		Valid      uint16
+		_          [2]byte
+		InIfindex  uint32
+		OutIfindex uint32
+		_          [4]byte
 	}
 	E    intdWlEntry
 	Slot uint32
@@ -255,6 +276,8 @@ type intdWlStats struct {
 const (
 	intdMapCfgMap        = "cfg_map"
 	intdMapCtrs          = "ctrs"
+	intdMapDetourSeq     = "detour_seq"
+	intdMapDetours       = "detours"
 	intdMapDropReasons   = "drop_reasons"
 	intdMapDropWatchMap  = "drop_watch_map"
 	intdMapDrops         = "drops"
@@ -271,6 +294,7 @@ const (
 	intdMapWlCacheMap    = "wl_cache_map"
 	intdMapWlStatsMap    = "wl_stats_map"
 	intdProgIntdEgress   = "intd_egress"
+	intdProgIntdGso      = "intd_gso"
 	intdProgIntdIngress  = "intd_ingress"
 	intdProgIntdKfreeSkb = "intd_kfree_skb"
 	intdProgIntdPass     = "intd_pass"
@@ -321,6 +345,7 @@ type intdSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type intdProgramSpecs struct {
 	IntdEgress   *ebpf.ProgramSpec `ebpf:"intd_egress"`
+	IntdGso      *ebpf.ProgramSpec `ebpf:"intd_gso"`
 	IntdIngress  *ebpf.ProgramSpec `ebpf:"intd_ingress"`
 	IntdKfreeSkb *ebpf.ProgramSpec `ebpf:"intd_kfree_skb"`
 	IntdPass     *ebpf.ProgramSpec `ebpf:"intd_pass"`
@@ -332,6 +357,8 @@ type intdProgramSpecs struct {
 type intdMapSpecs struct {
 	CfgMap       *ebpf.MapSpec `ebpf:"cfg_map"`
 	Ctrs         *ebpf.MapSpec `ebpf:"ctrs"`
+	DetourSeq    *ebpf.MapSpec `ebpf:"detour_seq"`
+	Detours      *ebpf.MapSpec `ebpf:"detours"`
 	DropReasons  *ebpf.MapSpec `ebpf:"drop_reasons"`
 	DropWatchMap *ebpf.MapSpec `ebpf:"drop_watch_map"`
 	Drops        *ebpf.MapSpec `ebpf:"drops"`
@@ -379,6 +406,8 @@ func (o *intdObjects) Close() error {
 type intdMaps struct {
 	CfgMap       *ebpf.Map `ebpf:"cfg_map"`
 	Ctrs         *ebpf.Map `ebpf:"ctrs"`
+	DetourSeq    *ebpf.Map `ebpf:"detour_seq"`
+	Detours      *ebpf.Map `ebpf:"detours"`
 	DropReasons  *ebpf.Map `ebpf:"drop_reasons"`
 	DropWatchMap *ebpf.Map `ebpf:"drop_watch_map"`
 	Drops        *ebpf.Map `ebpf:"drops"`
@@ -400,6 +429,8 @@ func (m *intdMaps) Close() error {
 	return _IntdClose(
 		m.CfgMap,
 		m.Ctrs,
+		m.DetourSeq,
+		m.Detours,
 		m.DropReasons,
 		m.DropWatchMap,
 		m.Drops,
@@ -431,6 +462,7 @@ type intdVariables struct {
 // It can be passed to loadIntdObjects or ebpf.CollectionSpec.LoadAndAssign.
 type intdPrograms struct {
 	IntdEgress   *ebpf.Program `ebpf:"intd_egress"`
+	IntdGso      *ebpf.Program `ebpf:"intd_gso"`
 	IntdIngress  *ebpf.Program `ebpf:"intd_ingress"`
 	IntdKfreeSkb *ebpf.Program `ebpf:"intd_kfree_skb"`
 	IntdPass     *ebpf.Program `ebpf:"intd_pass"`
@@ -439,6 +471,7 @@ type intdPrograms struct {
 func (p *intdPrograms) Close() error {
 	return _IntdClose(
 		p.IntdEgress,
+		p.IntdGso,
 		p.IntdIngress,
 		p.IntdKfreeSkb,
 		p.IntdPass,

@@ -11,6 +11,9 @@
  *                 lookup, source (insert shim + INT-MD/MX), postcards and
  *                 queue reports; per-flow report filter; events to a ring
  *                 buffer.
+ *   intd_gso      tc ingress of the GSO detour veth's peer: the source step
+ *                 on each software segment of a watched GSO super-packet,
+ *                 then redirect to its egress device.
  *   intd_pass     returns TC_ACT_OK: the benchmark baseline.
  *   intd_kfree_skb raw tracepoint skb:kfree_skb: drop reports for watched
  *                 flows.
@@ -106,6 +109,8 @@ struct cfg {
 	__u8 wl_base;        /* 0 or 1: active half of the watchlist */
 	__u8 pad[3];
 	__u32 netns;         /* inode of intd's network namespace */
+	__u32 gso_dev;       /* ifindex of the detour veth's sending side, 0: none */
+	__u32 gso_peer;      /* ifindex of its receiving side (intd_gso) */
 	__u32 pad2;
 };
 
@@ -206,6 +211,20 @@ struct ing_slot {
 	__u16 pad;
 };
 
+/* detour is what a GSO super-packet's segments need at the peer of the
+ * detour veth (intd_gso): the egress step's state, found by skb->mark. */
+struct detour {
+	__u64 ts_in;      /* bpf_ktime_get_ns at ingress, 0: unknown */
+	__u32 mark;       /* skb->mark given to the super-packet (tag) */
+	__u32 orig_mark;  /* skb->mark before, restored on the segments */
+	__u32 in_ifindex;
+	__u32 l2_in;
+	__u32 occ;
+	__u16 l1_in;
+	__u16 valid;
+	__u8 session, act, stats, pad;
+};
+
 struct drop_watch {
 	__u64 ts;
 	__u32 in_ifindex;
@@ -263,6 +282,7 @@ struct hop {
 	__u16 l1_in, l1_out;
 	__u16 valid;
 	__u32 in_ifindex;
+	__u32 out_ifindex;
 };
 
 /* scratch is the per-CPU state of the packet being processed, shared by
@@ -397,6 +417,21 @@ struct {
 	__type(key, __u32);
 	__type(value, struct scratch);
 } scratch_map SEC(".maps");
+
+#define MAX_DETOUR 8192 /* super-packets in flight through the detour veth */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_DETOUR);
+	__type(key, __u32);
+	__type(value, struct detour);
+} detours SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} detour_seq SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -818,7 +853,7 @@ GLOBAL int emit(struct __sk_buff *skb, struct scratch *s, __u32 kind, __u32 flag
 	ev->now = h->ts_out;
 	ev->ts_in = h->ts_in;
 	ev->in_ifindex = h->in_ifindex;
-	ev->out_ifindex = skb->ifindex;
+	ev->out_ifindex = h->out_ifindex;
 	ev->hop_latency = h->latency;
 	ev->queue_occ = h->occ;
 	ev->l2_in = h->l2_in;
@@ -860,7 +895,7 @@ GLOBAL int filter(struct __sk_buff *skb, struct scratch *s)
 	__u64 d = 0x5bd1e995;
 	__u32 lat_shift = c->lat_shift & 31;
 	if (c->flags & F_PORT_CHANGE)
-		d = hash64(d, ((__u64)h->in_ifindex << 32) | skb->ifindex);
+		d = hash64(d, ((__u64)h->in_ifindex << 32) | h->out_ifindex);
 	if (h->valid & 0x2000)
 		d = hash64(d, h->latency >> lat_shift);
 	if (p->shim && p->itype == 1 && p->hop_ml) {
@@ -993,6 +1028,74 @@ GLOBAL int classify(struct __sk_buff *skb, struct scratch *s)
 
 /* ---- roles ---- */
 
+/* detour sends a watched GSO super-packet through the detour veth, whose
+ * sending side has segmentation and checksum offloads off: the kernel
+ * segments it there in software, and intd_gso on the peer inserts INT into
+ * every segment and redirects it to this egress device. INT over TCP/UDP
+ * follows the L4 header, which GSO cannot replicate per segment, hence the
+ * detour. For TCP the GSO size is lowered first so that every segment has
+ * room for the fixed headers and max_hops hops of metadata within this
+ * egress MTU (the conservative path MTU of the spec's MTU section); UDP's
+ * GSO size delimits datagrams and stays. It returns TC_ACT_REDIRECT, or
+ * TC_ACT_OK when the packet leaves as it is (without INT). */
+static __always_inline int detour(struct __sk_buff *skb, struct scratch *s, struct session *se,
+				  struct sess_stats *ss, __u32 fixed)
+{
+	struct pkt *p = &s->p;
+	struct hop *h = &s->h;
+	__u32 out = h->out_ifindex;
+	__u32 zero = 0;
+	if (!s->c.gso_dev || out > 0xffff || !out)
+		goto plain;
+	if (p->ipproto == IPPROTO_TCP) {
+		__u32 reserve = fixed + (se->mode == 0 ? (__u32)se->max_hops * se->hop_ml * 4 : 0);
+		__u32 hdrs = p->ihl + p->l4len + reserve;
+		__u32 mtu = s->ifc.mtu;
+		if (mtu < hdrs + 256)
+			goto plain;
+		__u32 want = mtu - hdrs;
+		__u32 gso = skb->gso_size;
+		if (gso > want) {
+			/* Room made without BPF_F_ADJ_ROOM_FIXED_GSO lowers the
+			 * GSO size by its length; taking it back with the flag
+			 * keeps the lower size and restores the packet. */
+			__s32 d = gso - want;
+			if (bpf_skb_adjust_room(skb, d, BPF_ADJ_ROOM_NET, 0))
+				goto plain;
+			if (bpf_skb_adjust_room(skb, -d, BPF_ADJ_ROOM_NET, BPF_F_ADJ_ROOM_FIXED_GSO))
+				return TC_ACT_SHOT;
+		}
+	}
+	__u32 *seq = bpf_map_lookup_elem(&detour_seq, &zero);
+	if (!seq)
+		goto plain;
+	__u32 n = __sync_fetch_and_add(seq, 1);
+	__u32 idx = n & (MAX_DETOUR - 1);
+	struct detour *r = bpf_map_lookup_elem(&detours, &idx);
+	if (!r)
+		goto plain;
+	__u32 mark = ((n & 0xffff) << 16) | out;
+	r->mark = mark;
+	r->orig_mark = skb->mark;
+	r->in_ifindex = h->in_ifindex;
+	r->l1_in = h->l1_in;
+	r->l2_in = h->l2_in;
+	r->occ = h->occ;
+	r->valid = h->valid & ~(0x2000 | 0x0800 | 0x0400);
+	r->ts_in = 0;
+	if (h->valid & 0x2000)
+		r->ts_in = h->ts_in - s->c.time_offset;
+	r->session = s->e.session;
+	r->act = s->e.act;
+	r->stats = s->e.stats;
+	skb->mark = mark;
+	cnt(s, C_GSO);
+	return bpf_redirect(s->c.gso_dev, 0);
+plain:
+	ss->not_initiated++;
+	return TC_ACT_OK;
+}
+
 /* source is the INT source step for a watched packet (s->e). It returns
  * TC_ACT_OK, or TC_ACT_SHOT when the packet was left inconsistent. */
 GLOBAL int source(struct __sk_buff *skb, struct scratch *s)
@@ -1025,16 +1128,8 @@ GLOBAL int source(struct __sk_buff *skb, struct scratch *s)
 		ss->not_initiated++;
 		return TC_ACT_OK;
 	}
-	if (skb->gso_size) {
-		/* A GSO super-packet cannot carry INT over TCP/UDP: any room
-		 * made by bpf_skb_adjust_room marks it SKB_GSO_DODGY, so the
-		 * next device segments it in software by its transport header,
-		 * which no longer points at the TCP header once INT follows it.
-		 * Such packets leave without INT (see the package doc). */
-		cnt(s, C_GSO);
-		ss->not_initiated++;
-		return TC_ACT_OK;
-	}
+	if (skb->gso_size)
+		return detour(skb, s, se, ss, fixed);
 	__u32 mtu = s->ifc.mtu;
 	__u32 room = mtu > p->ip_len ? mtu - p->ip_len : 0;
 	if (fixed > room) {
@@ -1389,7 +1484,9 @@ int intd_egress(struct __sk_buff *skb)
 	if (!s || !c)
 		return TC_ACT_OK;
 	s->slot = ifc->slot;
-	if (!(c->flags & F_DTEL)) {
+	if (!(c->flags & F_DTEL) || (skb->ingress_ifindex == c->gso_peer && c->gso_peer)) {
+		/* Segments back from the GSO detour already had their INT
+		 * step in intd_gso. */
 		cnt(s, C_OUT);
 		return TC_ACT_OK;
 	}
@@ -1413,6 +1510,7 @@ int intd_egress(struct __sk_buff *skb)
 	h->l1_out = ifc->l1_id;
 	h->l2_out = ifc->l2_id;
 	h->in_ifindex = skb->ingress_ifindex;
+	h->out_ifindex = ifx;
 	h->valid = 0x8000 | 0x1000 | 0x0400; /* node id, queue, egress timestamp */
 	h->occ = qdisc_backlog(skb);
 	struct ing_slot *sl = bpf_map_lookup_elem(&ing_map, &zero);
@@ -1469,7 +1567,14 @@ int intd_egress(struct __sk_buff *skb)
 			bpf_map_update_elem(&drop_watch_map, &k, &dw, BPF_ANY);
 		}
 		if (s->op == OP_INT && (s->c.flags & F_ENDPOINT) && !s->ifc.sink) {
-			if (source(skb, s) != TC_ACT_OK)
+			int r = source(skb, s);
+			if (r == TC_ACT_REDIRECT) {
+				/* GSO detour: the segments count as they leave. */
+				if (qr)
+					queue_report(skb, s, watched);
+				return r;
+			}
+			if (r != TC_ACT_OK)
 				return TC_ACT_SHOT;
 		} else if (s->op == OP_POSTCARD && (s->c.flags & F_POSTCARD)) {
 			cnt(s, C_POSTCARD);
@@ -1480,6 +1585,64 @@ int intd_egress(struct __sk_buff *skb)
 		queue_report(skb, s, watched);
 	cnt(s, C_OUT);
 	return TC_ACT_OK;
+}
+
+/* intd_gso is on tc ingress of the detour veth's receiving side: the
+ * segments of a GSO super-packet sent there by detour() get the source
+ * step with the super-packet's state, found by skb->mark, and leave by its
+ * egress device. */
+SEC("tc")
+int intd_gso(struct __sk_buff *skb)
+{
+	__u32 zero = 0;
+	__u32 mark = skb->mark;
+	__u32 out = mark & 0xffff;
+	__u32 idx = (mark >> 16) & (MAX_DETOUR - 1);
+	struct iface *ifc = bpf_map_lookup_elem(&ifaces, &out);
+	if (!ifc)
+		return TC_ACT_SHOT; /* not from detour() */
+	struct detour *r = bpf_map_lookup_elem(&detours, &idx);
+	struct scratch *s = scratch();
+	struct cfg *c = bpf_map_lookup_elem(&cfg_map, &zero);
+	if (!r || !s || !c)
+		return TC_ACT_SHOT;
+	s->slot = ifc->slot;
+	if (r->mark != mark) {
+		/* The record was reused (more than MAX_DETOUR super-packets in
+		 * flight): the segment leaves without INT. */
+		skb->mark = 0;
+		return bpf_redirect(out, 0);
+	}
+	skb->mark = r->orig_mark;
+	s->c = *c;
+	s->ifc = *ifc;
+	if (parse(skb, s) || s->p.shim)
+		return bpf_redirect(out, 0);
+	__u64 now = bpf_ktime_get_ns();
+	struct hop *h = &s->h;
+	h->node = c->node_id;
+	h->ts_out = now + c->time_offset;
+	h->l1_out = ifc->l1_id;
+	h->l2_out = ifc->l2_id;
+	h->in_ifindex = r->in_ifindex;
+	h->out_ifindex = out;
+	h->l1_in = r->l1_in;
+	h->l2_in = r->l2_in;
+	h->occ = r->occ;
+	h->valid = r->valid | 0x0400; /* egress timestamp */
+	h->ts_in = 0;
+	h->latency = 0;
+	if (r->ts_in && r->ts_in <= now) {
+		h->ts_in = r->ts_in + c->time_offset;
+		h->latency = now - r->ts_in;
+		h->valid |= 0x2000 | 0x0800; /* hop latency, ingress timestamp */
+	}
+	s->e.session = r->session;
+	s->e.act = r->act;
+	s->e.stats = r->stats;
+	if (source(skb, s) != TC_ACT_OK)
+		return TC_ACT_SHOT;
+	return bpf_redirect(out, 0);
 }
 
 SEC("tc")

@@ -1,0 +1,253 @@
+package ebpf
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"unsafe"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// gsoDetour is the veth pair a watched GSO super-packet takes to be
+// segmented in software before INT goes into every segment (see the
+// package documentation): intd_egress redirects it into dev, whose
+// segmentation and checksum offloads are off, so the kernel segments it
+// there; intd_gso on tc ingress of peer (GRO off) inserts INT into each
+// segment and redirects it to the egress device.
+type gsoDetour struct {
+	h         *netlink.Handle // in the namespace New ran in
+	dev, peer string
+	devIndex  int
+	peerIndex int
+}
+
+// newGSODetour creates the pair intd-gsoN/intd-gsoN+1 (the first free N)
+// in the calling thread's network namespace and attaches intd_gso.
+func (d *Dataplane) newGSODetour() (*gsoDetour, error) {
+	h, err := netlink.NewHandle()
+	if err != nil {
+		return nil, fmt.Errorf("ebpf: GSO detour: netlink: %w", err)
+	}
+	g := &gsoDetour{h: h}
+	for n := 0; ; n += 2 {
+		if n >= 64 {
+			h.Close()
+			return nil, errors.New("ebpf: GSO detour: no free intd-gsoN name")
+		}
+		g.dev, g.peer = fmt.Sprintf("intd-gso%d", n), fmt.Sprintf("intd-gso%d", n+1)
+		v := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: g.dev, MTU: 65535, TxQLen: 1000}, PeerName: g.peer}
+		err = h.LinkAdd(v)
+		if errors.Is(err, unix.EINVAL) {
+			v.MTU = 9000 // an older kernel's veth maximum
+			err = h.LinkAdd(v)
+		}
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, unix.EEXIST) {
+			h.Close()
+			return nil, fmt.Errorf("ebpf: GSO detour: add veth %s: %w", g.dev, err)
+		}
+	}
+	if err := g.setup(d); err != nil {
+		g.close()
+		return nil, err
+	}
+	return g, nil
+}
+
+func (g *gsoDetour) setup(d *Dataplane) error {
+	for _, x := range []struct {
+		name  string
+		index *int
+	}{{g.dev, &g.devIndex}, {g.peer, &g.peerIndex}} {
+		l, err := g.h.LinkByName(x.name)
+		if err != nil {
+			return fmt.Errorf("ebpf: GSO detour: %s: %w", x.name, err)
+		}
+		*x.index = l.Attrs().Index
+	}
+	// Segmentation happens on the sending side: no TSO/GSO (and no
+	// checksum offload, so that segments carry full checksums that INT
+	// insertion then updates); the receiving side must not merge the
+	// segments again.
+	tx := func(f string) bool {
+		return strings.HasPrefix(f, "tx-") && (strings.HasSuffix(f, "-segmentation") ||
+			strings.HasPrefix(f, "tx-checksum") || f == "tx-gso-list" || f == "tx-gso-partial")
+	}
+	if err := setFeatures(g.dev, tx, false); err != nil {
+		return fmt.Errorf("ebpf: GSO detour: %s: %w", g.dev, err)
+	}
+	if err := setFeatures(g.peer, func(f string) bool { return strings.HasPrefix(f, "rx-gro") || f == "rx-lro" }, false); err != nil {
+		return fmt.Errorf("ebpf: GSO detour: %s: %w", g.peer, err)
+	}
+	for _, n := range []string{g.dev, g.peer} {
+		l, err := g.h.LinkByName(n)
+		if err == nil {
+			err = g.h.LinkSetUp(l)
+		}
+		if err != nil {
+			return fmt.Errorf("ebpf: GSO detour: %s up: %w", n, err)
+		}
+	}
+	q := &netlink.GenericQdisc{
+		QdiscAttrs: netlink.QdiscAttrs{LinkIndex: g.peerIndex, Handle: netlink.MakeHandle(0xffff, 0), Parent: netlink.HANDLE_CLSACT},
+		QdiscType:  "clsact",
+	}
+	if err := g.h.QdiscAdd(q); err != nil {
+		return fmt.Errorf("ebpf: GSO detour: %s: add clsact qdisc: %w", g.peer, err)
+	}
+	bf := &netlink.BpfFilter{
+		FilterAttrs: netlink.FilterAttrs{LinkIndex: g.peerIndex, Parent: netlink.HANDLE_MIN_INGRESS,
+			Handle: filterHandle, Protocol: unix.ETH_P_ALL, Priority: filterPrio},
+		Fd: d.objs.IntdGso.FD(), Name: "intd_gso", DirectAction: true,
+	}
+	if err := g.h.FilterReplace(bf); err != nil {
+		return fmt.Errorf("ebpf: GSO detour: %s: attach intd_gso: %w", g.peer, err)
+	}
+	return nil
+}
+
+// close deletes the pair (and with it the qdisc and filter).
+func (g *gsoDetour) close() error {
+	defer g.h.Close()
+	l, err := g.h.LinkByName(g.dev)
+	if err != nil {
+		var nf netlink.LinkNotFoundError
+		if errors.As(err, &nf) {
+			return nil
+		}
+		return fmt.Errorf("ebpf: GSO detour: %w", err)
+	}
+	if err := g.h.LinkDel(l); err != nil {
+		return fmt.Errorf("ebpf: GSO detour: delete %s: %w", g.dev, err)
+	}
+	return nil
+}
+
+// ethtool ioctl commands and string set (linux/ethtool.h).
+const (
+	ethtoolGSTRINGS   = 0x1b
+	ethtoolGSSETINFO  = 0x37
+	ethtoolGFEATURES  = 0x3a
+	ethtoolSFEATURES  = 0x3b
+	ethSSFeatures     = 4
+	ethGStringLen     = 32
+	ethtoolFlagsWords = 8 // feature blocks read at most: 256 features
+)
+
+type ifreqPtr struct {
+	name [unix.IFNAMSIZ]byte
+	data uintptr
+	_    [16]byte
+}
+
+func ethtool(fd int, ifname string, data unsafe.Pointer) error {
+	var r ifreqPtr
+	copy(r.name[:], ifname)
+	r.data = uintptr(data)
+	if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SIOCETHTOOL, uintptr(unsafe.Pointer(&r))); e != 0 {
+		return e
+	}
+	return nil
+}
+
+// setFeatures turns the device's features whose ethtool names match
+// accepts on or off (ETHTOOL_SFEATURES, as `ethtool -K dev name off`), in
+// the calling thread's network namespace.
+func setFeatures(ifname string, match func(string) bool, on bool) error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	// Number of feature names.
+	var info struct {
+		cmd, _ uint32
+		mask   uint64
+		n      uint32
+	}
+	info.cmd, info.mask = ethtoolGSSETINFO, 1<<ethSSFeatures
+	if err := ethtool(fd, ifname, unsafe.Pointer(&info)); err != nil {
+		return fmt.Errorf("ETHTOOL_GSSET_INFO: %w", err)
+	}
+	n := int(info.n)
+	if n == 0 || n > 32*ethtoolFlagsWords {
+		return fmt.Errorf("ETHTOOL_GSSET_INFO: %d features", n)
+	}
+	strs := make([]byte, 12+n*ethGStringLen)
+	*(*[3]uint32)(unsafe.Pointer(&strs[0])) = [3]uint32{ethtoolGSTRINGS, ethSSFeatures, uint32(n)}
+	if err := ethtool(fd, ifname, unsafe.Pointer(&strs[0])); err != nil {
+		return fmt.Errorf("ETHTOOL_GSTRINGS: %w", err)
+	}
+	words := (n + 31) / 32
+	var set struct {
+		cmd, size uint32
+		blocks    [ethtoolFlagsWords]struct{ valid, requested uint32 }
+	}
+	set.cmd, set.size = ethtoolSFEATURES, uint32(words)
+	any := false
+	for i := 0; i < n; i++ {
+		b := strs[12+i*ethGStringLen : 12+(i+1)*ethGStringLen]
+		name := string(b[:max(0, strings.IndexByte(string(b), 0))])
+		if match(name) {
+			set.blocks[i/32].valid |= 1 << (i % 32)
+			if on {
+				set.blocks[i/32].requested |= 1 << (i % 32)
+			}
+			any = true
+		}
+	}
+	if !any {
+		return nil
+	}
+	if err := ethtool(fd, ifname, unsafe.Pointer(&set)); err != nil {
+		return fmt.Errorf("ETHTOOL_SFEATURES: %w", err)
+	}
+	return nil
+}
+
+// activeFeatures returns the names of the device's active features (for
+// tests).
+func activeFeatures(ifname string) (map[string]bool, error) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	var info struct {
+		cmd, _ uint32
+		mask   uint64
+		n      uint32
+	}
+	info.cmd, info.mask = ethtoolGSSETINFO, 1<<ethSSFeatures
+	if err := ethtool(fd, ifname, unsafe.Pointer(&info)); err != nil {
+		return nil, err
+	}
+	n := int(info.n)
+	if n == 0 || n > 32*ethtoolFlagsWords {
+		return nil, fmt.Errorf("%d features", n)
+	}
+	strs := make([]byte, 12+n*ethGStringLen)
+	*(*[3]uint32)(unsafe.Pointer(&strs[0])) = [3]uint32{ethtoolGSTRINGS, ethSSFeatures, uint32(n)}
+	if err := ethtool(fd, ifname, unsafe.Pointer(&strs[0])); err != nil {
+		return nil, err
+	}
+	var get struct {
+		cmd, size uint32
+		blocks    [ethtoolFlagsWords]struct{ available, requested, active, never uint32 }
+	}
+	get.cmd, get.size = ethtoolGFEATURES, ethtoolFlagsWords
+	if err := ethtool(fd, ifname, unsafe.Pointer(&get)); err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for i := 0; i < n; i++ {
+		b := strs[12+i*ethGStringLen : 12+(i+1)*ethGStringLen]
+		name := string(b[:max(0, strings.IndexByte(string(b), 0))])
+		out[name] = get.blocks[i/32].active&(1<<(i%32)) != 0
+	}
+	return out, nil
+}
