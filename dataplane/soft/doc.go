@@ -53,16 +53,23 @@
 // Link, 3 hops of node id + queue, 64-byte payload, zero allocations per
 // packet, asserted by TestZeroAllocs):
 //
-//	GOMAXPROCS=1 go test ./dataplane/soft -run XXX -bench . -benchmem -benchtime 2000000x
+//	GOMAXPROCS=1 go test ./dataplane/soft -run XXX -bench . -benchmem -benchtime 1000000x
 //
-//	benchmark        cpu-ns/pkt  cpu-Mpps  allocs
-//	Transit3Hops     250         4.0       0
-//	Source           224         4.5       0
-//	Sink             365         2.7       0
-//	Forward (no INT) 241         4.1       0
+//	benchmark        cpu-ns/pkt   cpu-Mpps   instr/pkt (before)   allocs
+//	Transit3Hops     175-200      5.0-5.7    1789 (2215)          0
+//	Source           206-246      4.1-4.8    1991 (2257)          0
+//	Sink             249-305      3.3-4.0    2526 (3057)          0
+//	Forward (no INT) 92-116       8.6-10.9    903                 0
 //
-// The figures are CPU time (getrusage) per packet, measured on a shared
-// 2-core AMD EPYC VM with a load average of 12 (wall-clock ns/op there was
-// 3-25x worse and meaningless); they miss the 5 Mpps transit and 3 Mpps
-// sink targets by 20% and 10% and should be re-measured on a quiet core.
+// cpu-ns is the process CPU time (getrusage) per packet over five runs on
+// the shared 2-core AMD EPYC VM at load average 1.3-3 (wall-clock ns/op
+// is similar now but noisier); the same runs of the previous code gave
+// 211-253 (transit), 218-231 (source), 307-364 (sink). instr/pkt is the
+// load-independent callgrind count per packet ((Ir at 120000x - Ir at
+// 20000x) / 100000, GODEBUG=asyncpreemptoff=1). Transit meets 5 Mpps on
+// median runs and sink and source meet 3 Mpps. Forward used to patch the
+// TCP checksum instead of the port, so it measured the source path; it
+// now measures unwatched forwarding. The gains come from wire (PushHop,
+// Strip, InsertINT) and from the flow cache comparing keys field by field
+// instead of with the generated memequal on the 120-byte key.
 package soft
