@@ -39,7 +39,7 @@ func labConfig(l *lab.Lab, name string, i int, collector netip.AddrPort) (*gen.D
 	mc.DscpValue, mc.DscpMask = ygot.Uint8(lab.DSCPValue), ygot.Uint8(lab.DSCPMask)
 
 	fc := root.GetOrCreateFlowReportFilter().GetOrCreateConfig()
-	fc.ReportInterval = ygot.Uint32(1000)     // ms
+	fc.ReportInterval = ygot.Uint32(1000) // ms
 	// A software switch's queueing jitter is microseconds, not the
 	// nanoseconds of an ASIC: with the 256 ns default nearly every packet
 	// of a flow sharing a busy queue would count as a latency change.
