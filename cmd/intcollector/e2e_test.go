@@ -65,7 +65,34 @@ func TestLabEndToEnd(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 	}
+	udp := wire.FlowKey{Src: netip.MustParseAddr("10.0.1.1"), Dst: netip.MustParseAddr("10.0.2.1"), SrcPort: 40002, DstPort: 5001, Proto: wire.ProtoUDP}
+	// wholePath checks that the UDP flow's path is s1, s2, s3 and never
+	// changed: s2's queue and drop reports (whose truncated packets only
+	// carry s1's hop in their INT stack) must not replace it.
+	wholePath := func(when string) collector.FlowState {
+		t.Helper()
+		f, ok := c.Flow(udp)
+		if !ok {
+			t.Fatalf("%s: udp flow missing", when)
+		}
+		if f.NHops != 3 || !f.PathComplete || f.PathChanges != 0 {
+			t.Fatalf("%s: udp flow path %+v (%d hops, complete %v, %d changes), want s1, s2, s3 unchanged",
+				when, f.Path[:f.NHops], f.NHops, f.PathComplete, f.PathChanges)
+		}
+		for h := 0; h < 3; h++ {
+			if f.Path[h].NodeID != uint32(h+1) {
+				t.Fatalf("%s: udp flow hop %d is node %d, want %d", when, h, f.Path[h].NodeID, h+1)
+			}
+		}
+		return f
+	}
 	run(200 * time.Millisecond)
+	// s2's queue is congested by the UDP bursts: its queue reports arrive
+	// between the sink's flow reports.
+	settle()
+	if f := wholePath("under congestion"); f.Congestion == 0 || f.Path[1].Congestion == 0 {
+		t.Errorf("under congestion: udp flow congestion %d, s2 hop congestion %d", f.Congestion, f.Path[1].Congestion)
+	}
 	// s2 loses its routes for 20ms: it drops the INT packets (routing
 	// miss) and reports them.
 	if err := l.Switch("s2").SetRoutes(nil); err != nil {
@@ -86,22 +113,24 @@ func TestLabEndToEnd(t *testing.T) {
 	settle()
 	snap := c.Snapshot(0)
 	t.Logf("counters: %+v", snap.Counters)
-	udp := wire.FlowKey{Src: netip.MustParseAddr("10.0.1.1"), Dst: netip.MustParseAddr("10.0.2.1"), SrcPort: 40002, DstPort: 5001, Proto: wire.ProtoUDP}
 	f, ok := c.Flow(udp)
 	if !ok {
 		t.Fatalf("udp flow missing; flows %d", len(snap.Flows))
 	}
 	t.Logf("udp flow: hops %d path %+v e2e %+v drops %d congestion %d", f.NHops, f.Path[:f.NHops], f.E2E, f.Drops, f.Congestion)
-	// The collector's path is the INT stack of the flow's latest report;
-	// the UDP flow's last ones may be s2's queue reports (hops s1, s2).
-	// The TCP flow's last reports are the sink's: the whole path.
+	// Both flows keep the whole path: the sink's flow reports set it; s2's
+	// queue and drop reports count against s2's hop.
+	f = wholePath("at the end")
+	if f.Path[1].Drops == 0 {
+		t.Errorf("udp flow: no drops counted at s2's hop: %+v", f.Path[1])
+	}
 	tcp := udp
 	tcp.Proto, tcp.SrcPort, tcp.DstPort = wire.ProtoTCP, 40001, 80
 	ft, ok := c.Flow(tcp)
 	if !ok {
 		t.Fatal("tcp flow missing")
 	}
-	if ft.NHops != 3 {
+	if ft.NHops != 3 || !ft.PathComplete || ft.PathChanges != 0 {
 		t.Fatalf("tcp flow: %d hops known, want 3 (s1, s2, s3): %+v", ft.NHops, ft.Path[:ft.NHops])
 	}
 	for h := 0; h < 3; h++ {
@@ -136,6 +165,18 @@ func TestLabEndToEnd(t *testing.T) {
 	re := regexp.MustCompile(`intcollector_flow_hop_latency_ns\{src="10.0.1.1",dst="10.0.2.1",proto="17",src_port="40002",dst_port="5001",hop="1",node_id="2"[^}]*\} [1-9]`)
 	if !re.Match(body) {
 		t.Errorf("metrics lack s2's hop latency for the udp flow")
+	}
+	for h := 0; h < 3; h++ {
+		re := regexp.MustCompile(fmt.Sprintf(`intcollector_flow_hop_latency_ns\{src="10.0.1.1",dst="10.0.2.1",proto="17",src_port="40002",dst_port="5001",hop="%d",node_id="%d"[^}]*\} [1-9]`, h, h+1))
+		if !re.Match(body) {
+			t.Errorf("metrics lack hop %d (node %d) latency for the udp flow", h, h+1)
+		}
+	}
+	if !regexp.MustCompile(`intcollector_flow_hop_congestion_total\{src="10.0.1.1",dst="10.0.2.1",proto="17",src_port="40002",dst_port="5001",hop="1",node_id="2"[^}]*\} [1-9]`).Match(body) {
+		t.Errorf("metrics lack s2's congestion reports for the udp flow")
+	}
+	if !regexp.MustCompile(`intcollector_flow_path_changes_total\{src="10.0.1.1",dst="10.0.2.1",proto="17",src_port="40002",dst_port="5001"\} 0\n`).Match(body) {
+		t.Errorf("metrics: udp flow path changes not 0")
 	}
 	for h := 0; h < 3; h++ {
 		re := regexp.MustCompile(fmt.Sprintf(`intcollector_flow_hop_latency_ns\{src="10.0.1.1",dst="10.0.2.1",proto="6",src_port="40001",dst_port="80",hop="%d",node_id="%d"[^}]*\} [1-9]`, h, h+1))

@@ -46,6 +46,18 @@ type HopState struct {
 	Queue                   Stat // queue occupancy
 	QueueID                 uint8
 	LastSeen                int64
+	// Congestion and Drops count the node's own queue-congestion (Q) and
+	// drop (D) reports for the flow.
+	Congestion, Drops uint64
+
+	// Order of a hop placed from per-node reports (no INT stack): hops
+	// placed from a stack have byStack set and come first; the others are
+	// ordered by the inner packet's remaining IP TTL (routers decrement
+	// it, so a higher TTL is an earlier hop), then by the first ingress
+	// timestamp (or arrival time) seen from the node.
+	byStack bool
+	ttl     uint8
+	first   uint64
 }
 
 // DropCount is the number of drops with one reason.
@@ -59,15 +71,23 @@ type FlowState struct {
 	Key                 wire.FlowKey
 	FirstSeen, LastSeen int64 // unix ns
 	Reports             uint64
-	// Path holds the hops from the source to the sink.
-	NHops       int
-	Path        [MaxPathHops]HopState
-	PathChanges uint64
-	E2E         Stat // end-to-end latency: the sum of the hop latencies of one packet
-	Drops       uint64
-	DropReasons [4]DropCount // first reasons seen; others counted in DropOther
-	DropOther   uint64
-	Congestion  uint64 // reports with Q set
+	// Path holds the hops from the source to the sink. It comes from the
+	// reports that describe the whole path: INT-MD reports from the sink
+	// (an embedded INT-MD stack, I, D and Q clear); PathComplete is set
+	// once one was seen. Until then it is provisional: built from the
+	// partial stacks of transit nodes' reports (never shrunk by them) and
+	// from per-node reports (INT-MX, postcards, local reports without a
+	// stack). PathChanges counts the whole-path reports whose node list
+	// differs from the previous whole path.
+	NHops        int
+	Path         [MaxPathHops]HopState
+	PathComplete bool
+	PathChanges  uint64
+	E2E          Stat // end-to-end latency: the sum of the hop latencies of one packet
+	Drops        uint64
+	DropReasons  [4]DropCount // first reasons seen; others counted in DropOther
+	DropOther    uint64
+	Congestion   uint64 // reports with Q set
 
 	prev, next int32 // LRU list (most recent at the head)
 }
@@ -252,15 +272,13 @@ func (c *Collector) HandleReport(r *Report) {
 	if r.Q {
 		f.Congestion++
 	}
-	if len(r.INT.Hops) > 0 && r.INT.Type == wire.TypeMD {
+	switch {
+	case len(r.INT.Hops) > 0 && r.INT.Type == wire.TypeMD && !r.I && !r.D && !r.Q:
 		c.mdPath(f, r)
-	} else if r.HasMD {
-		// INT-MX, postcards, local reports: one hop per report, placed by
-		// node; the end-to-end latency is the sum over the known path.
-		f.hop(r.NodeID, &r.MD, c.now, -1)
-		if !r.INT.Present && r.MD.Valid&(wire.InstHopLatency|wire.InstEgressTimestamp) != 0 {
-			f.E2E.add(f.pathLatency())
-		}
+	case len(r.INT.Hops) > 0 && r.INT.Type == wire.TypeMD:
+		c.partialPath(f, r, dropped)
+	default:
+		c.nodeHop(f, r, dropped)
 	}
 }
 
@@ -279,12 +297,15 @@ func (f *FlowState) countDrop(reason uint8) {
 	f.DropOther++
 }
 
-// mdPath replaces the flow's path with the INT-MD stack (bottom of stack
-// is the first hop) followed by the reporting sink.
+// mdPath sets the flow's path from a whole-path report: the INT-MD stack
+// (bottom of stack is the first hop) followed by the reporting sink, unless
+// it put its own hop on the stack. Hops whose node is unchanged keep their
+// statistics; a different node list counts as a path change when the
+// previous path was complete too.
 func (c *Collector) mdPath(f *FlowState, r *Report) {
 	hops := r.INT.Hops
 	n := len(hops)
-	sinkInStack := n > 0 && hops[0].Valid&wire.InstNodeID != 0 && hops[0].NodeID == r.NodeID
+	sinkInStack := hops[0].Valid&wire.InstNodeID != 0 && hops[0].NodeID == r.NodeID
 	total := n
 	if r.HasMD && !sinkInStack {
 		total++
@@ -301,26 +322,123 @@ func (c *Collector) mdPath(f *FlowState, r *Report) {
 		} else {
 			m, node = &r.MD, r.NodeID
 		}
-		if !changed && f.Path[i].NodeID != node {
+		h := &f.Path[i]
+		if i >= f.NHops || h.NodeID != node {
 			changed = true
+			*h = HopState{NodeID: node}
 		}
+		h.byStack = true
+		h.update(m, c.now)
 		e2e += hopLatency(m)
 	}
-	if changed {
-		if f.NHops != 0 {
-			f.PathChanges++
-		}
-		f.NHops = 0
+	if changed && f.PathComplete && f.NHops != 0 {
+		f.PathChanges++
 	}
-	for i := 0; i < total; i++ {
-		if i < n {
-			m := &hops[n-1-i]
-			f.hop(m.NodeID, m, c.now, i)
-		} else {
-			f.hop(r.NodeID, &r.MD, c.now, i)
-		}
-	}
+	f.NHops, f.PathComplete = total, true
 	f.E2E.add(e2e)
+}
+
+// partialPath handles an INT-MD report from a transit node (I set) or a
+// queue or drop report, whose stack only holds the hops up to the
+// reporting node. The reporting node's hop gets its metadata and event;
+// the upstream hops are other nodes' measurements of a packet the sink may
+// report too, so they only fill in a provisional path. The path is never
+// shrunk: a stack that is a prefix of the known path leaves it alone.
+func (c *Collector) partialPath(f *FlowState, r *Report, dropped bool) {
+	hops := r.INT.Hops
+	n := len(hops)
+	pos := n // the reporting node's position
+	if hops[0].Valid&wire.InstNodeID != 0 && hops[0].NodeID == r.NodeID {
+		pos = n - 1
+	}
+	if !f.PathComplete {
+		for i := 0; i < pos && i < MaxPathHops; i++ {
+			m := &hops[n-1-i]
+			h := &f.Path[i]
+			if i < f.NHops && h.NodeID == m.NodeID {
+				continue
+			}
+			// A different upstream node: the provisional path is replaced
+			// from here on.
+			*h = HopState{NodeID: m.NodeID, byStack: true, LastSeen: c.now}
+			if m.Valid&wire.InstL1Ports != 0 {
+				h.IngressPort, h.EgressPort = m.IngressPort, m.EgressPort
+			}
+			f.NHops = i + 1
+		}
+		if pos < MaxPathHops && (pos >= f.NHops || f.Path[pos].NodeID != r.NodeID) {
+			f.Path[pos] = HopState{NodeID: r.NodeID, byStack: true}
+			f.NHops = pos + 1
+		}
+	}
+	i := pos
+	if i >= f.NHops || f.Path[i].NodeID != r.NodeID {
+		if i = f.find(r.NodeID); i < 0 {
+			return // not on the known path: the sink's next report will tell
+		}
+	}
+	f.nodeEvent(i, r, dropped, c.now)
+}
+
+// nodeHop handles a report without an INT-MD stack (INT-MX, postcards,
+// local, queue and drop reports of a truncated packet): one hop for the
+// reporting node. A node not on the path is added to a provisional path,
+// in the order described at HopState; a complete path is left alone. Until
+// the path is complete, the end-to-end latency is the sum of the hops'
+// last latencies.
+func (c *Collector) nodeHop(f *FlowState, r *Report, dropped bool) {
+	if !r.HasMD {
+		return
+	}
+	i := f.find(r.NodeID)
+	if i < 0 {
+		if f.PathComplete || f.NHops >= MaxPathHops {
+			return
+		}
+		h := HopState{NodeID: r.NodeID, ttl: r.TTL, first: uint64(c.now)}
+		if r.MD.Valid&wire.InstIngressTimestamp != 0 {
+			h.first = r.MD.IngressTimestamp
+		}
+		for i = f.NHops; i > 0; i-- {
+			p := &f.Path[i-1]
+			if p.byStack || p.ttl > h.ttl || p.ttl == h.ttl && p.first <= h.first {
+				break
+			}
+		}
+		copy(f.Path[i+1:f.NHops+1], f.Path[i:f.NHops])
+		f.Path[i] = h
+		f.NHops++
+	}
+	f.nodeEvent(i, r, dropped, c.now)
+	if !f.PathComplete && !r.INT.Present && r.MD.Valid&(wire.InstHopLatency|wire.InstEgressTimestamp) != 0 {
+		f.E2E.add(f.pathLatency())
+	}
+}
+
+// nodeEvent applies the reporting node's own metadata and its congestion
+// and drop flags to hop i.
+func (f *FlowState) nodeEvent(i int, r *Report, dropped bool, now int64) {
+	h := &f.Path[i]
+	if r.HasMD {
+		h.update(&r.MD, now)
+	} else {
+		h.LastSeen = now
+	}
+	if r.Q {
+		h.Congestion++
+	}
+	if dropped {
+		h.Drops++
+	}
+}
+
+func (f *FlowState) find(node uint32) int {
+	for i := 0; i < f.NHops; i++ {
+		if f.Path[i].NodeID == node {
+			return i
+		}
+	}
+	return -1
 }
 
 // hopLatency is the hop latency field, or the egress minus the ingress
@@ -336,22 +454,8 @@ func hopLatency(m *wire.HopMetadata) uint64 {
 	return 0
 }
 
-// hop updates (or appends, at position at, or at the end when at < 0) the
-// path hop for node.
-func (f *FlowState) hop(node uint32, m *wire.HopMetadata, now int64, at int) {
-	i := at
-	if i < 0 {
-		for i = 0; i < f.NHops && f.Path[i].NodeID != node; i++ {
-		}
-	}
-	if i >= MaxPathHops {
-		return
-	}
-	h := &f.Path[i]
-	if i >= f.NHops {
-		*h = HopState{NodeID: node}
-		f.NHops = i + 1
-	}
+// update adds a hop's metadata to its statistics.
+func (h *HopState) update(m *wire.HopMetadata, now int64) {
 	if m.Valid&wire.InstL1Ports != 0 {
 		h.IngressPort, h.EgressPort = m.IngressPort, m.EgressPort
 	}

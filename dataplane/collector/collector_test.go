@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -195,5 +196,131 @@ func reportRate(b *testing.B, n int, cpu time.Duration) {
 	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "reports/s")
 	if cpu > 0 {
 		b.ReportMetric(float64(n)/cpu.Seconds(), "reports/cpu-s")
+	}
+}
+
+// nodeReport builds a one-report v2.0 packet from node with the given
+// flags and its own hop latency and queue occupancy, embedding frame.
+func nodeReport(t testing.TB, node, seq uint32, d, q, i bool, lat uint32, frame []byte) []byte {
+	b, err := wire.AppendGroupHeader(nil, wire.GroupHeader{Version: 2, HWID: 1, Seq: seq, NodeID: node})
+	must(t, err)
+	h := wire.ReportHeader{Type: wire.RepINT, InType: wire.InEthernet, Dropped: d, Congested: q, Intermediate: i, TrackedFlow: true,
+		RepMdBits: wire.RepL1Ports | wire.RepHopLatency | wire.RepQueue}
+	md := wire.ReportMetadata{IngressPort: 1, EgressPort: 2, HopLatency: lat, QueueOccupancy: lat / 10}
+	if d {
+		h.RepMdBits |= wire.RepDrop
+		md.DropReason = 71
+	}
+	b, err = wire.AppendReport(b, &h, &md, nil, frame)
+	must(t, err)
+	return b
+}
+
+func pathNodes(f *FlowState) []uint32 {
+	var n []uint32
+	for i := 0; i < f.NHops; i++ {
+		n = append(n, f.Path[i].NodeID)
+	}
+	return n
+}
+
+// TestTransitReportsKeepPath: queue (Q), drop (D) and intermediate (I)
+// reports from transit node 2, whose truncated packets carry only node 1's
+// hop, update node 2's hop but neither shrink the sink's path nor count
+// path changes.
+func TestTransitReportsKeepPath(t *testing.T) {
+	c := New(Config{})
+	c.HandlePacket(testPayload(t, 1), 1) // sink (node 4) report: 1, 2, 3, 4
+	partial := mdFrame(t, testHops()[2:], testInst, 0)
+	c.HandlePacket(nodeReport(t, 2, 1, false, true, false, 900_000, partial), 2)
+	c.HandlePacket(nodeReport(t, 2, 2, true, false, false, 0, partial), 3)
+	c.HandlePacket(nodeReport(t, 2, 3, false, false, true, 700_000, partial), 4)
+	// Node 2 pushed its own hop before reporting: the stack is 2, 1.
+	c.HandlePacket(nodeReport(t, 2, 4, false, true, false, 800_000, mdFrame(t, testHops()[1:], testInst, 0)), 5)
+	f, _ := c.Flow(testFlow)
+	if !slices.Equal(pathNodes(&f), []uint32{1, 2, 3, 4}) || f.PathChanges != 0 || !f.PathComplete {
+		t.Fatalf("path %v changes %d complete %v", pathNodes(&f), f.PathChanges, f.PathComplete)
+	}
+	h := f.Path[1]
+	// Latency samples: the sink's stack (2000) and the report metadata of
+	// the Q, D (0), I and last Q reports.
+	if h.Latency.Max != 900_000 || h.Latency.Count != 5 || h.Congestion != 2 || h.Drops != 1 || h.Queue.Max != 90_000 {
+		t.Errorf("node 2 hop = %+v", h)
+	}
+	if h := f.Path[0]; h.Latency.Count != 1 || h.Congestion != 0 {
+		t.Errorf("node 1 hop = %+v (the partial stacks must not count)", h)
+	}
+	if f.E2E.Count != 1 {
+		t.Errorf("e2e = %+v: partial paths must not add end-to-end samples", f.E2E)
+	}
+	c.HandlePacket(testPayload(t, 2), 6)
+	f, _ = c.Flow(testFlow)
+	if f.NHops != 4 || f.PathChanges != 0 || f.Congestion != 4 || f.Drops != 3 {
+		t.Errorf("after the sink's next report: %v changes %d congestion %d drops %d", pathNodes(&f), f.PathChanges, f.Congestion, f.Drops)
+	}
+}
+
+// TestProvisionalPath: before any sink report, transit reports give a
+// provisional path that only grows; the first sink report replaces it
+// without counting a change; a transit report that disagrees with the
+// complete path does not change it.
+func TestProvisionalPath(t *testing.T) {
+	c := New(Config{})
+	hops := testHops()
+	c.HandlePacket(nodeReport(t, 3, 1, false, true, false, 5000, mdFrame(t, hops[1:], testInst, 0)), 1)
+	f, _ := c.Flow(testFlow)
+	if !slices.Equal(pathNodes(&f), []uint32{1, 2, 3}) || f.PathComplete || f.Path[2].Congestion != 1 || f.Path[0].Latency.Count != 0 {
+		t.Fatalf("provisional path %+v", f.Path[:f.NHops])
+	}
+	c.HandlePacket(nodeReport(t, 2, 1, false, true, false, 5000, mdFrame(t, hops[2:], testInst, 0)), 2)
+	f, _ = c.Flow(testFlow)
+	if !slices.Equal(pathNodes(&f), []uint32{1, 2, 3}) || f.Path[1].Congestion != 1 {
+		t.Fatalf("a shorter prefix shrank the provisional path: %+v", f.Path[:f.NHops])
+	}
+	c.HandlePacket(testPayload(t, 1), 3)
+	f, _ = c.Flow(testFlow)
+	if !slices.Equal(pathNodes(&f), []uint32{1, 2, 3, 4}) || !f.PathComplete || f.PathChanges != 0 || f.Path[1].Congestion != 1 {
+		t.Fatalf("after the sink report: path %v complete %v changes %d hop 1 %+v", pathNodes(&f), f.PathComplete, f.PathChanges, f.Path[1])
+	}
+	other := testHops()[2:]
+	other[0].NodeID = 9
+	c.HandlePacket(nodeReport(t, 2, 2, false, true, false, 5000, mdFrame(t, other, testInst, 0)), 4)
+	c.HandlePacket(nodeReport(t, 8, 1, false, true, false, 5000, mdFrame(t, other, testInst, 0)), 5)
+	f, _ = c.Flow(testFlow)
+	if !slices.Equal(pathNodes(&f), []uint32{1, 2, 3, 4}) || f.PathChanges != 0 || f.Path[1].Congestion != 2 {
+		t.Fatalf("transit reports changed the complete path: %v changes %d", pathNodes(&f), f.PathChanges)
+	}
+}
+
+// TestPostcardPath: per-node reports without a stack (INT-MX, postcards)
+// are ordered by the inner packet's TTL, then by ingress timestamp,
+// whatever order they arrive in.
+func TestPostcardPath(t *testing.T) {
+	frame := mdFrame(t, nil, testInst, 0)[:wire.EthernetLen+wire.IPv4MinLen+wire.UDPLen]
+	postcard := func(node uint32, ttl uint8, ts uint64) []byte {
+		fr := append([]byte(nil), frame...)
+		fr[wire.EthernetLen+8] = ttl
+		b, err := wire.AppendGroupHeader(nil, wire.GroupHeader{Version: 2, HWID: 1, NodeID: node})
+		must(t, err)
+		h := wire.ReportHeader{Type: wire.RepINT, InType: wire.InEthernet, TrackedFlow: true,
+			RepMdBits: wire.RepHopLatency | wire.RepIngressTimestamp}
+		b, err = wire.AppendReport(b, &h, &wire.ReportMetadata{HopLatency: node * 100, IngressTimestamp: ts}, nil, fr)
+		must(t, err)
+		return b
+	}
+	c := New(Config{})
+	c.HandlePacket(postcard(3, 62, 3000), 1)
+	c.HandlePacket(postcard(1, 64, 1000), 2)
+	c.HandlePacket(postcard(2, 63, 2000), 3)
+	// Same TTL (layer-2 hops): ingress timestamps order 5 before 4.
+	c.HandlePacket(postcard(4, 61, 5000), 4)
+	c.HandlePacket(postcard(5, 61, 4000), 5)
+	c.HandlePacket(postcard(1, 64, 9000), 6)
+	f, _ := c.Flow(testFlow)
+	if !slices.Equal(pathNodes(&f), []uint32{1, 2, 3, 5, 4}) || f.PathChanges != 0 || f.PathComplete || f.Path[0].Latency.Count != 2 {
+		t.Fatalf("postcard path %v changes %d", pathNodes(&f), f.PathChanges)
+	}
+	if f.E2E.Last != 100+200+300+500+400 {
+		t.Errorf("e2e = %+v", f.E2E)
 	}
 }

@@ -76,7 +76,9 @@ type Report struct {
 	InnerErr error
 	HasFlow  bool
 	Flow     wire.FlowKey
-	INT      INTStack
+	// TTL is the inner IP packet's TTL or hop limit (with HasFlow).
+	TTL uint8
+	INT INTStack
 }
 
 // Handler receives each decoded report.
@@ -266,6 +268,11 @@ func (d *Decoder) decodeInner(r *Report, b []byte, ethernet, fromReport bool) {
 		return
 	}
 	r.HasFlow, r.Flow = true, p.Flow
+	if p.IPVersion == 4 {
+		r.TTL = buf[p.L3+8]
+	} else {
+		r.TTL = buf[p.L3+7]
+	}
 	st := &r.INT
 	if p.HasINT() {
 		r.InnerErr = d.decodeV21(st, buf, p)

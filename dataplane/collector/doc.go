@@ -7,6 +7,19 @@
 // input is counted by kind of error. It knows packets, not gNMI;
 // cmd/intcollector exposes it.
 //
+// A flow's path comes from the reports that describe all of it: the sink's
+// INT-MD reports (an embedded INT-MD stack; I, Q and D clear). Reports
+// from transit nodes (I set: intermediate INT-MD reports, per the
+// Telemetry Report spec) and queue-congestion (Q) and drop (D) reports
+// carry a truncated packet whose stack ends at the reporting node: they
+// update that node's hop (its metadata, congestion and drop counts) and
+// never shrink the path or count a path change; before the first sink
+// report they build a provisional path that only grows. Reports without a
+// stack (INT-MX, postcards, local reports) add their node to a provisional
+// path ordered by the inner packet's TTL (higher first), then by the
+// node's first ingress timestamp (or arrival). FlowState.PathComplete says
+// whether the path came from a sink report.
+//
 // Figures (2-core shared AMD EPYC VM, load average 1.5-3 while measured;
 // reports/cpu-s divides by the process CPU time):
 //

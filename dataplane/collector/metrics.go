@@ -103,6 +103,20 @@ func WriteMetrics(w io.Writer, s *Snapshot) error {
 			}
 		}
 	}
+	m.head("intcollector_flow_hop_congestion_total", "counter", "Queue-congestion reports of each hop of the flow's path (reports with Q set from that node).")
+	for i := range s.Flows {
+		f := &s.Flows[i]
+		for h := 0; h < f.NHops; h++ {
+			m.val("intcollector_flow_hop_congestion_total", hopLabels(f, h), f.Path[h].Congestion)
+		}
+	}
+	m.head("intcollector_flow_hop_drops_total", "counter", "Drop reports of each hop of the flow's path (from that node).")
+	for i := range s.Flows {
+		f := &s.Flows[i]
+		for h := 0; h < f.NHops; h++ {
+			m.val("intcollector_flow_hop_drops_total", hopLabels(f, h), f.Path[h].Drops)
+		}
+	}
 	return b.Flush()
 }
 
