@@ -59,6 +59,7 @@ const (
 	maxSessions  = 64
 	maxSlots     = 64
 	maxQueueRep  = 16
+	maxIfindex   = 65536 // ifaces map, as in bpf/intd.c
 	filterHandle = 0x1d0
 	filterPrio   = 0xc1d
 )
@@ -238,6 +239,9 @@ func (d *Dataplane) AddInterface(cfg Interface) error {
 	if slot < 0 {
 		return fmt.Errorf("ebpf: interface %q: more than %d interfaces", cfg.Name, maxSlots-1)
 	}
+	if l.Attrs().Index >= maxIfindex {
+		return fmt.Errorf("ebpf: interface %q: ifindex %d not below %d", cfg.Name, l.Attrs().Index, maxIfindex)
+	}
 	i := &iface{cfg: cfg, ifindex: l.Attrs().Index, mtu: l.Attrs().MTU, slot: slot}
 	if i.cfg.ID == 0 {
 		i.cfg.ID = uint16(i.ifindex)
@@ -256,7 +260,7 @@ func (d *Dataplane) AddInterface(cfg Interface) error {
 	}
 	if !d.cfg.NoAttach {
 		if err := d.attach(i, l); err != nil {
-			_ = d.objs.Ifaces.Delete(uint32(i.ifindex))
+			_ = d.objs.Ifaces.Put(uint32(i.ifindex), intdIface{})
 			return err
 		}
 	}
@@ -314,7 +318,7 @@ func (d *Dataplane) attach(i *iface, l netlink.Link) error {
 }
 
 func (d *Dataplane) detach(i *iface) error {
-	_ = d.objs.Ifaces.Delete(uint32(i.ifindex))
+	_ = d.objs.Ifaces.Put(uint32(i.ifindex), intdIface{})
 	if d.cfg.NoAttach {
 		return nil
 	}
@@ -340,7 +344,7 @@ func (d *Dataplane) detach(i *iface) error {
 }
 
 func (d *Dataplane) ifaceValue(i *iface) intdIface {
-	v := intdIface{L1Id: i.cfg.ID, L2Id: i.cfg.L2ID, Mtu: uint16(min(i.mtu, 0xffff)), Slot: uint8(i.slot)}
+	v := intdIface{L1Id: i.cfg.ID, L2Id: i.cfg.L2ID, Mtu: uint16(min(i.mtu, 0xffff)), Slot: uint8(i.slot), On: 1}
 	if o := d.objects[d.dtelOID]; o != nil {
 		if slices.Contains(o.attrs.(sai.DTelAttrs).SinkPortList, i.cfg.Name) {
 			v.Sink = 1

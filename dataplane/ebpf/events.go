@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/cilium/ebpf/btf"
@@ -48,6 +49,9 @@ func (d *Dataplane) readEvents() {
 	defer close(d.done)
 	var rec ringbuf.Record
 	for {
+		// The BPF side wakes the reader at most once a millisecond per
+		// CPU (BPF_RB_NO_WAKEUP otherwise): poll for the rest.
+		d.rd.SetDeadline(time.Now().Add(10 * time.Millisecond))
 		if err := d.rd.ReadInto(&rec); err != nil {
 			if errors.Is(err, ringbuf.ErrClosed) {
 				return

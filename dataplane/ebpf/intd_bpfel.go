@@ -116,7 +116,7 @@ type intdIface struct {
 	Sink uint8
 	Slot uint8
 	Qr   uint8
-	Pad  uint8
+	On   uint8
 }
 
 type intdIngSlot struct {
@@ -199,15 +199,18 @@ type intdScratch struct {
 		OutIfindex uint32
 		_          [4]byte
 	}
-	E    intdWlEntry
-	Slot uint32
-	Op   uint8
-	Miss uint8
-	Pad  [2]uint8
-	Hop  [32]uint32
-	Mv   [128]uint8
-	Buf  [512]uint8
-	Ins  [160]uint8
+	E        intdWlEntry
+	Slot     uint32
+	Op       uint8
+	Miss     uint8
+	Pad      [2]uint8
+	LastKey  intdFlowKey
+	Last     intdWlCache
+	LastWake uint64
+	Hop      [32]uint32
+	Mv       [128]uint8
+	Buf      [512]uint8
+	Ins      [160]uint8
 }
 
 type intdSessStats struct {

@@ -121,7 +121,7 @@ struct iface {
 	__u8 sink;
 	__u8 slot;
 	__u8 qr; /* queue report index + 1, 0: none */
-	__u8 pad;
+	__u8 on; /* 1: one of intd's interfaces */
 };
 
 struct session {
@@ -297,6 +297,11 @@ struct scratch {
 	__u8 op;
 	__u8 miss; /* classify missed the flow cache */
 	__u8 pad[2];
+	/* The last flow classified on this CPU and its cached verdict: bulk
+	 * flows skip the flow cache's hash lookup. */
+	struct flow_key last_key;
+	struct wl_cache last;
+	__u64 last_wake; /* ring buffer wakeup throttle, ns */
 	__u32 hop[32];
 	__u8 mv[MAX_MOVE];
 	__u8 buf[512];
@@ -310,9 +315,12 @@ struct {
 	__type(value, struct cfg);
 } cfg_map SEC(".maps");
 
+/* Interfaces by ifindex: an array, so that the lookup is inlined address
+ * arithmetic (a hash lookup hashes and walks a bucket). */
+#define MAX_IFINDEX 65536
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MAX_SLOTS);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_IFINDEX);
 	__type(key, __u32);
 	__type(value, struct iface);
 } ifaces SEC(".maps");
@@ -493,7 +501,23 @@ static __always_inline __u32 qdisc_backlog(struct __sk_buff *skb)
 	return q->qstats.backlog;
 }
 
+/* need_occ reads the queue occupancy into s->h once per packet, when
+ * something uses it (two cache lines of the device and its qdisc). */
+#define need_occ(skb, s)                                                   \
+	do {                                                               \
+		if (!((s)->h.valid & 0x1000)) {                            \
+			(s)->h.occ = qdisc_backlog(skb);                   \
+			(s)->h.valid |= 0x1000;                            \
+		}                                                          \
+	} while (0)
+
 /* ---- small helpers ---- */
+
+static __always_inline struct iface *iface_of(__u32 ifx)
+{
+	struct iface *i = bpf_map_lookup_elem(&ifaces, &ifx);
+	return i && i->on ? i : 0;
+}
 
 #define L3 14
 
@@ -850,6 +874,7 @@ GLOBAL int emit(struct __sk_buff *skb, struct scratch *s, __u32 kind, __u32 flag
 		return -1;
 	}
 	struct hop *h = &s->h;
+	need_occ(skb, s);
 	ev->now = h->ts_out;
 	ev->ts_in = h->ts_in;
 	ev->in_ifindex = h->in_ifindex;
@@ -874,7 +899,15 @@ GLOBAL int emit(struct __sk_buff *skb, struct scratch *s, __u32 kind, __u32 flag
 	ev->cap_len = 0;
 	if (len > 0 && len <= MAX_CAP && bpf_skb_load_bytes(skb, 0, ev->data, len) == 0)
 		ev->cap_len = len;
-	bpf_ringbuf_submit(ev, 0);
+	/* Waking the reader costs microseconds per event: wake it at most
+	 * once a millisecond per CPU, or when a quarter of the ring is
+	 * used; it polls every 10 ms for what is left. */
+	__u64 wake = BPF_RB_NO_WAKEUP;
+	if (h->ts_out - s->last_wake > 1000000 || bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > (1 << 18)) {
+		wake = BPF_RB_FORCE_WAKEUP;
+		s->last_wake = h->ts_out;
+	}
+	bpf_ringbuf_submit(ev, wake);
 	cnt(s, C_EV_SENT);
 	return 0;
 }
@@ -974,7 +1007,17 @@ GLOBAL int classify(struct __sk_buff *skb, struct scratch *s)
 		k.tcp_flags = p->proto == IPPROTO_TCP ? p->tcp_flags : 0;
 	__u32 base = c->wl_base ? MAX_WL : 0;
 	s->miss = 0;
-	struct wl_cache *wc = bpf_map_lookup_elem(&wl_cache_map, &k);
+	struct wl_cache *wc = &s->last;
+	struct flow_key *lk = &s->last_key;
+	if (wc->gen != c->wl_gen || lk->src != k.src || lk->dst != k.dst || lk->sport != k.sport ||
+	    lk->dport != k.dport || lk->proto != k.proto || lk->dscp != k.dscp || lk->tcp_flags != k.tcp_flags ||
+	    lk->in_ifindex != k.in_ifindex) {
+		wc = bpf_map_lookup_elem(&wl_cache_map, &k);
+		if (wc && wc->gen == c->wl_gen) {
+			s->last = *wc;
+			s->last_key = k;
+		}
+	}
 	if (wc && wc->gen == c->wl_gen) {
 		if (wc->entry == 0xff)
 			return 0;
@@ -1022,6 +1065,8 @@ GLOBAL int classify(struct __sk_buff *skb, struct scratch *s)
 			nc.flow_op = OP_NOP;
 	}
 	bpf_map_update_elem(&wl_cache_map, &k, &nc, BPF_ANY);
+	s->last = nc;
+	s->last_key = k;
 	s->op = nc.flow_op;
 	return hit != 0xff;
 }
@@ -1080,6 +1125,7 @@ static __always_inline int detour(struct __sk_buff *skb, struct scratch *s, stru
 	r->in_ifindex = h->in_ifindex;
 	r->l1_in = h->l1_in;
 	r->l2_in = h->l2_in;
+	need_occ(skb, s);
 	r->occ = h->occ;
 	r->valid = h->valid & ~(0x2000 | 0x0800 | 0x0400);
 	r->ts_in = 0;
@@ -1146,6 +1192,8 @@ GLOBAL int source(struct __sk_buff *skb, struct scratch *s)
 			cnt(s, C_MBIT);
 		} else {
 			rhc--;
+			if (se->inst & 0x1000)
+				need_occ(skb, s);
 			hopw = build_hop(s, se->inst, se->hop_ml);
 		}
 	}
@@ -1299,6 +1347,8 @@ GLOBAL int transit(struct __sk_buff *skb, struct scratch *s)
 		cnt(s, C_MBIT);
 		return TC_ACT_OK;
 	}
+	if (p->inst & 0x1000)
+		need_occ(skb, s);
 	__u32 w = build_hop(s, p->inst, hop_ml);
 	w &= 31;
 	if (w == 0 || w * 4 != n)
@@ -1415,6 +1465,7 @@ GLOBAL int queue_report(struct __sk_buff *skb, struct scratch *s, int watched)
 	struct qr_state *st = bpf_map_lookup_elem(&qr_state_map, &i);
 	if (!q || !st)
 		return 0;
+	need_occ(skb, s);
 	int breach = (q->depth && h->occ >= q->depth) || (q->latency && (h->valid & 0x2000) && h->latency >= q->latency);
 	__u32 flags = watched ? 0 : EVF_UNWATCHED;
 	if (!breach) {
@@ -1446,7 +1497,7 @@ int intd_ingress(struct __sk_buff *skb)
 {
 	__u32 zero = 0;
 	__u32 ifx = skb->ifindex;
-	struct iface *ifc = bpf_map_lookup_elem(&ifaces, &ifx);
+	struct iface *ifc = iface_of(ifx);
 	if (!ifc)
 		return TC_ACT_OK;
 	__u32 slot = ifc->slot;
@@ -1476,7 +1527,7 @@ int intd_egress(struct __sk_buff *skb)
 {
 	__u32 zero = 0;
 	__u32 ifx = skb->ifindex;
-	struct iface *ifc = bpf_map_lookup_elem(&ifaces, &ifx);
+	struct iface *ifc = iface_of(ifx);
 	if (!ifc)
 		return TC_ACT_OK;
 	struct scratch *s = scratch();
@@ -1511,8 +1562,8 @@ int intd_egress(struct __sk_buff *skb)
 	h->l2_out = ifc->l2_id;
 	h->in_ifindex = skb->ingress_ifindex;
 	h->out_ifindex = ifx;
-	h->valid = 0x8000 | 0x1000 | 0x0400; /* node id, queue, egress timestamp */
-	h->occ = qdisc_backlog(skb);
+	h->valid = 0x8000 | 0x0400; /* node id, egress timestamp; queue: need_occ */
+	h->occ = 0;
 	struct ing_slot *sl = bpf_map_lookup_elem(&ing_map, &zero);
 	if (sl && h->in_ifindex && sl->ifindex == h->in_ifindex) {
 		/* intd_ingress of this CPU saw the packet's ingress port last. */
@@ -1521,7 +1572,7 @@ int intd_egress(struct __sk_buff *skb)
 		h->valid |= 0x4000 | 0x0200; /* L1 and L2 interfaces */
 	} else if (h->in_ifindex) {
 		__u32 in = h->in_ifindex;
-		struct iface *ii = bpf_map_lookup_elem(&ifaces, &in);
+		struct iface *ii = iface_of(in);
 		if (ii) {
 			h->l1_in = ii->l1_id;
 			h->l2_in = ii->l2_id;
@@ -1598,7 +1649,7 @@ int intd_gso(struct __sk_buff *skb)
 	__u32 mark = skb->mark;
 	__u32 out = mark & 0xffff;
 	__u32 idx = (mark >> 16) & (MAX_DETOUR - 1);
-	struct iface *ifc = bpf_map_lookup_elem(&ifaces, &out);
+	struct iface *ifc = iface_of(out);
 	if (!ifc)
 		return TC_ACT_SHOT; /* not from detour() */
 	struct detour *r = bpf_map_lookup_elem(&detours, &idx);
@@ -1701,7 +1752,7 @@ int intd_kfree_skb(struct bpf_raw_tracepoint_args *ctx)
 	if (inum != c->netns)
 		return 0;
 	__u32 ifx = iif;
-	struct iface *ifc = bpf_map_lookup_elem(&ifaces, &ifx);
+	struct iface *ifc = iface_of(ifx);
 	if (!ifc)
 		return 0; /* did not come in on one of our ports */
 	struct drop_watch *dw = bpf_map_lookup_elem(&drop_watch_map, &k);
@@ -1734,7 +1785,7 @@ int intd_kfree_skb(struct bpf_raw_tracepoint_args *ctx)
 		int oif = 0;
 		bpf_probe_read_kernel(&oif, sizeof(oif), __builtin_preserve_access_index(&dev->ifindex));
 		__u32 ox = oif;
-		oifc = ox ? bpf_map_lookup_elem(&ifaces, &ox) : 0;
+		oifc = ox ? iface_of(ox) : 0;
 		if (oifc && oifc->qr) {
 			__u32 qi = (oifc->qr - 1) & (MAX_QR - 1);
 			struct qr_cfg *q = bpf_map_lookup_elem(&qr_cfg_map, &qi);
