@@ -82,13 +82,10 @@ func buildFabric(t *testing.T, intd bool, shapeMbit int) *fabric {
 		}
 		l.sh(s, "echo "+fwd+" > /proc/sys/net/ipv4/ip_forward")
 	}
-	// Hosts send MTU-sized segments, not TSO/GSO super-packets: a switch
-	// on AF_PACKET sees what the sender's veth hands over, and a hardware
-	// NIC would never deliver more than the MTU. Checksum offload stays
-	// on, so the switch completes partial checksums.
-	for _, h := range []string{"h1", "h2"} {
-		l.in(h, func() error { return afpacket.SetOffload("eth0", false, afpacket.TSO, afpacket.GSO) })
-	}
+	// The hosts keep their default offloads (TSO, GSO, checksum offload):
+	// h1's veth hands s1 64 KB TCP super-packets with partial checksums,
+	// which the switch's AF_PACKET port segments (afpacket.Segment) before
+	// INT is added, as a switch next to Linux hosts must.
 	if shapeMbit > 0 {
 		// Shape s2 -> s3; intd's soft port takes the tbf rate and limit
 		// for its own egress queue.

@@ -13,9 +13,9 @@
 //   - PACKET_VNET_HDR: every frame comes with a virtio_net_hdr, so a
 //     checksum the sender left to offload (CHECKSUM_PARTIAL, common on
 //     veth) is completed in software before forwarding, and GSO
-//     super-packets are recognised; these, and frames longer than
-//     MaxFrame, are dropped and counted (RxOversize), never forwarded
-//     beyond the MTU;
+//     super-packets (up to MaxGSO, 64 KB of payload) are read whole and
+//     segmented (below); frames longer than MaxFrame without GSO are
+//     dropped and counted (RxOversize), never forwarded beyond the MTU;
 //   - PACKET_AUXDATA: a VLAN tag the kernel moved into skb metadata is put
 //     back into the frame;
 //   - promiscuous mode (PACKET_ADD_MEMBERSHIP) on request.
@@ -24,11 +24,40 @@
 // (default 64). Port implements soft.Link: Transmit copies the frame into
 // the next slot of the batch, Flush sends it.
 //
+// Transmitted frames carry an all-zero virtio_net_hdr: no GSO (every
+// frame fits the MTU) and no checksum left to complete (frames leave with
+// whole checksums).
+//
+// # GSO super-packets
+//
+// A local sender or a veth peer with TSO/GSO on (the default) hands the
+// port TCP and UDP super-packets of up to 64 KB, which a hardware NIC
+// would have cut into MTU-sized frames. Segment does that cut in
+// userspace, from the virtio_net_hdr the kernel delivers (gso_type
+// TCPV4, TCPV6, UDP_L4 and legacy UDP, the ECN bit, gso_size,
+// csum_start): it replicates the L2/L3/L4 headers and fixes them as the
+// kernel's software GSO does - IPv4 total length, identification (plus
+// one per segment) and header checksum, IPv6 payload length, TCP sequence
+// numbers, FIN/PSH on the last segment only and CWR on the first only,
+// UDP lengths, and TCP/UDP checksums computed in full with the
+// pseudo-header. Legacy UFO becomes IPv4 fragments (IPv6 UFO, which the
+// kernel never delivers to packet sockets, is refused). Node feeds each
+// segment to Switch.Receive, so INT is added to every MTU-sized segment
+// as on a hardware switch. Segmentation is in place in the receive buffer
+// (the headers of segment i overwrite the tail of segment i-1's payload,
+// already handed over), without allocation; work is linear in the frame
+// length, bounded by MaxGSOSegments and MaxGSOHeader. Frames it cannot
+// segment (unknown type, headers that do not match it) are dropped and
+// counted (RxGSOErrors). The frame's hdr_len is only a hint from the
+// kernel (skb_headlen) and is not used; headers are parsed. Figures: a
+// 64 KB TCP super-packet into 45 segments of 1448 bytes costs about
+// 9-13 µs including a 1.5 µs copy back into place (BenchmarkSegment,
+// 5-7 GB/s, zero allocations; shared 2-core VM at load average 6).
+//
 // Offloads: a router must see what is on the wire. SetOffload switches
 // GRO/LRO/TSO/GSO/tx checksum like `ethtool -K`; intd turns GRO and LRO off
-// on its ports. Hosts sending to a switch through veth pairs should turn
-// TSO and GSO off (the end-to-end test does), or their 64 KB super-packets
-// arrive unsegmented and are dropped as oversized.
+// on its ports. Hosts next to the switch keep their default offloads:
+// their super-packets are segmented as above.
 //
 // # Node
 //

@@ -15,7 +15,8 @@ import (
 
 // Node runs one software switch over AF_PACKET ports: a single goroutine
 // waits (ppoll) for frames on every port or for the switch's next queue
-// departure, reads frames in batches, hands the accepted ones to
+// departure, reads frames in batches (GSO super-packets cut into
+// segments), hands the accepted ones to
 // Switch.Receive, calls Switch.Poll on the switch's (real) clock so egress
 // queues drain at their configured rate, and flushes what the switch
 // transmitted with one sendmmsg per port.
@@ -81,6 +82,13 @@ func (n *Node) Run(ctx context.Context) error {
 		fds[i] = unix.PollFd{Fd: int32(p.Fd()), Events: unix.POLLIN}
 	}
 	fds[len(n.ports)] = unix.PollFd{Fd: int32(efd), Events: unix.POLLIN}
+	// One receive function per port, made once: segments of GSO
+	// super-packets go to the switch one by one.
+	recv := make([]func([]byte), len(n.ports))
+	for i := range n.ports {
+		sp := n.swPort[i]
+		recv[i] = func(f []byte) { n.sw.Receive(sp, f) }
+	}
 	clock := n.sw.Clock()
 	next := n.sw.Poll()
 	for {
@@ -124,7 +132,8 @@ func (n *Node) Run(ctx context.Context) error {
 				for j := 0; j < k; j++ {
 					f := p.Frame(j)
 					if n.accept == nil || n.accept(i, f) {
-						n.sw.Receive(n.swPort[i], f)
+						// Every segment of a super-packet has its headers.
+						p.Segments(j, recv[i])
 					}
 				}
 				if k < len(p.rxMsgs)/2 {

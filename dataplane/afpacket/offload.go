@@ -34,9 +34,8 @@ type ifreqPtr struct {
 // SetOffload switches offloads of the named interface on or off, in the
 // calling thread's network namespace. A router on AF_PACKET wants GRO and
 // LRO off on its ports (frames are forwarded as received, never merged
-// beyond the MTU); hosts sending through veth pairs to it want TSO and GSO
-// off (or their super-packets reach the switch unsegmented and are
-// dropped as oversized).
+// beyond the MTU). Hosts sending to it through veth pairs may keep TSO and
+// GSO on: Port.Segments cuts their super-packets.
 func SetOffload(name string, on bool, offloads ...Offload) error {
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {

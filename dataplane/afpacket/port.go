@@ -18,9 +18,14 @@ type PortConfig struct {
 	// (default 64).
 	Batch int
 	// MaxFrame is the largest frame received, without VLAN tag (default
-	// 9216). Larger frames (GSO super-packets from a peer with TSO/GSO on,
-	// jumbo frames beyond it) are counted in RxOversize and dropped.
+	// 9216), GSO super-packets aside. Larger frames are counted in
+	// RxOversize and dropped.
 	MaxFrame int
+	// MaxGSO is the largest GSO super-packet received (default 65664:
+	// Ethernet, two VLAN tags, an IPv6 header and 64 KB of payload).
+	// Super-packets up to it are segmented (Segments); larger ones (BIG
+	// TCP) are counted in RxOversize and dropped.
+	MaxGSO int
 	// Promiscuous puts the interface in promiscuous mode for the life of
 	// the socket (PACKET_ADD_MEMBERSHIP, undone by the kernel at close).
 	Promiscuous bool
@@ -32,7 +37,10 @@ type PortConfig struct {
 // PortStats count what a port saw. They are read with Port.Stats.
 type PortStats struct {
 	RxFrames, RxBytes, RxBatches uint64
-	RxOversize                   uint64 // truncated or GSO frames, dropped
+	RxOversize                   uint64 // truncated frames, dropped
+	RxGSO                        uint64 // GSO super-packets received (in RxFrames)
+	RxSegments                   uint64 // segments made of them by Segments
+	RxGSOErrors                  uint64 // super-packets Segments could not segment, dropped
 	RxChecksummed                uint64 // partial checksums completed in software
 	RxVLANRestored               uint64 // VLAN tags put back from PACKET_AUXDATA
 	TxFrames, TxBytes, TxBatches uint64
@@ -43,17 +51,19 @@ type PortStats struct {
 // puts before every frame in both directions.
 const vnetHdrLen = 10
 
-const (
-	vnetFlagNeedsCsum = 1 // VIRTIO_NET_HDR_F_NEEDS_CSUM
-	vlanRoom          = 4 // headroom to put a VLAN tag back
-)
+const vlanRoom = 4 // headroom to put a VLAN tag back
+
+// defaultMaxGSO is the default PortConfig.MaxGSO: a 64 KB IPv6 payload
+// behind two VLAN tags.
+const defaultMaxGSO = 14 + 8 + 40 + 65535 + 67
 
 // Port is one interface opened with an AF_PACKET socket: SOCK_RAW bound to
 // the interface for every protocol, PACKET_IGNORE_OUTGOING (its own
 // transmissions are not read back), PACKET_VNET_HDR (so checksums left
 // partial by the sender's offload are completed and GSO packets recognised)
 // and PACKET_AUXDATA (so VLAN tags the kernel took out of the frame are put
-// back). Frames are read with recvmmsg and written with sendmmsg in
+// back). GSO super-packets are read whole and cut into segments by
+// Segments. Frames are read with recvmmsg and written with sendmmsg in
 // batches. A Port is not safe for concurrent use; Node drives it from one
 // goroutine.
 type Port struct {
@@ -64,6 +74,7 @@ type Port struct {
 
 	fd       int
 	maxFrame int
+	maxGSO   int
 
 	rxStore [][]byte // per message: vlanRoom headroom + frame
 	rxHdr   [][vnetHdrLen]byte
@@ -73,11 +84,16 @@ type Port struct {
 	rxN     int // frames in the last read
 	rxOff   []int
 	rxLen   []int
+	rxVnet  []VnetHdr // per frame of the last read, CsumStart adjusted for a restored VLAN tag
 
 	txStore [][]byte
 	txIov   []unix.Iovec // 2 per message
 	txMsgs  []unix.Mmsghdr
 	txN     int
+	// zeroHdr is the virtio_net_hdr of every transmitted frame: no GSO,
+	// no checksum to complete (frames leave with their checksums whole:
+	// Read completes partial ones, Segments computes them, the switch
+	// updates them incrementally).
 	zeroHdr [vnetHdrLen]byte
 
 	stats PortStats
@@ -98,6 +114,10 @@ func Open(name string, cfg PortConfig) (*Port, error) {
 	if cfg.MaxFrame <= 0 {
 		cfg.MaxFrame = 9216
 	}
+	if cfg.MaxGSO <= 0 {
+		cfg.MaxGSO = defaultMaxGSO
+	}
+	cfg.MaxGSO = max(cfg.MaxGSO, cfg.MaxFrame)
 	if cfg.SocketBuffer <= 0 {
 		cfg.SocketBuffer = 4 << 20
 	}
@@ -107,7 +127,7 @@ func Open(name string, cfg PortConfig) (*Port, error) {
 	if err != nil {
 		return nil, fmt.Errorf("afpacket: socket: %w", err)
 	}
-	p := &Port{Name: name, Index: ifi.Index, MTU: ifi.MTU, fd: fd, maxFrame: cfg.MaxFrame}
+	p := &Port{Name: name, Index: ifi.Index, MTU: ifi.MTU, fd: fd, maxFrame: cfg.MaxFrame, maxGSO: cfg.MaxGSO}
 	copy(p.MAC[:], ifi.HardwareAddr)
 	fail := func(what string, err error) (*Port, error) {
 		unix.Close(fd)
@@ -140,11 +160,13 @@ func Open(name string, cfg PortConfig) (*Port, error) {
 	ctrlLen := unix.CmsgSpace(int(unsafe.Sizeof(unix.TpacketAuxdata{})))
 	p.rxStore, p.rxHdr, p.rxCtrl = make([][]byte, n), make([][vnetHdrLen]byte, n), make([][]byte, n)
 	p.rxIov, p.rxMsgs, p.rxOff, p.rxLen = make([]unix.Iovec, 2*n), make([]unix.Mmsghdr, n), make([]int, n), make([]int, n)
+	p.rxVnet = make([]VnetHdr, n)
 	p.txStore, p.txIov, p.txMsgs = make([][]byte, n), make([]unix.Iovec, 2*n), make([]unix.Mmsghdr, n)
 	for i := 0; i < n; i++ {
-		// One spare byte detects frames longer than MaxFrame (MSG_TRUNC is
-		// set on them too).
-		p.rxStore[i] = make([]byte, vlanRoom+cfg.MaxFrame+1)
+		// Room for a GSO super-packet; one spare byte detects longer
+		// frames (MSG_TRUNC is set on them too). Pages beyond what the
+		// largest frame so far touched stay unused.
+		p.rxStore[i] = make([]byte, vlanRoom+cfg.MaxGSO+1)
 		p.rxCtrl[i] = make([]byte, ctrlLen)
 		p.txStore[i] = make([]byte, cfg.MaxFrame+vlanRoom)
 		p.txIov[2*i].Base = &p.zeroHdr[0]
@@ -166,8 +188,10 @@ func (p *Port) Stats() PortStats { return p.stats }
 
 // Read reads up to a batch of frames without blocking and returns how many
 // it read (0 when none is waiting); Frame(i) returns them until the next
-// Read. Oversized frames are dropped and counted, so a Read may return 0
-// although frames were waiting: call it until it returns 0 with a nil error.
+// Read. Partial checksums of frames without GSO are completed. GSO
+// super-packets are returned whole: Segments cuts them. Oversized frames
+// are dropped and counted, so a Read may return 0 although frames were
+// waiting: call it until it returns 0 with a nil error.
 func (p *Port) Read() (int, error) {
 	for i := range p.rxMsgs {
 		h := &p.rxMsgs[i].Hdr
@@ -196,18 +220,17 @@ func (p *Port) Read() (int, error) {
 	for i := 0; i < got; i++ {
 		m := &p.rxMsgs[i]
 		n := int(m.Len) - vnetHdrLen
-		if n < 14 || n > p.maxFrame || m.Hdr.Flags&unix.MSG_TRUNC != 0 {
+		if n < 14 || m.Hdr.Flags&unix.MSG_TRUNC != 0 {
 			p.stats.RxOversize++
 			continue
 		}
-		hdr := p.rxHdr[i][:]
-		if hdr[1] != 0 { // gso_type: a GSO super-packet that happened to fit
+		vh := ParseVnetHdr(p.rxHdr[i][:])
+		if n > p.maxGSO || vh.GSOType == GSONone && n > p.maxFrame {
 			p.stats.RxOversize++
 			continue
 		}
 		off := vlanRoom
 		frame := p.rxStore[i][off : off+n]
-		csumStart := int(binary.NativeEndian.Uint16(hdr[6:]))
 		if tci, ok := p.vlan(i); ok {
 			// Put the tag the kernel moved to skb metadata back after the
 			// MAC addresses.
@@ -217,17 +240,22 @@ func (p *Port) Read() (int, error) {
 			binary.BigEndian.PutUint16(s[14:], tci)
 			off, n = 0, n+vlanRoom
 			frame = s[:n]
-			csumStart += vlanRoom
+			if vh.Flags&VnetNeedsCsum != 0 {
+				vh.CsumStart += vlanRoom
+			}
 			p.stats.RxVLANRestored++
 		}
-		if hdr[0]&vnetFlagNeedsCsum != 0 {
-			if !completeChecksum(frame, csumStart, int(binary.NativeEndian.Uint16(hdr[8:]))) {
+		if vh.GSOType != GSONone {
+			p.stats.RxGSO++
+		} else if vh.Flags&VnetNeedsCsum != 0 {
+			if !completeChecksum(frame, int(vh.CsumStart), int(vh.CsumOffset)) {
 				p.stats.RxOversize++
 				continue
 			}
+			vh.Flags &^= VnetNeedsCsum
 			p.stats.RxChecksummed++
 		}
-		p.rxOff[k], p.rxLen[k] = off, n
+		p.rxOff[k], p.rxLen[k], p.rxVnet[k] = off, n, vh
 		if k != i {
 			p.rxStore[k], p.rxStore[i] = p.rxStore[i], p.rxStore[k]
 		}
@@ -266,27 +294,42 @@ func (p *Port) vlan(i int) (uint16, bool) {
 // field at start+offset holds the pseudo-header sum, the one's complement
 // sum from start to the end is stored there complemented.
 func completeChecksum(b []byte, start, offset int) bool {
-	if start < 0 || start+offset+2 > len(b) {
+	if start < 0 || offset < 0 || start+offset+2 > len(b) {
 		return false
 	}
-	var sum uint32
-	d := b[start:]
-	for len(d) >= 2 {
-		sum += uint32(d[0])<<8 | uint32(d[1])
-		d = d[2:]
-	}
-	if len(d) == 1 {
-		sum += uint32(d[0]) << 8
-	}
-	for sum>>16 != 0 {
-		sum = sum&0xffff + sum>>16
-	}
-	binary.BigEndian.PutUint16(b[start+offset:], ^uint16(sum))
+	binary.BigEndian.PutUint16(b[start+offset:], ^fold(csumAdd(0, b[start:])))
 	return true
 }
 
-// Frame returns frame i of the last Read, valid until the next Read.
+// Frame returns frame i of the last Read, valid until the next Read (or
+// Segments(i)). A GSO super-packet is returned whole.
 func (p *Port) Frame(i int) []byte { return p.rxStore[i][p.rxOff[i] : p.rxOff[i]+p.rxLen[i]] }
+
+// Vnet returns the virtio_net_hdr of frame i of the last Read (CsumStart
+// relative to Frame(i); VnetNeedsCsum cleared once Read completed the
+// checksum).
+func (p *Port) Vnet(i int) VnetHdr { return p.rxVnet[i] }
+
+// Segments hands emit frame i of the last Read as it goes on the wire:
+// the frame itself, or the segments of a GSO super-packet (see Segment;
+// they are cut in place, so Frame(i) is garbage afterwards, and emit must
+// not keep the slice). It returns the number of frames emitted; a
+// super-packet that cannot be segmented is counted in RxGSOErrors and
+// dropped.
+func (p *Port) Segments(i int, emit func(frame []byte)) int {
+	vh := p.rxVnet[i]
+	if vh.GSOType == GSONone {
+		emit(p.Frame(i))
+		return 1
+	}
+	n, err := Segment(vh, p.Frame(i), emit)
+	if err != nil {
+		p.stats.RxGSOErrors++
+		return 0
+	}
+	p.stats.RxSegments += uint64(n)
+	return n
+}
 
 // Transmit queues a copy of frame for the next Flush (flushing first when
 // the batch is full). It implements soft.Link.

@@ -185,9 +185,13 @@ func TestVethBatch(t *testing.T) {
 	if st := b.Stats(); st.RxBatches >= n || st.RxFrames < n {
 		t.Errorf("rx stats %+v: not batched", st)
 	}
-	// The sender ignores its own transmissions.
-	if k, _ := a.Read(); k != 0 {
-		t.Errorf("sender read %d frames back", k)
+	// The sender ignores its own transmissions (the peer's kernel may
+	// have sent it IPv6 router solicitations meanwhile).
+	k, _ := a.Read()
+	for i := 0; i < k; i++ {
+		if f := a.Frame(i); [6]byte(f[6:12]) == a.MAC {
+			t.Errorf("sender read its own frame back: %x", f[:min(len(f), 64)])
+		}
 	}
 	// A frame larger than the interface MTU is refused by the kernel.
 	a.Transmit(udpFrame(b.MAC, a.MAC, netip.MustParseAddr("10.9.0.1"), netip.MustParseAddr("10.9.0.2"), make([]byte, 3000)))
