@@ -92,24 +92,25 @@ type Handler interface {
 type Decoder struct {
 	// Parser finds INT v2.1 in inner packets. INT over TCP/UDP without a
 	// configured marking is still found when the bytes after the L4 header
-	// form a consistent INT v2.1 shim and header.
+	// form a consistent INT v2.1 shim and header. Its AllowTruncated is
+	// always set while decoding: embedded packets are parsed in place,
+	// truncated.
 	Parser wire.Parser
 	// INT05Port is the Host-INT UDP-extension port; INT05DSCP/Mask the
 	// DSCP marking of INT 0.5 over TCP/UDP (mask 0 disables).
 	INT05Port                uint16
 	INT05DSCP, INT05DSCPMask uint8
 
-	rep     Report
-	hops    [MaxHops]wire.HopMetadata
-	pkt     wire.Packet
-	scratch [2048]byte
+	rep  Report
+	hops [MaxHops]wire.HopMetadata
+	pkt  wire.Packet
 }
 
 // NewDecoder returns a decoder with the default markings: VXLAN-GPE and
 // Geneve on their IANA ports, Host-INT's UDP port 33122 and DSCP 0x01/0x01.
 func NewDecoder() *Decoder {
 	return &Decoder{
-		Parser:        wire.Parser{VXLANGPEPort: wire.PortVXLANGPE, GenevePort: wire.PortGeneve},
+		Parser:        wire.Parser{VXLANGPEPort: wire.PortVXLANGPE, GenevePort: wire.PortGeneve, AllowTruncated: true},
 		INT05Port:     wire.HostINTDefaultPort,
 		INT05DSCP:     0x01,
 		INT05DSCPMask: 0x01,
@@ -245,14 +246,10 @@ func (d *Decoder) decodeTR05(payload []byte, h Handler) (int, error) {
 // decodeInner parses an embedded (possibly truncated) packet: its flow and
 // any INT stack. fromReport says the packet was embedded by a sink, so INT
 // 0.5 blocks have no tail header.
-func (d *Decoder) decodeInner(r *Report, b []byte, ethernet, fromReport bool) {
-	n := copy(d.scratch[:], b)
-	buf := d.scratch[:n]
-	if ethernet {
-		fixLengthsEth(buf)
-	} else {
-		fixLengths(buf, 0)
-	}
+// The packet is parsed in place (the parser accepts IP length fields
+// beyond the bytes present) and never written to.
+func (d *Decoder) decodeInner(r *Report, buf []byte, ethernet, fromReport bool) {
+	d.Parser.AllowTruncated = true
 	p := &d.pkt
 	var err error
 	if ethernet {
@@ -321,45 +318,6 @@ func (d *Decoder) DecodeFrame(frame []byte, st *INTStack) (wire.FlowKey, bool, e
 	return r.Flow, r.HasFlow, r.InnerErr
 }
 
-// fixLengthsEth finds the IP header of an Ethernet frame and shrinks its
-// length field to the bytes present, so a truncated packet parses.
-func fixLengthsEth(b []byte) int {
-	if len(b) < wire.EthernetLen {
-		return -1
-	}
-	off := 12
-	et := binary.BigEndian.Uint16(b[off:])
-	for i := 0; i < 2 && (et == wire.EtherTypeVLAN || et == wire.EtherTypeQinQ); i++ {
-		if len(b) < off+6 {
-			return -1
-		}
-		off += 4
-		et = binary.BigEndian.Uint16(b[off:])
-	}
-	if et != wire.EtherTypeIPv4 && et != wire.EtherTypeIPv6 {
-		return -1
-	}
-	fixLengths(b, off+2)
-	return off + 2
-}
-
-func fixLengths(b []byte, l3 int) {
-	if len(b) < l3+1 {
-		return
-	}
-	h := b[l3:]
-	switch h[0] >> 4 {
-	case 4:
-		if len(h) >= wire.IPv4MinLen && int(binary.BigEndian.Uint16(h[2:])) > len(h) {
-			binary.BigEndian.PutUint16(h[2:], uint16(len(h)))
-		}
-	case 6:
-		if len(h) >= wire.IPv6Len && int(binary.BigEndian.Uint16(h[4:])) > len(h)-wire.IPv6Len {
-			binary.BigEndian.PutUint16(h[4:], uint16(len(h)-wire.IPv6Len))
-		}
-	}
-}
-
 func ipDSCP(b []byte, p *wire.Packet) uint8 {
 	if p.IPVersion == 4 {
 		return b[p.L3+1] >> 2
@@ -413,17 +371,36 @@ func (d *Decoder) decodeV21(st *INTStack, buf []byte, p *wire.Packet) error {
 		st.DomainID, st.DSInstructions, st.DSFlags = h.DomainID, h.DSInstructions, h.DSFlags
 		return nil
 	}
-	h, s, err := wire.DecodeMD(b, -1)
-	st.Version, st.D, st.E, st.M = h.Version, h.Discard, h.HopCountExceeded, h.MTUExceeded
-	st.HopML, st.RemainingHops, st.Instructions = h.HopML, h.RemainingHops, h.Instructions
-	st.DomainID, st.DSInstructions, st.DSFlags = h.DomainID, h.DSInstructions, h.DSFlags
-	if err != nil {
-		return err
+	// INT-MD: the header and the stack, as wire.DecodeMD (the source-only
+	// metadata after the last whole hop is left out), decoded in place.
+	if len(b) < wire.MDHeaderLen {
+		return wire.ErrTruncated
 	}
-	st.TotalHops = s.Count()
-	for i := 0; i < st.TotalHops && i < MaxHops; i++ {
-		st.Hops = st.Hops[:i+1]
-		decodeHop(s.Hop(i), h.Instructions, &st.Hops[i])
+	inst := wire.Instructions(binary.BigEndian.Uint16(b[4:]))
+	hopML := b[2] & 0x1f
+	st.Version, st.D, st.E, st.M = b[0]>>4, b[0]&0x08 != 0, b[0]&0x04 != 0, b[0]&0x02 != 0
+	st.HopML, st.RemainingHops, st.Instructions = hopML, b[3], inst
+	st.DomainID, st.DSInstructions, st.DSFlags = binary.BigEndian.Uint16(b[6:]), binary.BigEndian.Uint16(b[8:]), binary.BigEndian.Uint16(b[10:])
+	if st.Version != wire.Version2 {
+		return wire.ErrBadVersion
+	}
+	if inst.Words() > int(hopML) {
+		return wire.ErrBadLength
+	}
+	hl := int(hopML) * 4
+	if hl == 0 {
+		return nil
+	}
+	stack := b[wire.MDHeaderLen:]
+	n := len(stack) / hl
+	if (len(stack)-n*hl)%4 != 0 {
+		return wire.ErrBadLength
+	}
+	st.TotalHops = n
+	n = min(n, MaxHops)
+	st.Hops = d.hops[:n]
+	for i := range st.Hops {
+		decodeHop(stack[i*hl:(i+1)*hl:(i+1)*hl], inst, &st.Hops[i])
 	}
 	return nil
 }
