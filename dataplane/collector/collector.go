@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/intd-project/intd/dataplane/wire"
 )
@@ -169,7 +170,7 @@ type Collector struct {
 	dec     *Decoder
 	now     int64
 	flows   []FlowState
-	index   map[wire.FlowKey]int32
+	index   flowIndex
 	head    int32 // most recently updated
 	tail    int32 // least recently updated
 	sources map[uint64]*SourceState
@@ -190,7 +191,7 @@ func New(cfg Config) *Collector {
 	return &Collector{
 		cfg:     cfg,
 		dec:     NewDecoder(),
-		index:   make(map[wire.FlowKey]int32, cfg.MaxFlows),
+		index:   newFlowIndex(cfg.MaxFlows, uint64(time.Now().UnixNano())),
 		head:    -1,
 		tail:    -1,
 		sources: make(map[uint64]*SourceState),
@@ -522,7 +523,8 @@ func (c *Collector) source(r *Report) *SourceState {
 // flow returns the state of k, creating it (and evicting the least
 // recently updated flow when the table is full).
 func (c *Collector) flow(k *wire.FlowKey) *FlowState {
-	if i, ok := c.index[*k]; ok {
+	h := c.index.hash(k)
+	if i := c.index.find(c.flows, k, h); i >= 0 {
 		c.touch(i)
 		return &c.flows[i]
 	}
@@ -533,13 +535,13 @@ func (c *Collector) flow(k *wire.FlowKey) *FlowState {
 	} else {
 		i = c.tail
 		c.unlink(i)
-		delete(c.index, c.flows[i].Key)
+		c.index.remove(c.index.hash(&c.flows[i].Key), i)
 		c.c.FlowsEvicted++
 	}
 	c.c.FlowsCreated++
 	f := &c.flows[i]
 	*f = FlowState{Key: *k, FirstSeen: c.now, LastSeen: c.now}
-	c.index[*k] = i
+	c.index.insert(h, i)
 	c.pushFront(i)
 	return f
 }
@@ -606,7 +608,7 @@ func (c *Collector) Snapshot(maxFlows int) *Snapshot {
 func (c *Collector) Flow(k wire.FlowKey) (FlowState, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if i, ok := c.index[k]; ok {
+	if i := c.index.find(c.flows, &k, c.index.hash(&k)); i >= 0 {
 		return c.flows[i], true
 	}
 	return FlowState{}, false

@@ -1,0 +1,93 @@
+package collector
+
+import (
+	"encoding/binary"
+	"math/bits"
+
+	"github.com/intd-project/intd/dataplane/wire"
+)
+
+// flowIndex maps flow keys to positions in Collector.flows: an
+// open-addressed table with linear probing, at most half full. A slot
+// holds the upper 32 bits of the key's hash and the position plus one (0:
+// empty), so a probe compares keys only when the hash bits match; the
+// home slot is taken from the same bits, so that removal can recompute it.
+type flowIndex struct {
+	slots []uint64
+	mask  uint64
+	seed  uint64
+}
+
+func newFlowIndex(maxFlows int, seed uint64) flowIndex {
+	n := 16
+	for n < 2*maxFlows {
+		n <<= 1
+	}
+	return flowIndex{slots: make([]uint64, n), mask: uint64(n - 1), seed: seed}
+}
+
+// hash is a wyhash-style hash of the key: folded 64x64->128 multiplies.
+func (x *flowIndex) hash(k *wire.FlowKey) uint64 {
+	s, d := k.Src.As16(), k.Dst.As16()
+	hi, lo := bits.Mul64(binary.LittleEndian.Uint64(s[:8])^x.seed, binary.LittleEndian.Uint64(s[8:])^0xe7037ed1a0b428db)
+	a := hi ^ lo
+	hi, lo = bits.Mul64(binary.LittleEndian.Uint64(d[:8])^0x8ebc6af09c88c6e3, binary.LittleEndian.Uint64(d[8:])^0x589965cc75374cc3)
+	b := hi ^ lo
+	hi, lo = bits.Mul64(a^b^0xa0761d6478bd642f, (uint64(k.SrcPort)<<32|uint64(k.DstPort)<<16|uint64(k.Proto))^x.seed^0x1d8e4e27c47d124f)
+	return hi ^ lo
+}
+
+func sameKey(a, b *wire.FlowKey) bool {
+	return a.SrcPort == b.SrcPort && a.DstPort == b.DstPort && a.Proto == b.Proto && a.Src == b.Src && a.Dst == b.Dst
+}
+
+// find returns the position of k, or -1.
+func (x *flowIndex) find(flows []FlowState, k *wire.FlowKey, h uint64) int32 {
+	tag := h >> 32 << 32
+	for i := h >> 32 & x.mask; ; i = (i + 1) & x.mask {
+		s := x.slots[i]
+		if s == 0 {
+			return -1
+		}
+		if s&^0xffffffff == tag {
+			if p := int32(uint32(s)) - 1; sameKey(&flows[p].Key, k) {
+				return p
+			}
+		}
+	}
+}
+
+// insert adds position p for a key with hash h that is not in the index.
+func (x *flowIndex) insert(h uint64, p int32) {
+	i := h >> 32 & x.mask
+	for x.slots[i] != 0 {
+		i = (i + 1) & x.mask
+	}
+	x.slots[i] = h>>32<<32 | uint64(uint32(p+1))
+}
+
+// remove deletes position p (key hash h), shifting back the entries after
+// it in its probe run so that no probe stops early.
+func (x *flowIndex) remove(h uint64, p int32) {
+	want := uint64(uint32(p + 1))
+	i := h >> 32 & x.mask
+	for x.slots[i]&0xffffffff != want {
+		i = (i + 1) & x.mask
+	}
+	for j := (i + 1) & x.mask; ; j = (j + 1) & x.mask {
+		s := x.slots[j]
+		if s == 0 {
+			break
+		}
+		// The entry at j may move to i when its home slot is not in (i, j].
+		home := x.home(s)
+		if (j-home)&x.mask >= (j-i)&x.mask {
+			x.slots[i] = s
+			i = j
+		}
+	}
+	x.slots[i] = 0
+}
+
+// home is the first slot probed for the entry s.
+func (x *flowIndex) home(s uint64) uint64 { return (s >> 32) & x.mask }

@@ -1,0 +1,56 @@
+package collector
+
+import (
+	"math/rand"
+	"net/netip"
+	"testing"
+
+	"github.com/intd-project/intd/dataplane/wire"
+)
+
+// TestFlowIndex checks the open-addressed index against a map through
+// random inserts and removals in a small, crowded table.
+func TestFlowIndex(t *testing.T) {
+	const max = 32
+	rng := rand.New(rand.NewSource(1))
+	x := newFlowIndex(max, 7)
+	flows := make([]FlowState, max)
+	ref := map[wire.FlowKey]int32{}
+	var free []int32
+	for i := int32(0); i < max; i++ {
+		free = append(free, i)
+	}
+	key := func(n int) wire.FlowKey {
+		return wire.FlowKey{Src: netip.AddrFrom4([4]byte{10, 0, 0, byte(n)}), Dst: netip.MustParseAddr("2001:db8::1"),
+			SrcPort: uint16(n % 7), DstPort: 80, Proto: wire.ProtoTCP}
+	}
+	for op := 0; op < 200000; op++ {
+		k := key(rng.Intn(100))
+		h := x.hash(&k)
+		p := x.find(flows, &k, h)
+		if rp, ok := ref[k]; ok != (p >= 0) || ok && rp != p {
+			t.Fatalf("op %d: find %v = %d, want %d %v", op, k, p, rp, ok)
+		}
+		switch {
+		case p >= 0 && rng.Intn(2) == 0:
+			x.remove(h, p)
+			delete(ref, k)
+			free = append(free, p)
+		case p < 0 && len(free) > 0:
+			p = free[len(free)-1]
+			free = free[:len(free)-1]
+			flows[p].Key = k
+			x.insert(h, p)
+			ref[k] = p
+		}
+	}
+	n := 0
+	for _, s := range x.slots {
+		if s != 0 {
+			n++
+		}
+	}
+	if n != len(ref) {
+		t.Errorf("%d slots used, %d flows", n, len(ref))
+	}
+}
