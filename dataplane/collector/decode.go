@@ -101,9 +101,10 @@ type Decoder struct {
 	INT05Port                uint16
 	INT05DSCP, INT05DSCPMask uint8
 
-	rep  Report
-	hops [MaxHops]wire.HopMetadata
-	pkt  wire.Packet
+	rep    Report
+	hops   [MaxHops]wire.HopMetadata
+	layout hopLayout // of the last INT-MD stack's bitmap
+	pkt    wire.Packet
 }
 
 // NewDecoder returns a decoder with the default markings: VXLAN-GPE and
@@ -399,8 +400,11 @@ func (d *Decoder) decodeV21(st *INTStack, buf []byte, p *wire.Packet) error {
 	st.TotalHops = n
 	n = min(n, MaxHops)
 	st.Hops = d.hops[:n]
+	if d.layout.inst != inst || d.layout.fixed == 0 {
+		d.layout.set(inst)
+	}
 	for i := range st.Hops {
-		decodeHop(stack[i*hl:(i+1)*hl:(i+1)*hl], inst, &st.Hops[i])
+		d.layout.decode(stack[i*hl:(i+1)*hl:(i+1)*hl], &st.Hops[i])
 	}
 	return nil
 }

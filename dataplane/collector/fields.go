@@ -3,6 +3,7 @@ package collector
 import (
 	"encoding/binary"
 	"math/bits"
+	"unsafe"
 
 	"github.com/intd-project/intd/dataplane/wire"
 )
@@ -90,4 +91,123 @@ func decodeHop(b []byte, inst wire.Instructions, m *wire.HopMetadata) {
 		}
 	}
 	m.DomainSpecific = b[off:end:end]
+}
+
+// hopLayout is where each metadata field of one instruction bitmap lies in
+// a hop (byte offsets, -1 when not selected), computed once per stack so
+// that each hop is decoded with independent loads. Reserved bits 9-14 take
+// a word each and are skipped.
+type hopLayout struct {
+	inst                                  wire.Instructions
+	node, l1, lat, q, its, ets, l2, tx, b int
+	fixed                                 int // bytes of bits 0-14
+}
+
+func (l *hopLayout) set(inst wire.Instructions) {
+	l.inst = inst
+	off := 0
+	at := func(bit wire.Instructions, n int) int {
+		if inst&bit == 0 {
+			return -1
+		}
+		o := off
+		off += n
+		return o
+	}
+	l.node = at(wire.InstNodeID, 4)
+	l.l1 = at(wire.InstL1Ports, 4)
+	l.lat = at(wire.InstHopLatency, 4)
+	l.q = at(wire.InstQueue, 4)
+	l.its = at(wire.InstIngressTimestamp, 8)
+	l.ets = at(wire.InstEgressTimestamp, 8)
+	l.l2 = at(wire.InstL2Ports, 8)
+	l.tx = at(wire.InstTxUtilization, 4)
+	l.b = at(wire.InstBuffer, 4)
+	l.fixed = off + 4*bits.OnesCount16(uint16(inst)&0x7e)
+}
+
+// decode is decodeHop with the layout of its bitmap: b is one hop of at
+// least l.fixed bytes (plus the checksum complement word if selected).
+func (l *hopLayout) decode(b []byte, m *wire.HopMetadata) {
+	end := len(b)
+	if l.inst&wire.InstChecksumComplement != 0 {
+		end -= 4
+	}
+	if l.fixed > end {
+		panic("collector: INT hop shorter than its instruction bitmap")
+	}
+	var valid wire.Instructions
+	p := unsafe.Pointer(unsafe.SliceData(b))
+	if o := l.node; o >= 0 {
+		x := be32(p, o)
+		m.NodeID = x
+		if x != wire.Unavailable32 {
+			valid |= wire.InstNodeID
+		}
+	}
+	if o := l.l1; o >= 0 {
+		x := be32(p, o)
+		m.IngressPort, m.EgressPort = uint16(x>>16), uint16(x)
+		if x != wire.Unavailable32 {
+			valid |= wire.InstL1Ports
+		}
+	}
+	if o := l.lat; o >= 0 {
+		x := be32(p, o)
+		m.HopLatency = x
+		if x != wire.Unavailable32 {
+			valid |= wire.InstHopLatency
+		}
+	}
+	if o := l.q; o >= 0 {
+		x := be32(p, o)
+		m.QueueID, m.QueueOccupancy = uint8(x>>24), x&0xffffff
+		if x != wire.Unavailable32 {
+			valid |= wire.InstQueue
+		}
+	}
+	if o := l.its; o >= 0 {
+		x := be64(p, o)
+		m.IngressTimestamp = x
+		if x != wire.Unavailable64 {
+			valid |= wire.InstIngressTimestamp
+		}
+	}
+	if o := l.ets; o >= 0 {
+		x := be64(p, o)
+		m.EgressTimestamp = x
+		if x != wire.Unavailable64 {
+			valid |= wire.InstEgressTimestamp
+		}
+	}
+	if o := l.l2; o >= 0 {
+		x := be64(p, o)
+		m.L2IngressPort, m.L2EgressPort = uint32(x>>32), uint32(x)
+		if x != wire.Unavailable64 {
+			valid |= wire.InstL2Ports
+		}
+	}
+	if o := l.tx; o >= 0 {
+		x := be32(p, o)
+		m.TxUtilization = x
+		if x != wire.Unavailable32 {
+			valid |= wire.InstTxUtilization
+		}
+	}
+	if o := l.b; o >= 0 {
+		x := be32(p, o)
+		m.BufferID, m.BufferOccupancy = uint8(x>>24), x&0xffffff
+		if x != wire.Unavailable32 {
+			valid |= wire.InstBuffer
+		}
+	}
+	m.ChecksumComplement = 0
+	if l.inst&wire.InstChecksumComplement != 0 {
+		m.ChecksumComplement = binary.BigEndian.Uint32(b[end:])
+		if m.ChecksumComplement != wire.Unavailable32 {
+			valid |= wire.InstChecksumComplement
+		}
+	}
+	m.Valid = valid
+	m.DomainSpecific = b[l.fixed:end:end]
 }
