@@ -84,8 +84,9 @@ func (c *capture) got() [][]byte {
 // checkINT checks every captured TCP frame h1 -> h2 (10.0.1.2 -> 10.0.2.2,
 // the watched direction) for INT-MD with hops hops and no more than mtu
 // bytes of IP; it returns the number of frames, of those with payload and
-// of full-sized frames without INT (those are allowed when full is set:
-// non-GSO packets of the MTU's size have no room for INT).
+// of full-sized frames without INT or with hops missing and the M bit set
+// (those are allowed when full is set: non-GSO packets near the MTU's size
+// have no room for INT).
 func checkINT(t *testing.T, where string, frames [][]byte, hops, mtu int, full bool) (n, data, noRoom int) {
 	t.Helper()
 	pr := &wire.Parser{DSCP: 23, DSCPMask: 63}
@@ -111,6 +112,12 @@ func checkINT(t *testing.T, where string, frames [][]byte, hops, mtu int, full b
 		}
 		if err == nil && st.Count() != hops {
 			err = errHops
+			if full && st.Count() < hops && f[p.INT]&0x02 != 0 {
+				// A non-GSO packet with room for the source's hop
+				// only: the M bit tells why a hop is missing.
+				noRoom++
+				continue
+			}
 		}
 		if err == nil && p.End-p.L3 > mtu {
 			err = errTooBig
@@ -293,7 +300,7 @@ func testGSO(t *testing.T, hostMTU int, gro bool) {
 	gso := e.r[0].rawCounters(e.r[0].ifaces["r1-r2"].slot)[cGSO]
 	t.Logf("TCP frames h1->h2: r1->r2 %d (%d with data, %d full-sized without INT), r2->r3 %d (%d, %d); GSO super-packets detoured at r1: %d",
 		n12, d12, f12, n23, d23, f23, gso)
-	if f12 != f23 || f12*100 > n12 {
+	if f23 < f12 || f23*100 > n23 {
 		t.Errorf("full-sized frames without INT: %d of %d, %d of %d", f12, n12, f23, n23)
 	}
 	if d12*1448 < len(data) || d23*1448 < len(data) {

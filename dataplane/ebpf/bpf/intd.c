@@ -617,59 +617,80 @@ GLOBAL int parse(struct __sk_buff *skb, struct scratch *s)
 		return -1;
 	struct pkt *p = &s->p;
 	struct cfg *c = &s->c;
-	__u8 h[34];
 	__builtin_memset(p, 0, sizeof(*p));
-	if (bpf_skb_load_bytes(skb, 0, h, sizeof(h)) < 0)
+	/* Direct packet access (a helper call per load costs more): the
+	 * headers are in the linear part, or are pulled there once. */
+	__u8 *d = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
+	if (d + 34 > end) {
+		__u32 want = skb->len < 160 ? skb->len : 160;
+		if (bpf_skb_pull_data(skb, want))
+			return -1;
+		d = (void *)(long)skb->data;
+		end = (void *)(long)skb->data_end;
+		if (d + 34 > end)
+			return -1;
+	}
+	if (d[12] != 0x08 || d[13] != 0x00 || (d[14] >> 4) != 4)
 		return -1;
-	if (h[12] != 0x08 || h[13] != 0x00 || (h[14] >> 4) != 4)
-		return -1;
-	p->ihl = (h[14] & 0xf) * 4;
+	p->ihl = (d[14] & 0xf) * 4;
 	if (p->ihl < 20)
 		return -1;
-	p->tos = h[15];
-	p->ip_len = ((__u32)h[16] << 8) | h[17];
-	p->ip_id = ((__u16)h[18] << 8) | h[19];
-	p->frag = (((__u16)h[20] << 8) | h[21]) & 0x3fff;
-	p->proto = p->ipproto = h[23];
-	__builtin_memcpy(&p->saddr, &h[26], 4);
-	__builtin_memcpy(&p->daddr, &h[30], 4);
-	p->l4 = L3 + p->ihl;
+	p->tos = d[15];
+	p->ip_len = ((__u32)d[16] << 8) | d[17];
+	p->ip_id = ((__u16)d[18] << 8) | d[19];
+	p->frag = (((__u16)d[20] << 8) | d[21]) & 0x3fff;
+	p->proto = p->ipproto = d[23];
+	__builtin_memcpy(&p->saddr, &d[26], 4);
+	__builtin_memcpy(&p->daddr, &d[30], 4);
+	__u32 l4 = L3 + (p->ihl & 0x3c);
+	p->l4 = l4;
 	if (p->frag)
 		return -1;
+	if (p->proto != IPPROTO_TCP && p->proto != IPPROTO_UDP)
+		return 0;
+	/* L4 header plus an INT shim and header behind it. */
+	__u32 need = l4 + 60 + 16;
+	if (need > skb->len)
+		need = skb->len;
+	need &= 0xff;
+	if (d + need > end) {
+		if (bpf_skb_pull_data(skb, need))
+			return -1;
+		d = (void *)(long)skb->data;
+		end = (void *)(long)skb->data_end;
+	}
+	__u8 *t = d + l4;
 	if (p->proto == IPPROTO_TCP) {
-		__u8 t[20];
-		if (bpf_skb_load_bytes(skb, p->l4, t, 20) < 0)
+		if (t + 20 > end)
 			return -1;
 		p->sport = ((__u16)t[0] << 8) | t[1];
 		p->dport = ((__u16)t[2] << 8) | t[3];
 		p->l4len = (t[12] >> 4) * 4;
 		p->tcp_flags = t[13];
-		p->csum = p->l4 + 16;
+		p->csum = l4 + 16;
 		if (p->l4len < 20)
 			return -1;
-	} else if (p->proto == IPPROTO_UDP) {
-		__u8 u[8];
-		if (bpf_skb_load_bytes(skb, p->l4, u, 8) < 0)
-			return -1;
-		p->sport = ((__u16)u[0] << 8) | u[1];
-		p->dport = ((__u16)u[2] << 8) | u[3];
-		p->l4len = 8;
-		p->csum = p->l4 + 6;
-		p->csum_flags = BPF_F_MARK_MANGLED_0;
 	} else {
-		return 0;
+		if (t + 8 > end)
+			return -1;
+		p->sport = ((__u16)t[0] << 8) | t[1];
+		p->dport = ((__u16)t[2] << 8) | t[3];
+		p->l4len = 8;
+		p->csum = l4 + 6;
+		p->csum_flags = BPF_F_MARK_MANGLED_0;
 	}
 	if (c->dscp_mask && ((p->tos >> 2) & c->dscp_mask) == c->dscp_val) {
-		p->shim = p->l4 + p->l4len;
+		p->shim = l4 + (p->l4len & 0x3c);
 		p->encap = 1;
 	} else if (c->udp_port && p->proto == IPPROTO_UDP && p->dport == c->udp_port) {
-		p->shim = p->l4 + 8;
+		p->shim = l4 + 8;
 		p->encap = 2;
 	} else {
 		return 0;
 	}
-	__u8 b[16];
-	if (p->shim + 16 > L3 + p->ip_len || bpf_skb_load_bytes(skb, p->shim, b, 16) < 0)
+	__u32 so = p->shim & 0xff;
+	__u8 *b = d + so;
+	if (p->shim + 16 > L3 + p->ip_len || b + 16 > end)
 		return 1;
 	p->itype = b[0] >> 4;
 	p->npt = (b[0] >> 2) & 3;
@@ -783,13 +804,6 @@ static __always_inline void store_hop(struct __sk_buff *skb, __u32 off, struct s
 		bpf_skb_store_bytes(skb, off, s->hop, len, 0);
 }
 
-static __always_inline __s64 hop_sum(struct scratch *s, __u32 words, __s64 seed)
-{
-	__u64 len = words * 4;
-	BOUND(len, 0x7c);
-	return bpf_csum_diff(0, 0, s->hop, len, seed);
-}
-
 static __always_inline void ip_word(struct __sk_buff *skb, __u32 off, __u16 oldv, __u16 newv)
 {
 	__u16 o = bpf_htons(oldv), n = bpf_htons(newv);
@@ -820,6 +834,57 @@ static __always_inline void l4_sum(struct __sk_buff *skb, struct pkt *p, __s64 d
 {
 	if (p->csum && diff >= 0)
 		bpf_l4_csum_replace(skb, p->csum, 0, (__u32)diff, p->csum_flags);
+}
+
+/* One's complement arithmetic on 16-bit words as they lie in memory (the
+ * checksum helpers' convention): cadd accumulates the change old -> new. */
+static __always_inline __u32 cadd(__u32 acc, __u16 oldv, __u16 newv)
+{
+	return acc + (__u16)~oldv + newv;
+}
+
+static __always_inline __u16 cfold(__u32 acc)
+{
+	acc = (acc & 0xffff) + (acc >> 16);
+	acc = (acc & 0xffff) + (acc >> 16);
+	return acc;
+}
+
+/* ip_csum_fix folds the accumulated change acc into the IPv4 header
+ * checksum (RFC 1624: HC' = ~(~HC + ~m + m')). */
+static __always_inline void ip_csum_fix(__u8 *iph, __u32 acc)
+{
+	__u16 *ck = (__u16 *)(iph + 10);
+	*ck = ~cfold((__u16)~*ck + acc);
+}
+
+/* make_room makes n bytes of room at offset at (after the L4 header, at
+ * most MAX_MOVE bytes after the fixed IPv4 header) with one helper call:
+ * the kernel inserts the room after the fixed IPv4 header and the bytes in
+ * between move down again with direct packet access. It returns 0, -1
+ * when nothing changed, -2 when the packet is left inconsistent. */
+static __always_inline int make_room(struct __sk_buff *skb, __u32 at, __u32 n)
+{
+	__u32 mv = at - (L3 + 20);
+	if (mv > MAX_MOVE || n > 0x1ff)
+		return -1;
+	if (bpf_skb_adjust_room(skb, n, BPF_ADJ_ROOM_NET, 0))
+		return -1;
+	__u8 *d = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
+	for (int i = 0; i < MAX_MOVE / 4; i++) {
+		__u32 o = i * 4;
+		if (o >= mv)
+			break;
+		__u8 *dst = d + L3 + 20 + o;
+		__u8 *src = dst + (n & 0x1ff);
+		/* Keep the checked pointers in registers: recomputed ones
+		 * would not carry the verifier's bounds. */
+		asm volatile("" : "+r"(dst), "+r"(src));
+		if (dst + 4 > end || src + 4 > end)
+			return -2;
+		*(__u32 *)dst = *(__u32 *)src;
+	}
+	return 0;
 }
 
 /* grow makes n bytes of room at offset at (after the L4 header): the
@@ -1353,9 +1418,8 @@ GLOBAL int transit(struct __sk_buff *skb, struct scratch *s)
 	w &= 31;
 	if (w == 0 || w * 4 != n)
 		return TC_ACT_OK;
-	__s64 diff = hop_sum(s, w, 0);
 	__u32 at = p->shim + 16;
-	int r = grow(skb, s, at, n);
+	int r = make_room(skb, at, n);
 	if (r == -2)
 		return TC_ACT_SHOT;
 	if (r) {
@@ -1363,21 +1427,44 @@ GLOBAL int transit(struct __sk_buff *skb, struct scratch *s)
 		cnt(s, C_MBIT);
 		return TC_ACT_OK;
 	}
-	store_hop(skb, at, s, w);
-	l4_sum(skb, p, diff);
-	/* Remaining Hop Count and shim length. */
-	__u16 ml = (__u16)(p->hdr0 & 0 ? 0 : 0);
-	__u8 b2;
-	bpf_skb_load_bytes(skb, p->shim + 6, &b2, 1);
-	ml = (__u16)b2 << 8;
-	l4_word(skb, p, p->shim + 6, ml | p->rhc, ml | (p->rhc - 1));
-	__u8 s0 = (p->itype << 4) | (p->npt << 2);
-	l4_word(skb, p, p->shim, ((__u16)s0 << 8) | p->shim_words, ((__u16)s0 << 8) | (p->shim_words + hop_ml));
+	/* The hop at the top of the stack, Remaining Hop Count, shim length,
+	 * UDP and IP lengths written directly; the L4 checksum takes the sum
+	 * of the changes with one helper call, its pseudo header with
+	 * another. */
+	__u8 *d = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
+	__u32 acc = 0;
+	at &= 0x1ff;
+	for (int i = 0; i < 31; i++) {
+		if (i >= w)
+			break;
+		__u8 *q = d + at + i * 4;
+		if (q + 4 > end)
+			return TC_ACT_SHOT;
+		__u32 v = s->hop[i & 31];
+		*(__u32 *)q = v;
+		acc += (v & 0xffff) + (v >> 16);
+	}
+	__u32 so = p->shim & 0x1ff, l4 = p->l4 & 0xff;
+	__u8 *sh = d + so, *u = d + l4, *iph = d + L3;
+	if (sh + 8 > end || u + 8 > end || iph + 20 > end)
+		return TC_ACT_SHOT;
+	__u16 o16 = *(__u16 *)(sh + 6);
+	sh[7] = p->rhc - 1;
+	acc = cadd(acc, o16, *(__u16 *)(sh + 6));
+	o16 = *(__u16 *)sh;
+	sh[1] = p->shim_words + hop_ml;
+	acc = cadd(acc, o16, *(__u16 *)sh);
 	__u16 seg = p->ip_len - p->ihl;
-	if (p->ipproto == IPPROTO_UDP)
-		l4_word(skb, p, p->l4 + 4, seg, seg + n);
+	if (p->ipproto == IPPROTO_UDP) {
+		o16 = *(__u16 *)(u + 4);
+		*(__u16 *)(u + 4) = bpf_htons(seg + n);
+		acc = cadd(acc, o16, *(__u16 *)(u + 4));
+	}
+	o16 = *(__u16 *)(iph + 2);
+	*(__u16 *)(iph + 2) = bpf_htons(p->ip_len + n);
+	ip_csum_fix(iph, cadd(0, o16, *(__u16 *)(iph + 2)));
+	l4_sum(skb, p, cfold(acc));
 	l4_pseudo_len(skb, p, seg, seg + n);
-	ip_word(skb, 2, p->ip_len, p->ip_len + n);
 	cnt(s, C_TRANSITED);
 	return TC_ACT_OK;
 }
