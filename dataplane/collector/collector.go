@@ -174,7 +174,10 @@ type Collector struct {
 	head    int32 // most recently updated
 	tail    int32 // least recently updated
 	sources map[uint64]*SourceState
-	c       Counters
+	// lastSrc caches the last sources lookup (key lastSrcKey).
+	lastSrc    *SourceState
+	lastSrcKey uint64
+	c          Counters
 	// OnReport, when set, is called for every decoded report (used for
 	// JSON output). It runs with the collector locked.
 	OnReport func(r *Report)
@@ -329,8 +332,9 @@ func (c *Collector) mdPath(f *FlowState, r *Report) {
 			*h = HopState{NodeID: node}
 		}
 		h.byStack = true
-		h.update(m, c.now)
-		e2e += hopLatency(m)
+		lat := hopLatency(m)
+		h.updateLat(m, lat, c.now)
+		e2e += lat
 	}
 	if changed && f.PathComplete && f.NHops != 0 {
 		f.PathChanges++
@@ -457,13 +461,19 @@ func hopLatency(m *wire.HopMetadata) uint64 {
 
 // update adds a hop's metadata to its statistics.
 func (h *HopState) update(m *wire.HopMetadata, now int64) {
-	if m.Valid&wire.InstL1Ports != 0 {
+	h.updateLat(m, hopLatency(m), now)
+}
+
+// updateLat is update with the hop latency (hopLatency(m)) known.
+func (h *HopState) updateLat(m *wire.HopMetadata, lat uint64, now int64) {
+	v := m.Valid
+	if v&wire.InstL1Ports != 0 {
 		h.IngressPort, h.EgressPort = m.IngressPort, m.EgressPort
 	}
-	if m.Valid&(wire.InstHopLatency|wire.InstIngressTimestamp|wire.InstEgressTimestamp) != 0 {
-		h.Latency.add(hopLatency(m))
+	if v&(wire.InstHopLatency|wire.InstIngressTimestamp|wire.InstEgressTimestamp) != 0 {
+		h.Latency.add(lat)
 	}
-	if m.Valid&wire.InstQueue != 0 {
+	if v&wire.InstQueue != 0 {
 		h.QueueID = m.QueueID
 		h.Queue.add(uint64(m.QueueOccupancy))
 	}
@@ -508,7 +518,11 @@ func (c *Collector) sequence(r *Report) {
 
 func (c *Collector) source(r *Report) *SourceState {
 	k := uint64(r.NodeID)<<8 | uint64(r.HWID)<<1 | uint64(r.Version&1)
+	if c.lastSrc != nil && c.lastSrcKey == k {
+		return c.lastSrc // the reports of a packet share their source
+	}
 	if s, ok := c.sources[k]; ok {
+		c.lastSrc, c.lastSrcKey = s, k
 		return s
 	}
 	if len(c.sources) >= c.cfg.MaxSources {

@@ -136,46 +136,72 @@ func (d *Decoder) Decode(payload []byte, h Handler) (int, error) {
 }
 
 func (d *Decoder) decodeV2(payload []byte, h Handler) (int, error) {
-	g, rr, err := wire.NewReportReader(payload)
+	g, err := wire.DecodeGroupHeader(payload)
 	if err != nil {
 		return 0, err
 	}
-	var wr wire.Report
+	// The individual reports, walked in place (as wire.ReportReader).
+	b := payload[wire.GroupHeaderLen:]
 	n := 0
 	r := &d.rep
-	for rr.Next(&wr) {
-		d.resetReport(r)
-		r.Version, r.HWID, r.Seq, r.NodeID, r.Index = g.Version, g.HWID, g.Seq, g.NodeID, n
-		r.RepType, r.InType = wr.Type, wr.InType
-		r.D, r.Q, r.F, r.I = wr.Dropped, wr.Congested, wr.TrackedFlow, wr.Intermediate
-		if wr.Type == wire.RepINT {
-			r.DomainID, r.DSMdBits, r.DSStatus = wr.DomainID, wr.DSMdBits, wr.DSMdStatus
-			mdLen := wire.RepMdWords(wr.RepMdBits) * 4
-			if len(wr.Metadata) < mdLen {
+	for len(b) > 0 {
+		if len(b) < wire.ReportHeaderLen {
+			return n, wire.ErrTruncated
+		}
+		typ, inType, length, mdWords, flags := wire.ReportType(b[0]>>4), wire.InnerType(b[0]&0x0f), b[1], int(b[2]), b[3]
+		end := len(b)
+		if length != wire.ReportLengthToEnd {
+			end = wire.ReportHeaderLen + int(length)*4
+			if end > len(b) {
+				return n, wire.ErrTruncated
+			}
+		}
+		body := b[wire.ReportHeaderLen:end]
+		b = b[end:]
+		var repMdBits uint16
+		var md []byte
+		if typ == wire.RepINT {
+			mdLen := mdWords * 4
+			if len(body) < wire.INTReportFixedLen+mdLen {
 				return n, wire.ErrBadLength
 			}
+			repMdBits = binary.BigEndian.Uint16(body)
+			if wire.RepMdWords(repMdBits) > mdWords {
+				return n, wire.ErrBadLength
+			}
+			md = body[:wire.INTReportFixedLen+mdLen]
+			body = body[wire.INTReportFixedLen+mdLen:]
+		}
+		d.resetReport(r)
+		r.Version, r.HWID, r.Seq, r.NodeID, r.Index = g.Version, g.HWID, g.Seq, g.NodeID, n
+		r.RepType, r.InType = typ, inType
+		r.D, r.Q, r.F, r.I = flags&0x80 != 0, flags&0x40 != 0, flags&0x20 != 0, flags&0x10 != 0
+		if typ == wire.RepINT {
+			r.DomainID, r.DSMdBits, r.DSStatus = binary.BigEndian.Uint16(md[2:]), binary.BigEndian.Uint16(md[4:]), binary.BigEndian.Uint16(md[6:])
+			md = md[wire.INTReportFixedLen:len(md):len(md)]
 			r.HasMD = true
-			off := decodeFields(wr.Metadata, wr.RepMdBits, &r.MD, false)
-			if wr.RepMdBits&wire.RepDrop != 0 {
-				w := binary.BigEndian.Uint32(wr.Metadata[off:])
+			off := decodeFields(md, repMdBits, &r.MD, false)
+			if repMdBits&wire.RepDrop != 0 {
+				w := binary.BigEndian.Uint32(md[off:])
 				r.HasDrop, r.DropQueueID, r.DropReason = true, uint8(w>>24), uint8(w>>16)
 			}
 			r.MD.Valid &^= wire.InstNodeID // reserved: the node is in the group header
-			r.DS = wr.Metadata[mdLen:]
+			r.DS = md[wire.RepMdWords(repMdBits)*4:]
 		}
-		r.Inner = wr.Inner
-		switch wr.InType {
+		r.Inner = body
+		switch inType {
 		case wire.InEthernet:
-			d.decodeInner(r, wr.Inner, true, true)
+			d.decodeInner(r, body, true, true)
 		case wire.InIPv4, wire.InIPv6:
-			d.decodeInner(r, wr.Inner, false, true)
+			d.decodeInner(r, body, false, true)
 		}
 		h.HandleReport(r)
 		n++
 	}
-	return n, rr.Err()
+	return n, nil
 }
 
+// resetReport clears r for the next report.
 func (d *Decoder) resetReport(r *Report) {
 	*r = Report{}
 	r.INT.Hops = d.hops[:0]

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -307,5 +308,44 @@ func TestFlowAddrs(t *testing.T) {
 	k, ok, err := d.DecodeFrame(mdFrame(t, testHops(), testInst, 0), &st)
 	if err != nil || !ok || k.Src != netip.MustParseAddr("10.0.0.1") || k.DstPort != 5001 || len(st.Hops) != 3 {
 		t.Fatalf("DecodeFrame = %v %v %v %+v", k, ok, err, len(st.Hops))
+	}
+}
+
+// TestResetReport: resetReport clears every field of a report that set
+// them all (a field added to Report must be cleared there too).
+func TestResetReport(t *testing.T) {
+	d := NewDecoder()
+	r := &d.rep
+	v := reflect.ValueOf(r).Elem()
+	var fill func(v reflect.Value)
+	fill = func(v reflect.Value) {
+		switch v.Kind() {
+		case reflect.Struct:
+			if v.Type() == reflect.TypeOf(netip.Addr{}) {
+				v.Set(reflect.ValueOf(netip.MustParseAddr("10.1.2.3")))
+				return
+			}
+			for i := 0; i < v.NumField(); i++ {
+				if v.Field(i).CanSet() {
+					fill(v.Field(i))
+				}
+			}
+		case reflect.Bool:
+			v.SetBool(true)
+		case reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+			v.SetUint(1)
+		case reflect.Int:
+			v.SetInt(1)
+		case reflect.Slice:
+			v.Set(reflect.MakeSlice(v.Type(), 1, 1))
+		case reflect.Interface:
+			v.Set(reflect.ValueOf(wire.ErrTruncated))
+		}
+	}
+	fill(v)
+	d.resetReport(r)
+	want := Report{INT: INTStack{Hops: d.hops[:0]}}
+	if !reflect.DeepEqual(*r, want) || len(r.INT.Hops) != 0 {
+		t.Errorf("after reset: %+v", *r)
 	}
 }
