@@ -588,8 +588,11 @@ func (p *Pipeline) emit(et EventType, ev *Event, dropped, congested bool) {
 		p.flush(b)
 		return
 	}
+	// A drop or queue report of a packet still carrying INT-MD comes from a
+	// node before the sink: the spec's intermediate report.
+	intermediate := ev.Kind != KindFlow && ev.INT >= 0 && ev.INTType == wire.TypeMD
 	rh := wire.ReportHeader{Type: wire.RepINT, InType: wire.InEthernet, Dropped: dropped, Congested: congested,
-		TrackedFlow: tracked, RepMdBits: uint16(h.Valid) & 0x7f80}
+		TrackedFlow: tracked, Intermediate: intermediate, RepMdBits: uint16(h.Valid) & 0x7f80}
 	if len(inner) == 0 {
 		rh.InType = wire.InNone
 	}

@@ -646,3 +646,32 @@ func wireAddr(i int) netip.AddrPort {
 }
 
 func netipAP(s string) netip.AddrPort { return netip.MustParseAddrPort(s) }
+
+// TestIntermediateBit: queue and drop reports of packets carrying INT-MD
+// are intermediate (I); the sink's flow report and reports of packets
+// without INT are not.
+func TestIntermediateBit(t *testing.T) {
+	cfg := baseConfig(1)
+	cfg.Queues = []QueueReport{{Port: 2, Queue: 0, LatencyThreshold: 1000, Quota: 10}}
+	p, c := newTest(t, cfg)
+	var ev Event
+	f := newFrame(1, []uint32{1, 2}, []uint32{100, 200})
+	f.event(&ev, 1, 5000) // the sink's flow report
+	p.Report(&ev)
+	f.event(&ev, 2, 5000) // the same packet in a breached queue before the sink
+	ev.Kind, ev.Hop.EgressPort = KindQueue, 2
+	p.Report(&ev)
+	g := newFrame(2, nil, nil)
+	g.event(&ev, 3, 5000) // a packet without INT in that queue
+	ev.Kind, ev.Hop.EgressPort, ev.INT, ev.INTLen, ev.INTType = KindQueue, 2, -1, 0, 0
+	p.Report(&ev)
+	reps := finish(t, p, c)
+	if len(reps) != 3 {
+		t.Fatalf("%d reports, want 3", len(reps))
+	}
+	for i, want := range []bool{false, true, false} {
+		if reps[i].hdr.Intermediate != want {
+			t.Errorf("report %d (%+v): I = %v, want %v", i, reps[i].hdr, reps[i].hdr.Intermediate, want)
+		}
+	}
+}
