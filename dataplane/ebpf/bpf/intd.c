@@ -1332,34 +1332,65 @@ GLOBAL int source(struct __sk_buff *skb, struct scratch *s)
 			ss->not_initiated++;
 			return TC_ACT_OK;
 		}
-		__s64 diff = bpf_csum_diff(0, 0, (__u32 *)s->ins, len, 0);
-		int r = grow(skb, s, at, n);
+		int r = make_room(skb, at, n);
 		if (r == -2)
 			return TC_ACT_SHOT;
 		if (r) {
 			ss->not_initiated++;
 			return TC_ACT_OK;
 		}
-		bpf_skb_store_bytes(skb, at, s->ins, len, 0);
-		l4_sum(skb, p, diff);
+		/* shim + INT written directly after the L4 header, then the
+		 * UDP length/port and the IPv4 word (DSCP, length) with the
+		 * checksums: one helper call for the L4 checksum's summed
+		 * change and one for its pseudo header. */
+		__u8 *d = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
+		__u32 acc = 0;
+		at &= 0xff;
+		for (int i = 0; i < 36; i++) {
+			if (i * 4 >= len)
+				break;
+			__u8 *q = d + at + i * 4;
+			asm volatile("" : "+r"(q));
+			if (q + 4 > end)
+				return TC_ACT_SHOT;
+			__u32 v;
+			__builtin_memcpy(&v, s->ins + i * 4, 4);
+			*(__u32 *)q = v;
+			acc += (v & 0xffff) + (v >> 16);
+		}
+		__u32 l4 = p->l4 & 0xff;
+		__u8 *u = d + l4, *iph = d + L3;
+		if (u + 8 > end || iph + 20 > end)
+			return TC_ACT_SHOT;
 		__u16 seg = p->ip_len - p->ihl;
-		if (p->ipproto == IPPROTO_UDP)
-			l4_word(skb, p, p->l4 + 4, seg, seg + n);
-		l4_pseudo_len(skb, p, seg, seg + n);
-		if (npt == 1)
-			l4_word(skb, p, p->l4 + 2, p->dport, c->udp_port);
-		/* Version/IHL, TOS (DSCP marking) and total length: one word. */
+		__u16 o16;
+		if (p->ipproto == IPPROTO_UDP) {
+			o16 = *(__u16 *)(u + 4);
+			*(__u16 *)(u + 4) = bpf_htons(seg + n);
+			acc = cadd(acc, o16, *(__u16 *)(u + 4));
+		}
+		if (npt == 1) {
+			o16 = *(__u16 *)(u + 2);
+			*(__u16 *)(u + 2) = bpf_htons(c->udp_port);
+			acc = cadd(acc, o16, *(__u16 *)(u + 2));
+		}
+		/* Version/IHL, TOS (DSCP marking) and total length. */
 		__u8 tos = p->tos;
 		if (npt == 0) {
 			__u8 dscp = p->tos >> 2;
 			__u8 nd = (dscp & ~c->dscp_mask) | (c->dscp_val & c->dscp_mask);
 			tos = (nd << 2) | (p->tos & 3);
 		}
-		__u32 vi = 0x40 | (p->ihl / 4);
-		__u32 o32 = bpf_htonl((vi << 24) | ((__u32)p->tos << 16) | p->ip_len);
-		__u32 n32 = bpf_htonl((vi << 24) | ((__u32)tos << 16) | (p->ip_len + n));
-		bpf_skb_store_bytes(skb, L3, &n32, 4, 0);
-		bpf_l3_csum_replace(skb, L3 + 10, o32, n32, 4);
+		__u32 iacc = 0;
+		o16 = *(__u16 *)iph;
+		iph[1] = tos;
+		iacc = cadd(iacc, o16, *(__u16 *)iph);
+		o16 = *(__u16 *)(iph + 2);
+		*(__u16 *)(iph + 2) = bpf_htons(p->ip_len + n);
+		iacc = cadd(iacc, o16, *(__u16 *)(iph + 2));
+		ip_csum_fix(iph, iacc);
+		l4_sum(skb, p, cfold(acc));
+		l4_pseudo_len(skb, p, seg, seg + n);
 	}
 	ss->initiated++;
 	cnt(s, C_INSERTED);
@@ -1477,7 +1508,6 @@ GLOBAL int strip(struct __sk_buff *skb, struct scratch *s)
 	if (!s)
 		return -1;
 	struct pkt *p = &s->p;
-	struct cfg *c = &s->c;
 	__u32 ilen = 4 + (__u32)p->shim_words * 4;
 	if (ilen > MAX_INT)
 		return -1;
@@ -1492,7 +1522,6 @@ GLOBAL int strip(struct __sk_buff *skb, struct scratch *s)
 	}
 	/* Checksum effect of the removed bytes. */
 	__s64 diff = 0;
-	__u32 off = p->shim;
 	for (int i = 0; i < 2; i++) {
 		__u32 done = i * 512;
 		if (done >= ilen)
@@ -1503,23 +1532,62 @@ GLOBAL int strip(struct __sk_buff *skb, struct scratch *s)
 		len &= 0x3fc;
 		if (len == 0 || len > 512)
 			break;
-		if (bpf_skb_load_bytes(skb, off + done, s->buf, len))
+		if (bpf_skb_load_bytes(skb, p->shim + done, s->buf, len))
 			return -1;
 		diff = bpf_csum_diff((__u32 *)s->buf, len, 0, 0, diff);
 	}
-	l4_sum(skb, p, diff);
+	if (diff < 0)
+		return -1;
+	__u32 acc = cfold((__u32)diff);
+	__u8 *d = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
+	__u32 l4 = p->l4 & 0xff;
+	__u8 *u = d + l4, *iph = d + L3;
+	if (u + 8 > end || iph + 20 > end)
+		return -1;
 	__u16 seg = p->ip_len - p->ihl;
-	if (p->ipproto == IPPROTO_UDP)
-		l4_word(skb, p, p->l4 + 4, seg, seg - ilen);
-	l4_pseudo_len(skb, p, seg, seg - ilen);
-	if (p->npt == 1)
-		l4_word(skb, p, p->l4 + 2, c->udp_port, p->shim_val);
-	if (p->encap == 1) {
-		__u16 old = ((__u16)(0x40 | (p->ihl / 4)) << 8) | p->tos;
-		ip_word(skb, 0, old, (old & 0xff03) | (p->shim_val & 0xfc));
+	__u16 o16;
+	if (p->ipproto == IPPROTO_UDP) {
+		o16 = *(__u16 *)(u + 4);
+		*(__u16 *)(u + 4) = bpf_htons(seg - ilen);
+		acc = cadd(acc, o16, *(__u16 *)(u + 4));
 	}
-	ip_word(skb, 2, p->ip_len, p->ip_len - ilen);
-	return shrink(skb, s, p->shim, ilen) ? -1 : 0;
+	if (p->npt == 1) {
+		o16 = *(__u16 *)(u + 2);
+		*(__u16 *)(u + 2) = bpf_htons(p->shim_val);
+		acc = cadd(acc, o16, *(__u16 *)(u + 2));
+	}
+	__u32 iacc = 0;
+	if (p->encap == 1) {
+		o16 = *(__u16 *)iph;
+		iph[1] = (p->tos & 0x03) | (p->shim_val & 0xfc);
+		iacc = cadd(iacc, o16, *(__u16 *)iph);
+	}
+	o16 = *(__u16 *)(iph + 2);
+	*(__u16 *)(iph + 2) = bpf_htons(p->ip_len - ilen);
+	iacc = cadd(iacc, o16, *(__u16 *)(iph + 2));
+	ip_csum_fix(iph, iacc);
+	l4_sum(skb, p, cfold(acc));
+	l4_pseudo_len(skb, p, seg, seg - ilen);
+	/* Move what lies between the fixed IPv4 header and the shim down
+	 * over the INT bytes, then drop the room after the IPv4 header. */
+	__u32 mv = p->shim - (L3 + 20);
+	if (mv > MAX_MOVE)
+		return -1;
+	d = (void *)(long)skb->data;
+	end = (void *)(long)skb->data_end;
+	for (int i = MAX_MOVE / 4 - 1; i >= 0; i--) {
+		if (i * 4 >= mv)
+			continue;
+		__u8 *src = d + L3 + 20 + i * 4;
+		__u8 *dst = src + (ilen & 0x7ff);
+		asm volatile("" : "+r"(dst), "+r"(src));
+		if (dst + 4 > end || src + 4 > end)
+			return -1;
+		*(__u32 *)dst = *(__u32 *)src;
+	}
+	if (bpf_skb_adjust_room(skb, -(__s32)ilen, BPF_ADJ_ROOM_NET, 0))
+		return -1;
+	return 0;
 }
 
 GLOBAL int sink(struct __sk_buff *skb, struct scratch *s)
