@@ -57,19 +57,27 @@ func BenchmarkProgram(b *testing.B) {
 // BenchmarkIperf3 measures TCP throughput h1 -> h2 through r1-r3 (kernel
 // forwarding over veth) with the eBPF dataplane off and on; each iteration
 // is a 3 s iperf3 run. The ratio on/off is the throughput cost of INT.
+// int-off-segmented is int-off with r1 segmenting the stream in software
+// (TSO/GSO off on r1-r2), as INT requires: every segment then crosses
+// r2, r3 and h2's stack on its own.
 //
 //	sudo go test ./dataplane/ebpf -run '^$' -bench Iperf3 -benchtime 1x
 func BenchmarkIperf3(b *testing.B) {
 	if _, err := exec.LookPath("iperf3"); err != nil {
 		b.Skip("needs iperf3")
 	}
-	for _, on := range []bool{false, true} {
-		name := "int-off"
-		if on {
-			name = "int-on"
-		}
-		b.Run(name, func(b *testing.B) {
-			e := newE2E(b, on)
+	for _, mode := range []string{"int-off", "int-off-segmented", "int-on"} {
+		b.Run(mode, func(b *testing.B) {
+			e := newE2E(b, mode == "int-on")
+			if mode == "int-off-segmented" {
+				// Without INT, but r1 segments in software as the GSO
+				// detour does: the per-segment forwarding cost alone.
+				if err := e.in("r1", func() error {
+					return setFeatures("r1-r2", func(f string) bool { return strings.HasSuffix(f, "-segmentation") }, false)
+				}); err != nil {
+					b.Fatal(err)
+				}
+			}
 			var bps float64
 			for i := 0; i < b.N; i++ {
 				bps += iperf3(b, e)
