@@ -13,6 +13,7 @@ import (
 	"github.com/cilium/ebpf"
 
 	"github.com/intd-project/intd/dataplane/report"
+	"github.com/intd-project/intd/dataplane/saireport"
 	"github.com/intd-project/intd/dataplane/wire"
 	"github.com/intd-project/intd/sai"
 )
@@ -455,44 +456,19 @@ func (d *Dataplane) ReportError() error {
 }
 
 func (d *Dataplane) reportConfig(dt *sai.DTelAttrs) report.Config {
-	cfg := report.Config{Filter: report.DefaultFilter(), Events: map[report.EventType]report.Route{}}
-	if dt != nil {
-		cfg.NodeID = dt.SwitchID
-		cfg.DropReports, cfg.QueueReports = dt.DropReportEnable, dt.QueueReportEnable
-		f := dt.FlowReport
-		cfg.Filter = report.Filter{
-			Interval: f.Interval, HopLatencyChange: uint32(f.HopLatencyChange.Nanoseconds()),
-			LatencySensitivity: dt.LatencySensitivity, OnPortChange: f.OnPortChange,
-			OnPathChange: f.OnPathChange, OnQueueChange: f.OnQueueChange, ClearCycle: dt.FlowStateClearCycle,
+	objects := func(yield func(sai.OID, sai.Attrs) bool) {
+		for oid, o := range d.objects {
+			if !yield(oid, o.attrs) {
+				return
+			}
 		}
 	}
-	for oid, o := range d.objects {
-		switch a := o.attrs.(type) {
-		case sai.ReportSessionAttrs:
-			rs := report.Session{Name: oid.String(), Src: a.SrcIP, VRF: a.VirtualRouter,
-				TruncateSize: int(a.TruncateSize), Format: report.Format(a.Format),
-				MaxReports: int(a.Coalesce.MaxReports), MaxDelay: a.Coalesce.MaxDelay, RateLimit: a.RateLimit}
-			for i, dst := range a.Destinations {
-				rs.Collectors = append(rs.Collectors, report.Collector{Addr: netip.AddrPortFrom(dst.IP, a.DstPort(i))})
-			}
-			cfg.Sessions = append(cfg.Sessions, rs)
-		case sai.EventAttrs:
-			cfg.Events[report.EventType(a.Type)] = report.Route{Session: a.ReportSession.String(), DSCP: a.DSCP}
-		case sai.QueueReportAttrs:
-			var id uint16
-			if i := d.ifaces[a.Port]; i != nil {
-				id = i.cfg.ID
-			}
-			cfg.Queues = append(cfg.Queues, report.QueueReport{
-				Port: id, Queue: a.Queue,
-				LatencyThreshold: uint32(min(a.LatencyThreshold.Nanoseconds(), 1<<32-1)),
-				DepthThreshold:   a.DepthThreshold,
-				ResetThreshold:   uint32(min(a.ResetThreshold.Nanoseconds(), 1<<32-1)),
-				Quota:            a.BreachQuota, TailDrop: a.TailDrop,
-			})
+	return saireport.Config(dt, objects, func(name string) uint16 {
+		if i := d.ifaces[name]; i != nil {
+			return i.cfg.ID
 		}
-	}
-	return cfg
+		return 0
+	})
 }
 
 // counter indexes, as in bpf/intd.c
@@ -626,35 +602,16 @@ func (d *Dataplane) Stats(ctx context.Context) (sai.Stats, error) {
 	return st, nil
 }
 
+// pipelineStats adds what the pipeline decided (suppressed, sent, dropped)
+// to the report counts the BPF programs generated.
 func (d *Dataplane) pipelineStats(p ReportPipeline, st *sai.Stats) {
 	ps := p.Stats()
-	add := func(t sai.ReportType, ts ...report.EventType) {
+	for t, c := range saireport.ReportCounters(ps) {
 		r := st.Reports[t]
-		for _, et := range ts {
-			c := ps.ByType[et]
-			r.Suppressed += c.Suppressed
-			r.Sent += c.Sent
-			r.Dropped += c.Dropped
-		}
+		r.Suppressed += c.Suppressed
+		r.Sent += c.Sent
+		r.Dropped += c.Dropped
 		st.Reports[t] = r
 	}
-	add(sai.ReportFlow, report.EventFlowState, report.EventFlowReportAllPackets, report.EventFlowTCPFlag)
-	add(sai.ReportDrop, report.EventDropReport, report.EventQueueReportTailDrop)
-	add(sai.ReportQueue, report.EventQueueReportThresholdBreach)
-	for oid := range st.ReportSessions {
-		ss, ok := ps.Sessions[oid.String()]
-		if !ok {
-			continue
-		}
-		var r sai.ReportSessionStats
-		for _, c := range ss.ByType {
-			r.Reports += c.Sent
-			r.Dropped += c.Dropped
-		}
-		r.Packets, r.Bytes = ss.Packets, ss.Bytes
-		if len(ss.Collectors) > 0 {
-			r.LastSequence = ss.Collectors[0].LastSeq
-		}
-		st.ReportSessions[oid] = r
-	}
+	saireport.SessionStats(ps, st)
 }

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/intd-project/intd/dataplane/report"
+	"github.com/intd-project/intd/dataplane/saireport"
 	"github.com/intd-project/intd/sai"
 )
 
@@ -48,11 +49,7 @@ type Config struct {
 }
 
 // ReportPipeline is what a *report.Pipeline offers besides Report.
-type ReportPipeline interface {
-	report.Reporter
-	Configure(report.Config) error
-	Stats() report.Stats
-}
+type ReportPipeline = saireport.Pipeline
 
 const (
 	maxWatchlist = 64
