@@ -18,7 +18,7 @@ func TestConfig(t *testing.T) {
 	rs.Destinations = []sai.ReportDestination{{IP: netip.MustParseAddr("192.0.2.9"), UDPPort: 9999}}
 	rsOID := sai.MakeOID(sai.ObjectTypeReportSession, 1)
 	objs := map[sai.OID]sai.Attrs{
-		rsOID: rs,
+		rsOID:                               rs,
 		sai.MakeOID(sai.ObjectTypeEvent, 1): sai.EventAttrs{Type: sai.EventDropReport, ReportSession: rsOID, DSCP: 26},
 		sai.MakeOID(sai.ObjectTypeQueueReport, 1): sai.QueueReportAttrs{Port: "eth2", Queue: 1,
 			LatencyThreshold: 10 * time.Microsecond, ResetThreshold: 5 * time.Microsecond, BreachQuota: 5},
