@@ -79,7 +79,7 @@ func TestBenchE2E(t *testing.T) {
 		kernel = run(t, f, "Linux forwarding")
 	})
 	if kernel > 0 {
-		fmt.Printf("\nbench-e2e: iperf3 TCP h1 -> h2, 3 routers, %ds, MSS 1340, hosts TSO/GSO off\n", secs)
+		fmt.Printf("\nbench-e2e: iperf3 TCP h1 -> h2, 3 routers, %ds, MSS 1340, hosts' TSO/GSO on\n", secs)
 		fmt.Printf("  Linux forwarding (ip_forward=1)  %8.1f Mbit/s  1.00\n", kernel/1e6)
 		fmt.Printf("  intd soft, INT off               %8.1f Mbit/s  %.2f\n", off/1e6, off/kernel)
 		fmt.Printf("  intd soft, INT on                %8.1f Mbit/s  %.2f  (%.2f of INT off)\n", on/1e6, on/kernel, on/off)
