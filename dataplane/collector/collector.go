@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/intd-project/intd/dataplane/wire"
 )
@@ -222,7 +223,7 @@ func (c *Collector) HandlePacket(payload []byte, now int64) {
 func (c *Collector) HandlePacketLocked(payload []byte, now int64) {
 	c.now = now
 	c.c.Packets++
-	_, err := c.dec.Decode(payload, c)
+	_, err := c.dec.decodeRaw(payload, c, c.OnReport == nil)
 	if err != nil {
 		c.c.Errors[errKind(err)]++
 	}
@@ -277,6 +278,8 @@ func (c *Collector) HandleReport(r *Report) {
 		f.Congestion++
 	}
 	switch {
+	case r.raw.layout != nil:
+		c.mdPathRaw(f, r) // the case below, hops decoded in place
 	case len(r.INT.Hops) > 0 && r.INT.Type == wire.TypeMD && !r.I && !r.D && !r.Q:
 		c.mdPath(f, r)
 	case len(r.INT.Hops) > 0 && r.INT.Type == wire.TypeMD:
@@ -334,6 +337,94 @@ func (c *Collector) mdPath(f *FlowState, r *Report) {
 		h.byStack = true
 		lat := hopLatency(m)
 		h.updateLat(m, lat, c.now)
+		e2e += lat
+	}
+	if changed && f.PathComplete && f.NHops != 0 {
+		f.PathChanges++
+	}
+	f.NHops, f.PathComplete = total, true
+	f.E2E.add(e2e)
+}
+
+// mdPathRaw is mdPath for a report whose hops were left in r.raw: each hop
+// is decoded into the path directly (only the fields mdPath uses, with the
+// same validity rules as hopLayout.decode).
+func (c *Collector) mdPathRaw(f *FlowState, r *Report) {
+	l, hl := r.raw.layout, r.raw.hopLen
+	n := len(r.raw.b) / hl
+	if n == 0 || l.node < 0 || l.fixed > hl {
+		panic("collector: bad raw INT stack")
+	}
+	p := unsafe.Pointer(unsafe.SliceData(r.raw.b))
+	top := be32(p, l.node)
+	sinkInStack := top != wire.Unavailable32 && top == r.NodeID
+	total := n
+	if r.HasMD && !sinkInStack {
+		total++
+	}
+	total = min(total, MaxPathHops)
+	changed := total != f.NHops
+	now := c.now
+	var e2e uint64
+	i := 0
+	for ; i < total && i < n; i++ {
+		q := unsafe.Add(p, (n-1-i)*hl)
+		node := be32(q, l.node)
+		h := &f.Path[i]
+		if i >= f.NHops || h.NodeID != node {
+			changed = true
+			*h = HopState{NodeID: node}
+		}
+		h.byStack = true
+		var lat uint64
+		hasLat := false
+		if o := l.lat; o >= 0 {
+			if x := be32(q, o); x != wire.Unavailable32 {
+				lat, hasLat = uint64(x), true
+			}
+		}
+		if !hasLat && (l.its >= 0 || l.ets >= 0) {
+			var its, ets uint64
+			itsOK, etsOK := false, false
+			if o := l.its; o >= 0 {
+				its = be64(q, o)
+				itsOK = its != wire.Unavailable64
+			}
+			if o := l.ets; o >= 0 {
+				ets = be64(q, o)
+				etsOK = ets != wire.Unavailable64
+			}
+			if itsOK && etsOK && ets >= its {
+				lat = ets - its
+			}
+			hasLat = itsOK || etsOK
+		}
+		if o := l.l1; o >= 0 {
+			if x := be32(q, o); x != wire.Unavailable32 {
+				h.IngressPort, h.EgressPort = uint16(x>>16), uint16(x)
+			}
+		}
+		if hasLat {
+			h.Latency.add(lat)
+		}
+		if o := l.q; o >= 0 {
+			if x := be32(q, o); x != wire.Unavailable32 {
+				h.QueueID = uint8(x >> 24)
+				h.Queue.add(uint64(x & 0xffffff))
+			}
+		}
+		h.LastSeen = now
+		e2e += lat
+	}
+	if i < total { // the sink's own hop
+		h := &f.Path[i]
+		if i >= f.NHops || h.NodeID != r.NodeID {
+			changed = true
+			*h = HopState{NodeID: r.NodeID}
+		}
+		h.byStack = true
+		lat := hopLatency(&r.MD)
+		h.updateLat(&r.MD, lat, now)
 		e2e += lat
 	}
 	if changed && f.PathComplete && f.NHops != 0 {

@@ -79,6 +79,20 @@ type Report struct {
 	// TTL is the inner IP packet's TTL or hop limit (with HasFlow).
 	TTL uint8
 	INT INTStack
+
+	// raw is set instead of INT.Hops for the collector's own sink reports
+	// (Decoder.rawHops): the whole hops of the stack, left undecoded for
+	// Collector.mdPathRaw.
+	raw rawStack
+}
+
+// rawStack is an INT-MD stack left in the packet: n whole hops of hopLen
+// bytes, top of stack first, laid out as layout (which selects the node
+// ID).
+type rawStack struct {
+	layout *hopLayout
+	b      []byte
+	hopLen int
 }
 
 // Handler receives each decoded report.
@@ -105,6 +119,10 @@ type Decoder struct {
 	hops   [MaxHops]wire.HopMetadata
 	layout hopLayout // of the last INT-MD stack's bitmap
 	pkt    wire.Packet
+	// rawHops is set while the collector decodes for itself (no OnReport):
+	// the hops of sink reports' INT-MD stacks (I, D and Q clear) are then
+	// left in Report.raw for the fused decode and path aggregation.
+	rawHops bool
 }
 
 // NewDecoder returns a decoder with the default markings: VXLAN-GPE and
@@ -133,6 +151,15 @@ func (d *Decoder) Decode(payload []byte, h Handler) (int, error) {
 		return d.decodeTR05(payload, h)
 	}
 	return 0, wire.ErrBadVersion
+}
+
+// decodeRaw is Decode for the collector's own aggregation: with raw, sink
+// reports' hops are left undecoded in Report.raw.
+func (d *Decoder) decodeRaw(payload []byte, h Handler, raw bool) (int, error) {
+	d.rawHops = raw
+	n, err := d.Decode(payload, h)
+	d.rawHops = false
+	return n, err
 }
 
 func (d *Decoder) decodeV2(payload []byte, h Handler) (int, error) {
@@ -299,7 +326,7 @@ func (d *Decoder) decodeInner(r *Report, buf []byte, ethernet, fromReport bool) 
 	}
 	st := &r.INT
 	if p.HasINT() {
-		r.InnerErr = d.decodeV21(st, buf, p)
+		r.InnerErr = d.decodeV21(r, st, buf, p)
 		return
 	}
 	if p.L4 < 0 || (p.Proto != wire.ProtoUDP && p.Proto != wire.ProtoTCP) {
@@ -331,7 +358,7 @@ func (d *Decoder) decodeInner(r *Report, buf []byte, ethernet, fromReport bool) 
 		if s.NPT == 1 {
 			r.Flow.DstPort = s.Value
 		}
-		r.InnerErr = d.decodeV21(st, buf, p)
+		r.InnerErr = d.decodeV21(r, st, buf, p)
 	}
 }
 
@@ -386,7 +413,9 @@ func looksV21Shim(b []byte) bool {
 	return true
 }
 
-func (d *Decoder) decodeV21(st *INTStack, buf []byte, p *wire.Packet) error {
+// decodeV21 decodes the INT v2.1 header and stack p found in buf into st
+// (r.INT, or the caller's stack with r the decoder's scratch report).
+func (d *Decoder) decodeV21(r *Report, st *INTStack, buf []byte, p *wire.Packet) error {
 	st.Present, st.Format, st.Encap, st.Type = true, INTv21, p.Encap, p.INTType
 	b := buf[p.INT : p.INT+p.INTLen]
 	if p.INTType == wire.TypeMX {
@@ -428,6 +457,12 @@ func (d *Decoder) decodeV21(st *INTStack, buf []byte, p *wire.Packet) error {
 	st.Hops = d.hops[:n]
 	if d.layout.inst != inst || d.layout.fixed == 0 {
 		d.layout.set(inst)
+	}
+	if d.rawHops && n > 0 && d.layout.node >= 0 && !r.I && !r.D && !r.Q {
+		// A sink report for the collector: hops decoded with the path.
+		st.Hops = d.hops[:0]
+		r.raw = rawStack{layout: &d.layout, b: stack[: n*hl : n*hl], hopLen: hl}
+		return nil
 	}
 	for i := range st.Hops {
 		d.layout.decode(stack[i*hl:(i+1)*hl:(i+1)*hl], &st.Hops[i])

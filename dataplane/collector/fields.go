@@ -138,6 +138,9 @@ func (l *hopLayout) decode(b []byte, m *wire.HopMetadata) {
 	}
 	var valid wire.Instructions
 	p := unsafe.Pointer(unsafe.SliceData(b))
+	// NodeID is read whatever Valid says (path hops are keyed by it): it
+	// is 0 when the bitmap leaves it out, not a previous hop's value.
+	m.NodeID = 0
 	if o := l.node; o >= 0 {
 		x := be32(p, o)
 		m.NodeID = x

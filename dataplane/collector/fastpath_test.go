@@ -1,0 +1,173 @@
+package collector
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/intd-project/intd/dataplane/wire"
+)
+
+// fuzzCorpus returns the FuzzDecode seed corpus in testdata.
+func fuzzCorpus(t *testing.T) [][]byte {
+	files, err := filepath.Glob("testdata/fuzz/FuzzDecode/*")
+	must(t, err)
+	if len(files) == 0 {
+		t.Fatal("no FuzzDecode corpus")
+	}
+	var out [][]byte
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		must(t, err)
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		if len(lines) != 2 || !strings.HasPrefix(lines[1], "[]byte(") {
+			t.Fatalf("%s: unexpected corpus format", f)
+		}
+		s, err := strconv.Unquote(strings.TrimSuffix(strings.TrimPrefix(lines[1], "[]byte("), ")"))
+		must(t, err)
+		out = append(out, []byte(s))
+	}
+	return out
+}
+
+// fastPathInputs is the corpus plus report packets exercising the fused
+// sink-report path: several instruction bitmaps, unavailable values, stacks
+// with and without the sink's own hop, deeper than the path, and paths
+// that change.
+func fastPathInputs(t *testing.T) [][]byte {
+	in := fuzzCorpus(t)
+	in = append(in, testPayload(t, 1), benchPayload(t, 8, 0), benchPayload(t, 8, 1))
+	insts := []wire.Instructions{
+		testInst,
+		wire.InstNodeID,
+		wire.InstNodeID | wire.InstHopLatency,
+		wire.InstNodeID | wire.InstIngressTimestamp | wire.InstEgressTimestamp,
+		wire.InstNodeID | wire.InstIngressTimestamp,
+		wire.InstNodeID | wire.InstL1Ports | wire.InstQueue | wire.InstL2Ports | wire.InstTxUtilization | wire.InstBuffer | wire.InstChecksumComplement,
+		0xffff,
+		wire.InstL1Ports | wire.InstHopLatency, // no node ID: not the fused path
+	}
+	const un32, un64 = wire.Unavailable32, wire.Unavailable64
+	for k, inst := range insts {
+		for variant := 0; variant < 6; variant++ {
+			var hops []wire.HopMetadata
+			nh := []int{1, 3, 7, 8, 12, 3}[variant]
+			for j := 0; j < nh; j++ {
+				m := wire.HopMetadata{NodeID: uint32(nh - j), IngressPort: 1, EgressPort: uint16(j), HopLatency: uint32(1000 * (j + 1)),
+					QueueID: uint8(j), QueueOccupancy: uint32(10 * j), IngressTimestamp: uint64(5000 + j), EgressTimestamp: uint64(9000 - 3000*(j%2)),
+					TxUtilization: 3, BufferID: 1, BufferOccupancy: 5}
+				switch (j + variant) % 5 {
+				case 1:
+					m.HopLatency = un32
+				case 2:
+					m.IngressTimestamp, m.EgressTimestamp = un64, un64
+				case 3:
+					m.NodeID, m.IngressPort, m.EgressPort, m.QueueOccupancy, m.QueueID = un32, 0xffff, 0xffff, 0xffffff, 0xff
+				case 4:
+					m.HopLatency, m.EgressTimestamp = un32, un64
+				}
+				if variant == 5 && j == 0 {
+					m.NodeID = 4 // the sink put its own hop on the stack
+				}
+				hops = append(hops, m)
+			}
+			frame := mdFrame(t, hops, inst, variant)
+			b, err := wire.AppendGroupHeader(nil, wire.GroupHeader{Version: 2, HWID: 1, Seq: uint32(k*6 + variant), NodeID: 4})
+			must(t, err)
+			for rep := 0; rep < 3; rep++ {
+				h := wire.ReportHeader{Type: wire.RepINT, InType: wire.InEthernet, TrackedFlow: true,
+					RepMdBits: []uint16{wire.RepL1Ports | wire.RepHopLatency | wire.RepQueue, 0, wire.RepIngressTimestamp | wire.RepEgressTimestamp}[rep]}
+				md := wire.ReportMetadata{IngressPort: 1, EgressPort: 9, HopLatency: 4000, QueueOccupancy: 40, IngressTimestamp: 7, EgressTimestamp: 99}
+				b, err = wire.AppendReport(b, &h, &md, nil, frame)
+				must(t, err)
+			}
+			in = append(in, b)
+		}
+	}
+	return in
+}
+
+// TestFusedPathMatchesReference: the collector's fused sink-report path
+// (hops decoded into the path, Report.raw) leaves exactly the state of the
+// reference path (hops decoded into Report.INT.Hops, then mdPath), which
+// the collector takes when OnReport is set, on the fuzz corpus, on
+// crafted stacks and on random mutations of both.
+func TestFusedPathMatchesReference(t *testing.T) {
+	in := fastPathInputs(t)
+	rng := rand.New(rand.NewPCG(1, 2))
+	n := len(in)
+	for i := 0; i < 40*n; i++ {
+		b := append([]byte(nil), in[i%n]...)
+		if len(b) == 0 {
+			continue
+		}
+		for k := rng.IntN(4); k >= 0; k-- {
+			switch rng.IntN(3) {
+			case 0:
+				b[rng.IntN(len(b))] = byte(rng.Uint32())
+			case 1:
+				b[rng.IntN(len(b))] ^= 1 << rng.IntN(8)
+			case 2:
+				b = b[:rng.IntN(len(b)+1)]
+			}
+			if len(b) == 0 {
+				break
+			}
+		}
+		in = append(in, b)
+	}
+	for _, maxFlows := range []int{4, 1024} {
+		fast, ref := New(Config{MaxFlows: maxFlows}), New(Config{MaxFlows: maxFlows})
+		refReports := 0
+		ref.OnReport = func(*Report) { refReports++ }
+		for round := 0; round < 2; round++ {
+			for i, b := range in {
+				now := int64(round*len(in) + i)
+				fast.HandlePacket(b, now)
+				ref.HandlePacket(b, now)
+				if i%16 == 0 || i == len(in)-1 {
+					fs, rs := fast.Snapshot(0), ref.Snapshot(0)
+					if !reflect.DeepEqual(fs, rs) {
+						t.Fatalf("max flows %d, round %d, input %d (%x): fused and reference state differ: %s",
+							maxFlows, round, i, b, snapshotDiff(fs, rs))
+					}
+				}
+			}
+		}
+		if refReports == 0 || fast.Snapshot(0).Counters.Reports != uint64(refReports) {
+			t.Fatalf("reports: fused %d, reference %d", fast.Snapshot(0).Counters.Reports, refReports)
+		}
+	}
+}
+
+// snapshotDiff describes the first difference between two snapshots.
+func snapshotDiff(a, b *Snapshot) string {
+	if !reflect.DeepEqual(a.Counters, b.Counters) {
+		return fmt.Sprintf("counters\n%+v\n%+v", a.Counters, b.Counters)
+	}
+	if !reflect.DeepEqual(a.Sources, b.Sources) {
+		return fmt.Sprintf("sources\n%+v\n%+v", a.Sources, b.Sources)
+	}
+	if len(a.Flows) != len(b.Flows) {
+		return fmt.Sprintf("%d flows, want %d", len(a.Flows), len(b.Flows))
+	}
+	for i := range a.Flows {
+		x, y := a.Flows[i], b.Flows[i]
+		if reflect.DeepEqual(x, y) {
+			continue
+		}
+		for j := range x.Path {
+			if x.Path[j] != y.Path[j] {
+				return fmt.Sprintf("flow %d %v hop %d\n%+v\n%+v", i, x.Key, j, x.Path[j], y.Path[j])
+			}
+		}
+		x.Path, y.Path = [MaxPathHops]HopState{}, [MaxPathHops]HopState{}
+		return fmt.Sprintf("flow %d\n%+v\n%+v", i, x, y)
+	}
+	return "none"
+}
