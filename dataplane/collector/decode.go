@@ -123,6 +123,8 @@ type Decoder struct {
 	// the hops of sink reports' INT-MD stacks (I, D and Q clear) are then
 	// left in Report.raw for the fused decode and path aggregation.
 	rawHops bool
+	// noFast turns innerFast off (tests compare it with the parser path).
+	noFast bool
 }
 
 // NewDecoder returns a decoder with the default markings: VXLAN-GPE and
@@ -303,6 +305,9 @@ func (d *Decoder) decodeTR05(payload []byte, h Handler) (int, error) {
 // The packet is parsed in place (the parser accepts IP length fields
 // beyond the bytes present) and never written to.
 func (d *Decoder) decodeInner(r *Report, buf []byte, ethernet, fromReport bool) {
+	if !d.noFast && fromReport && d.innerFast(r, buf, ethernet) {
+		return
+	}
 	d.Parser.AllowTruncated = true
 	p := &d.pkt
 	var err error
@@ -326,7 +331,7 @@ func (d *Decoder) decodeInner(r *Report, buf []byte, ethernet, fromReport bool) 
 	}
 	st := &r.INT
 	if p.HasINT() {
-		r.InnerErr = d.decodeV21(r, st, buf, p)
+		r.InnerErr = d.decodeV21(r, st, buf[p.INT:p.INT+p.INTLen], p.Encap, p.INTType)
 		return
 	}
 	if p.L4 < 0 || (p.Proto != wire.ProtoUDP && p.Proto != wire.ProtoTCP) {
@@ -358,7 +363,7 @@ func (d *Decoder) decodeInner(r *Report, buf []byte, ethernet, fromReport bool) 
 		if s.NPT == 1 {
 			r.Flow.DstPort = s.Value
 		}
-		r.InnerErr = d.decodeV21(r, st, buf, p)
+		r.InnerErr = d.decodeV21(r, st, buf[p.INT:p.INT+p.INTLen], p.Encap, p.INTType)
 	}
 }
 
@@ -413,12 +418,11 @@ func looksV21Shim(b []byte) bool {
 	return true
 }
 
-// decodeV21 decodes the INT v2.1 header and stack p found in buf into st
-// (r.INT, or the caller's stack with r the decoder's scratch report).
-func (d *Decoder) decodeV21(r *Report, st *INTStack, buf []byte, p *wire.Packet) error {
-	st.Present, st.Format, st.Encap, st.Type = true, INTv21, p.Encap, p.INTType
-	b := buf[p.INT : p.INT+p.INTLen]
-	if p.INTType == wire.TypeMX {
+// decodeV21 decodes the INT v2.1 header and stack b (of type typ, carried
+// as encap) into st, which is r.INT.
+func (d *Decoder) decodeV21(r *Report, st *INTStack, b []byte, encap wire.Encap, typ wire.HeaderType) error {
+	st.Present, st.Format, st.Encap, st.Type = true, INTv21, encap, typ
+	if typ == wire.TypeMX {
 		h, err := wire.DecodeMXHeader(b)
 		if err != nil {
 			return err

@@ -171,3 +171,96 @@ func snapshotDiff(a, b *Snapshot) string {
 	}
 	return "none"
 }
+
+// TestInnerFastMatchesReference: where innerFast takes a report's inner
+// packet, it leaves exactly the Report the general path (wire.Parser, then
+// the INT searches) does, for the inner packets of the corpus and crafted
+// reports, their random mutations, and several marking configurations.
+func TestInnerFastMatchesReference(t *testing.T) {
+	var inner [][]byte
+	var eth []bool
+	collect := handlerFunc(func(r *Report) {
+		if len(r.Inner) > 0 && (r.InType == wire.InEthernet || r.InType == wire.InIPv4 || r.InType == wire.InIPv6) {
+			inner = append(inner, append([]byte(nil), r.Inner...))
+			eth = append(eth, r.InType == wire.InEthernet)
+		}
+	})
+	d := NewDecoder()
+	for _, b := range fastPathInputs(t) {
+		d.Decode(b, collect)
+	}
+	frame := mdFrame(t, testHops(), testInst, 4)
+	tcp := append([]byte(nil), frame...)
+	tcp[wire.EthernetLen+9] = wire.ProtoTCP
+	tcp[wire.EthernetLen+wire.IPv4MinLen+12] = 5 << 4
+	for _, f := range [][]byte{frame, tcp} {
+		inner = append(inner, f, f[wire.EthernetLen:])
+		eth = append(eth, true, false)
+	}
+	if len(inner) < 50 {
+		t.Fatalf("only %d inner packets", len(inner))
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	n := len(inner)
+	for i := 0; i < 80*n; i++ {
+		b := append([]byte(nil), inner[i%n]...)
+		for k := rng.IntN(3); k >= 0 && len(b) > 0; k-- {
+			switch rng.IntN(4) {
+			case 0:
+				b[rng.IntN(min(len(b), 60))] = byte(rng.Uint32())
+			case 1:
+				b[rng.IntN(len(b))] ^= 1 << rng.IntN(8)
+			case 2:
+				b = b[:rng.IntN(len(b)+1)]
+			case 3:
+				b[rng.IntN(min(len(b), 60))] = []byte{0, 4, 6, 17, 0x45, 0x08, 0x50, 0x86, 0xdd, 0x81, 0xff}[rng.IntN(11)]
+			}
+		}
+		inner, eth = append(inner, b), append(eth, eth[i%n])
+	}
+	decoders := []func(d *Decoder){
+		func(d *Decoder) {},
+		func(d *Decoder) { d.Parser = wire.Parser{} },
+		func(d *Decoder) {
+			d.Parser = wire.Parser{UDPPort: 5001, GREProto: 0x1234, TCPBeforeOptions: true}
+			d.INT05Port, d.INT05DSCPMask = 0, 0
+		},
+		func(d *Decoder) { d.Parser.DSCP, d.Parser.DSCPMask = 0x17, 0x3f },
+		func(d *Decoder) { d.Parser.ProbeMarker = 0x0102030405060708 },
+		func(d *Decoder) { d.INT05Port, d.INT05DSCP, d.INT05DSCPMask = 40000, 0x17, 0x3f },
+	}
+	taken := 0
+	for k, cfg := range decoders {
+		fast, ref := NewDecoder(), NewDecoder()
+		cfg(fast)
+		cfg(ref)
+		ref.noFast = true
+		for i, b := range inner {
+			for _, raw := range []bool{false, true} {
+				fast.rawHops, ref.rawHops = raw, raw
+				rf, rr := &fast.rep, &ref.rep
+				fast.resetReport(rf)
+				ref.resetReport(rr)
+				rf.NodeID, rr.NodeID = 4, 4
+				if fast.innerFast(rf, b, eth[i]) {
+					taken++
+				}
+				fast.resetReport(rf)
+				rf.NodeID = 4
+				fast.decodeInner(rf, b, eth[i], true)
+				ref.decodeInner(rr, b, eth[i], true)
+				if !reflect.DeepEqual(rf, rr) {
+					t.Fatalf("decoder %d, %x (ethernet %v, raw %v):\nfast %+v\nref  %+v", k, b, eth[i], raw, *rf, *rr)
+				}
+			}
+		}
+	}
+	if taken < len(inner) {
+		t.Fatalf("fast path taken %d times for %d packets", taken, len(inner))
+	}
+}
+
+// handlerFunc adapts a function to Handler (tests).
+type handlerFunc func(r *Report)
+
+func (f handlerFunc) HandleReport(r *Report) { f(r) }

@@ -1,0 +1,87 @@
+package collector
+
+import (
+	"encoding/binary"
+	"net/netip"
+
+	"github.com/intd-project/intd/dataplane/wire"
+)
+
+// innerFast is decodeInner (fromReport) for the common report inner
+// packet, without wire.Parser and wire.Packet: Ethernet without VLAN tags
+// or a bare IP packet, IPv4, a first fragment, UDP or TCP, where the
+// parser's configured markings find no INT (its DSCP marking and probe
+// marker off, no tunnel or INT port matched) and no INT 0.5 or INT 2016
+// marking applies. Only the flow key, TTL and an unmarked INT v2.1 stack
+// are left to find. It returns false, with r untouched, for anything else
+// (errors included), which the general path handles.
+func (d *Decoder) innerFast(r *Report, b []byte, ethernet bool) bool {
+	c := &d.Parser
+	l3 := 0
+	if ethernet {
+		l3 = wire.EthernetLen
+	}
+	if c.DSCPMask != 0 || c.ProbeMarker != 0 || len(b) < l3+wire.IPv4MinLen {
+		return false
+	}
+	if ethernet && binary.BigEndian.Uint16(b[12:]) != wire.EtherTypeIPv4 {
+		return false
+	}
+	h := b[l3 : l3+wire.IPv4MinLen]
+	ihl := int(h[0]&0x0f) * 4
+	total := int(binary.BigEndian.Uint16(h[2:]))
+	if h[0]>>4 != 4 || ihl < wire.IPv4MinLen || total < ihl || len(b)-l3 < ihl ||
+		binary.BigEndian.Uint16(h[6:])&0x1fff != 0 {
+		return false
+	}
+	end, l4, proto := l3+min(total, len(b)-l3), l3+ihl, h[9]
+	var l4Len int
+	switch proto {
+	case wire.ProtoUDP:
+		l4Len = wire.UDPLen
+	case wire.ProtoTCP:
+		l4Len = wire.TCPMinLen
+	default:
+		return false
+	}
+	if end < l4+l4Len {
+		return false
+	}
+	ports := binary.BigEndian.Uint32(b[l4:])
+	dport := uint16(ports)
+	if proto == wire.ProtoUDP {
+		if dport == 0 || dport == c.UDPPort || dport == c.VXLANGPEPort || dport == c.GenevePort ||
+			dport == wire.PortVXLANGPE || dport == d.INT05Port {
+			return false
+		}
+	} else {
+		l4Len = int(b[l4+12]>>4) * 4
+		if l4Len < wire.TCPMinLen || end < l4+l4Len {
+			return false
+		}
+	}
+	off := l4 + l4Len
+	// INT 0.5 by DSCP: left to the general path.
+	if off+4 <= len(b) && d.INT05DSCPMask != 0 && (h[1]>>2)&d.INT05DSCPMask == d.INT05DSCP && looksINT05(b[off:]) {
+		return false
+	}
+	r.HasFlow = true
+	r.Flow = wire.FlowKey{Src: netip.AddrFrom4([4]byte(h[12:16])), Dst: netip.AddrFrom4([4]byte(h[16:20])),
+		SrcPort: uint16(ports >> 16), DstPort: dport, Proto: proto}
+	r.TTL = h[8]
+	if off+4 > len(b) || !looksV21Shim(b[off:]) {
+		return true
+	}
+	// Unconfigured INT v2.1 over TCP/UDP: a consistent shim.
+	s, _ := wire.DecodeShim(b[off:])
+	l := int(s.Length) * 4
+	e := wire.EncapDSCP
+	if s.NPT != 0 {
+		e = wire.EncapUDPPort
+	}
+	if s.NPT == 1 {
+		r.Flow.DstPort = s.Value
+	}
+	r.InnerErr = d.decodeV21(r, &r.INT, b[off+wire.ShimLen:off+wire.ShimLen+l], e, s.Type)
+	return true
+}
