@@ -20,31 +20,39 @@
 // node's first ingress timestamp (or arrival). FlowState.PathComplete says
 // whether the path came from a sink report.
 //
-// Figures (2-core shared AMD EPYC VM, load average 2.2-3.8 while measured;
-// reports/cpu-s divides by the process CPU time):
+// Figures (2-core shared AMD EPYC VM; reports/cpu-s divides by the
+// process CPU time):
 //
 //	go test -run '^$' -bench DecodeAggregate -cpu 1 -count 5 ./dataplane/collector/
-//	  3.6-5.0M reports/cpu-s over five runs, median 4.5M (1.7-2.6M for
-//	  the previous code in the same session), 0 allocs/op (sink reports
-//	  with a 3-hop INT-MD stack, 8 per packet). Load-independent: 2259
-//	  instructions per report, down from 3117 (callgrind,
-//	  GODEBUG=asyncpreemptoff=1 GOGC=off, (Ir at -test.benchtime 60000x
-//	  - Ir at 10000x) / 50000 / 8). The steps: embedded packets parsed in
-//	  place with Parser.AllowTruncated instead of copied and length-fixed,
-//	  and the INT-MD header and stack decoded in place (3012 -> 2621,
-//	  after the path-semantics change cost -105 -> 3012); open-addressed
-//	  flow index instead of map[FlowKey] (-> 2504); hops decoded with a
-//	  per-bitmap field layout and bounds-checked-once loads (-> 2322);
-//	  report headers walked in place, hop latency computed once, last
-//	  source cached (-> 2259). The 5M/s/core target is met only on a
-//	  quiet core: by instruction count it needs about 1400. What is left
-//	  per report (callgrind, self cost): hop field decode ~345 (3 hops),
-//	  stack header and hop loop (decodeV21) ~245, path aggregation
-//	  (mdPath, updateLat, Stat.add) ~400, report walk and Report reset
-//	  (decodeV2) ~310, inner dispatch (decodeInner) ~190, inner parse
-//	  (wire.Parser) ~220, unmarked INT v2.1 detection (looksV21Shim) ~70,
-//	  flow index and LRU ~195, report metadata fields ~100, HandleReport
-//	  ~75.
+//	  5.3-7.8M reports/cpu-s over ten runs, median 6.5M (3.2-5.4M, median
+//	  4.6M, for the previous code interleaved in the same session, load
+//	  average 0.8-0.9), 0 allocs/op (sink reports with a 3-hop INT-MD
+//	  stack, 8 per packet). Load-independent: 1693 instructions per
+//	  report, down from 2259 (callgrind, GODEBUG=asyncpreemptoff=1
+//	  GOGC=off, (Ir at -test.benchtime 60000x - Ir at 10000x) / 50000 /
+//	  8; 3117 before the earlier round). This round: sink reports' hops
+//	  decoded straight into the flow path when the collector decodes for
+//	  itself (no OnReport: Report.raw instead of INT.Hops, mdPathRaw; the
+//	  exported Report and Handler are unchanged; 2259 -> 1874), and report
+//	  inner packets of the common shape (Ethernet or bare IPv4, TCP/UDP,
+//	  no parser, INT 0.5 or INT 2016 marking matching) decoded without
+//	  wire.Parser and wire.Packet, finding only the flow key, TTL and an
+//	  unmarked INT v2.1 stack (innerFast; -> 1693). Both are checked
+//	  against the reference paths by differential tests on the fuzz
+//	  corpus, crafted stacks and random mutations (fastpath_test.go). What
+//	  is left per report (callgrind, self cost): fused hop decode and path
+//	  aggregation (mdPathRaw, 3 hops and the sink's) ~410, report walk and
+//	  Report reset (decodeV2) ~310, inner packet (innerFast) ~235, stack
+//	  header (decodeV21) ~155,
+//	  report metadata fields ~100, unmarked INT v2.1 detection
+//	  (looksV21Shim) ~70, flow index and LRU ~195, HandleReport ~65, the
+//	  sink's hop (updateLat) ~35. By instruction count the 5M/s/core
+//	  target needs about 1400-1800 on this machine; 1693 is inside that
+//	  range, and the quiet-core runs above meet it. Next candidates: a
+//	  cheaper LRU touch (clock bits), one Report reset for what a report
+//	  can set instead of the whole struct, hashing the flow key from the
+//	  packet bytes before building netip.Addr values, the fast inner path
+//	  for DSCP-marked INT (Parser.DSCPMask set: currently the parser path).
 //	go test -run '^$' -bench ReceiveLoopback -benchtime 200000x ./dataplane/collector/
 //	  1.57-2.10M reports/s received on 127.0.0.1 over five runs, 0% lost,
 //	  0 allocs/op; the receiver thread handles 2.2-3.1M reports/cpu-s
