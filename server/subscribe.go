@@ -11,9 +11,7 @@ import (
 	"time"
 
 	"github.com/openconfig/gnmi/ctree"
-	"github.com/openconfig/gnmi/path"
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
-	"github.com/openconfig/gnmi/value"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -36,8 +34,10 @@ type leafSub struct {
 	sample    time.Duration
 	suppress  bool
 	heartbeat time.Duration
-	// filter, when set, restricts which leaves the trigger covers.
-	filter func(p *gpb.Path) bool
+	// filter, when set, restricts which leaves the trigger covers;
+	// filterKind names it (filterNone, filterCounters, filterNonCounters).
+	filter     func(p *gpb.Path) bool
+	filterKind int
 }
 
 type session struct {
@@ -133,8 +133,8 @@ func (ss *session) compile(sl *gpb.SubscriptionList) error {
 				ss.subs = append(ss.subs, &leafSub{query: q, sample: sample, suppress: sub.GetSuppressRedundant(), heartbeat: hb})
 			case gpb.SubscriptionMode_TARGET_DEFINED:
 				ss.subs = append(ss.subs,
-					&leafSub{query: q, onChange: true, heartbeat: hb, filter: func(p *gpb.Path) bool { return !isCounterPath(p) }},
-					&leafSub{query: q, sample: s.o.targetDefSample, filter: isCounterPath})
+					&leafSub{query: q, onChange: true, heartbeat: hb, filter: func(p *gpb.Path) bool { return !isCounterPath(p) }, filterKind: filterNonCounters},
+					&leafSub{query: q, sample: s.o.targetDefSample, filter: isCounterPath, filterKind: filterCounters})
 			default:
 				return status.Errorf(codes.InvalidArgument, "unknown subscription mode %v", sub.GetMode())
 			}
@@ -186,6 +186,14 @@ func (ss *session) pollLoop() {
 
 // stream_ runs a STREAM subscription until the client goes or it fails.
 func (ss *session) stream_(sl *gpb.SubscriptionList, sendErr chan error) error {
+	samplers := make([]*sampler, 0)
+	for _, sub := range ss.subs {
+		if sub.sample > 0 {
+			sm := newSampler(ss, sub)
+			defer sm.release() // after wg.Wait, deferred below
+			samplers = append(samplers, sm)
+		}
+	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	ctx, cancel := context.WithCancel(ss.ctx)
@@ -203,12 +211,6 @@ func (ss *session) stream_(sl *gpb.SubscriptionList, sendErr chan error) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		samplers := make([]*sampler, 0)
-		for _, sub := range ss.subs {
-			if sub.sample > 0 {
-				samplers = append(samplers, &sampler{ss: ss, sub: sub, last: map[*ctree.Leaf]sampled{}})
-			}
-		}
 		if !updatesOnly {
 			for _, sub := range ss.subs {
 				if sub.onChange && ss.walk(sub, false, nil) != nil {
@@ -431,86 +433,6 @@ func (ss *session) heartbeat(ctx context.Context, sub *leafSub) {
 			return
 		}
 	}
-}
-
-// sampler runs one SAMPLE trigger: every interval it sends the covered
-// leaves (with suppress_redundant only those whose value changed, or all
-// of them when the heartbeat is due) and deletes for leaves gone since
-// the previous sample.
-type sampler struct {
-	ss     *session
-	sub    *leafSub
-	last   map[*ctree.Leaf]sampled // cache leaves are stable per path
-	lastHB time.Time
-}
-
-type sampled struct {
-	val  *gpb.TypedValue
-	path *gpb.Path
-}
-
-func (sm *sampler) loop(ctx context.Context) {
-	tick := time.NewTicker(sm.sub.sample)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		if sm.run(false) != nil {
-			return
-		}
-	}
-}
-
-func (sm *sampler) run(first bool) error {
-	now := time.Now()
-	hbDue := first || (sm.sub.heartbeat > 0 && now.Sub(sm.lastHB) >= sm.sub.heartbeat)
-	if hbDue {
-		sm.lastHB = now
-	}
-	seen := make(map[*ctree.Leaf]bool, len(sm.last))
-	err := sm.ss.walk(sm.sub, true, func(l *ctree.Leaf, n *gpb.Notification) bool {
-		if len(n.GetUpdate()) != 1 {
-			return false
-		}
-		seen[l] = true
-		u := n.GetUpdate()[0]
-		prev, had := sm.last[l]
-		sm.last[l] = sampled{val: u.GetVal(), path: u.GetPath()}
-		return !(sm.sub.suppress && !hbDue && had && (prev.val == u.GetVal() || value.Equal(prev.val, u.GetVal())))
-	})
-	if err != nil {
-		return err
-	}
-	for l, prev := range sm.last {
-		if seen[l] {
-			continue
-		}
-		delete(sm.last, l)
-		if sm.exists(prev.path) {
-			continue // deleted and created again: this round sent it
-		}
-		out := &gpb.Notification{Timestamp: now.UnixNano(), Delete: []*gpb.Path{{Elem: prev.path.GetElem()}}}
-		if sm.ss.echo != "" {
-			out.Prefix = &gpb.Path{Target: sm.ss.echo}
-		}
-		if err := sm.ss.q.insert(sm.ss.ctx, pathString(prev.path.GetElem()), now.UnixNano(), &gpb.SubscribeResponse{Response: &gpb.SubscribeResponse_Update{Update: out}}, true); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// exists reports whether the cache holds a leaf at p now.
-func (sm *sampler) exists(p *gpb.Path) bool {
-	found := false
-	sm.ss.srv.cache.Query(sm.ss.t.name, path.ToStrings(p, false), func([]string, *ctree.Leaf, any) error {
-		found = true
-		return nil
-	})
-	return found
 }
 
 // jsonScalar re-encodes a scalar TypedValue as JSON (RFC 7951 rules for

@@ -79,6 +79,14 @@ type target struct {
 	snap atomic.Pointer[snapshot]
 
 	stateErrLogged bool
+
+	// gen counts cache writes: odd while a publish writes the cache, so a
+	// sample round built at an even generation that has not moved since
+	// is a consistent snapshot (sample.go).
+	gen atomic.Uint64
+	// rounds holds the shared SAMPLE rounds, by what they sample.
+	rmu    sync.Mutex
+	rounds map[roundKey]*roundSlot
 }
 
 // snapshot is an immutable published pair of configuration and state;
@@ -230,6 +238,8 @@ func (t *target) publishLocked(configChanged bool) error {
 	}
 	n.Prefix = &gpb.Path{Target: t.name}
 	n.Timestamp = t.nextTS()
+	t.gen.Add(1)
+	defer t.gen.Add(1)
 	if err := t.srv.cache.GnmiUpdate(&n); err != nil {
 		// The tree is published for Get; a cache error only affects
 		// subscribers, and the next publish rewrites the same leaves.
