@@ -64,7 +64,7 @@ func (s *Server) Set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResponse
 	if p := findReadOnly(reflect.ValueOf(cand).Elem(), s.schema.root, ""); p != "" {
 		return nil, status.Errorf(codes.InvalidArgument, "%s is config false (state) and cannot be written", p)
 	}
-	if err := cand.ΛValidate(); err != nil {
+	if err := validateConfig(s.schema.root, cand); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "configuration is invalid: %v", err)
 	}
 	if err := t.applier.Apply(ctx, cand); err != nil {
