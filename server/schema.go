@@ -285,25 +285,51 @@ func sortedChildren(e *yang.Entry) []*yang.Entry {
 	return out
 }
 
-// pathString renders elements in the gNMI path string convention.
+// pathString renders elements in the gNMI path string convention. It is
+// on every published leaf's path (the publisher keys leaves by it), so it
+// sizes its buffer once and sorts keys only when there are several.
 func pathString(elems []*gpb.PathElem) string {
+	n := 0
+	for _, e := range elems {
+		n += 1 + len(e.GetName())
+		for k, v := range e.GetKey() {
+			n += 3 + len(k) + len(v)
+		}
+	}
 	var b strings.Builder
+	b.Grow(n)
+	var names []string
 	for _, e := range elems {
 		b.WriteByte('/')
 		b.WriteString(e.GetName())
-		if len(e.GetKey()) == 0 {
+		keys := e.GetKey()
+		switch len(keys) {
+		case 0:
+			continue
+		case 1:
+			for k, v := range keys {
+				writeKey(&b, k, v)
+			}
 			continue
 		}
-		names := make([]string, 0, len(e.GetKey()))
-		for k := range e.GetKey() {
+		names = names[:0]
+		for k := range keys {
 			names = append(names, k)
 		}
 		sort.Strings(names)
 		for _, k := range names {
-			fmt.Fprintf(&b, "[%s=%s]", k, e.GetKey()[k])
+			writeKey(&b, k, keys[k])
 		}
 	}
 	return b.String()
+}
+
+func writeKey(b *strings.Builder, k, v string) {
+	b.WriteByte('[')
+	b.WriteString(k)
+	b.WriteByte('=')
+	b.WriteString(v)
+	b.WriteByte(']')
 }
 
 func orRoot(p string) string {

@@ -275,7 +275,7 @@ func flatten(dev *gen.Device, skip func([]*gpb.PathElem) bool) (map[string]*gpb.
 // prev, and deletes for those of prev that are gone.
 func diffLeaves(prev, cur map[string]*gpb.Update, n *gpb.Notification) {
 	for k, u := range cur {
-		if p, ok := prev[k]; !ok || !proto.Equal(p.GetVal(), u.GetVal()) {
+		if p, ok := prev[k]; !ok || !sameValue(p.GetVal(), u.GetVal()) {
 			n.Update = append(n.Update, u)
 		}
 	}
@@ -284,6 +284,26 @@ func diffLeaves(prev, cur map[string]*gpb.Update, n *gpb.Notification) {
 			n.Delete = append(n.Delete, u.GetPath())
 		}
 	}
+}
+
+// sameValue is proto.Equal for TypedValues, without reflection for the
+// scalars that make up nearly every leaf.
+func sameValue(a, b *gpb.TypedValue) bool {
+	switch x := a.GetValue().(type) {
+	case *gpb.TypedValue_UintVal:
+		y, ok := b.GetValue().(*gpb.TypedValue_UintVal)
+		return ok && x.UintVal == y.UintVal
+	case *gpb.TypedValue_IntVal:
+		y, ok := b.GetValue().(*gpb.TypedValue_IntVal)
+		return ok && x.IntVal == y.IntVal
+	case *gpb.TypedValue_StringVal:
+		y, ok := b.GetValue().(*gpb.TypedValue_StringVal)
+		return ok && x.StringVal == y.StringVal
+	case *gpb.TypedValue_BoolVal:
+		y, ok := b.GetValue().(*gpb.TypedValue_BoolVal)
+		return ok && x.BoolVal == y.BoolVal
+	}
+	return proto.Equal(a, b)
 }
 
 // isConfigListKey reports whether a leaf is the key leaf of a
