@@ -55,8 +55,8 @@
 // absolute targets once per Set and falls back to ygot's walk for paths
 // with predicates) and handed to Applier.Apply. Only when both succeed
 // is it saved (atomically: temporary file, fsync, rename, fsync of the
-// directory), made the running
-// configuration and published with the state Apply produced. Codes:
+// directory), made the running configuration and published with the
+// state Apply produced. Codes:
 // INVALID_ARGUMENT for bad paths, values, config-false targets and
 // validation failures, and for Apply errors that mark the configuration
 // refused (TargetOptions.InvalidErr, or an error with InvalidArgument()
