@@ -492,32 +492,8 @@ func decode2016(st *INTStack, b []byte) error {
 		}
 		st.TotalHops = g.Hops()
 		for i := 0; i < st.TotalHops && i < MaxHops; i++ {
-			h := g.Hop(i)
 			var m wire.INT05HopMetadata
-			k := 0
-			for bit := 0; bit < 8 && 4*k+4 <= len(h.Values); bit++ {
-				if !g.Header.Instructions.Bit(bit) {
-					continue
-				}
-				v := h.Value(k, true)
-				k++
-				switch bit {
-				case 0:
-					m.SwitchID = v
-				case 1:
-					m.IngressPort, m.EgressPort = uint16(v>>16), uint16(v)
-				case 2:
-					m.HopLatency = v
-				case 3:
-					m.QueueID, m.QueueOccupancy = uint8(v>>24), v&0xffffff
-				case 4:
-					m.IngressTimestamp = v
-				case 5:
-					m.EgressTimestamp = v
-				case 7:
-					m.TxUtilization = v
-				}
-			}
+			g.Decode2016Hop(i, &m)
 			st.Hops = append(st.Hops, int05Hop(&m, g.Header.Instructions))
 		}
 	})

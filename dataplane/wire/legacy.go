@@ -323,7 +323,13 @@ type INT05HopMetadata struct {
 }
 
 // DecodeINT05Hop decodes hop i of an INT 0.5 stack.
-func (s LegacyStack) DecodeINT05Hop(i int, m *INT05HopMetadata) {
+func (s LegacyStack) DecodeINT05Hop(i int, m *INT05HopMetadata) { s.decodeHop(i, false, m) }
+
+// Decode2016Hop decodes hop i of a 2016 stack, whose values carry the
+// bottom-of-stack bit; the field layout is INT 0.5's.
+func (s LegacyStack) Decode2016Hop(i int, m *INT05HopMetadata) { s.decodeHop(i, true, m) }
+
+func (s LegacyStack) decodeHop(i int, clearBOS bool, m *INT05HopMetadata) {
 	h := s.Hop(i)
 	k := 0
 	for bit := 0; bit < 16; bit++ {
@@ -333,7 +339,7 @@ func (s LegacyStack) DecodeINT05Hop(i int, m *INT05HopMetadata) {
 		if 4*k+4 > len(h.Values) {
 			return
 		}
-		v := h.Value(k, false)
+		v := h.Value(k, clearBOS)
 		k++
 		switch bit {
 		case 0:
