@@ -372,29 +372,7 @@ func TestSoftEndToEnd(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	counters := map[string]func() []uint64{}
-	for _, s := range switches {
-		counters[s] = f.subscribeCounter(t, ctx, s)
-	}
-
-	sink := f.udpSink(t)
-	tx := f.udpSender(t, 40001)
-	// Warm up: the switches resolve their next hops (s3 learns h2 only
-	// when it first has to send to it).
-	const warm = 1 << 62
-	eventually(t, 20*time.Second, "first datagram h1 -> h2", func() (bool, string) {
-		tx.Write(payload(warm, 64))
-		time.Sleep(20 * time.Millisecond)
-		return sink.has(warm), ""
-	})
-	if _, err := exec.LookPath("ping"); err == nil {
-		out, err := exec.Command("ip", "netns", "exec", f.ns("h1"), "ping", "-c", "3", "-i", "0.2", "-W", "2", "10.0.2.1").CombinedOutput()
-		if err != nil {
-			t.Errorf("ping h1 -> h2: %v\n%s", err, out)
-		}
-	} else {
-		t.Log("ping not installed: ICMP check skipped")
-	}
+	counters, sink, tx := f.warmUp(t, ctx, 20*time.Second)
 
 	t.Run("exact bytes", func(t *testing.T) {
 		// Capture at h2 what actually arrives on the wire.
@@ -608,4 +586,33 @@ func TestSoftEndToEnd(t *testing.T) {
 		}
 	})
 	t.Logf("total %v", time.Since(start))
+}
+
+// warmUp subscribes to every switch's in-packets counter, opens a UDP sink
+// at h2 and a sender at h1, and waits for a first datagram to cross the
+// fabric (the switches resolve their next hops on demand, s3 learning h2
+// only when it first sends to it); then h1 pings h2.
+func (f *fabric) warmUp(t *testing.T, ctx context.Context, wait time.Duration) (map[string]func() []uint64, *udpSink, *net.UDPConn) {
+	t.Helper()
+	counters := map[string]func() []uint64{}
+	for _, s := range switches {
+		counters[s] = f.subscribeCounter(t, ctx, s)
+	}
+	sink := f.udpSink(t)
+	tx := f.udpSender(t, 40001)
+	const warm = 1 << 62
+	eventually(t, wait, "first datagram h1 -> h2", func() (bool, string) {
+		tx.Write(payload(warm, 64))
+		time.Sleep(20 * time.Millisecond)
+		return sink.has(warm), ""
+	})
+	if _, err := exec.LookPath("ping"); err == nil {
+		out, err := exec.Command("ip", "netns", "exec", f.ns("h1"), "ping", "-c", "3", "-i", "0.2", "-W", "2", "10.0.2.1").CombinedOutput()
+		if err != nil {
+			t.Errorf("ping h1 -> h2: %v\n%s", err, out)
+		}
+	} else {
+		t.Log("ping not installed: ICMP check skipped")
+	}
+	return counters, sink, tx
 }

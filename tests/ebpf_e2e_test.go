@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"testing"
@@ -94,27 +93,7 @@ func TestEBPFEndToEnd(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	counters := map[string]func() []uint64{}
-	for _, s := range switches {
-		counters[s] = f.subscribeCounter(t, ctx, s)
-	}
-
-	sink := f.udpSink(t)
-	tx := f.udpSender(t, 40001)
-	const warm = 1 << 62
-	eventually(t, 10*time.Second, "first datagram h1 -> h2", func() (bool, string) {
-		tx.Write(payload(warm, 64))
-		time.Sleep(20 * time.Millisecond)
-		return sink.has(warm), ""
-	})
-	if _, err := exec.LookPath("ping"); err == nil {
-		out, err := exec.Command("ip", "netns", "exec", f.ns("h1"), "ping", "-c", "3", "-i", "0.2", "-W", "2", "10.0.2.1").CombinedOutput()
-		if err != nil {
-			t.Errorf("ping h1 -> h2: %v\n%s", err, out)
-		}
-	} else {
-		t.Log("ping not installed: ICMP check skipped")
-	}
+	counters, sink, tx := f.warmUp(t, ctx, 10*time.Second)
 
 	t.Run("udp exact bytes", func(t *testing.T) {
 		const n = 200
