@@ -25,6 +25,7 @@
 #include <linux/pkt_cls.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
+#include <bpf/bpf_core_read.h>
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -485,6 +486,7 @@ struct sk_buff {
 	__u16 network_header;
 	__u32 len;
 	int skb_iif;
+	__u8 ip_summed:2;
 } __attribute__((preserve_access_index));
 
 extern void *bpf_cast_to_kern_ctx(void *obj) __ksym;
@@ -848,6 +850,49 @@ static __always_inline __u16 cfold(__u32 acc)
 	acc = (acc & 0xffff) + (acc >> 16);
 	acc = (acc & 0xffff) + (acc >> 16);
 	return acc;
+}
+
+#define CHECKSUM_PARTIAL 3
+#define CHECKSUM_COMPLETE 2
+
+/* l4_fix folds the one's complement change acc of covered bytes and the
+ * pseudo header's L4 length change oldlen -> newlen into the L4 checksum,
+ * with the result of l4_sum then l4_pseudo_len, bit for bit, but written
+ * with direct packet access: CHECKSUM_NONE/UNNECESSARY take both changes,
+ * CHECKSUM_PARTIAL (the field holds the pseudo-header sum) the length
+ * change only, as the helper does; a zero UDP checksum stays zero and a
+ * result of zero becomes 0xffff. CHECKSUM_COMPLETE keeps the helpers,
+ * which also fix skb->csum. The sums start at 0xffff (= 0) like the
+ * kernel's 32-bit complement of the old value, so the folded sum is never
+ * 0 and equals the helpers' in every case. */
+static __always_inline int l4_fix(struct __sk_buff *skb, struct pkt *p, __u32 acc, __u16 oldlen, __u16 newlen)
+{
+	if (!p->csum)
+		return 0;
+	struct sk_buff *k = bpf_cast_to_kern_ctx(skb);
+	__u32 summed = BPF_CORE_READ_BITFIELD(k, ip_summed);
+	if (summed == CHECKSUM_COMPLETE) {
+		l4_sum(skb, p, cfold(acc));
+		l4_pseudo_len(skb, p, oldlen, newlen);
+		return 0;
+	}
+	__u8 *d = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
+	__u8 *q = d + (p->csum & 0xff);
+	if (q + 2 > end)
+		return -1;
+	__u16 v = *(__u16 *)q;
+	if (!v && p->csum_flags)
+		return 0;
+	__u32 t = 0xffff + (__u16)~bpf_htons(oldlen) + bpf_htons(newlen);
+	if (summed == CHECKSUM_PARTIAL)
+		t += v;
+	else
+		t += (__u16)~v + cfold(acc);
+	__u16 nv = ~cfold(t);
+	if (!nv && p->csum_flags)
+		nv = 0xffff;
+	*(__u16 *)q = nv;
+	return 0;
 }
 
 /* ip_csum_fix folds the accumulated change acc into the IPv4 header
@@ -1341,8 +1386,8 @@ GLOBAL int source(struct __sk_buff *skb, struct scratch *s)
 		}
 		/* shim + INT written directly after the L4 header, then the
 		 * UDP length/port and the IPv4 word (DSCP, length) with the
-		 * checksums: one helper call for the L4 checksum's summed
-		 * change and one for its pseudo header. */
+		 * checksums (l4_fix: the L4 checksum's summed change and its
+		 * pseudo header). */
 		__u8 *d = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
 		__u32 acc = 0;
 		at &= 0xff;
@@ -1389,8 +1434,8 @@ GLOBAL int source(struct __sk_buff *skb, struct scratch *s)
 		*(__u16 *)(iph + 2) = bpf_htons(p->ip_len + n);
 		iacc = cadd(iacc, o16, *(__u16 *)(iph + 2));
 		ip_csum_fix(iph, iacc);
-		l4_sum(skb, p, cfold(acc));
-		l4_pseudo_len(skb, p, seg, seg + n);
+		if (l4_fix(skb, p, acc, seg, seg + n))
+			return TC_ACT_SHOT;
 	}
 	ss->initiated++;
 	cnt(s, C_INSERTED);
@@ -1412,7 +1457,7 @@ static __always_inline void set_hdr0(struct __sk_buff *skb, struct pkt *p, __u8 
 	p->hdr0 |= bit;
 }
 
-GLOBAL int transit(struct __sk_buff *skb, struct scratch *s)
+static __always_inline int transit(struct __sk_buff *skb, struct scratch *s)
 {
 	if (!s)
 		return TC_ACT_OK;
@@ -1460,8 +1505,7 @@ GLOBAL int transit(struct __sk_buff *skb, struct scratch *s)
 	}
 	/* The hop at the top of the stack, Remaining Hop Count, shim length,
 	 * UDP and IP lengths written directly; the L4 checksum takes the sum
-	 * of the changes with one helper call, its pseudo header with
-	 * another. */
+	 * of the changes and its pseudo header's in l4_fix. */
 	__u8 *d = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
 	__u32 acc = 0;
 	at &= 0x1ff;
@@ -1494,8 +1538,8 @@ GLOBAL int transit(struct __sk_buff *skb, struct scratch *s)
 	o16 = *(__u16 *)(iph + 2);
 	*(__u16 *)(iph + 2) = bpf_htons(p->ip_len + n);
 	ip_csum_fix(iph, cadd(0, o16, *(__u16 *)(iph + 2)));
-	l4_sum(skb, p, cfold(acc));
-	l4_pseudo_len(skb, p, seg, seg + n);
+	if (l4_fix(skb, p, acc, seg, seg + n))
+		return TC_ACT_SHOT;
 	cnt(s, C_TRANSITED);
 	return TC_ACT_OK;
 }
@@ -1503,7 +1547,7 @@ GLOBAL int transit(struct __sk_buff *skb, struct scratch *s)
 /* strip is the INT sink step after the report: remove shim and INT (and the
  * UDP header of NPT 2), restore DSCP / port / protocol and lengths. It
  * returns 0, or -1 when the packet must be dropped. */
-GLOBAL int strip(struct __sk_buff *skb, struct scratch *s)
+static __always_inline int strip(struct __sk_buff *skb, struct scratch *s)
 {
 	if (!s)
 		return -1;
@@ -1566,8 +1610,8 @@ GLOBAL int strip(struct __sk_buff *skb, struct scratch *s)
 	*(__u16 *)(iph + 2) = bpf_htons(p->ip_len - ilen);
 	iacc = cadd(iacc, o16, *(__u16 *)(iph + 2));
 	ip_csum_fix(iph, iacc);
-	l4_sum(skb, p, cfold(acc));
-	l4_pseudo_len(skb, p, seg, seg - ilen);
+	if (l4_fix(skb, p, acc, seg, seg - ilen))
+		return -1;
 	/* Move what lies between the fixed IPv4 header and the shim down
 	 * over the INT bytes, then drop the room after the IPv4 header. */
 	__u32 mv = p->shim - (L3 + 20);
@@ -1590,7 +1634,7 @@ GLOBAL int strip(struct __sk_buff *skb, struct scratch *s)
 	return 0;
 }
 
-GLOBAL int sink(struct __sk_buff *skb, struct scratch *s)
+static __always_inline int sink(struct __sk_buff *skb, struct scratch *s)
 {
 	if (!s)
 		return TC_ACT_OK;
