@@ -96,31 +96,7 @@ func buildFabric(t *testing.T, intd bool, shapeMbit int) *fabric {
 	if !intd {
 		return f
 	}
-	l.start("c", "intcollector", f.reports.line, "--listen", ":32766", "--metrics", "127.0.0.1:9273",
-		"--gnmi", "127.0.0.1:9340", "--json", "--int-dscp", "32", "--int-dscp-mask", "32")
-	f.metrics = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
-		return l.dialer("c")(ctx, addr)
-	}}, Timeout: 5 * time.Second}
-	for i, s := range switches {
-		l.start(s, "intd", nil, "run", "--dataplane", "soft", "--interfaces", "p1,p2", "--insecure",
-			"--addr", "127.0.0.1:9339", "--save", "", "--target", s, "--node-id", strconv.Itoa(i+1),
-			"--state-interval", "200ms")
-		conn, err := grpc.NewClient("passthrough:///127.0.0.1:9339", grpc.WithTransportCredentials(insecure.NewCredentials()),
-			grpc.WithContextDialer(l.dialer(s)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { conn.Close() })
-		f.sw[s] = gpb.NewGNMIClient(conn)
-	}
-	for _, s := range switches {
-		eventually(t, 30*time.Second, s+" gNMI up", func() (bool, string) {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			defer cancel()
-			_, err := f.sw[s].Capabilities(ctx, &gpb.CapabilityRequest{})
-			return err == nil, fmt.Sprint(err)
-		})
-	}
+	f.startNodes(t, "soft")
 	return f
 }
 
@@ -615,4 +591,36 @@ func (f *fabric) warmUp(t *testing.T, ctx context.Context, wait time.Duration) (
 		t.Log("ping not installed: ICMP check skipped")
 	}
 	return counters, sink, tx
+}
+
+// startNodes starts the collector in c and `intd run --dataplane dp` on
+// every switch, and waits for each switch's gNMI server.
+func (f *fabric) startNodes(t *testing.T, dp string) {
+	t.Helper()
+	l := f.lab
+	l.start("c", "intcollector", f.reports.line, "--listen", ":32766", "--metrics", "127.0.0.1:9273",
+		"--gnmi", "127.0.0.1:9340", "--json", "--int-dscp", "32", "--int-dscp-mask", "32")
+	f.metrics = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
+		return l.dialer("c")(ctx, addr)
+	}}, Timeout: 5 * time.Second}
+	for i, s := range switches {
+		l.start(s, "intd", nil, "run", "--dataplane", dp, "--interfaces", "p1,p2", "--insecure",
+			"--addr", "127.0.0.1:9339", "--save", "", "--target", s, "--node-id", strconv.Itoa(i+1),
+			"--state-interval", "200ms")
+		conn, err := grpc.NewClient("passthrough:///127.0.0.1:9339", grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithContextDialer(l.dialer(s)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		f.sw[s] = gpb.NewGNMIClient(conn)
+	}
+	for _, s := range switches {
+		eventually(t, 30*time.Second, s+" gNMI up", func() (bool, string) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			_, err := f.sw[s].Capabilities(ctx, &gpb.CapabilityRequest{})
+			return err == nil, fmt.Sprint(err)
+		})
+	}
 }

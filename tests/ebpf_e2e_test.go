@@ -6,15 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"regexp"
 	"strconv"
 	"testing"
 	"time"
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/intd-project/intd/dataplane/collector"
 )
@@ -24,34 +21,9 @@ import (
 // switch: the BPF programs sit on tc ingress/egress of p1 and p2.
 func ebpfFabric(t *testing.T) *fabric {
 	f := buildFabric(t, false, 0) // kernel forwarding on, no intd yet
-	l := f.lab
-	l.start("c", "intcollector", f.reports.line, "--listen", ":32766", "--metrics", "127.0.0.1:9273",
-		"--gnmi", "127.0.0.1:9340", "--json", "--int-dscp", "32", "--int-dscp-mask", "32")
-	f.metrics = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
-		return l.dialer("c")(ctx, addr)
-	}}, Timeout: 5 * time.Second}
-	for i, s := range switches {
-		l.start(s, "intd", nil, "run", "--dataplane", "ebpf", "--interfaces", "p1,p2", "--insecure",
-			"--addr", "127.0.0.1:9339", "--save", "", "--target", s, "--node-id", strconv.Itoa(i+1),
-			"--state-interval", "200ms")
-		// The tc filters and clsact qdiscs intd adds go with the
-		// namespaces, deleted at cleanup with their veths.
-		conn, err := grpc.NewClient("passthrough:///127.0.0.1:9339", grpc.WithTransportCredentials(insecure.NewCredentials()),
-			grpc.WithContextDialer(l.dialer(s)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { conn.Close() })
-		f.sw[s] = gpb.NewGNMIClient(conn)
-	}
-	for _, s := range switches {
-		eventually(t, 30*time.Second, s+" gNMI up", func() (bool, string) {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			defer cancel()
-			_, err := f.sw[s].Capabilities(ctx, &gpb.CapabilityRequest{})
-			return err == nil, fmt.Sprint(err)
-		})
-	}
+	// The tc filters and clsact qdiscs intd adds go with the namespaces,
+	// deleted at cleanup with their veths.
+	f.startNodes(t, "ebpf")
 	return f
 }
 
