@@ -500,6 +500,7 @@ func (p *Pipeline) drop(ev *Event) {
 		p.suppress(et)
 		return
 	}
+	p.countReasons(r)
 	p.emit(et, ev, true, queue)
 }
 

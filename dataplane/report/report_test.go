@@ -196,6 +196,9 @@ func TestDropReports(t *testing.T) {
 	if st.ByType[EventDropReport].Suppressed != 198 {
 		t.Errorf("suppressed %d, want 198", st.ByType[EventDropReport].Suppressed)
 	}
+	if st.Filter.DropCause != 1 {
+		t.Errorf("drop-cause changes counted %d, want 1 (29 -> 160)", st.Filter.DropCause)
+	}
 	for i, r := range reps {
 		if !r.hdr.Dropped || r.hdr.RepMdBits&wire.RepDrop == 0 {
 			t.Errorf("report %d: D %v RepMdBits %#x", i, r.hdr.Dropped, r.hdr.RepMdBits)

@@ -50,8 +50,8 @@ type QueueStats struct {
 	QuotaLeft  uint32
 }
 
-// FilterStats counts why the flow filter let reports through (a report
-// may have several reasons).
+// FilterStats counts why the flow and drop filters let reports through (a
+// report may have several reasons; DropCause comes from the drop filter).
 type FilterStats struct {
 	New, Interval, Port, Path, Latency, Queue, DropCause uint64
 }
