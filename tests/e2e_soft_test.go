@@ -526,41 +526,7 @@ func TestSoftEndToEnd(t *testing.T) {
 		t.Logf("queue (Q) reports from node 2: %d", f.reports.count(2, func(r *collector.IndividualJSON) bool { return r.Q }))
 	})
 
-	t.Run("drop reports", func(t *testing.T) {
-		f.ip("-n", f.ns("s2"), "route", "del", "10.0.2.0/24")
-		defer f.ip("-n", f.ns("s2"), "route", "add", "10.0.2.0/24", "via", "10.0.23.3")
-		drop29 := func(r *collector.IndividualJSON) bool { return r.D && r.DropReason != nil && *r.DropReason == 29 }
-		eventually(t, 15*time.Second, "drop report reason 29 from node 2", func() (bool, string) {
-			tx.Write(payload(1<<50, 100))
-			return f.reports.count(2, drop29) > 0, ""
-		})
-		if m := f.scrape(t); !regexp.MustCompile(`intcollector_drop_reports_total\{reason="29"\} [1-9]`).MatchString(m) {
-			t.Errorf("collector metrics lack reason 29 drops")
-		}
-	})
-	t.Run("route restored", func(t *testing.T) {
-		const seq = 1<<50 + 1
-		eventually(t, 15*time.Second, "traffic after the route is back", func() (bool, string) {
-			tx.Write(payload(seq, 100))
-			time.Sleep(20 * time.Millisecond)
-			return sink.has(seq), ""
-		})
-	})
-
-	t.Run("subscribe counters", func(t *testing.T) {
-		for _, s := range switches {
-			eventually(t, 5*time.Second, s+" in-packets moving", func() (bool, string) {
-				v := counters[s]()
-				moved := 0
-				for i := 1; i < len(v); i++ {
-					if v[i] > v[i-1] {
-						moved++
-					}
-				}
-				return moved >= 2, fmt.Sprint(v)
-			})
-		}
-	})
+	f.checkDropsAndCounters(t, counters, sink, tx, 15*time.Second)
 	t.Logf("total %v", time.Since(start))
 }
 
@@ -623,4 +589,46 @@ func (f *fabric) startNodes(t *testing.T, dp string) {
 			return err == nil, fmt.Sprint(err)
 		})
 	}
+}
+
+// checkDropsAndCounters removes s2's route to h2 and expects drop reports
+// with reason 29 from node 2 (in the collector's reports and metrics),
+// restores it and expects traffic again, then checks that every switch's
+// in-packets counter moves over gNMI Subscribe.
+func (f *fabric) checkDropsAndCounters(t *testing.T, counters map[string]func() []uint64, sink *udpSink, tx *net.UDPConn, wait time.Duration) {
+	t.Run("drop reports", func(t *testing.T) {
+		f.ip("-n", f.ns("s2"), "route", "del", "10.0.2.0/24")
+		defer f.ip("-n", f.ns("s2"), "route", "add", "10.0.2.0/24", "via", "10.0.23.3")
+		drop29 := func(r *collector.IndividualJSON) bool { return r.D && r.DropReason != nil && *r.DropReason == 29 }
+		eventually(t, wait, "drop report reason 29 from node 2", func() (bool, string) {
+			tx.Write(payload(1<<50, 100))
+			return f.reports.count(2, drop29) > 0, ""
+		})
+		if m := f.scrape(t); !regexp.MustCompile(`intcollector_drop_reports_total\{reason="29"\} [1-9]`).MatchString(m) {
+			t.Errorf("collector metrics lack reason 29 drops")
+		}
+	})
+	t.Run("route restored", func(t *testing.T) {
+		const seq = 1<<50 + 1
+		eventually(t, wait, "traffic after the route is back", func() (bool, string) {
+			tx.Write(payload(seq, 100))
+			time.Sleep(20 * time.Millisecond)
+			return sink.has(seq), ""
+		})
+	})
+	t.Run("subscribe counters", func(t *testing.T) {
+		for _, s := range switches {
+			eventually(t, 5*time.Second, s+" in-packets moving", func() (bool, string) {
+				tx.Write(payload(1<<49, 64))
+				v := counters[s]()
+				moved := 0
+				for i := 1; i < len(v); i++ {
+					if v[i] > v[i-1] {
+						moved++
+					}
+				}
+				return moved >= 2, fmt.Sprint(v)
+			})
+		}
+	})
 }

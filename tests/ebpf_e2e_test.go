@@ -165,41 +165,6 @@ func TestEBPFEndToEnd(t *testing.T) {
 		}
 	})
 
-	t.Run("drop reports", func(t *testing.T) {
-		f.ip("-n", f.ns("s2"), "route", "del", "10.0.2.0/24")
-		defer f.ip("-n", f.ns("s2"), "route", "add", "10.0.2.0/24", "via", "10.0.23.3")
-		drop29 := func(r *collector.IndividualJSON) bool { return r.D && r.DropReason != nil && *r.DropReason == 29 }
-		eventually(t, 10*time.Second, "drop report reason 29 from node 2", func() (bool, string) {
-			tx.Write(payload(1<<50, 100))
-			return f.reports.count(2, drop29) > 0, ""
-		})
-		if m := f.scrape(t); !regexp.MustCompile(`intcollector_drop_reports_total\{reason="29"\} [1-9]`).MatchString(m) {
-			t.Errorf("collector metrics lack reason 29 drops")
-		}
-	})
-	t.Run("route restored", func(t *testing.T) {
-		const seq = 1<<50 + 1
-		eventually(t, 10*time.Second, "traffic after the route is back", func() (bool, string) {
-			tx.Write(payload(seq, 100))
-			time.Sleep(20 * time.Millisecond)
-			return sink.has(seq), ""
-		})
-	})
-
-	t.Run("subscribe counters", func(t *testing.T) {
-		for _, s := range switches {
-			eventually(t, 5*time.Second, s+" in-packets moving", func() (bool, string) {
-				tx.Write(payload(1<<49, 64))
-				v := counters[s]()
-				moved := 0
-				for i := 1; i < len(v); i++ {
-					if v[i] > v[i-1] {
-						moved++
-					}
-				}
-				return moved >= 2, fmt.Sprint(v)
-			})
-		}
-	})
+	f.checkDropsAndCounters(t, counters, sink, tx, 10*time.Second)
 	t.Logf("total %v", time.Since(start))
 }
