@@ -9,45 +9,19 @@ import (
 
 	"github.com/intd-project/intd/dataplane/report"
 	"github.com/intd-project/intd/dataplane/wire"
+	"github.com/intd-project/intd/dataplane/wire/wiretest"
 	"github.com/intd-project/intd/sai"
 )
 
+// Test frames come from wiretest, shared by both dataplanes' tests.
 var (
-	macH1 = [6]byte{2, 0, 0, 0, 0, 1}
-	macH2 = [6]byte{2, 0, 0, 0, 0, 2}
+	macH1, macH2 = wiretest.SrcMAC, wiretest.DstMAC
+	ipv4Frame    = wiretest.IPv4Frame
+	tcpFrame     = wiretest.TCPFrame
+	udpFrame     = wiretest.UDPFrame
 )
 
 func ip4(s string) [4]byte { return netip.MustParseAddr(s).As4() }
-
-// ipv4Frame wraps an L4 segment (checksum still to be set) in Ethernet and
-// IPv4 and sets every checksum.
-func ipv4Frame(src, dst string, proto, dscp uint8, l4 []byte, udpCsum bool) []byte {
-	f := make([]byte, wire.EthernetLen+wire.IPv4MinLen+len(l4))
-	_ = wire.PutEthernet(f, macH2, macH1, wire.EtherTypeIPv4)
-	_ = wire.IPv4Header{TOS: dscp << 2, TotalLen: uint16(wire.IPv4MinLen + len(l4)), ID: 7, Flags: 2,
-		TTL: 64, Proto: proto, Src: ip4(src), Dst: ip4(dst)}.Put(f[wire.EthernetLen:])
-	copy(f[wire.EthernetLen+wire.IPv4MinLen:], l4)
-	var p wire.Packet
-	if err := (&wire.Parser{}).Parse(f, &p); err != nil {
-		panic(err)
-	}
-	wire.SetL4Checksum(f, &p, udpCsum)
-	return f
-}
-
-func tcpFrame(src, dst string, sport, dport uint16, dscp uint8, payload []byte) []byte {
-	l4 := make([]byte, wire.TCPMinLen+len(payload))
-	_ = wire.TCPHeader{SrcPort: sport, DstPort: dport, Seq: 1000, Ack: 2000, Flags: 0x18, Window: 512}.Put(l4)
-	copy(l4[wire.TCPMinLen:], payload)
-	return ipv4Frame(src, dst, wire.ProtoTCP, dscp, l4, true)
-}
-
-func udpFrame(src, dst string, sport, dport uint16, payload []byte, csum bool) []byte {
-	l4 := make([]byte, wire.UDPLen+len(payload))
-	_ = wire.UDPHeader{SrcPort: sport, DstPort: dport, Length: uint16(len(l4))}.Put(l4)
-	copy(l4[wire.UDPLen:], payload)
-	return ipv4Frame(src, dst, wire.ProtoUDP, 0, l4, csum)
-}
 
 // tunnelFrame wraps inner (an Ethernet frame) in IPv4/UDP and a tunnel
 // header: "gpe" (next protocol Ethernet), "geneve" or "vxlan".

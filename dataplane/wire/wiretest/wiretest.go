@@ -1,0 +1,49 @@
+// Package wiretest builds the plain Ethernet/IPv4/TCP/UDP frames that the
+// dataplanes' tests feed in, with valid checksums, so every backend's tests
+// start from the same bytes.
+package wiretest
+
+import (
+	"net/netip"
+
+	"github.com/intd-project/intd/dataplane/wire"
+)
+
+// The frames go from SrcMAC to DstMAC.
+var (
+	SrcMAC = [6]byte{2, 0, 0, 0, 0, 1}
+	DstMAC = [6]byte{2, 0, 0, 0, 0, 2}
+)
+
+// IPv4Frame wraps an L4 segment (checksum still to be set) in Ethernet and
+// IPv4 and sets every checksum; udpCsum false leaves a UDP checksum zero.
+func IPv4Frame(src, dst string, proto, dscp uint8, l4 []byte, udpCsum bool) []byte {
+	f := make([]byte, wire.EthernetLen+wire.IPv4MinLen+len(l4))
+	_ = wire.PutEthernet(f, DstMAC, SrcMAC, wire.EtherTypeIPv4)
+	_ = wire.IPv4Header{TOS: dscp << 2, TotalLen: uint16(wire.IPv4MinLen + len(l4)), ID: 7, Flags: 2,
+		TTL: 64, Proto: proto, Src: netip.MustParseAddr(src).As4(), Dst: netip.MustParseAddr(dst).As4()}.Put(f[wire.EthernetLen:])
+	copy(f[wire.EthernetLen+wire.IPv4MinLen:], l4)
+	var p wire.Packet
+	if err := (&wire.Parser{}).Parse(f, &p); err != nil {
+		panic(err) // the frame was built above: a parse error is a bug here
+	}
+	wire.SetL4Checksum(f, &p, udpCsum)
+	return f
+}
+
+// TCPFrame is an IPv4 TCP segment (PSH|ACK) carrying payload.
+func TCPFrame(src, dst string, sport, dport uint16, dscp uint8, payload []byte) []byte {
+	l4 := make([]byte, wire.TCPMinLen+len(payload))
+	_ = wire.TCPHeader{SrcPort: sport, DstPort: dport, Seq: 1000, Ack: 2000, Flags: 0x18, Window: 512}.Put(l4)
+	copy(l4[wire.TCPMinLen:], payload)
+	return IPv4Frame(src, dst, wire.ProtoTCP, dscp, l4, true)
+}
+
+// UDPFrame is an IPv4 UDP datagram carrying payload, with a checksum when
+// csum is set.
+func UDPFrame(src, dst string, sport, dport uint16, payload []byte, csum bool) []byte {
+	l4 := make([]byte, wire.UDPLen+len(payload))
+	_ = wire.UDPHeader{SrcPort: sport, DstPort: dport, Length: uint16(len(l4))}.Put(l4)
+	copy(l4[wire.UDPLen:], payload)
+	return IPv4Frame(src, dst, wire.ProtoUDP, 0, l4, csum)
+}
