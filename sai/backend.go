@@ -77,6 +77,9 @@ type ReportCounters struct {
 type WatchlistEntryStats struct {
 	MatchedPackets uint64
 	MatchedBytes   uint64
+	// UnsampledPackets are matched packets FlowOp left alone because of
+	// WatchlistAction.PacketInterval.
+	UnsampledPackets uint64
 }
 
 // IntSessionStats counts INT initiation under a session.

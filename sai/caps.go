@@ -119,6 +119,8 @@ type Capabilities struct {
 	Coalescing     bool
 	EventTypes     []EventType
 	VXLANInner     bool // watchlist can match inner headers of VXLAN
+	// PacketInterval: the backend honours WatchlistAction.PacketInterval.
+	PacketInterval bool
 
 	HopLatency       TimeUnit
 	IngressTimestamp TimeUnit
@@ -157,6 +159,7 @@ func FullCapabilities() Capabilities {
 		Coalescing:          true,
 		EventTypes:          EventTypes(),
 		VXLANInner:          true,
+		PacketInterval:      true,
 		HopLatency:          TimeNanoseconds,
 		IngressTimestamp:    TimestampPOSIXNanoseconds,
 		EgressTimestamp:     TimestampPOSIXNanoseconds,
@@ -218,6 +221,8 @@ func (c Capabilities) Check(a Attrs) error {
 			return unsupported(t, "Action.DropReportEnable", "drop reports are not supported")
 		case a.Match.Inner.VXLAN && !c.VXLANInner:
 			return unsupported(t, "Match.Inner.VXLAN", "VXLAN inner header match is not supported")
+		case a.Action.PacketInterval != 0 && !c.PacketInterval:
+			return unsupported(t, "Action.PacketInterval", "per-flow packet interval is not supported")
 		}
 	}
 	return nil

@@ -68,6 +68,7 @@ func TestSettableFrom(t *testing.T) {
 		{"event session", ev, mod(ev, func(a *EventAttrs) { a.ReportSession = MakeOID(ObjectTypeReportSession, 2) }), true},
 		{"event type", ev, mod(ev, func(a *EventAttrs) { a.Type = EventDropReport }), false},
 		{"entry action", e, mod(e, func(a *WatchlistEntryAttrs) { a.Action.FlowSamplePercent = 50 }), true},
+		{"entry packet interval", e, mod(e, func(a *WatchlistEntryAttrs) { a.Action.PacketInterval = time.Millisecond }), true},
 		{"entry priority", e, mod(e, func(a *WatchlistEntryAttrs) { a.Priority++ }), false},
 		{"entry match", e, mod(e, func(a *WatchlistEntryAttrs) { a.Match.Inner.VXLAN = true }), false},
 		{"type change", DefaultDTelAttrs(), DefaultIntSessionAttrs(), false},
@@ -165,6 +166,7 @@ func TestCapabilitiesCheck(t *testing.T) {
 	limited.Coalescing = false
 	limited.MaxReportDestinations = 1
 	limited.EventTypes = []EventType{EventDropReport}
+	limited.PacketInterval = false
 	tests := []struct {
 		a    Attrs
 		attr string
@@ -179,6 +181,7 @@ func TestCapabilitiesCheck(t *testing.T) {
 		}), "Destinations"},
 		{EventAttrs{Type: EventFlowState}, "Type"},
 		{mod(validEntry(), func(a *WatchlistEntryAttrs) { a.Action = WatchlistAction{FlowOp: FlowOpPostcard, FlowSamplePercent: 1} }), "Action.FlowOp"},
+		{mod(validEntry(), func(a *WatchlistEntryAttrs) { a.Action.PacketInterval = time.Millisecond }), "Action.PacketInterval"},
 	}
 	for _, tt := range tests {
 		err := limited.Check(tt.a)

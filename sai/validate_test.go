@@ -70,6 +70,10 @@ func TestValidateValid(t *testing.T) {
 			a.Match.Inner = InnerMatch{VXLAN: true, VNI: MaxVNI, DstPrefix: netip.MustParsePrefix("192.168.0.0/16"), IPProtocol: IPProtocolUDP, L4SrcPort: PortRange{1000, 2000}}
 			a.Action = WatchlistAction{FlowOp: FlowOpPostcard, FlowSamplePercent: 1, ReportAllPackets: true}
 		}),
+		mod(validEntry(), func(a *WatchlistEntryAttrs) { a.Action.PacketInterval = time.Microsecond }),
+		mod(validEntry(), func(a *WatchlistEntryAttrs) {
+			a.Action = WatchlistAction{FlowOp: FlowOpPostcard, FlowSamplePercent: 100, PacketInterval: MaxPacketInterval}
+		}),
 	} {
 		if err := a.Validate(); err != nil {
 			t.Errorf("%T %+v: unexpected error: %v", a, a, err)
@@ -178,6 +182,10 @@ func TestValidateRules(t *testing.T) {
 		{"nop report all", WatchlistEntryAttrs{Action: WatchlistAction{ReportAllPackets: true}}, "Action.ReportAllPackets", "needs flow op INT or POSTCARD"},
 		{"percent 101", mod(validEntry(), func(a *WatchlistEntryAttrs) { a.Action.FlowSamplePercent = 101 }), "Action.FlowSamplePercent", "flow sample percent 101 exceeds 100"},
 		{"percent 0", mod(validEntry(), func(a *WatchlistEntryAttrs) { a.Action.FlowSamplePercent = 0 }), "Action.FlowSamplePercent", "flow sample percent 0 with flow op INT samples nothing"},
+		{"nop packet interval", WatchlistEntryAttrs{Action: WatchlistAction{PacketInterval: time.Millisecond}}, "Action.PacketInterval", "packet interval needs flow op INT or POSTCARD"},
+		{"nop negative packet interval", WatchlistEntryAttrs{Action: WatchlistAction{PacketInterval: -1}}, "Action.PacketInterval", "packet interval -1ns is negative"},
+		{"negative packet interval", mod(validEntry(), func(a *WatchlistEntryAttrs) { a.Action.PacketInterval = -time.Millisecond }), "Action.PacketInterval", "packet interval -1ms is negative"},
+		{"packet interval over an hour", mod(validEntry(), func(a *WatchlistEntryAttrs) { a.Action.PacketInterval = time.Hour + 1 }), "Action.PacketInterval", "packet interval 1h0m0.000000001s exceeds 1h0m0s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,6 +1,9 @@
 package sai
 
-import "net/netip"
+import (
+	"net/netip"
+	"time"
+)
 
 // IP protocol numbers the watchlist needs to reason about.
 const (
@@ -77,7 +80,17 @@ type WatchlistAction struct {
 	TailDropReportEnable bool  // ACTION_DTEL_TAIL_DROP_REPORT_ENABLE
 	FlowSamplePercent    uint8 // ACTION_DTEL_FLOW_SAMPLE_PERCENT: 0..100 of flows get FlowOp
 	ReportAllPackets     bool  // ACTION_DTEL_REPORT_ALL_PACKETS: bypass flow-state filtering
+	// PacketInterval (no SAI counterpart) makes FlowOp act on at most one
+	// packet of each flow per interval: the first, then the first at least
+	// PacketInterval after the last one acted on. Other packets pass
+	// untouched, counted in WatchlistEntryStats.UnsampledPackets. 0 acts
+	// on every packet. Bounds INT's cost where instrumenting every packet
+	// would defeat TSO/GSO.
+	PacketInterval time.Duration
 }
+
+// MaxPacketInterval bounds WatchlistAction.PacketInterval.
+const MaxPacketInterval = time.Hour
 
 // WatchlistEntryAttrs mirrors a SAI_OBJECT_TYPE_ACL_ENTRY in a DTel
 // watchlist table: a prioritised match selecting traffic for telemetry.
@@ -203,6 +216,10 @@ func (a WatchlistAction) validate() error {
 			return invalid(tw, "Action.FlowSamplePercent", "flow sample percent %d is set with flow op NOP", a.FlowSamplePercent)
 		case a.ReportAllPackets:
 			return invalid(tw, "Action.ReportAllPackets", "report all packets needs flow op INT or POSTCARD")
+		case a.PacketInterval < 0:
+			return invalid(tw, "Action.PacketInterval", "packet interval %v is negative", a.PacketInterval)
+		case a.PacketInterval != 0:
+			return invalid(tw, "Action.PacketInterval", "packet interval needs flow op INT or POSTCARD")
 		}
 		return nil
 	case FlowOpInt:
@@ -221,6 +238,10 @@ func (a WatchlistAction) validate() error {
 		return invalid(tw, "Action.FlowSamplePercent", "flow sample percent %d exceeds 100", a.FlowSamplePercent)
 	case a.FlowSamplePercent == 0:
 		return invalid(tw, "Action.FlowSamplePercent", "flow sample percent 0 with flow op %v samples nothing", a.FlowOp)
+	case a.PacketInterval < 0:
+		return invalid(tw, "Action.PacketInterval", "packet interval %v is negative", a.PacketInterval)
+	case a.PacketInterval > MaxPacketInterval:
+		return invalid(tw, "Action.PacketInterval", "packet interval %v exceeds %v", a.PacketInterval, MaxPacketInterval)
 	}
 	return nil
 }
