@@ -54,6 +54,38 @@ func BenchmarkProgram(b *testing.B) {
 	b.Run("sink", func(b *testing.B) { benchProg(b, mk(b, setup{sink: true}).objs.IntdEgress, in) })
 }
 
+// BenchmarkFloor measures, like BenchmarkProgram, what the INT roles cannot
+// avoid (bpf/floor.c): the empty program, the bpf_skb_adjust_room of a
+// source insert (shim + INT-MD header + one hop of BenchmarkProgram's
+// session), of one transit hop and of a sink strip of BenchmarkProgram's
+// INT frame, and one bpf_ktime_get_ns. Each over empty is the floor of a
+// role's overhead over pass in BenchmarkProgram.
+//
+//	sudo go test ./dataplane/ebpf -run '^$' -bench Floor -benchtime 20000x -count 3
+func BenchmarkFloor(b *testing.B) {
+	needRoot(b)
+	var objs floorObjects
+	if err := loadFloorObjects(&objs, nil); err != nil {
+		b.Fatal(err)
+	}
+	defer objs.Close()
+	tcp80 := tcpFrame("10.0.1.1", "10.0.2.1", 1234, 80, 0, make([]byte, 64))
+	in := intFrame(b, tcp80, sai.IntSessionAttrs{MaxHopCount: 8, Instructions: detInst}, 2, false)
+	for _, c := range []struct {
+		name  string
+		p     *ebpf.Program
+		frame []byte
+	}{
+		{"empty", objs.FloorEmpty, tcp80},
+		{"source-grow", objs.FloorSourceGrow, tcp80},
+		{"transit-grow", objs.FloorTransitGrow, in},
+		{"sink-shrink", objs.FloorSinkShrink, in},
+		{"ktime", objs.FloorKtime, tcp80},
+	} {
+		b.Run(c.name, func(b *testing.B) { benchProg(b, c.p, c.frame) })
+	}
+}
+
 // BenchmarkIperf3 measures TCP throughput h1 -> h2 through r1-r3 (kernel
 // forwarding over veth) with the eBPF dataplane off and on; each iteration
 // is a 3 s iperf3 run. The ratio on/off is the throughput cost of INT.
