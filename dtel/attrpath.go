@@ -92,6 +92,7 @@ var attrPaths = map[sai.ObjectType][][2]string{
 		{"Action.TailDropReportEnable", "/actions/config/tail-drop-report"},
 		{"Action.FlowSamplePercent", "/actions/config/sample-percent"},
 		{"Action.ReportAllPackets", "/actions/config/report-all-packets"},
+		{"Action.PacketInterval", "/actions/config/packet-interval"},
 	},
 }
 

@@ -352,6 +352,9 @@ func (o *Orchestrator) translate(cfg *gen.Device) (*intent, error) {
 			if ac.GetReportAllPackets() {
 				return nil, invalidf(ap+"report-all-packets", "report-all-packets needs flow-op INT or POSTCARD")
 			}
+			if ac.GetPacketInterval() != 0 {
+				return nil, invalidf(ap+"packet-interval", "packet-interval needs flow-op INT or POSTCARD")
+			}
 		case gen.IntdInt_FlowOp_INT, gen.IntdInt_FlowOp_POSTCARD:
 			a.Action.FlowOp = sai.FlowOpPostcard
 			if ac.GetFlowOp() == gen.IntdInt_FlowOp_INT {
@@ -362,6 +365,7 @@ func (o *Orchestrator) translate(cfg *gen.Device) (*intent, error) {
 			}
 			a.Action.ReportAllPackets = ac.GetReportAllPackets()
 			a.Action.FlowSamplePercent = ac.GetSamplePercent()
+			a.Action.PacketInterval = time.Duration(ac.GetPacketInterval()) * time.Microsecond
 			if a.Action.FlowSamplePercent == 0 {
 				return nil, invalidf(ap+"sample-percent", "sample-percent 0 with flow-op %s acts on no flow", enumName(ac.GetFlowOp()))
 			}

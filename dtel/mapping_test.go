@@ -75,7 +75,8 @@ func fullObjects() (map[key]sai.Attrs, map[key]key) {
 				IPProtocol: 6, L4SrcPort: sai.PortRange{Lo: 1024, Hi: 65535}, L4DstPort: sai.PortRange{Lo: 80, Hi: 443},
 				DSCP: sai.DSCPMatch{Value: 0, Mask: 63}, TCPFlags: sai.TCPFlagsMatch{Value: 2, Mask: 2}, InPort: "eth0",
 			},
-			Action: sai.WatchlistAction{FlowOp: sai.FlowOpInt, DropReportEnable: true, TailDropReportEnable: true, FlowSamplePercent: 100},
+			Action: sai.WatchlistAction{FlowOp: sai.FlowOpInt, DropReportEnable: true, TailDropReportEnable: true, FlowSamplePercent: 100,
+				PacketInterval: time.Millisecond},
 		},
 		kEntry20: sai.WatchlistEntryAttrs{
 			Priority: 65535 - 20,
@@ -267,6 +268,17 @@ func TestMapping(t *testing.T) {
 			},
 		},
 		{
+			name: "packet-interval in microseconds, default 0, postcard",
+			mutate: func(d *gen.Device) {
+				entry(d, 10).Actions.Config.PacketInterval = nil
+				entry(d, 20).Actions.Config.PacketInterval = ptrTo(uint32(250))
+			},
+			want: func(objs map[key]sai.Attrs, _ map[key]key) {
+				modify(objs, kEntry10, func(a *sai.WatchlistEntryAttrs) { a.Action.PacketInterval = 0 })
+				modify(objs, kEntry20, func(a *sai.WatchlistEntryAttrs) { a.Action.PacketInterval = 250 * time.Microsecond })
+			},
+		},
+		{
 			name: "queue report defaults",
 			mutate: func(d *gen.Device) {
 				c := i(d).QueueReports.QueueReport[gen.IntdInt_Int_QueueReports_QueueReport_Key{Interface: "eth1", QueueId: 0}].Config
@@ -384,6 +396,12 @@ func TestValidation(t *testing.T) {
 			"/int/watchlist/entries/entry[sequence-id=30]/actions/config/int-session: flow-op NOP takes no int-session"},
 		{"NOP reporting all packets", nil, func(d *gen.Device) { entry(d, 30).Actions.Config.ReportAllPackets = ptrTo(true) },
 			"/int/watchlist/entries/entry[sequence-id=30]/actions/config/report-all-packets: report-all-packets needs flow-op INT or POSTCARD"},
+		{"NOP with packet-interval", nil, func(d *gen.Device) { entry(d, 30).Actions.Config.PacketInterval = ptrTo(uint32(1000)) },
+			"/int/watchlist/entries/entry[sequence-id=30]/actions/config/packet-interval: packet-interval needs flow-op INT or POSTCARD"},
+		{"packet-interval over an hour", nil, func(d *gen.Device) { entry(d, 10).Actions.Config.PacketInterval = ptrTo(uint32(3600_000_001)) },
+			"/int/watchlist/entries/entry[sequence-id=10]/actions/config/packet-interval: packet interval 1h0m0.000001s exceeds 1h0m0s"},
+		{"packet-interval the backend cannot honour", func(c *sai.Capabilities) { c.PacketInterval = false }, nil,
+			"/int/watchlist/entries/entry[sequence-id=10]/actions/config/packet-interval: per-flow packet interval is not supported by the dataplane"},
 		{"sample-percent 0", nil, func(d *gen.Device) { entry(d, 10).Actions.Config.SamplePercent = ptrTo(uint8(0)) },
 			"/int/watchlist/entries/entry[sequence-id=10]/actions/config/sample-percent: sample-percent 0 with flow-op INT acts on no flow"},
 		{"source port min > max", nil, func(d *gen.Device) { entry(d, 10).Match.Config.SourcePortMax = ptrTo(uint16(1000)) },

@@ -68,6 +68,10 @@ func TestInPlaceUpdates(t *testing.T) {
 		{"sink interface", func(d *gen.Device) { d.Int.Interfaces.Interface["eth1"].Config.IntSink = ptrTo(false) }, []string{"set dtel"}},
 		{"entry action", func(d *gen.Device) { d.Int.Watchlist.Entries.Entry[10].Actions.Config.SamplePercent = ptrTo(uint8(10)) },
 			[]string{"set watchlist entry"}},
+		{"entry packet-interval", func(d *gen.Device) {
+			d.Int.Watchlist.Entries.Entry[10].Actions.Config.PacketInterval = ptrTo(uint32(5000))
+		},
+			[]string{"set watchlist entry"}},
 		{"entry description only", func(d *gen.Device) { d.Int.Watchlist.Entries.Entry[10].Config.Description = ptrTo("x") }, nil},
 		{"entry moved to another int session", func(d *gen.Device) {
 			d.Int.Watchlist.Entries.Entry[10].Actions.Config.IntSession = ptrTo("mx-probe")

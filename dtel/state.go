@@ -174,6 +174,7 @@ func (o *Orchestrator) intState(dev *gen.Device, s snapshot, st *sai.Stats) {
 			c := st.Watchlist[s.oids[key{sai.ObjectTypeWatchlistEntry, strconv.FormatUint(uint64(seq), 10)}]]
 			ss.Counters = &gen.IntdInt_Int_Watchlist_Entries_Entry_State_Counters{
 				MatchedPackets: ptr(c.MatchedPackets), MatchedBytes: ptr(c.MatchedBytes),
+				UnsampledPackets: ptr(c.UnsampledPackets),
 			}
 			if m := cfg.GetMatch().GetConfig(); m != nil {
 				copyLeaves(e.GetOrCreateMatch().GetOrCreateState(), m)

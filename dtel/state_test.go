@@ -22,7 +22,7 @@ func TestState(t *testing.T) {
 		Drops:        map[sai.DropReason]uint64{sai.DropIPTTLZero: 5, sai.DropTrafficManager: 2},
 		Reports:      map[sai.ReportType]sai.ReportCounters{sai.ReportFlow: {Generated: 21, Suppressed: 22, Sent: 23, Dropped: 24}, sai.ReportQueue: {Sent: 31}},
 		TrackedFlows: 42,
-		Watchlist:    map[sai.OID]sai.WatchlistEntryStats{oid[kEntry10]: {MatchedPackets: 100, MatchedBytes: 6400}},
+		Watchlist:    map[sai.OID]sai.WatchlistEntryStats{oid[kEntry10]: {MatchedPackets: 100, MatchedBytes: 6400, UnsampledPackets: 90}},
 		IntSessions:  map[sai.OID]sai.IntSessionStats{oid[kMD5]: {PacketsInitiated: 70, PacketsNotInitiated: 1}},
 		ReportSessions: map[sai.OID]sai.ReportSessionStats{
 			oid[kCollector]: {Reports: 10, Packets: 5, Bytes: 1000, Dropped: 2, LastSequence: 4194303},
@@ -112,6 +112,9 @@ func TestState(t *testing.T) {
 	check("entry description", e.GetState().GetDescription(), "web traffic")
 	check("matched packets", e.GetState().GetCounters().GetMatchedPackets(), uint64(100))
 	check("matched bytes", e.GetState().GetCounters().GetMatchedBytes(), uint64(6400))
+	check("unsampled packets", e.GetState().GetCounters().GetUnsampledPackets(), uint64(90))
+	check("packet-interval echo", e.GetActions().GetState().GetPacketInterval(), uint32(1000))
+	check("e30 default packet-interval", *in.GetWatchlist().GetEntries().GetEntry(30).GetActions().GetState().PacketInterval, uint32(0))
 	check("match echo", e.GetMatch().GetState().GetSourcePrefix(), "10.0.1.0/24")
 	check("actions echo", e.GetActions().GetState().GetIntSession(), "md-5")
 	e20 := in.GetWatchlist().GetEntries().GetEntry(20)
