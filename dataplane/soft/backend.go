@@ -38,6 +38,7 @@ func (s *Switch) Capabilities() sai.Capabilities {
 		Coalescing:          true,
 		EventTypes:          sai.EventTypes(),
 		VXLANInner:          true,
+		PacketInterval:      true,
 		HopLatency:          sai.TimeNanoseconds,
 		IngressTimestamp:    sai.TimestampPOSIXNanoseconds,
 		EgressTimestamp:     sai.TimestampPOSIXNanoseconds,

@@ -34,7 +34,10 @@
 // (version, length, type, Hop ML smaller than the bitmap) is dropped and
 // counted (IntMalformedDrop, reason 0). INT-MX hops report their metadata
 // as KindFlow events; postcards (flow op POSTCARD) report without touching
-// the packet.
+// the packet. A watchlist PacketInterval limits INT and postcards to the
+// first packet of a flow and then one per interval, remembered in the flow
+// cache slot (a flow evicted by a colliding flow starts over);
+// the other packets pass untouched and count as UnsampledPackets.
 //
 // Metadata: node id (DTel SwitchID), level-1 port ids (PortConfig.ID),
 // level-2 ids (PortConfig.L2ID), hop latency in ns (departure minus

@@ -66,6 +66,29 @@ type cacheSlot struct {
 	op    sai.FlowOp // effective flow op after flow sampling
 	route int32      // index in s.routes, -1 miss
 	port  int32      // egress port (ECMP resolved)
+	// Packet sampling (WatchlistAction.PacketInterval): interval is 0 when
+	// every packet gets op; acted and last say whether and when op last
+	// acted on this flow. They outlive a generation bump (same key, same
+	// flow) but not eviction by another flow, after which the flow's next
+	// packet counts as its first.
+	interval int64
+	last     int64
+	acted    bool
+}
+
+// sample returns the flow op for a packet arriving at now on the flow of
+// slot: op for the first packet and for the first one interval after the
+// last acted on, NOP (counted as unsampled) for the others.
+func (slot *cacheSlot) sample(now int64, p *wire.Packet) sai.FlowOp {
+	if slot.op == sai.FlowOpInt && p.INT >= 0 {
+		return slot.op // already carries INT: transit, the source does nothing
+	}
+	if slot.acted && now-slot.last < slot.interval {
+		slot.entry.stats.UnsampledPackets++
+		return sai.FlowOpNop
+	}
+	slot.acted, slot.last = true, now
+	return slot.op
 }
 
 // flowEq is FlowKey equality field by field: the generated == on the
@@ -239,8 +262,13 @@ func (s *Switch) lookup(c *compiled, b *pbuf) (*wlEntry, sai.FlowOp, int, int) {
 	}
 	h := k.hash()
 	slot := &s.cache[h&s.cacheMask]
-	if slot.gen == s.gen && slot.key.equal(&k) {
-		return slot.entry, slot.op, int(slot.route), int(slot.port)
+	same := slot.key.equal(&k)
+	if slot.gen == s.gen && same {
+		op := slot.op
+		if slot.interval != 0 {
+			op = slot.sample(b.tIn, p)
+		}
+		return slot.entry, op, int(slot.route), int(slot.port)
 	}
 	var ent *wlEntry
 	for _, e := range c.entries {
@@ -257,6 +285,11 @@ func (s *Switch) lookup(c *compiled, b *pbuf) (*wlEntry, sai.FlowOp, int, int) {
 		}
 	}
 	route, port := s.route(p, h)
-	*slot = cacheSlot{gen: s.gen, key: k, entry: ent, op: op, route: int32(route), port: int32(port)}
+	last, acted := slot.last, slot.acted && same
+	*slot = cacheSlot{gen: s.gen, key: k, entry: ent, op: op, route: int32(route), port: int32(port), last: last, acted: acted}
+	if op != sai.FlowOpNop && ent.act.PacketInterval != 0 {
+		slot.interval = int64(ent.act.PacketInterval)
+		op = slot.sample(b.tIn, p)
+	}
 	return ent, op, route, port
 }
