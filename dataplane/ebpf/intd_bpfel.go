@@ -207,6 +207,8 @@ type intdScratch struct {
 	LastKey  intdFlowKey
 	Last     intdWlCache
 	LastWake uint64
+	Now      uint64
+	T_in     uint64
 	Hop      [32]uint32
 	Mv       [128]uint8
 	Buf      [512]uint8

@@ -303,6 +303,8 @@ struct scratch {
 	struct flow_key last_key;
 	struct wl_cache last;
 	__u64 last_wake; /* ring buffer wakeup throttle, ns */
+	__u64 now;  /* bpf_ktime_get_ns() of need_time */
+	__u64 t_in; /* bpf_ktime_get_ns() at ingress (intd_ingress), 0: unknown */
 	__u32 hop[32];
 	__u8 mv[MAX_MOVE];
 	__u8 buf[512];
@@ -512,6 +514,30 @@ static __always_inline __u32 qdisc_backlog(struct __sk_buff *skb)
 			(s)->h.valid |= 0x1000;                            \
 		}                                                          \
 	} while (0)
+
+/* need_time reads the clock once per packet, when something uses it
+ * (timestamps, hop latency, events, the report filter): the egress
+ * timestamp, and with the ingress time s->t_in the hop latency. Packets
+ * whose INT instructions need no time are spared the helper call. */
+static __always_inline void need_time(struct scratch *s)
+{
+	struct hop *h = &s->h;
+	if (h->valid & 0x0400)
+		return;
+	__u64 now = bpf_ktime_get_ns();
+	s->now = now;
+	h->ts_out = now + s->c.time_offset;
+	h->valid |= 0x0400; /* egress timestamp */
+	if (s->t_in && s->t_in <= now) {
+		h->ts_in = s->t_in + s->c.time_offset;
+		h->latency = now - s->t_in;
+		h->valid |= 0x2000 | 0x0800; /* hop latency, ingress timestamp */
+	}
+}
+
+/* INT instruction bits that need need_time: hop latency, ingress and
+ * egress timestamps. */
+#define INST_TIME (0x2000 | 0x0800 | 0x0400)
 
 /* ---- small helpers ---- */
 
@@ -985,6 +1011,7 @@ GLOBAL int emit(struct __sk_buff *skb, struct scratch *s, __u32 kind, __u32 flag
 	}
 	struct hop *h = &s->h;
 	need_occ(skb, s);
+	need_time(s);
 	ev->now = h->ts_out;
 	ev->ts_in = h->ts_in;
 	ev->in_ifindex = h->in_ifindex;
@@ -1032,6 +1059,7 @@ GLOBAL int filter(struct __sk_buff *skb, struct scratch *s)
 	struct pkt *p = &s->p;
 	struct hop *h = &s->h;
 	struct cfg *c = &s->c;
+	need_time(s);
 	struct flow_key k = {
 		.src = p->saddr, .dst = p->daddr, .sport = p->sport, .dport = p->dport, .proto = p->proto,
 	};
@@ -1047,12 +1075,39 @@ GLOBAL int filter(struct __sk_buff *skb, struct scratch *s)
 		__u32 end = p->shim + 4 + (__u32)p->shim_words * 4;
 		__u32 step = (__u32)p->hop_ml * 4;
 		__u32 latw = ((p->inst & 0x8000) ? 1 : 0) + ((p->inst & 0x4000) ? 1 : 0);
-		/* One load of up to 512 bytes of the stack, then walk it. */
+		/* Up to 512 bytes of the stack walked in place when they are
+		 * in the linear part, else loaded in one helper call. */
 		__u64 len = end > stack ? end - stack : 0;
 		if (len > 512)
 			len = 512;
 		BOUND(len, 0x3ff);
-		if (len >= 4 && len <= 512 && bpf_skb_load_bytes(skb, stack, s->buf, len) == 0) {
+		__u8 *pd = (void *)(long)skb->data, *pe = (void *)(long)skb->data_end;
+		__u32 so = stack & 0x3ff;
+		if (len >= 4 && len <= 512 && pd + so + len <= pe) {
+			__u8 *base = pd + so;
+			for (int i = 0; i < 8; i++) {
+				__u32 at = i * step;
+				if (at + step > len)
+					break;
+				__u8 *q = base + (at & 0x1ff);
+				asm volatile("" : "+r"(q));
+				if (q + 4 > pe)
+					break;
+				__u32 w;
+				if ((c->flags & F_PATH_CHANGE) && (p->inst & 0x8000)) {
+					w = *(__u32 *)q;
+					d = hash64(d, w);
+				}
+				if (p->inst & 0x2000) {
+					q = base + ((at + latw * 4) & 0x3ff);
+					asm volatile("" : "+r"(q));
+					if (q + 4 > pe)
+						break;
+					w = *(__u32 *)q;
+					d = hash64(d, bpf_ntohl(w) >> lat_shift);
+				}
+			}
+		} else if (len >= 4 && len <= 512 && bpf_skb_load_bytes(skb, stack, s->buf, len) == 0) {
 			for (int i = 0; i < 8; i++) {
 				__u32 at = i * step;
 				if (at + step > len)
@@ -1237,6 +1292,7 @@ static __always_inline int detour(struct __sk_buff *skb, struct scratch *s, stru
 	r->l2_in = h->l2_in;
 	need_occ(skb, s);
 	r->occ = h->occ;
+	need_time(s);
 	r->valid = h->valid & ~(0x2000 | 0x0800 | 0x0400);
 	r->ts_in = 0;
 	if (h->valid & 0x2000)
@@ -1304,6 +1360,8 @@ GLOBAL int source(struct __sk_buff *skb, struct scratch *s)
 			rhc--;
 			if (se->inst & 0x1000)
 				need_occ(skb, s);
+			if (se->inst & INST_TIME)
+				need_time(s);
 			hopw = build_hop(s, se->inst, se->hop_ml);
 		}
 	}
@@ -1490,6 +1548,8 @@ static __always_inline int transit(struct __sk_buff *skb, struct scratch *s)
 	}
 	if (p->inst & 0x1000)
 		need_occ(skb, s);
+	if (p->inst & INST_TIME)
+		need_time(s);
 	__u32 w = build_hop(s, p->inst, hop_ml);
 	w &= 31;
 	if (w == 0 || w * 4 != n)
@@ -1564,26 +1624,52 @@ static __always_inline int strip(struct __sk_buff *skb, struct scratch *s)
 		ip_word(skb, 2, p->ip_len, p->ip_len - n);
 		return shrink(skb, s, p->l4, n) ? -1 : 0;
 	}
-	/* Checksum effect of the removed bytes. */
-	__s64 diff = 0;
-	for (int i = 0; i < 2; i++) {
-		__u32 done = i * 512;
-		if (done >= ilen)
-			break;
-		__u32 len = ilen - done;
-		if (len > 512)
-			len = 512;
-		len &= 0x3fc;
-		if (len == 0 || len > 512)
-			break;
-		if (bpf_skb_load_bytes(skb, p->shim + done, s->buf, len))
-			return -1;
-		diff = bpf_csum_diff((__u32 *)s->buf, len, 0, 0, diff);
-	}
-	if (diff < 0)
-		return -1;
-	__u32 acc = cfold((__u32)diff);
+	/* Checksum effect of the removed bytes: the folded sum of their
+	 * complements (bpf_csum_diff's), summed in place when they are in
+	 * the linear part. */
+	__u32 acc = 0;
 	__u8 *d = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
+	__u32 so = p->shim & 0xff;
+	if (d + so + ilen <= end) {
+		/* The count is a new scalar: bounds learnt from it at each
+		 * exit of the loop must not reach ilen, which the move below
+		 * uses in pointer arithmetic (else every exit is verified
+		 * apart). */
+		__u32 nw = ilen >> 2;
+		asm volatile("" : "+r"(nw));
+		for (int i = 0; i < MAX_INT / 4; i++) {
+			if (i >= nw)
+				break;
+			__u8 *q = d + so + i * 4;
+			asm volatile("" : "+r"(q));
+			if (q + 4 > end)
+				return -1;
+			__u32 v = ~*(__u32 *)q;
+			acc += (v & 0xffff) + (v >> 16);
+		}
+		acc = cfold(acc);
+	} else {
+		__s64 diff = 0;
+		for (int i = 0; i < 2; i++) {
+			__u32 done = i * 512;
+			if (done >= ilen)
+				break;
+			__u32 len = ilen - done;
+			if (len > 512)
+				len = 512;
+			len &= 0x3fc;
+			if (len == 0 || len > 512)
+				break;
+			if (bpf_skb_load_bytes(skb, p->shim + done, s->buf, len))
+				return -1;
+			diff = bpf_csum_diff((__u32 *)s->buf, len, 0, 0, diff);
+		}
+		if (diff < 0)
+			return -1;
+		acc = cfold((__u32)diff);
+		d = (void *)(long)skb->data;
+		end = (void *)(long)skb->data_end;
+	}
 	__u32 l4 = p->l4 & 0xff;
 	__u8 *u = d + l4, *iph = d + L3;
 	if (u + 8 > end || iph + 20 > end)
@@ -1634,7 +1720,7 @@ static __always_inline int strip(struct __sk_buff *skb, struct scratch *s)
 	return 0;
 }
 
-static __always_inline int sink(struct __sk_buff *skb, struct scratch *s)
+GLOBAL int sink(struct __sk_buff *skb, struct scratch *s)
 {
 	if (!s)
 		return TC_ACT_OK;
@@ -1665,6 +1751,7 @@ GLOBAL int queue_report(struct __sk_buff *skb, struct scratch *s, int watched)
 	if (!q || !st)
 		return 0;
 	need_occ(skb, s);
+	need_time(s);
 	int breach = (q->depth && h->occ >= q->depth) || (q->latency && (h->valid & 0x2000) && h->latency >= q->latency);
 	__u32 flags = watched ? 0 : EVF_UNWATCHED;
 	if (!breach) {
@@ -1752,16 +1839,14 @@ int intd_egress(struct __sk_buff *skb)
 		cnt_drop(s, 0);
 		return TC_ACT_SHOT;
 	}
-	__u64 now = bpf_ktime_get_ns();
 	struct hop *h = &s->h;
 	__builtin_memset(h, 0, sizeof(*h));
 	h->node = s->c.node_id;
-	h->ts_out = now + s->c.time_offset;
 	h->l1_out = ifc->l1_id;
 	h->l2_out = ifc->l2_id;
 	h->in_ifindex = skb->ingress_ifindex;
 	h->out_ifindex = ifx;
-	h->valid = 0x8000 | 0x0400; /* node id, egress timestamp; queue: need_occ */
+	h->valid = 0x8000; /* node id; queue: need_occ; time: need_time */
 	h->occ = 0;
 	struct ing_slot *sl = bpf_map_lookup_elem(&ing_map, &zero);
 	if (sl && h->in_ifindex && sl->ifindex == h->in_ifindex) {
@@ -1778,15 +1863,14 @@ int intd_egress(struct __sk_buff *skb)
 			h->valid |= 0x4000 | 0x0200; /* L1 and L2 interfaces */
 		}
 	}
-	if (sl && sl->ifindex == h->in_ifindex && sl->ts && sl->ts <= now) {
+	s->t_in = 0;
+	if (sl && sl->ifindex == h->in_ifindex && sl->ts) {
 		/* The fingerprint is of the packet as it arrived: INT edits
-		 * happen below, at this node's egress. */
+		 * happen below, at this node's egress. need_time takes the
+		 * latency from t_in. */
 		__u32 idlen = ((__u32)s->p.ip_id << 16) | s->p.ip_len;
-		if (sl->fp == fingerprint(s->p.saddr, s->p.daddr, idlen, s->p.ipproto)) {
-			h->ts_in = sl->ts + s->c.time_offset;
-			h->latency = now - sl->ts;
-			h->valid |= 0x2000 | 0x0800; /* hop latency, ingress timestamp */
-		}
+		if (sl->fp == fingerprint(s->p.saddr, s->p.daddr, idlen, s->p.ipproto))
+			s->t_in = sl->ts;
 	}
 	int qr = s->ifc.qr && (s->c.flags & F_QUEUE);
 
@@ -1813,7 +1897,8 @@ int intd_egress(struct __sk_buff *skb)
 		if (s->miss && (s->c.flags & F_DROP) && (s->e.act & (ACT_DROP_REPORT | ACT_TAIL_DROP))) {
 			struct flow_key k = {.src = s->p.saddr, .dst = s->p.daddr, .sport = s->p.sport,
 					     .dport = s->p.dport, .proto = s->p.proto};
-			struct drop_watch dw = {.ts = now, .in_ifindex = h->in_ifindex, .act = s->e.act};
+			need_time(s);
+			struct drop_watch dw = {.ts = s->now, .in_ifindex = h->in_ifindex, .act = s->e.act};
 			bpf_map_update_elem(&drop_watch_map, &k, &dw, BPF_ANY);
 		}
 		if (s->op == OP_INT && (s->c.flags & F_ENDPOINT) && !s->ifc.sink) {
@@ -1880,6 +1965,8 @@ int intd_gso(struct __sk_buff *skb)
 	h->l2_in = r->l2_in;
 	h->occ = r->occ;
 	h->valid = r->valid | 0x0400; /* egress timestamp */
+	s->now = now;
+	s->t_in = 0;
 	h->ts_in = 0;
 	h->latency = 0;
 	if (r->ts_in && r->ts_in <= now) {
