@@ -209,10 +209,12 @@ type intdScratch struct {
 	LastWake uint64
 	Now      uint64
 	T_in     uint64
+	HopWords uint32
 	Hop      [32]uint32
 	Mv       [128]uint8
 	Buf      [512]uint8
 	Ins      [160]uint8
+	_        [4]byte
 }
 
 type intdSessStats struct {

@@ -305,6 +305,7 @@ struct scratch {
 	__u64 last_wake; /* ring buffer wakeup throttle, ns */
 	__u64 now;  /* bpf_ktime_get_ns() of need_time */
 	__u64 t_in; /* bpf_ktime_get_ns() at ingress (intd_ingress), 0: unknown */
+	__u32 hop_words;
 	__u32 hop[32];
 	__u8 mv[MAX_MOVE];
 	__u8 buf[512];
@@ -639,7 +640,7 @@ static __always_inline struct scratch *scratch(void)
 /* parse reads Ethernet/IPv4/TCP/UDP and the INT shim + header into s->p.
  * It returns -1 for packets intd does not touch (non-IPv4, fragments), 1
  * for malformed INT, 0 otherwise. */
-GLOBAL int parse(struct __sk_buff *skb, struct scratch *s)
+static __always_inline int parse(struct __sk_buff *skb, struct scratch *s)
 {
 	if (!s)
 		return -1;
@@ -760,56 +761,45 @@ GLOBAL int parse(struct __sk_buff *skb, struct scratch *s)
 
 /* build_hop writes this hop's metadata for inst into s->hop and returns its
  * length in words: hop_ml words in all, domain-specific words and
- * unavailable fields all ones. */
-GLOBAL int build_hop(struct scratch *s, __u32 inst, __u32 hop_ml)
+ * unavailable fields all ones. Straight-line code (every field is written
+ * at the current position, which advances when inst has its bit): no
+ * branch on inst, so the verifier walks it once. */
+#define HOP_BIT(b) ((0x8000 >> (b)))
+#define HOP_PUT(b, x)                                                          \
+	do {                                                                   \
+		__u32 m_ = -(__u32)((valid >> (15 - (b))) & 1);                \
+		s->hop[n & 31] = (bpf_htonl(x) & m_) | ~m_;                    \
+		n += (inst >> (15 - (b))) & 1;                                 \
+	} while (0)
+#define HOP_PUT2(b, x, y)                                                      \
+	do {                                                                   \
+		__u32 m_ = -(__u32)((valid >> (15 - (b))) & 1);                \
+		s->hop[n & 31] = (bpf_htonl(x) & m_) | ~m_;                    \
+		s->hop[(n + 1) & 31] = (bpf_htonl(y) & m_) | ~m_;              \
+		n += ((inst >> (15 - (b))) & 1) * 2;                           \
+	} while (0)
+static __always_inline __u32 build_hop(struct scratch *s, __u32 inst, __u32 hop_ml)
 {
-	if (!s)
-		return 0;
 	struct hop *h = &s->h;
+	__u32 valid = h->valid;
 	__u32 n = 0;
-#pragma unroll
-	for (int b = 0; b < 15; b++) {
-		if (!(inst & (0x8000 >> b)))
-			continue;
-		__u32 v = 0xffffffff, v2 = 0xffffffff;
-		switch (b) {
-		case 0:
-			v = h->node;
-			break;
-		case 1:
-			v = ((__u32)h->l1_in << 16) | h->l1_out;
-			break;
-		case 2:
-			v = h->latency;
-			break;
-		case 3:
-			v = h->occ & 0xffffff;
-			break;
-		case 4:
-			v = h->ts_in >> 32;
-			v2 = (__u32)h->ts_in;
-			break;
-		case 5:
-			v = h->ts_out >> 32;
-			v2 = (__u32)h->ts_out;
-			break;
-		case 6:
-			v = h->l2_in;
-			v2 = h->l2_out;
-			break;
-		}
-		if (!(h->valid & (0x8000 >> b)))
-			v = v2 = 0xffffffff;
-		s->hop[n & 31] = bpf_htonl(v);
-		n++;
-		if (b >= 4 && b <= 6) {
-			s->hop[n & 31] = bpf_htonl(v2);
-			n++;
-		}
-	}
-	__u32 end = hop_ml - (inst & 1);
-	for (int i = 0; i < 31; i++) {
-		if (n >= end)
+	HOP_PUT(0, h->node);
+	HOP_PUT(1, ((__u32)h->l1_in << 16) | h->l1_out);
+	HOP_PUT(2, h->latency);
+	HOP_PUT(3, h->occ & 0xffffff);
+	HOP_PUT2(4, h->ts_in >> 32, (__u32)h->ts_in);
+	HOP_PUT2(5, h->ts_out >> 32, (__u32)h->ts_out);
+	HOP_PUT2(6, h->l2_in, h->l2_out);
+	/* Bits 7-14 have no values: all ones, as the padding up to hop_ml
+	 * words (the checksum complement, bit 15, last). */
+	__u32 n15 = n + __builtin_popcount(inst & 0x01fe);
+	__u32 want = hop_ml - (inst & 1);
+	if (want < n15)
+		want = n15;
+	if (want > n15 + 31)
+		want = n15 + 31;
+	for (int i = 0; i < 31 + 8; i++) {
+		if (n >= want)
 			break;
 		s->hop[n & 31] = 0xffffffff;
 		n++;
@@ -818,7 +808,10 @@ GLOBAL int build_hop(struct scratch *s, __u32 inst, __u32 hop_ml)
 		s->hop[n & 31] = 0xffffffff;
 		n++;
 	}
-	return n;
+	/* Through memory: the verifier forgets the value, so that what
+	 * follows is verified once, not once per length. */
+	*(volatile __u32 *)&s->hop_words = n;
+	return *(volatile __u32 *)&s->hop_words;
 }
 
 /* ---- checksum and header edits ---- */
@@ -1052,7 +1045,7 @@ GLOBAL int emit(struct __sk_buff *skb, struct scratch *s, __u32 kind, __u32 flag
 /* filter is the per-flow smart filter: a flow is reported when new, when
  * flow_interval has passed, or when the digest of its ports, path (node ids
  * of the INT stack) and latency buckets changed. It returns 1 to report. */
-GLOBAL int filter(struct __sk_buff *skb, struct scratch *s)
+static __always_inline int filter(struct __sk_buff *skb, struct scratch *s)
 {
 	if (!s)
 		return 0;
@@ -1153,7 +1146,7 @@ static __always_inline void flow_event(struct __sk_buff *skb, struct scratch *s,
 /* classify looks the packet up in the watchlist (through the flow cache),
  * copies the matching entry into s->e and its effective flow op into s->op.
  * It returns 1 on a match. */
-GLOBAL int classify(struct __sk_buff *skb, struct scratch *s)
+static __always_inline int classify(struct __sk_buff *skb, struct scratch *s)
 {
 	if (!s)
 		return 0;
@@ -1310,7 +1303,7 @@ plain:
 
 /* source is the INT source step for a watched packet (s->e). It returns
  * TC_ACT_OK, or TC_ACT_SHOT when the packet was left inconsistent. */
-GLOBAL int source(struct __sk_buff *skb, struct scratch *s)
+static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 {
 	if (!s)
 		return TC_ACT_OK;
@@ -1720,7 +1713,7 @@ static __always_inline int strip(struct __sk_buff *skb, struct scratch *s)
 	return 0;
 }
 
-GLOBAL int sink(struct __sk_buff *skb, struct scratch *s)
+static __always_inline int sink(struct __sk_buff *skb, struct scratch *s)
 {
 	if (!s)
 		return TC_ACT_OK;
