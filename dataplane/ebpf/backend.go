@@ -61,6 +61,7 @@ func (d *Dataplane) Capabilities() sai.Capabilities {
 		DropReasonReference: sai.SDFabricDropReasonsURL,
 		MaxWatchlistEntries: maxWatchlist,
 		MaxQueueReports:     maxQueueRep,
+		PacketInterval:      true,
 	}
 }
 
@@ -384,7 +385,8 @@ func (d *Dataplane) compileLocked() error {
 		m, act := e.a.Match, e.a.Action
 		w := intdWlEntry{Proto: m.IPProtocol, DscpVal: m.DSCP.Value, DscpMask: m.DSCP.Mask,
 			FlagsVal: m.TCPFlags.Value, FlagsMask: m.TCPFlags.Mask, FlowOp: uint8(act.FlowOp),
-			SamplePct: act.FlowSamplePercent, Stats: uint8(d.wlIdx[e.oid])}
+			SamplePct: act.FlowSamplePercent, Stats: uint8(d.wlIdx[e.oid]),
+			IntervalUs: uint32((act.PacketInterval + time.Microsecond - 1) / time.Microsecond)}
 		w.Src[0], w.Srcmask[0] = prefixWords(m.SrcPrefix)
 		w.Dst[0], w.Dstmask[0] = prefixWords(m.DstPrefix)
 		if m.SrcPrefix.IsValid() || m.DstPrefix.IsValid() {
@@ -564,6 +566,7 @@ func (d *Dataplane) Stats(ctx context.Context) (sai.Stats, error) {
 			for _, v := range per {
 				s.MatchedPackets += v.Packets
 				s.MatchedBytes += v.Bytes
+				s.UnsampledPackets += v.Unsampled
 			}
 		}
 		st.Watchlist[oid] = s

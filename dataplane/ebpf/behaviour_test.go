@@ -3,6 +3,7 @@ package ebpf
 import (
 	"bytes"
 	"testing"
+	"time"
 
 	"github.com/intd-project/intd/dataplane/report"
 	"github.com/intd-project/intd/dataplane/wire"
@@ -263,6 +264,56 @@ func TestWatchlistPriority(t *testing.T) {
 		st, _ = n.Stats(t.Context())
 		if st.Watchlist[lo].MatchedPackets != 3 || st.IntSessions[sess].PacketsInitiated != 3 {
 			t.Fatalf("%s: stats %+v %+v", n.name(), st.Watchlist[lo], st.IntSessions[sess])
+		}
+	}
+}
+
+// TestPacketInterval: with a packet-interval the source instruments the
+// first packet of each flow and then the first after the interval; the
+// packets in between leave unchanged and count as unsampled.
+func TestPacketInterval(t *testing.T) {
+	const interval = time.Second
+	a := tcpFrame("10.0.1.1", "10.0.2.1", 1, 80, 0, []byte("flow a"))
+	b := tcpFrame("10.0.1.1", "10.0.2.1", 2, 80, 0, []byte("flow b"))
+	isINT := func(f []byte) bool {
+		var p wire.Packet
+		return f != nil && dscpParser.Parse(f, &p) == nil && p.INT >= 0
+	}
+	for _, n := range nodes(t, setup{sess: &mdSession, noEntry: true}) {
+		st, _ := n.Stats(t.Context())
+		var sess sai.OID
+		for oid := range st.IntSessions {
+			sess = oid
+		}
+		act := sai.WatchlistAction{FlowOp: sai.FlowOpInt, IntSession: sess, FlowSamplePercent: 100, PacketInterval: interval}
+		e, err := n.Create(sai.WatchlistEntryAttrs{Priority: 1, Match: port80(), Action: act})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		steps := []struct {
+			f       []byte
+			instrum bool
+		}{{a, true}, {a, false}, {b, true}, {a, false}, {b, false}}
+		for i, s := range steps {
+			got := n.process(t, bytes.Clone(s.f))
+			if isINT(got) != s.instrum {
+				t.Fatalf("%s: packet %d: INT %v, want %v", n.name(), i, isINT(got), s.instrum)
+			}
+			if !s.instrum && !bytes.Equal(got, s.f) {
+				t.Fatalf("%s: packet %d left alone but changed:\n got %x\nwant %x", n.name(), i, got, s.f)
+			}
+		}
+		if time.Since(start) >= interval {
+			t.Fatalf("%s: five packets took %v, longer than the interval", n.name(), time.Since(start))
+		}
+		time.Sleep(interval + 50*time.Millisecond)
+		if !isINT(n.process(t, bytes.Clone(a))) {
+			t.Fatalf("%s: no INT after the interval", n.name())
+		}
+		st, _ = n.Stats(t.Context())
+		if w := st.Watchlist[e]; w.MatchedPackets != 6 || w.UnsampledPackets != 3 || st.IntSessions[sess].PacketsInitiated != 3 {
+			t.Fatalf("%s: entry %+v, session %+v", n.name(), w, st.IntSessions[sess])
 		}
 	}
 }

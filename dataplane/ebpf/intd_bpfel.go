@@ -199,22 +199,25 @@ type intdScratch struct {
 		OutIfindex uint32
 		_          [4]byte
 	}
-	E        intdWlEntry
-	Slot     uint32
-	Op       uint8
-	Miss     uint8
-	Pad      [2]uint8
-	LastKey  intdFlowKey
-	Last     intdWlCache
-	LastWake uint64
-	Now      uint64
-	T_in     uint64
-	HopWords uint32
-	Hop      [32]uint32
-	Mv       [128]uint8
-	Buf      [512]uint8
-	Ins      [160]uint8
-	_        [4]byte
+	E         intdWlEntry
+	Slot      uint32
+	Op        uint8
+	Miss      uint8
+	Unsampled uint8
+	Pad       [2]uint8
+	_         [3]byte
+	LastKey   intdFlowKey
+	_         [4]byte
+	Last      intdWlCache
+	LastWake  uint64
+	Now       uint64
+	T_in      uint64
+	HopWords  uint32
+	Hop       [32]uint32
+	Mv        [128]uint8
+	Buf       [512]uint8
+	Ins       [160]uint8
+	_         [4]byte
 }
 
 type intdSessStats struct {
@@ -236,45 +239,49 @@ type intdSession struct {
 }
 
 type intdWlCache struct {
-	_       structs.HostLayout
-	Gen     uint32
-	Entry   uint8
-	FlowOp  uint8
-	Session uint8
-	Act     uint8
-	Stats   uint8
-	Pad     [3]uint8
+	_          structs.HostLayout
+	Gen        uint32
+	Entry      uint8
+	FlowOp     uint8
+	Session    uint8
+	Act        uint8
+	Stats      uint8
+	Pad        [3]uint8
+	IntervalUs uint32
+	LastAct    uint64
 }
 
 type intdWlEntry struct {
-	_         structs.HostLayout
-	Src       [4]uint32
-	Srcmask   [4]uint32
-	Dst       [4]uint32
-	Dstmask   [4]uint32
-	InIfindex uint32
-	SportLo   uint16
-	SportHi   uint16
-	DportLo   uint16
-	DportHi   uint16
-	Family    uint8
-	Proto     uint8
-	DscpVal   uint8
-	DscpMask  uint8
-	FlagsVal  uint8
-	FlagsMask uint8
-	FlowOp    uint8
-	SamplePct uint8
-	Act       uint8
-	Session   uint8
-	Stats     uint8
-	Pad       uint8
+	_          structs.HostLayout
+	Src        [4]uint32
+	Srcmask    [4]uint32
+	Dst        [4]uint32
+	Dstmask    [4]uint32
+	InIfindex  uint32
+	SportLo    uint16
+	SportHi    uint16
+	DportLo    uint16
+	DportHi    uint16
+	Family     uint8
+	Proto      uint8
+	DscpVal    uint8
+	DscpMask   uint8
+	FlagsVal   uint8
+	FlagsMask  uint8
+	FlowOp     uint8
+	SamplePct  uint8
+	Act        uint8
+	Session    uint8
+	Stats      uint8
+	Pad        uint8
+	IntervalUs uint32
 }
 
 type intdWlStats struct {
-	_       structs.HostLayout
-	Packets uint64
-	Bytes   uint64
+	_         structs.HostLayout
+	Packets   uint64
+	Bytes     uint64
+	Unsampled uint64
 }
 
 // Names of all BPF objects in the ELF.

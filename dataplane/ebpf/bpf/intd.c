@@ -150,6 +150,7 @@ struct wl_entry {
 	__u8 session;
 	__u8 stats;
 	__u8 pad;
+	__u32 interval_us; /* packet-interval: act on one packet per flow per interval, 0: every */
 };
 
 struct flow_key {
@@ -167,6 +168,8 @@ struct wl_cache {
 	__u8 act;
 	__u8 stats;
 	__u8 pad[3];
+	__u32 interval_us; /* of the entry */
+	__u64 last_act;    /* bpf_ktime_get_ns() the flow op last acted, 0: never */
 };
 
 struct counters {
@@ -181,6 +184,7 @@ struct sess_stats {
 struct wl_stats {
 	__u64 packets;
 	__u64 bytes;
+	__u64 unsampled; /* left alone by packet-interval */
 };
 
 struct qr_cfg {
@@ -297,6 +301,7 @@ struct scratch {
 	__u32 slot;
 	__u8 op;
 	__u8 miss; /* classify missed the flow cache */
+	__u8 unsampled; /* packet-interval left this packet alone */
 	__u8 pad[2];
 	/* The last flow classified on this CPU and its cached verdict: bulk
 	 * flows skip the flow cache's hash lookup. */
@@ -1143,6 +1148,24 @@ static __always_inline void flow_event(struct __sk_buff *skb, struct scratch *s,
 
 /* ---- watchlist ---- */
 
+/* sample applies the entry's packet-interval to the flow's cache entry mv
+ * (shared by all CPUs; a race lets two packets act, which is harmless):
+ * the flow op acts on the first packet after the interval since it last
+ * acted, and leaves the others alone. */
+static __always_inline void sample(struct scratch *s, struct wl_cache *mv)
+{
+	if (!mv)
+		return; /* evicted meanwhile: act, as on a new flow */
+	need_time(s);
+	__u64 last = mv->last_act;
+	if (last && s->now - last < (__u64)mv->interval_us * 1000) {
+		s->op = OP_NOP;
+		s->unsampled = 1;
+		return;
+	}
+	mv->last_act = s->now;
+}
+
 /* classify looks the packet up in the watchlist (through the flow cache),
  * copies the matching entry into s->e and its effective flow op into s->op.
  * It returns 1 on a match. */
@@ -1165,6 +1188,7 @@ static __always_inline int classify(struct __sk_buff *skb, struct scratch *s)
 		k.tcp_flags = p->proto == IPPROTO_TCP ? p->tcp_flags : 0;
 	__u32 base = c->wl_base ? MAX_WL : 0;
 	s->miss = 0;
+	s->unsampled = 0;
 	struct wl_cache *wc = &s->last;
 	struct flow_key *lk = &s->last_key;
 	if (wc->gen != c->wl_gen || lk->src != k.src || lk->dst != k.dst || lk->sport != k.sport ||
@@ -1183,6 +1207,8 @@ static __always_inline int classify(struct __sk_buff *skb, struct scratch *s)
 		s->e.act = wc->act;
 		s->e.stats = wc->stats;
 		s->op = wc->flow_op;
+		if (wc->interval_us && s->op != OP_NOP)
+			sample(s, wc == &s->last ? bpf_map_lookup_elem(&wl_cache_map, &k) : wc);
 		return 1;
 	}
 	s->miss = 1;
@@ -1214,6 +1240,9 @@ static __always_inline int classify(struct __sk_buff *skb, struct scratch *s)
 		break;
 	}
 	struct wl_cache nc = {.gen = c->wl_gen, .entry = hit, .flow_op = OP_NOP};
+	/* Here wc is the flow's stale cache entry, if any: its last_act
+	 * carries the sampling over watchlist changes. */
+	__u64 prev = wc ? wc->last_act : 0;
 	if (hit != 0xff) {
 		nc.session = s->e.session;
 		nc.act = s->e.act;
@@ -1221,11 +1250,15 @@ static __always_inline int classify(struct __sk_buff *skb, struct scratch *s)
 		nc.flow_op = s->e.flow_op;
 		if (nc.flow_op != OP_NOP && s->e.sample_pct < 100 && (flow_hash(&k) >> 32) % 100 >= s->e.sample_pct)
 			nc.flow_op = OP_NOP;
+		nc.interval_us = s->e.interval_us;
+		nc.last_act = prev;
 	}
+	s->op = nc.flow_op;
+	if (nc.interval_us && nc.flow_op != OP_NOP)
+		sample(s, &nc);
 	bpf_map_update_elem(&wl_cache_map, &k, &nc, BPF_ANY);
 	s->last = nc;
 	s->last_key = k;
-	s->op = nc.flow_op;
 	return hit != 0xff;
 }
 
@@ -1886,6 +1919,8 @@ int intd_egress(struct __sk_buff *skb)
 		if (ws) {
 			ws->packets++;
 			ws->bytes += skb->len;
+			if (s->unsampled)
+				ws->unsampled++;
 		}
 		if (s->miss && (s->c.flags & F_DROP) && (s->e.act & (ACT_DROP_REPORT | ACT_TAIL_DROP))) {
 			struct flow_key k = {.src = s->p.saddr, .dst = s->p.daddr, .sport = s->p.sport,
