@@ -91,16 +91,24 @@ func BenchmarkFloor(b *testing.B) {
 // is a 3 s iperf3 run. The ratio on/off is the throughput cost of INT.
 // int-off-segmented is int-off with r1 segmenting the stream in software
 // (TSO/GSO off on r1-r2), as INT requires: every segment then crosses
-// r2, r3 and h2's stack on its own.
+// r2, r3 and h2's stack on its own. int-on instruments every packet;
+// int-on-1ms and int-on-10ms instrument one packet of the flow per 1 or
+// 10 ms (watchlist packet-interval), so the other super-packets stay whole.
 //
 //	sudo go test ./dataplane/ebpf -run '^$' -bench Iperf3 -benchtime 1x
 func BenchmarkIperf3(b *testing.B) {
 	if _, err := exec.LookPath("iperf3"); err != nil {
 		b.Skip("needs iperf3")
 	}
-	for _, mode := range []string{"int-off", "int-off-segmented", "int-on"} {
+	modes := []struct {
+		name       string
+		intOn      bool
+		intervalUs int
+	}{{"int-off", false, 0}, {"int-off-segmented", false, 0}, {"int-on", true, 0}, {"int-on-1ms", true, 1000}, {"int-on-10ms", true, 10000}}
+	for _, m := range modes {
+		mode := m.name
 		b.Run(mode, func(b *testing.B) {
-			e := newE2E(b, mode == "int-on")
+			e := newE2ESampled(b, m.intOn, m.intervalUs)
 			if mode == "int-off-segmented" {
 				// Without INT, but r1 segments in software as the GSO
 				// detour does: the per-segment forwarding cost alone.
@@ -110,16 +118,21 @@ func BenchmarkIperf3(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			var bps float64
+			var bps, retr float64
 			for i := 0; i < b.N; i++ {
-				bps += iperf3(b, e)
+				r, n := iperf3(b, e)
+				bps += r
+				retr += n
 			}
 			b.ReportMetric(bps/float64(b.N)/1e9, "Gbit/s")
+			b.ReportMetric(retr/float64(b.N), "retransmits/op")
 		})
 	}
 }
 
-func iperf3(b *testing.B, e *e2e) float64 {
+// iperf3 runs one 3 s transfer and returns the bits/s received and the
+// sender's TCP retransmissions.
+func iperf3(b *testing.B, e *e2e) (float64, float64) {
 	b.Helper()
 	srv := exec.Command("ip", "netns", "exec", e.prefix+"h2", "iperf3", "-s", "-1", "-B", "10.0.2.2")
 	if err := srv.Start(); err != nil {
@@ -133,12 +146,15 @@ func iperf3(b *testing.B, e *e2e) float64 {
 			SumReceived struct {
 				BitsPerSecond float64 `json:"bits_per_second"`
 			} `json:"sum_received"`
+			SumSent struct {
+				Retransmits float64 `json:"retransmits"`
+			} `json:"sum_sent"`
 		} `json:"end"`
 	}
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		b.Fatalf("iperf3 output: %v", err)
 	}
-	return r.End.SumReceived.BitsPerSecond
+	return r.End.SumReceived.BitsPerSecond, r.End.SumSent.Retransmits
 }
 
 // BenchmarkForwardingCost measures the programs' cost per packet in real

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -152,6 +153,12 @@ func (l *lab) router(t testing.TB, ns string, ifs []string, rep report.Reporter,
 }
 
 func routerConfig(node int, sink string, source bool) string {
+	return routerConfigSampled(node, sink, source, 0)
+}
+
+// routerConfigSampled is routerConfig with the source's watchlist entry
+// acting on one packet per flow per intervalUs microseconds (0: all).
+func routerConfigSampled(node int, sink string, source bool, intervalUs int) string {
 	ifs := ""
 	if sink != "" {
 		ifs = fmt.Sprintf(`"interfaces": {"interface": [{"name": %q, "config": {"name": %q, "int-sink": true}}]},`, sink, sink)
@@ -161,7 +168,8 @@ func routerConfig(node int, sink string, source bool) string {
 		wl = `"watchlist": {"entries": {"entry": [{"sequence-id": 10,
 			"config": {"sequence-id": 10},
 			"match": {"config": {"source-prefix": "10.0.1.0/24", "destination-prefix": "10.0.2.0/24"}},
-			"actions": {"config": {"flow-op": "INT", "int-session": "default", "sample-percent": 100}}}]}},`
+			"actions": {"config": {"flow-op": "INT", "int-session": "default", "sample-percent": 100, "packet-interval": ` +
+			strconv.Itoa(intervalUs) + `}}}]}},`
 	}
 	return fmt.Sprintf(`{"intd-int:int": {
 	"node": {"config": {"enabled": true, "node-id": %d, "int-endpoint": true, "int-transit": true, "latency-sensitivity": 8}},
@@ -240,6 +248,12 @@ type e2e struct {
 }
 
 func newE2E(t testing.TB, intOn bool) *e2e {
+	return newE2ESampled(t, intOn, 0)
+}
+
+// newE2ESampled is newE2E with r1 instrumenting one packet per flow per
+// intervalUs microseconds (0: every packet).
+func newE2ESampled(t testing.TB, intOn bool, intervalUs int) *e2e {
 	l := newLab(t)
 	e := &e2e{lab: l, col: &collector{}}
 	if err := l.in("col", func() error {
@@ -273,7 +287,7 @@ func newE2E(t testing.TB, intOn bool) *e2e {
 	}
 	t.Cleanup(func() { pipe.Close() })
 	e.pipe = pipe
-	e.r[0] = l.router(t, "r1", []string{"r1-h1", "r1-r2"}, nil, routerConfig(1, "", true))
+	e.r[0] = l.router(t, "r1", []string{"r1-h1", "r1-r2"}, nil, routerConfigSampled(1, "", true, intervalUs))
 	e.r[1] = l.router(t, "r2", []string{"r2-r1", "r2-r3"}, nil, routerConfig(2, "", false))
 	e.r[2] = l.router(t, "r3", []string{"r3-r2", "r3-h2"}, pipe, routerConfig(3, "r3-h2", false))
 	return e
