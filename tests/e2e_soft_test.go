@@ -527,6 +527,7 @@ func TestSoftEndToEnd(t *testing.T) {
 	})
 
 	f.checkDropsAndCounters(t, counters, sink, tx, 15*time.Second)
+	f.checkSampling(t, sink)
 	t.Logf("total %v", time.Since(start))
 }
 

@@ -166,5 +166,6 @@ func TestEBPFEndToEnd(t *testing.T) {
 	})
 
 	f.checkDropsAndCounters(t, counters, sink, tx, 10*time.Second)
+	f.checkSampling(t, sink)
 	t.Logf("total %v", time.Since(start))
 }
