@@ -92,8 +92,9 @@ func BenchmarkFloor(b *testing.B) {
 // int-off-segmented is int-off with r1 segmenting the stream in software
 // (TSO/GSO off on r1-r2), as INT requires: every segment then crosses
 // r2, r3 and h2's stack on its own. int-on instruments every packet;
-// int-on-1ms and int-on-10ms instrument one packet of the flow per 1 or
-// 10 ms (watchlist packet-interval), so the other super-packets stay whole.
+// int-on-1ms, -10ms and -1s instrument one packet of the flow per 1 ms,
+// 10 ms or 1 s (watchlist packet-interval), so the other super-packets
+// stay whole.
 //
 //	sudo go test ./dataplane/ebpf -run '^$' -bench Iperf3 -benchtime 1x
 func BenchmarkIperf3(b *testing.B) {
@@ -104,7 +105,7 @@ func BenchmarkIperf3(b *testing.B) {
 		name       string
 		intOn      bool
 		intervalUs int
-	}{{"int-off", false, 0}, {"int-off-segmented", false, 0}, {"int-on", true, 0}, {"int-on-1ms", true, 1000}, {"int-on-10ms", true, 10000}}
+	}{{"int-off", false, 0}, {"int-off-segmented", false, 0}, {"int-on", true, 0}, {"int-on-1ms", true, 1000}, {"int-on-10ms", true, 10000}, {"int-on-1s", true, 1_000_000}}
 	for _, m := range modes {
 		mode := m.name
 		b.Run(mode, func(b *testing.B) {
