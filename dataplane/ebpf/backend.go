@@ -133,9 +133,6 @@ func (d *Dataplane) checkAttrs(self sai.OID, a sai.Attrs) error {
 			}
 		}
 		m := a.Match
-		if m.SrcPrefix.Addr().Is6() || m.DstPrefix.Addr().Is6() {
-			return errf(sai.ErrUnsupported, "IPv6 watchlist match")
-		}
 		if m.Inner.VXLAN {
 			return errf(sai.ErrUnsupported, "VXLAN inner match")
 		}
@@ -294,19 +291,50 @@ func latShift(thr time.Duration) uint8 {
 	return uint8(63 - bits.LeadingZeros64(uint64(thr)))
 }
 
-func prefixWords(p netip.Prefix) (v, m uint32) {
+// prefixWords returns the address and mask words of a watchlist prefix as
+// the BPF program compares them with a packet's 16-byte addresses (network
+// order bytes, IPv4 as ::ffff:a.b.c.d); an invalid prefix matches all.
+func prefixWords(p netip.Prefix) (v, m [4]uint32) {
 	if !p.IsValid() {
-		return 0, 0
+		return v, m
 	}
-	a := p.Addr().As4()
-	v = binary.NativeEndian.Uint32(a[:]) // network order bytes, as the packet
-	var mb [4]byte
-	binary.BigEndian.PutUint32(mb[:], ^uint32(0)<<(32-p.Bits()))
-	if p.Bits() == 0 {
-		mb = [4]byte{}
+	a := p.Addr().As16()
+	n := p.Bits()
+	if p.Addr().Is4() {
+		n += 96
 	}
-	m = binary.NativeEndian.Uint32(mb[:])
-	return v & m, m
+	var mb [16]byte
+	for i := range mb {
+		k := min(max(n-8*i, 0), 8)
+		mb[i] = byte(0xff << (8 - k))
+	}
+	for i := range 4 {
+		m[i] = binary.NativeEndian.Uint32(mb[4*i:])
+		v[i] = binary.NativeEndian.Uint32(a[4*i:]) & m[i]
+	}
+	return v, m
+}
+
+// prefixFamily is the wl_entry family of a match's prefixes: 0 without
+// prefixes, 4 or 6, and 0xff (matches nothing) for mixed families.
+func prefixFamily(src, dst netip.Prefix) uint8 {
+	fam := func(p netip.Prefix) uint8 {
+		switch {
+		case !p.IsValid():
+			return 0
+		case p.Addr().Is4():
+			return 4
+		}
+		return 6
+	}
+	s, d := fam(src), fam(dst)
+	switch {
+	case s == 0:
+		return d
+	case d == 0 || d == s:
+		return s
+	}
+	return 0xff
 }
 
 func portRange(r sai.PortRange) (uint16, uint16) {
@@ -387,11 +415,9 @@ func (d *Dataplane) compileLocked() error {
 			FlagsVal: m.TCPFlags.Value, FlagsMask: m.TCPFlags.Mask, FlowOp: uint8(act.FlowOp),
 			SamplePct: act.FlowSamplePercent, Stats: uint8(d.wlIdx[e.oid]),
 			IntervalUs: uint32((act.PacketInterval + time.Microsecond - 1) / time.Microsecond)}
-		w.Src[0], w.Srcmask[0] = prefixWords(m.SrcPrefix)
-		w.Dst[0], w.Dstmask[0] = prefixWords(m.DstPrefix)
-		if m.SrcPrefix.IsValid() || m.DstPrefix.IsValid() {
-			w.Family = 4
-		}
+		w.Src, w.Srcmask = prefixWords(m.SrcPrefix)
+		w.Dst, w.Dstmask = prefixWords(m.DstPrefix)
+		w.Family = prefixFamily(m.SrcPrefix, m.DstPrefix)
 		w.SportLo, w.SportHi = portRange(m.L4SrcPort)
 		w.DportLo, w.DportHi = portRange(m.L4DstPort)
 		if m.InPort != "" {

@@ -2,6 +2,8 @@ package ebpf
 
 import (
 	"bytes"
+	"encoding/binary"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -119,14 +121,20 @@ func withM(t testing.TB, f []byte) []byte {
 	return out
 }
 
-// TestBehaviour runs the INT cases shared with the software dataplane
-// through both backends: the ebpf output must equal the software
-// dataplane's and the packet built independently with wire.
-func TestBehaviour(t *testing.T) {
-	tcp80 := tcpFrame("10.0.1.1", "10.0.2.1", 1234, 80, 0, []byte("hello, INT world"))
-	udp53 := udpFrame("10.0.1.1", "10.0.2.1", 4321, 53, []byte("dns-ish payload!"), true)
-	udp0 := udpFrame("10.0.1.1", "10.0.2.1", 4321, 53, []byte("no checksum here"), false)
-	tcp81 := tcpFrame("10.0.1.1", "10.0.2.1", 1234, 81, 0, []byte("not watched"))
+// behaviourCase is one frame through a node configured by s: want is
+// what must leave, nil when the frame is dropped.
+type behaviourCase struct {
+	name string
+	s    setup
+	in   []byte
+	want []byte
+}
+
+// behaviourCases are the INT cases shared with the software dataplane for
+// one IP version: tcp80 is a TCP segment to port 80, tcp81 one to port 81,
+// udp53 a UDP datagram with a checksum and udp0 one without; l3 is the
+// IP header length of the frames.
+func behaviourCases(t *testing.T, tcp80, tcp81, udp53, udp0 []byte, l3 int) []behaviourCase {
 	transitIn := intFrame(t, tcp80, mdSession, 2, false)
 	lastHop := mdSession
 	lastHop.MaxHopCount = 2
@@ -135,12 +143,8 @@ func TestBehaviour(t *testing.T) {
 		a.IntL4DSCP = sai.DSCPMatch{}
 		a.IntUDPDstPort, a.IntUDPNPT = 5000, sai.NPTUDPPayload
 	}
-	cases := []struct {
-		name string
-		s    setup
-		in   []byte
-		want []byte // nil: dropped
-	}{
+	ipLen := len(tcp80) - wire.EthernetLen
+	cases := []behaviourCase{
 		{"source MD over TCP (DSCP)", setup{sess: &mdSession, match: port80()}, tcp80,
 			insertINT(t, tcp80, mdSession, wire.SourceOptions{Encap: wire.EncapDSCP, DSCP: 0x17, Mask: 0x3f})},
 		{"source MD over UDP (UDP port, NPT 1)", setup{sess: &mdSession, dt: udpPort}, udp53,
@@ -149,20 +153,20 @@ func TestBehaviour(t *testing.T) {
 			insertINT(t, udp0, mdSession, wire.SourceOptions{Encap: wire.EncapDSCP, DSCP: 0x17, Mask: 0x3f})},
 		{"source MX", setup{sess: &mx, match: port80()}, tcp80,
 			insertINT(t, tcp80, mx, wire.SourceOptions{Encap: wire.EncapDSCP, DSCP: 0x17, Mask: 0x3f})},
-		{"source headers exceed MTU: no INT", setup{sess: &mdSession, match: port80(), mtu: len(tcp80) - 14 + 15}, tcp80, tcp80},
-		{"source hop exceeds MTU: M bit", setup{sess: &mdSession, match: port80(), mtu: len(tcp80) - 14 + 16}, tcp80, nil},
+		{"source headers exceed MTU: no INT", setup{sess: &mdSession, match: port80(), mtu: ipLen + 15}, tcp80, tcp80},
+		{"source hop exceeds MTU: M bit", setup{sess: &mdSession, match: port80(), mtu: ipLen + 16}, tcp80, nil},
 		{"unwatched traffic unchanged", setup{sess: &mdSession, match: port80()}, tcp81, tcp81},
 		{"transit pushes metadata", setup{}, transitIn, pushHop(t, transitIn, nodeID)},
 		{"transit E bit at Remaining Hop Count 0", setup{}, intFrame(t, tcp80, lastHop, 2, false),
 			pushHop(t, intFrame(t, tcp80, lastHop, 2, false), nodeID)},
-		{"transit M bit when the MTU is full", setup{mtu: len(transitIn) - 14 + 8}, transitIn, withM(t, transitIn)},
+		{"transit M bit when the MTU is full", setup{mtu: len(transitIn) - wire.EthernetLen + 8}, transitIn, withM(t, transitIn)},
 		{"sink strips to the original bytes", setup{sink: true}, transitIn, tcp80},
 		{"sink of a UDP-port INT packet restores the port", setup{sink: true, dt: udpPort},
 			insertINT(t, udp53, mdSession, wire.SourceOptions{Encap: wire.EncapUDPPort, UDPPort: 5000, NPT: wire.NPTUDPPort}), udp53},
 		{"sink discards D-bit packets", setup{sink: true}, intFrame(t, tcp80, mdSession, 1, true), nil},
 		{"malformed INT dropped", setup{}, func() []byte {
 			f := bytes.Clone(transitIn)
-			f[14+20+20+4] = 0x30 // version 3
+			f[wire.EthernetLen+l3+20+4] = 0x30 // version 3
 			return f
 		}(), nil},
 	}
@@ -178,6 +182,10 @@ func TestBehaviour(t *testing.T) {
 		out, _ := wire.InsertINT(f, &p, wire.TypeMD, hdr, &wire.SourceOptions{Encap: wire.EncapDSCP, DSCP: 0x17, Mask: 0x3f})
 		cases[5].want = out
 	}
+	return cases
+}
+
+func runBehaviour(t *testing.T, cases []behaviourCase) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			for _, n := range nodes(t, c.s) {
@@ -190,11 +198,97 @@ func TestBehaviour(t *testing.T) {
 	}
 }
 
+// TestBehaviour runs the INT cases shared with the software dataplane
+// through both backends: the ebpf output must equal the software
+// dataplane's and the packet built independently with wire.
+func TestBehaviour(t *testing.T) {
+	tcp80 := tcpFrame("10.0.1.1", "10.0.2.1", 1234, 80, 0, []byte("hello, INT world"))
+	udp53 := udpFrame("10.0.1.1", "10.0.2.1", 4321, 53, []byte("dns-ish payload!"), true)
+	udp0 := udpFrame("10.0.1.1", "10.0.2.1", 4321, 53, []byte("no checksum here"), false)
+	tcp81 := tcpFrame("10.0.1.1", "10.0.2.1", 1234, 81, 0, []byte("not watched"))
+	runBehaviour(t, behaviourCases(t, tcp80, tcp81, udp53, udp0, wire.IPv4MinLen))
+}
+
+// TestBehaviourIPv6 is TestBehaviour on IPv6 (DSCP in the traffic class,
+// payload length, no header checksum), plus NPT 2, the watchlist's
+// address families and packets with extension headers.
+func TestBehaviourIPv6(t *testing.T) {
+	const a, b = "2001:db8:1::1", "2001:db8:2::1"
+	tcp80 := tcp6Frame(a, b, 1234, 80, 0, []byte("hello, INT world"))
+	udp53 := udp6Frame(a, b, 4321, 53, []byte("dns-ish payload!"), true)
+	udp0 := udp6Frame(a, b, 4321, 53, []byte("no checksum here"), false)
+	tcp81 := tcp6Frame(a, b, 1234, 81, 0, []byte("not watched"))
+	cases := behaviourCases(t, tcp80, tcp81, udp53, udp0, wire.IPv6Len)
+	// ECN bits and a DSCP of their own survive source and sink.
+	ecn := tcp6Frame(a, b, 1234, 80, 0x2a, []byte("ecn and dscp"))
+	ecn[wire.EthernetLen+1] |= 0x10 // ECN 01
+	ecnInt := insertINT(t, ecn, mdSession, wire.SourceOptions{Encap: wire.EncapDSCP, DSCP: 0x17, Mask: 0x3f})
+	tcp4 := tcpFrame("10.0.1.1", "10.0.2.1", 1234, 80, 0, []byte("hello, INT world"))
+	v6Match := port80()
+	v6Match.SrcPrefix = netip.MustParsePrefix("2001:db8:1::/48")
+	v6Other := port80()
+	v6Other.DstPrefix = netip.MustParsePrefix("2001:db8:3::/48")
+	v4Match := port80()
+	v4Match.SrcPrefix = netip.MustParsePrefix("0.0.0.0/0")
+	npt2 := func(a *sai.DTelAttrs) {
+		a.IntL4DSCP = sai.DSCPMatch{}
+		a.IntUDPDstPort, a.IntUDPNPT = 5000, sai.NPTL4Header
+	}
+	npt2Out := insertINT(t, tcp80, mdSession, wire.SourceOptions{Encap: wire.EncapUDPPort, UDPPort: 5000, NPT: wire.NPTIPProto})
+	hbh := func(f []byte) []byte {
+		// A hop-by-hop options header (PadN) in front of the L4 header.
+		g := make([]byte, 0, len(f)+8)
+		g = append(g, f[:wire.EthernetLen+wire.IPv6Len]...)
+		g = append(g, f[wire.EthernetLen+6], 0, 1, 4, 0, 0, 0, 0)
+		g = append(g, f[wire.EthernetLen+wire.IPv6Len:]...)
+		g[wire.EthernetLen+6] = 0
+		binary.BigEndian.PutUint16(g[wire.EthernetLen+4:], be16(g[wire.EthernetLen+4:])+8)
+		return g
+	}
+	cases = append(cases,
+		behaviourCase{"source keeps ECN, sink restores DSCP and ECN", setup{sess: &mdSession, match: port80()}, ecn, ecnInt},
+		behaviourCase{"sink restores traffic class", setup{sink: true}, ecnInt, ecn},
+		behaviourCase{"IPv6 source prefix matches", setup{sess: &mdSession, match: v6Match}, tcp80,
+			insertINT(t, tcp80, mdSession, wire.SourceOptions{Encap: wire.EncapDSCP, DSCP: 0x17, Mask: 0x3f})},
+		behaviourCase{"IPv6 destination prefix differs: no INT", setup{sess: &mdSession, match: v6Other}, tcp80, tcp80},
+		behaviourCase{"IPv4 prefix does not match IPv6", setup{sess: &mdSession, match: v4Match}, tcp80, tcp80},
+		behaviourCase{"IPv6 prefix does not match IPv4", setup{sess: &mdSession, match: v6Match}, tcp4, tcp4},
+		behaviourCase{"source MD over TCP with NPT 2 (UDP header added)", setup{sess: &mdSession, match: port80(), dt: npt2}, tcp80, npt2Out},
+		behaviourCase{"sink of NPT 2 removes the UDP header", setup{sink: true, dt: npt2}, pushHop2(t, npt2Out), tcp80},
+	)
+	runBehaviour(t, cases)
+	// Extension headers: the ebpf dataplane leaves such packets alone
+	// (soft inserts INT after them).
+	t.Run("extension headers: untouched", func(t *testing.T) {
+		for _, f := range [][]byte{hbh(tcp80), hbh(transitIn(t, tcp80))} {
+			n := newBPFNode(t)
+			setup{sess: &mdSession, match: port80()}.apply(t, n)
+			if got := n.process(t, bytes.Clone(f)); !bytes.Equal(got, f) {
+				t.Errorf("got %x\nwant %x", got, f)
+			}
+		}
+	})
+}
+
+func transitIn(t *testing.T, f []byte) []byte { return intFrame(t, f, mdSession, 2, false) }
+
 // TestSinkReport: the sink's report carries the stack with this node's hop
 // on top, exactly as the software dataplane reports it.
 func TestSinkReport(t *testing.T) {
-	tcp80 := tcpFrame("10.0.1.1", "10.0.2.1", 1234, 80, 0, []byte("hello, INT world"))
+	sinkReport(t, tcpFrame("10.0.1.1", "10.0.2.1", 1234, 80, 0, []byte("hello, INT world")))
+}
+
+// TestSinkReportIPv6 is TestSinkReport on an IPv6 frame.
+func TestSinkReportIPv6(t *testing.T) {
+	evs := sinkReport(t, tcp6Frame("2001:db8:1::1", "2001:db8:2::1", 1234, 80, 0, []byte("hello, INT world")))
+	if f := evs[1].Flow; f.Src != netip.MustParseAddr("2001:db8:1::1") || f.Dst != netip.MustParseAddr("2001:db8:2::1") || f.DstPort != 80 {
+		t.Fatalf("ebpf report flow %v", f)
+	}
+}
+
+func sinkReport(t *testing.T, tcp80 []byte) []report.Event {
 	in := intFrame(t, tcp80, mdSession, 2, false)
+	var got []report.Event
 	ns := nodes(t, setup{sink: true})
 	var pkts [][]byte
 	for _, n := range ns {
@@ -216,10 +310,15 @@ func TestSinkReport(t *testing.T) {
 			t.Fatalf("%s: report %+v %d hops err %v", n.name(), h, st.Count(), err)
 		}
 		pkts = append(pkts, ev.Packet)
+		got = append(got, ev)
 	}
 	if !bytes.Equal(pkts[0], pkts[1]) {
 		t.Fatalf("reported frames differ:\nsoft %x\nebpf %x", pkts[0], pkts[1])
 	}
+	if got[0].Flow != got[1].Flow {
+		t.Fatalf("reported flows differ: soft %v, ebpf %v", got[0].Flow, got[1].Flow)
+	}
+	return got
 }
 
 // TestWatchlistPriority: entries apply in priority order, changes apply

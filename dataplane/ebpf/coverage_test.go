@@ -20,7 +20,15 @@ import (
 // through both backends (the ebpf output must equal soft's), with the
 // report events they generate.
 func TestBehaviourMore(t *testing.T) {
-	tcp80 := tcpFrame("10.0.1.1", "10.0.2.1", 1234, 80, 0, []byte("hello, INT world"))
+	behaviourMore(t, tcpFrame("10.0.1.1", "10.0.2.1", 1234, 80, 0, []byte("hello, INT world")))
+}
+
+// TestBehaviourMoreIPv6 is TestBehaviourMore on IPv6.
+func TestBehaviourMoreIPv6(t *testing.T) {
+	behaviourMore(t, tcp6Frame("2001:db8:1::1", "2001:db8:2::1", 1234, 80, 0, []byte("hello, INT world")))
+}
+
+func behaviourMore(t *testing.T, tcp80 []byte) {
 	npt2 := func(a *sai.DTelAttrs) {
 		a.IntL4DSCP = sai.DSCPMatch{}
 		a.IntUDPDstPort, a.IntUDPNPT = 5000, sai.NPTL4Header

@@ -1,6 +1,6 @@
 // Package ebpf is intd's tc/eBPF INT dataplane: the Linux kernel forwards,
 // and BPF programs on tc clsact hooks do the INT work (INT v2.1 over
-// TCP/UDP on IPv4). It implements sai.Backend, like dataplane/soft.
+// TCP/UDP on IPv4 and IPv6). It implements sai.Backend, like dataplane/soft.
 //
 // # Use
 //
@@ -32,7 +32,8 @@
 // # Pipeline
 //
 // intd_ingress records the packet's arrival time in a per-CPU slot keyed
-// by a fingerprint of its IPv4 header (addresses, id, length, protocol):
+// by a fingerprint of its IP header (addresses, IPv4 id and length or
+// IPv6 flow label and payload length, protocol):
 // forwarding runs ingress to egress synchronously on one CPU, so the
 // egress program finds it for the same packet. intd_egress then, per
 // packet: drops malformed INT (version, length, type, Hop ML; counted as
@@ -46,9 +47,11 @@
 // the MTU: headers that do not fit are not inserted, a hop that does not
 // fit gets M); postcards for flow op POSTCARD; queue reports. Headers are
 // parsed with direct packet access. Room is made with
-// bpf_skb_adjust_room(BPF_ADJ_ROOM_NET) after the IPv4 header and the L4
-// header is moved down with direct packet access; INT, lengths, counts
-// and the IPv4 checksum are written directly, and so is the L4 checksum
+// bpf_skb_adjust_room(BPF_ADJ_ROOM_NET) after the fixed IPv4 or IPv6
+// header and the L4 header is moved down with direct packet access; INT,
+// lengths (IPv6: payload length), counts, the DSCP (IPv6: in the traffic
+// class) and the IPv4 checksum are written directly, and so is the L4
+// checksum
 // (l4_fix, bit for bit what two bpf_l4_csum_replace calls would write):
 // the summed change of the covered bytes and the pseudo-header length for
 // CHECKSUM_NONE/UNNECESSARY, the pseudo-header length only for
@@ -97,8 +100,17 @@
 // the next segment's seq). TestGSO checks this with GRO on the routers'
 // veths (and a control stream that GRO does merge).
 //
-// Tunnel encapsulations (VXLAN-GPE, Geneve, GRE), the probe marker, IPv6
-// and VLAN-tagged frames are forwarded untouched (not in Capabilities).
+// IPv6 is handled like IPv4 (source with DSCP marking in the traffic
+// class, UDP-port marking NPT 1 and NPT 2, transit, sink, postcards, drop
+// reports; watchlist prefixes of either family, an entry with IPv4
+// prefixes never matches IPv6 packets and vice versa, one without
+// prefixes matches both; flow keys hold 16-byte addresses, IPv4 as
+// ::ffff:a.b.c.d) when TCP or UDP (or, for postcards and NPT 2, another
+// upper-layer protocol) directly follows the fixed 40-byte header: IPv6
+// packets with extension headers (hop-by-hop, routing, fragment,
+// destination options, mobility, HIP, shim6) are forwarded untouched, as
+// are tunnel encapsulations (VXLAN-GPE, Geneve, GRE), the probe marker and
+// VLAN-tagged frames (not in Capabilities).
 //
 // Metadata: node id (DTel SwitchID); level-1 and level-2 interface ids
 // (Interface.ID / L2ID, default the ifindex; LOGICAL_INTERFACE); hop

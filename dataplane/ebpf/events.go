@@ -104,7 +104,11 @@ func (e *evState) convert(raw *intdEvent) *report.Event {
 	}
 	b := e.buf[:0]
 	if raw.L3Off == 0 { // drop: IP packet, give it an Ethernet header
-		b = append(b, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x08, 0x00)
+		if n > 0 && raw.Data[0]>>4 == 6 {
+			b = append(b, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x86, 0xdd)
+		} else {
+			b = append(b, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x08, 0x00)
+		}
 	}
 	b = append(b, raw.Data[:n]...)
 	ev := &e.ev

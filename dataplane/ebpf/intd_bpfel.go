@@ -91,8 +91,8 @@ type intdEvent struct {
 
 type intdFlowKey struct {
 	_         structs.HostLayout
-	Src       uint32
-	Dst       uint32
+	Src       [4]uint32
+	Dst       [4]uint32
 	Sport     uint16
 	Dport     uint16
 	Proto     uint8
@@ -158,8 +158,8 @@ type intdScratch struct {
 		IpLen     uint32
 		Shim      uint32
 		Csum      uint32
-		Saddr     uint32
-		Daddr     uint32
+		Saddr     [4]uint32
+		Daddr     [4]uint32
 		Sport     uint16
 		Dport     uint16
 		IpId      uint16
@@ -170,10 +170,10 @@ type intdScratch struct {
 		Encap     uint8
 		TcpFlags  uint8
 		CsumFlags uint8
+		V6        uint8
 		Itype     uint8
 		Npt       uint8
 		ShimWords uint8
-		_         [1]byte
 		ShimVal   uint16
 		Ver       uint8
 		Hdr0      uint8

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * intd tc/eBPF dataplane: INT v2.1 over TCP/UDP (DSCP or UDP port marking)
- * on kernel-forwarded IPv4 traffic.
+ * on kernel-forwarded IPv4 and IPv6 traffic.
  *
  *   intd_ingress  tc ingress: remembers the ingress time of the packet in a
  *                 per-CPU slot (forwarding runs ingress -> egress on one CPU
@@ -140,7 +140,7 @@ struct wl_entry {
 	__u32 src[4], srcmask[4], dst[4], dstmask[4];
 	__u32 in_ifindex;
 	__u16 sport_lo, sport_hi, dport_lo, dport_hi;
-	__u8 family; /* 0 any, 4 */
+	__u8 family; /* 0 any, 4, 6 (addresses: IPv4 as ::ffff:a.b.c.d) */
 	__u8 proto;
 	__u8 dscp_val, dscp_mask;
 	__u8 flags_val, flags_mask;
@@ -153,8 +153,9 @@ struct wl_entry {
 	__u32 interval_us; /* packet-interval: act on one packet per flow per interval, 0: every */
 };
 
+/* Addresses are 16 bytes, IPv4 ones as ::ffff:a.b.c.d. */
 struct flow_key {
-	__u32 src, dst;
+	__u32 src[4], dst[4];
 	__u16 sport, dport;
 	__u8 proto, dscp, tcp_flags, pad;
 	__u32 in_ifindex;
@@ -259,9 +260,9 @@ struct pkt {
 	__u32 ip_len;
 	__u32 shim;  /* offset of the shim, 0: no INT */
 	__u32 csum;  /* offset of the L4 checksum, 0: none */
-	__u32 saddr, daddr;
+	__u32 saddr[4], daddr[4]; /* IPv4 as ::ffff:a.b.c.d */
 	__u16 sport, dport;
-	__u16 ip_id;
+	__u16 ip_id; /* IPv6: the low 16 bits of the flow label */
 	__u16 frag;
 	__u8 proto;   /* flow protocol (original one for NPT 2) */
 	__u8 ipproto; /* IP header protocol */
@@ -269,6 +270,7 @@ struct pkt {
 	__u8 encap; /* 1 DSCP, 2 UDP port */
 	__u8 tcp_flags;
 	__u8 csum_flags;
+	__u8 v6;
 	/* INT, when shim != 0 */
 	__u8 itype;
 	__u8 npt;
@@ -589,9 +591,16 @@ static __always_inline __u64 hash64(__u64 h, __u64 w)
 	return h ^ (h >> 29);
 }
 
+/* afold folds a 16-byte address into 32 bits: an IPv4 address (as
+ * ::ffff:a.b.c.d) into itself. */
+static __always_inline __u32 afold(const __u32 *a)
+{
+	return a[0] ^ a[1] ^ a[2] ^ a[3] ^ bpf_htonl(0xffff);
+}
+
 static __always_inline __u64 flow_hash(struct flow_key *k)
 {
-	__u64 h = hash64(0x12345, ((__u64)k->src << 32) | k->dst);
+	__u64 h = hash64(0x12345, ((__u64)afold(k->src) << 32) | afold(k->dst));
 	h = hash64(h, ((__u64)k->sport << 32) | ((__u64)k->dport << 16) | k->proto);
 	h ^= h >> 30;
 	h *= 0xbf58476d1ce4e5b9ULL;
@@ -610,15 +619,15 @@ static __always_inline __u64 wmix(__u64 h, __u64 w)
 	return hi ^ (a * b);
 }
 
-/* entropy_port is wire.FlowKey.EntropyPort of an IPv4 flow (addresses as
- * ::ffff:a.b.c.d): the UDP source port of an NPT 2 header. */
-static __always_inline __u16 entropy_port(__u32 src, __u32 dst, __u16 sport, __u16 dport, __u8 proto)
+/* entropy_port is wire.FlowKey.EntropyPort of a flow (16-byte addresses,
+ * IPv4 as ::ffff:a.b.c.d): the UDP source port of an NPT 2 header. */
+static __always_inline __u16 entropy_port(const __u32 *src, const __u32 *dst, __u16 sport, __u16 dport, __u8 proto)
 {
 	__u64 h = 0x9e3779b97f4a7c15ULL;
-	h = wmix(h, 0);
-	h = wmix(h, ((__u64)src << 32) | 0xffff0000ULL);
-	h = wmix(h, 0);
-	h = wmix(h, ((__u64)dst << 32) | 0xffff0000ULL);
+	h = wmix(h, ((__u64)src[1] << 32) | src[0]);
+	h = wmix(h, ((__u64)src[3] << 32) | src[2]);
+	h = wmix(h, ((__u64)dst[1] << 32) | dst[0]);
+	h = wmix(h, ((__u64)dst[3] << 32) | dst[2]);
 	h = wmix(h, ((__u64)sport << 32) | ((__u64)dport << 16) | proto);
 	h ^= h >> 30;
 	h *= 0xbf58476d1ce4e5b9ULL;
@@ -642,9 +651,9 @@ static __always_inline struct scratch *scratch(void)
 
 /* ---- parsing ---- */
 
-/* parse reads Ethernet/IPv4/TCP/UDP and the INT shim + header into s->p.
- * It returns -1 for packets intd does not touch (non-IPv4, fragments), 1
- * for malformed INT, 0 otherwise. */
+/* parse reads Ethernet/IPv4 or IPv6/TCP/UDP and the INT shim + header into
+ * s->p. It returns -1 for packets intd does not touch (not IP, fragments,
+ * IPv6 extension headers), 1 for malformed INT, 0 otherwise. */
 static __always_inline int parse(struct __sk_buff *skb, struct scratch *s)
 {
 	if (!s)
@@ -664,22 +673,53 @@ static __always_inline int parse(struct __sk_buff *skb, struct scratch *s)
 		if (d + 34 > end)
 			return -1;
 	}
-	if (d[12] != 0x08 || d[13] != 0x00 || (d[14] >> 4) != 4)
-		return -1;
-	p->ihl = (d[14] & 0xf) * 4;
-	if (p->ihl < 20)
-		return -1;
-	p->tos = d[15];
-	p->ip_len = ((__u32)d[16] << 8) | d[17];
-	p->ip_id = ((__u16)d[18] << 8) | d[19];
-	p->frag = (((__u16)d[20] << 8) | d[21]) & 0x3fff;
-	p->proto = p->ipproto = d[23];
-	__builtin_memcpy(&p->saddr, &d[26], 4);
-	__builtin_memcpy(&p->daddr, &d[30], 4);
-	__u32 l4 = L3 + (p->ihl & 0x3c);
-	p->l4 = l4;
-	if (p->frag)
-		return -1;
+	__u32 l4;
+	if (d[12] == 0x86 && d[13] == 0xdd) {
+		if (d + 54 > end) {
+			__u32 want = skb->len < 160 ? skb->len : 160;
+			if (bpf_skb_pull_data(skb, want))
+				return -1;
+			d = (void *)(long)skb->data;
+			end = (void *)(long)skb->data_end;
+			if (d + 54 > end)
+				return -1;
+		}
+		if ((d[14] >> 4) != 6)
+			return -1;
+		p->v6 = 1;
+		p->ihl = 40;
+		p->tos = (d[14] << 4) | (d[15] >> 4);
+		p->ip_len = 40 + (((__u32)d[18] << 8) | d[19]);
+		p->ip_id = ((__u16)d[16] << 8) | d[17];
+		p->proto = p->ipproto = d[20];
+		__builtin_memcpy(p->saddr, &d[22], 16);
+		__builtin_memcpy(p->daddr, &d[38], 16);
+		l4 = L3 + 40;
+		p->l4 = l4;
+		/* Extension headers (fragments among them): untouched. */
+		switch (p->proto) {
+		case 0: case 43: case 44: case 60: case 135: case 139: case 140:
+			return -1;
+		}
+	} else {
+		if (d[12] != 0x08 || d[13] != 0x00 || (d[14] >> 4) != 4)
+			return -1;
+		p->ihl = (d[14] & 0xf) * 4;
+		if (p->ihl < 20)
+			return -1;
+		p->tos = d[15];
+		p->ip_len = ((__u32)d[16] << 8) | d[17];
+		p->ip_id = ((__u16)d[18] << 8) | d[19];
+		p->frag = (((__u16)d[20] << 8) | d[21]) & 0x3fff;
+		p->proto = p->ipproto = d[23];
+		p->saddr[2] = p->daddr[2] = bpf_htonl(0xffff);
+		__builtin_memcpy(&p->saddr[3], &d[26], 4);
+		__builtin_memcpy(&p->daddr[3], &d[30], 4);
+		l4 = L3 + (p->ihl & 0x3c);
+		p->l4 = l4;
+		if (p->frag)
+			return -1;
+	}
 	if (p->proto != IPPROTO_TCP && p->proto != IPPROTO_UDP)
 		return 0;
 	/* L4 header plus an INT shim and header behind it. */
@@ -927,14 +967,49 @@ static __always_inline void ip_csum_fix(__u8 *iph, __u32 acc)
 	*ck = ~cfold((__u16)~*ck + acc);
 }
 
-/* make_room makes n bytes of room at offset at (after the L4 header, at
- * most MAX_MOVE bytes after the fixed IPv4 header) with one helper call:
- * the kernel inserts the room after the fixed IPv4 header and the bytes in
- * between move down again with direct packet access. It returns 0, -1
- * when nothing changed, -2 when the packet is left inconsistent. */
-static __always_inline int make_room(struct __sk_buff *skb, __u32 at, __u32 n)
+/* ip_set writes the DSCP/ECN byte tos and the length ip_len (IPv4 total
+ * length, fixing the header checksum; IPv6: the payload length is ip_len
+ * minus 40, the traffic class is tos) of the IP header at iph. */
+static __always_inline int ip_set(struct pkt *p, __u8 *iph, __u8 *end, __u8 tos, __u32 ip_len)
 {
-	__u32 mv = at - (L3 + 20);
+	if (p->v6) {
+		if (iph + 40 > end)
+			return -1;
+		iph[0] = (iph[0] & 0xf0) | (tos >> 4);
+		iph[1] = (iph[1] & 0x0f) | (tos << 4);
+		*(__u16 *)(iph + 4) = bpf_htons(ip_len - 40);
+		return 0;
+	}
+	if (iph + 20 > end)
+		return -1;
+	__u32 iacc = 0;
+	__u16 o16 = *(__u16 *)iph;
+	iph[1] = tos;
+	iacc = cadd(iacc, o16, *(__u16 *)iph);
+	o16 = *(__u16 *)(iph + 2);
+	*(__u16 *)(iph + 2) = bpf_htons(ip_len);
+	iacc = cadd(iacc, o16, *(__u16 *)(iph + 2));
+	ip_csum_fix(iph, iacc);
+	return 0;
+}
+
+/* fixed_len is the length of the fixed IP header, after which
+ * bpf_skb_adjust_room(BPF_ADJ_ROOM_NET) inserts or removes room. */
+static __always_inline __u32 fixed_len(struct pkt *p)
+{
+	return p->v6 ? 40 : 20;
+}
+
+/* make_room makes n bytes of room at offset at (after the L4 header, at
+ * most MAX_MOVE bytes after the fixed IP header of fix bytes) with one
+ * helper call: the kernel inserts the room after the fixed IP header and
+ * the bytes in between move down again with direct packet access. It
+ * returns 0, -1 when nothing changed, -2 when the packet is left
+ * inconsistent. */
+static __always_inline int make_room(struct __sk_buff *skb, __u32 at, __u32 n, __u32 fix)
+{
+	fix &= 0x3c;
+	__u32 mv = at - (L3 + fix);
 	if (mv > MAX_MOVE || n > 0x1ff)
 		return -1;
 	if (bpf_skb_adjust_room(skb, n, BPF_ADJ_ROOM_NET, 0))
@@ -944,7 +1019,7 @@ static __always_inline int make_room(struct __sk_buff *skb, __u32 at, __u32 n)
 		__u32 o = i * 4;
 		if (o >= mv)
 			break;
-		__u8 *dst = d + L3 + 20 + o;
+		__u8 *dst = d + L3 + fix + o;
 		__u8 *src = dst + (n & 0x1ff);
 		/* Keep the checked pointers in registers: recomputed ones
 		 * would not carry the verifier's bounds. */
@@ -957,12 +1032,13 @@ static __always_inline int make_room(struct __sk_buff *skb, __u32 at, __u32 n)
 }
 
 /* grow makes n bytes of room at offset at (after the L4 header): the
- * kernel inserts them after the fixed IPv4 header and the bytes in between
- * (IP options, L4 header, INT header) move down. Only used on non-GSO
- * packets. */
-static __always_inline int grow(struct __sk_buff *skb, struct scratch *s, __u32 at, __u32 n)
+ * kernel inserts them after the fixed IP header (fix bytes) and the bytes
+ * in between (IP options, L4 header, INT header) move down. Only used on
+ * non-GSO packets. */
+static __always_inline int grow(struct __sk_buff *skb, struct scratch *s, __u32 at, __u32 n, __u32 fix)
 {
-	__u32 mv = at - (L3 + 20);
+	fix &= 0x3c;
+	__u32 mv = at - (L3 + fix);
 	if (mv > MAX_MOVE)
 		return -1;
 	if (bpf_skb_adjust_room(skb, n, BPF_ADJ_ROOM_NET, 0))
@@ -970,25 +1046,26 @@ static __always_inline int grow(struct __sk_buff *skb, struct scratch *s, __u32 
 	__u64 m = mv;
 	BOUND(m, 0xff);
 	if (m > 0 && m <= MAX_MOVE) {
-		if (bpf_skb_load_bytes(skb, L3 + 20 + n, s->mv, m) ||
-		    bpf_skb_store_bytes(skb, L3 + 20, s->mv, m, 0))
+		if (bpf_skb_load_bytes(skb, L3 + fix + n, s->mv, m) ||
+		    bpf_skb_store_bytes(skb, L3 + fix, s->mv, m, 0))
 			return -2;
 	}
 	return 0;
 }
 
 /* shrink removes n bytes at offset at, moving the bytes between the fixed
- * IPv4 header and at up. */
-static __always_inline int shrink(struct __sk_buff *skb, struct scratch *s, __u32 at, __u32 n)
+ * IP header (fix bytes) and at up. */
+static __always_inline int shrink(struct __sk_buff *skb, struct scratch *s, __u32 at, __u32 n, __u32 fix)
 {
-	__u32 mv = at - (L3 + 20);
+	fix &= 0x3c;
+	__u32 mv = at - (L3 + fix);
 	if (mv > MAX_MOVE)
 		return -1;
 	__u64 m = mv;
 	BOUND(m, 0xff);
 	if (m > 0 && m <= MAX_MOVE) {
-		if (bpf_skb_load_bytes(skb, L3 + 20, s->mv, m) ||
-		    bpf_skb_store_bytes(skb, L3 + 20 + n, s->mv, m, 0))
+		if (bpf_skb_load_bytes(skb, L3 + fix, s->mv, m) ||
+		    bpf_skb_store_bytes(skb, L3 + fix + n, s->mv, m, 0))
 			return -1;
 	}
 	if (bpf_skb_adjust_room(skb, -(__s32)n, BPF_ADJ_ROOM_NET, 0))
@@ -1058,9 +1135,9 @@ static __always_inline int filter(struct __sk_buff *skb, struct scratch *s)
 	struct hop *h = &s->h;
 	struct cfg *c = &s->c;
 	need_time(s);
-	struct flow_key k = {
-		.src = p->saddr, .dst = p->daddr, .sport = p->sport, .dport = p->dport, .proto = p->proto,
-	};
+	struct flow_key k = {.sport = p->sport, .dport = p->dport, .proto = p->proto};
+	__builtin_memcpy(k.src, p->saddr, 16);
+	__builtin_memcpy(k.dst, p->daddr, 16);
 	__u64 d = 0x5bd1e995;
 	__u32 lat_shift = c->lat_shift & 31;
 	if (c->flags & F_PORT_CHANGE)
@@ -1178,10 +1255,10 @@ static __always_inline int classify(struct __sk_buff *skb, struct scratch *s)
 	s->op = OP_NOP;
 	if (!c->wl_count)
 		return 0;
-	struct flow_key k = {
-		.src = p->saddr, .dst = p->daddr, .sport = p->sport, .dport = p->dport, .proto = p->proto,
-		.in_ifindex = skb->ingress_ifindex,
-	};
+	struct flow_key k = {.sport = p->sport, .dport = p->dport, .proto = p->proto,
+			     .in_ifindex = skb->ingress_ifindex};
+	__builtin_memcpy(k.src, p->saddr, 16);
+	__builtin_memcpy(k.dst, p->daddr, 16);
 	if (c->flags & F_WL_DSCP)
 		k.dscp = p->tos >> 2;
 	if (c->flags & F_WL_FLAGS)
@@ -1191,7 +1268,10 @@ static __always_inline int classify(struct __sk_buff *skb, struct scratch *s)
 	s->unsampled = 0;
 	struct wl_cache *wc = &s->last;
 	struct flow_key *lk = &s->last_key;
-	if (wc->gen != c->wl_gen || lk->src != k.src || lk->dst != k.dst || lk->sport != k.sport ||
+	__u32 adiff = 0;
+	for (int i = 0; i < 4; i++)
+		adiff |= (lk->src[i] ^ k.src[i]) | (lk->dst[i] ^ k.dst[i]);
+	if (wc->gen != c->wl_gen || adiff || lk->sport != k.sport ||
 	    lk->dport != k.dport || lk->proto != k.proto || lk->dscp != k.dscp || lk->tcp_flags != k.tcp_flags ||
 	    lk->in_ifindex != k.in_ifindex) {
 		wc = bpf_map_lookup_elem(&wl_cache_map, &k);
@@ -1216,6 +1296,7 @@ static __always_inline int classify(struct __sk_buff *skb, struct scratch *s)
 	__u32 n = c->wl_count;
 	__u8 dscp = p->tos >> 2;
 	__u8 tf = p->proto == IPPROTO_TCP ? p->tcp_flags : 0;
+	__u8 fam = p->v6 ? 6 : 4;
 	for (__u32 i = 0; i < MAX_WL; i++) {
 		if (i >= n)
 			break;
@@ -1225,9 +1306,12 @@ static __always_inline int classify(struct __sk_buff *skb, struct scratch *s)
 			break;
 		if (e->in_ifindex && e->in_ifindex != k.in_ifindex)
 			continue;
-		if (e->family && e->family != 4)
+		if (e->family && e->family != fam)
 			continue;
-		if (((k.src ^ e->src[0]) & e->srcmask[0]) || ((k.dst ^ e->dst[0]) & e->dstmask[0]))
+		__u32 am = 0;
+		for (int j = 0; j < 4; j++)
+			am |= ((k.src[j] ^ e->src[j]) & e->srcmask[j]) | ((k.dst[j] ^ e->dst[j]) & e->dstmask[j]);
+		if (am)
 			continue;
 		if (e->proto && e->proto != p->proto)
 			continue;
@@ -1421,7 +1505,7 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 		u[1] = bpf_htons(c->udp_port);
 		u[2] = bpf_htons(p->ip_len - p->ihl + n);
 		u[3] = 0;
-		int r = grow(skb, s, at, n);
+		int r = grow(skb, s, at, n, fixed_len(p));
 		if (r == -2)
 			return TC_ACT_SHOT;
 		if (r) {
@@ -1432,11 +1516,19 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 		bpf_skb_store_bytes(skb, at + 8, shim, 4, 0);
 		bpf_skb_store_bytes(skb, at + 12, hdr, 12, 0);
 		store_hop(skb, at + 24, s, hopw);
-		__u8 ttl;
-		bpf_skb_load_bytes(skb, L3 + 8, &ttl, 1);
-		__u16 old = ((__u16)ttl << 8) | p->proto;
-		ip_word(skb, 8, old, (old & 0xff00) | IPPROTO_UDP);
-		ip_word(skb, 2, p->ip_len, p->ip_len + n);
+		if (p->v6) {
+			/* Next header and payload length; no header checksum. */
+			__u8 nh = IPPROTO_UDP;
+			__u16 pl = bpf_htons(p->ip_len - 40 + n);
+			bpf_skb_store_bytes(skb, L3 + 6, &nh, 1, 0);
+			bpf_skb_store_bytes(skb, L3 + 4, &pl, 2, 0);
+		} else {
+			__u8 ttl;
+			bpf_skb_load_bytes(skb, L3 + 8, &ttl, 1);
+			__u16 old = ((__u16)ttl << 8) | p->proto;
+			ip_word(skb, 8, old, (old & 0xff00) | IPPROTO_UDP);
+			ip_word(skb, 2, p->ip_len, p->ip_len + n);
+		}
 	} else {
 		__u32 at = p->l4 + p->l4len;
 		if (npt == 0) {
@@ -1461,7 +1553,7 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 			ss->not_initiated++;
 			return TC_ACT_OK;
 		}
-		int r = make_room(skb, at, n);
+		int r = make_room(skb, at, n, fixed_len(p));
 		if (r == -2)
 			return TC_ACT_SHOT;
 		if (r) {
@@ -1489,7 +1581,7 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 		}
 		__u32 l4 = p->l4 & 0xff;
 		__u8 *u = d + l4, *iph = d + L3;
-		if (u + 8 > end || iph + 20 > end)
+		if (u + 8 > end)
 			return TC_ACT_SHOT;
 		__u16 seg = p->ip_len - p->ihl;
 		__u16 o16;
@@ -1503,21 +1595,15 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 			*(__u16 *)(u + 2) = bpf_htons(c->udp_port);
 			acc = cadd(acc, o16, *(__u16 *)(u + 2));
 		}
-		/* Version/IHL, TOS (DSCP marking) and total length. */
+		/* TOS / traffic class (DSCP marking) and length. */
 		__u8 tos = p->tos;
 		if (npt == 0) {
 			__u8 dscp = p->tos >> 2;
 			__u8 nd = (dscp & ~c->dscp_mask) | (c->dscp_val & c->dscp_mask);
 			tos = (nd << 2) | (p->tos & 3);
 		}
-		__u32 iacc = 0;
-		o16 = *(__u16 *)iph;
-		iph[1] = tos;
-		iacc = cadd(iacc, o16, *(__u16 *)iph);
-		o16 = *(__u16 *)(iph + 2);
-		*(__u16 *)(iph + 2) = bpf_htons(p->ip_len + n);
-		iacc = cadd(iacc, o16, *(__u16 *)(iph + 2));
-		ip_csum_fix(iph, iacc);
+		if (ip_set(p, iph, end, tos, p->ip_len + n))
+			return TC_ACT_SHOT;
 		if (l4_fix(skb, p, acc, seg, seg + n))
 			return TC_ACT_SHOT;
 	}
@@ -1581,7 +1667,7 @@ static __always_inline int transit(struct __sk_buff *skb, struct scratch *s)
 	if (w == 0 || w * 4 != n)
 		return TC_ACT_OK;
 	__u32 at = p->shim + 16;
-	int r = make_room(skb, at, n);
+	int r = make_room(skb, at, n, fixed_len(p));
 	if (r == -2)
 		return TC_ACT_SHOT;
 	if (r) {
@@ -1607,7 +1693,7 @@ static __always_inline int transit(struct __sk_buff *skb, struct scratch *s)
 	}
 	__u32 so = p->shim & 0x1ff, l4 = p->l4 & 0xff;
 	__u8 *sh = d + so, *u = d + l4, *iph = d + L3;
-	if (sh + 8 > end || u + 8 > end || iph + 20 > end)
+	if (sh + 8 > end || u + 8 > end)
 		return TC_ACT_SHOT;
 	__u16 o16 = *(__u16 *)(sh + 6);
 	sh[7] = p->rhc - 1;
@@ -1621,9 +1707,8 @@ static __always_inline int transit(struct __sk_buff *skb, struct scratch *s)
 		*(__u16 *)(u + 4) = bpf_htons(seg + n);
 		acc = cadd(acc, o16, *(__u16 *)(u + 4));
 	}
-	o16 = *(__u16 *)(iph + 2);
-	*(__u16 *)(iph + 2) = bpf_htons(p->ip_len + n);
-	ip_csum_fix(iph, cadd(0, o16, *(__u16 *)(iph + 2)));
+	if (ip_set(p, iph, end, p->tos, p->ip_len + n))
+		return TC_ACT_SHOT;
 	if (l4_fix(skb, p, acc, seg, seg + n))
 		return TC_ACT_SHOT;
 	cnt(s, C_TRANSITED);
@@ -1643,12 +1728,19 @@ static __always_inline int strip(struct __sk_buff *skb, struct scratch *s)
 		return -1;
 	if (p->npt == 2) {
 		__u32 n = 8 + ilen;
-		__u8 ttl;
-		bpf_skb_load_bytes(skb, L3 + 8, &ttl, 1);
-		__u16 old = ((__u16)ttl << 8) | IPPROTO_UDP;
-		ip_word(skb, 8, old, (old & 0xff00) | (p->shim_val & 0xff));
-		ip_word(skb, 2, p->ip_len, p->ip_len - n);
-		return shrink(skb, s, p->l4, n) ? -1 : 0;
+		if (p->v6) {
+			__u8 nh = p->shim_val;
+			__u16 pl = bpf_htons(p->ip_len - 40 - n);
+			bpf_skb_store_bytes(skb, L3 + 6, &nh, 1, 0);
+			bpf_skb_store_bytes(skb, L3 + 4, &pl, 2, 0);
+		} else {
+			__u8 ttl;
+			bpf_skb_load_bytes(skb, L3 + 8, &ttl, 1);
+			__u16 old = ((__u16)ttl << 8) | IPPROTO_UDP;
+			ip_word(skb, 8, old, (old & 0xff00) | (p->shim_val & 0xff));
+			ip_word(skb, 2, p->ip_len, p->ip_len - n);
+		}
+		return shrink(skb, s, p->l4, n, fixed_len(p)) ? -1 : 0;
 	}
 	/* Checksum effect of the removed bytes: the folded sum of their
 	 * complements (bpf_csum_diff's), summed in place when they are in
@@ -1698,7 +1790,7 @@ static __always_inline int strip(struct __sk_buff *skb, struct scratch *s)
 	}
 	__u32 l4 = p->l4 & 0xff;
 	__u8 *u = d + l4, *iph = d + L3;
-	if (u + 8 > end || iph + 20 > end)
+	if (u + 8 > end)
 		return -1;
 	__u16 seg = p->ip_len - p->ihl;
 	__u16 o16;
@@ -1712,21 +1804,17 @@ static __always_inline int strip(struct __sk_buff *skb, struct scratch *s)
 		*(__u16 *)(u + 2) = bpf_htons(p->shim_val);
 		acc = cadd(acc, o16, *(__u16 *)(u + 2));
 	}
-	__u32 iacc = 0;
-	if (p->encap == 1) {
-		o16 = *(__u16 *)iph;
-		iph[1] = (p->tos & 0x03) | (p->shim_val & 0xfc);
-		iacc = cadd(iacc, o16, *(__u16 *)iph);
-	}
-	o16 = *(__u16 *)(iph + 2);
-	*(__u16 *)(iph + 2) = bpf_htons(p->ip_len - ilen);
-	iacc = cadd(iacc, o16, *(__u16 *)(iph + 2));
-	ip_csum_fix(iph, iacc);
+	__u8 tos = p->tos;
+	if (p->encap == 1)
+		tos = (p->tos & 0x03) | (p->shim_val & 0xfc);
+	if (ip_set(p, iph, end, tos, p->ip_len - ilen))
+		return -1;
 	if (l4_fix(skb, p, acc, seg, seg - ilen))
 		return -1;
-	/* Move what lies between the fixed IPv4 header and the shim down
-	 * over the INT bytes, then drop the room after the IPv4 header. */
-	__u32 mv = p->shim - (L3 + 20);
+	/* Move what lies between the fixed IP header and the shim down over
+	 * the INT bytes, then drop the room after the fixed IP header. */
+	__u32 fix = fixed_len(p);
+	__u32 mv = p->shim - (L3 + fix);
 	if (mv > MAX_MOVE)
 		return -1;
 	d = (void *)(long)skb->data;
@@ -1734,7 +1822,7 @@ static __always_inline int strip(struct __sk_buff *skb, struct scratch *s)
 	for (int i = MAX_MOVE / 4 - 1; i >= 0; i--) {
 		if (i * 4 >= mv)
 			continue;
-		__u8 *src = d + L3 + 20 + i * 4;
+		__u8 *src = d + L3 + fix + i * 4;
 		__u8 *dst = src + (ilen & 0x7ff);
 		asm volatile("" : "+r"(dst), "+r"(src));
 		if (dst + 4 > end || src + 4 > end)
@@ -1816,18 +1904,35 @@ int intd_ingress(struct __sk_buff *skb)
 	struct counters *ctr = bpf_map_lookup_elem(&ctrs, &slot);
 	if (ctr)
 		ctr->c[C_IN]++;
-	__u8 h[20];
-	if (skb->protocol != bpf_htons(0x0800) || bpf_skb_load_bytes(skb, L3, h, 20) < 0)
+	/* The fingerprint is what intd_egress computes from s->p: folded
+	 * addresses, IPv4 id and total length (IPv6: the low 16 bits of the
+	 * flow label and 40 + payload length), protocol. */
+	__u32 h[10];
+	__u32 sa, da, idlen, proto;
+	if (skb->protocol == bpf_htons(0x0800)) {
+		if (bpf_skb_load_bytes(skb, L3, h, 20) < 0)
+			return TC_ACT_OK;
+		__u8 *b = (__u8 *)h;
+		sa = h[3];
+		da = h[4];
+		idlen = ((__u32)b[4] << 24) | ((__u32)b[5] << 16) | ((__u32)b[2] << 8) | b[3];
+		proto = b[9];
+	} else if (skb->protocol == bpf_htons(0x86dd)) {
+		if (bpf_skb_load_bytes(skb, L3, h, 40) < 0)
+			return TC_ACT_OK;
+		__u8 *b = (__u8 *)h;
+		sa = afold(&h[2]);
+		da = afold(&h[6]);
+		idlen = ((__u32)b[2] << 24) | ((__u32)b[3] << 16) | ((40 + (((__u32)b[4] << 8) | b[5])) & 0xffff);
+		proto = b[6];
+	} else {
 		return TC_ACT_OK;
+	}
 	struct ing_slot *sl = bpf_map_lookup_elem(&ing_map, &zero);
 	if (!sl)
 		return TC_ACT_OK;
-	__u32 sa, da;
-	__builtin_memcpy(&sa, &h[12], 4);
-	__builtin_memcpy(&da, &h[16], 4);
-	__u32 idlen = ((__u32)h[4] << 24) | ((__u32)h[5] << 16) | ((__u32)h[2] << 8) | h[3];
 	sl->ts = bpf_ktime_get_ns();
-	sl->fp = fingerprint(sa, da, idlen, h[9]);
+	sl->fp = fingerprint(sa, da, idlen, proto);
 	sl->ifindex = ifx;
 	sl->l1_id = ifc->l1_id;
 	sl->l2_id = ifc->l2_id;
@@ -1894,8 +1999,8 @@ int intd_egress(struct __sk_buff *skb)
 		/* The fingerprint is of the packet as it arrived: INT edits
 		 * happen below, at this node's egress. need_time takes the
 		 * latency from t_in. */
-		__u32 idlen = ((__u32)s->p.ip_id << 16) | s->p.ip_len;
-		if (sl->fp == fingerprint(s->p.saddr, s->p.daddr, idlen, s->p.ipproto))
+		__u32 idlen = ((__u32)s->p.ip_id << 16) | (s->p.ip_len & 0xffff);
+		if (sl->fp == fingerprint(afold(s->p.saddr), afold(s->p.daddr), idlen, s->p.ipproto))
 			s->t_in = sl->ts;
 	}
 	int qr = s->ifc.qr && (s->c.flags & F_QUEUE);
@@ -1923,8 +2028,9 @@ int intd_egress(struct __sk_buff *skb)
 				ws->unsampled++;
 		}
 		if (s->miss && (s->c.flags & F_DROP) && (s->e.act & (ACT_DROP_REPORT | ACT_TAIL_DROP))) {
-			struct flow_key k = {.src = s->p.saddr, .dst = s->p.daddr, .sport = s->p.sport,
-					     .dport = s->p.dport, .proto = s->p.proto};
+			struct flow_key k = {.sport = s->p.sport, .dport = s->p.dport, .proto = s->p.proto};
+			__builtin_memcpy(k.src, s->p.saddr, 16);
+			__builtin_memcpy(k.dst, s->p.daddr, 16);
 			need_time(s);
 			struct drop_watch dw = {.ts = s->now, .in_ifindex = h->in_ifindex, .act = s->e.act};
 			bpf_map_update_elem(&drop_watch_map, &k, &dw, BPF_ANY);
@@ -2035,15 +2141,32 @@ int intd_kfree_skb(struct bpf_raw_tracepoint_args *ctx)
 	bpf_probe_read_kernel(&iif, sizeof(iif), __builtin_preserve_access_index(&skb->skb_iif));
 	if (!head || nh == 0xffff || !iif)
 		return 0;
-	__u8 ip[24];
-	if (bpf_probe_read_kernel(ip, sizeof(ip), head + nh))
+	__u8 ip[40];
+	if (bpf_probe_read_kernel(ip, 20, head + nh))
 		return 0;
-	if ((ip[0] >> 4) != 4)
+	int v6 = (ip[0] >> 4) == 6;
+	if (!v6 && (ip[0] >> 4) != 4)
 		return 0;
-	struct flow_key k = {.proto = ip[9]};
-	__builtin_memcpy(&k.src, &ip[12], 4);
-	__builtin_memcpy(&k.dst, &ip[16], 4);
+	if (v6 && bpf_probe_read_kernel(ip, 40, head + nh))
+		return 0;
+	/* IPv6: the fields of IPv4 that the code below uses (protocol, TOS,
+	 * TTL, length) at their own offsets. */
+	struct flow_key k = {.proto = v6 ? ip[6] : ip[9]};
 	__u32 ihl = (ip[0] & 0xf) * 4;
+	__u8 tos = ip[1], ttl = ip[8];
+	__u32 iplen = ((__u32)ip[2] << 8) | ip[3];
+	if (v6) {
+		__builtin_memcpy(k.src, &ip[8], 16);
+		__builtin_memcpy(k.dst, &ip[24], 16);
+		ihl = 40;
+		tos = (ip[0] << 4) | (ip[1] >> 4);
+		ttl = ip[7];
+		iplen = 40 + (((__u32)ip[4] << 8) | ip[5]);
+	} else {
+		k.src[2] = k.dst[2] = bpf_htonl(0xffff);
+		__builtin_memcpy(&k.src[3], &ip[12], 4);
+		__builtin_memcpy(&k.dst[3], &ip[16], 4);
+	}
 	if (k.proto == IPPROTO_TCP || k.proto == IPPROTO_UDP) {
 		__u8 pt[4];
 		if (bpf_probe_read_kernel(pt, 4, head + nh + (ihl & 0x3c)))
@@ -2074,14 +2197,14 @@ int intd_kfree_skb(struct bpf_raw_tracepoint_args *ctx)
 		dw = 0;
 	/* A packet carrying INT was watched by its source: transit and sink
 	 * nodes report its drops without an entry of their own. */
-	int intpkt = (c->dscp_mask && ((ip[1] >> 2) & c->dscp_mask) == c->dscp_val) ||
+	int intpkt = (c->dscp_mask && ((tos >> 2) & c->dscp_mask) == c->dscp_val) ||
 		     (c->udp_port && k.proto == IPPROTO_UDP && k.dport == c->udp_port);
 	__u32 kr = kreason & 511;
 	__u32 *m = bpf_map_lookup_elem(&drop_reasons, &kr);
 	__u32 reason = m && *m ? *m - 1 : 0;
 	if (reason == DR_IP_HDR)
 		/* The kernel drops TTL expiry in forwarding as a header error. */
-		reason = ip[8] <= 1 ? 26 : 0;
+		reason = ttl <= 1 ? 26 : 0;
 	int tail = reason == 71;
 	__u32 flags = tail ? EVF_TAIL_DROP : 0;
 	int want = 0;
@@ -2148,7 +2271,6 @@ int intd_kfree_skb(struct bpf_raw_tracepoint_args *ctx)
 		ev->l2_out = oifc->l2_id;
 	}
 	ev->l3_off = 0;
-	__u32 iplen = ((__u32)ip[2] << 8) | ip[3];
 	if (iplen > MAX_CAP)
 		iplen = MAX_CAP;
 	ev->pkt_len = iplen;
