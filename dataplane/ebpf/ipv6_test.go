@@ -3,8 +3,10 @@ package ebpf
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"io"
 	"net"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -202,4 +204,61 @@ func TestEndToEndIPv6(t *testing.T) {
 	_ = ipv6.NewConn(h1udp).SetHopLimit(64)
 	l.exec(t, "r2", "ip", "-6", "route", "del", "default")
 	wait("routing miss", 29)
+}
+
+// TestPrefixWords: watchlist prefixes as the BPF program compares them,
+// 16-byte addresses with IPv4 as ::ffff:a.b.c.d, and the entry's family.
+func TestPrefixWords(t *testing.T) {
+	words := func(b [16]byte) (w [4]uint32) {
+		for i := range w {
+			w[i] = binary.NativeEndian.Uint32(b[4*i:])
+		}
+		return w
+	}
+	for _, c := range []struct {
+		p       string
+		v, m    [16]byte
+		matches []string
+		not     []string
+	}{
+		{"10.0.1.0/24", [16]byte{10: 0xff, 11: 0xff, 12: 10, 13: 0, 14: 1}, [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff},
+			[]string{"10.0.1.7"}, []string{"10.0.2.7", "::a00:107", "::ffff:a00:207"}},
+		{"0.0.0.0/0", [16]byte{10: 0xff, 11: 0xff}, [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff},
+			[]string{"1.2.3.4"}, []string{"2001:db8::1"}},
+		{"2001:db8:1::/52", [16]byte{0x20, 0x01, 0x0d, 0xb8, 0, 1}, [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xf0},
+			[]string{"2001:db8:1:fff::1"}, []string{"2001:db8:1:1000::1", "10.0.0.1"}},
+	} {
+		v, m := prefixWords(netip.MustParsePrefix(c.p))
+		if v != words(c.v) || m != words(c.m) {
+			t.Errorf("%s: %08x/%08x, want %08x/%08x", c.p, v, m, words(c.v), words(c.m))
+		}
+		match := func(s string) bool {
+			a := words(netip.MustParseAddr(s).As16())
+			for i := range a {
+				if (a[i]^v[i])&m[i] != 0 {
+					return false
+				}
+			}
+			return true
+		}
+		for _, s := range c.matches {
+			if !match(s) {
+				t.Errorf("%s does not match %s", c.p, s)
+			}
+		}
+		for _, s := range c.not {
+			if match(s) {
+				t.Errorf("%s matches %s", c.p, s)
+			}
+		}
+	}
+	v4, v6 := netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("2001:db8::/32")
+	for _, c := range []struct {
+		src, dst netip.Prefix
+		fam      uint8
+	}{{netip.Prefix{}, netip.Prefix{}, 0}, {v4, netip.Prefix{}, 4}, {netip.Prefix{}, v6, 6}, {v6, v6, 6}, {v4, v6, 0xff}} {
+		if f := prefixFamily(c.src, c.dst); f != c.fam {
+			t.Errorf("family of %v, %v: %d, want %d", c.src, c.dst, f, c.fam)
+		}
+	}
 }

@@ -1494,8 +1494,8 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 	shim[1] = ilen / 4;
 	__u32 n = ilen + 4;
 	if (npt == 2) {
-		/* New UDP header + shim + INT between IPv4 and the original L4
-		 * header; the original L4 checksum stays valid. */
+		/* New UDP header + shim + INT between the IP header and the
+		 * original L4 header; the original L4 checksum stays valid. */
 		n += 8;
 		__u32 at = L3 + p->ihl;
 		shim[2] = 0;
@@ -1561,7 +1561,7 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 			return TC_ACT_OK;
 		}
 		/* shim + INT written directly after the L4 header, then the
-		 * UDP length/port and the IPv4 word (DSCP, length) with the
+		 * UDP length/port and the IP header (DSCP, length) with the
 		 * checksums (l4_fix: the L4 checksum's summed change and its
 		 * pseudo header). */
 		__u8 *d = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
