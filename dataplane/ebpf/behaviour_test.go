@@ -214,13 +214,13 @@ func TestBehaviour(t *testing.T) {
 // address families and packets with extension headers.
 func TestBehaviourIPv6(t *testing.T) {
 	const a, b = "2001:db8:1::1", "2001:db8:2::1"
-	tcp80 := tcp6Frame(a, b, 1234, 80, 0, []byte("hello, INT world"))
-	udp53 := udp6Frame(a, b, 4321, 53, []byte("dns-ish payload!"), true)
-	udp0 := udp6Frame(a, b, 4321, 53, []byte("no checksum here"), false)
-	tcp81 := tcp6Frame(a, b, 1234, 81, 0, []byte("not watched"))
+	tcp80 := tcpFrame(a, b, 1234, 80, 0, []byte("hello, INT world"))
+	udp53 := udpFrame(a, b, 4321, 53, []byte("dns-ish payload!"), true)
+	udp0 := udpFrame(a, b, 4321, 53, []byte("no checksum here"), false)
+	tcp81 := tcpFrame(a, b, 1234, 81, 0, []byte("not watched"))
 	cases := behaviourCases(t, tcp80, tcp81, udp53, udp0, wire.IPv6Len)
 	// ECN bits and a DSCP of their own survive source and sink.
-	ecn := tcp6Frame(a, b, 1234, 80, 0x2a, []byte("ecn and dscp"))
+	ecn := tcpFrame(a, b, 1234, 80, 0x2a, []byte("ecn and dscp"))
 	ecn[wire.EthernetLen+1] |= 0x10 // ECN 01
 	ecnInt := insertINT(t, ecn, mdSession, wire.SourceOptions{Encap: wire.EncapDSCP, DSCP: 0x17, Mask: 0x3f})
 	tcp4 := tcpFrame("10.0.1.1", "10.0.2.1", 1234, 80, 0, []byte("hello, INT world"))
@@ -280,7 +280,7 @@ func TestSinkReport(t *testing.T) {
 
 // TestSinkReportIPv6 is TestSinkReport on an IPv6 frame.
 func TestSinkReportIPv6(t *testing.T) {
-	evs := sinkReport(t, tcp6Frame("2001:db8:1::1", "2001:db8:2::1", 1234, 80, 0, []byte("hello, INT world")))
+	evs := sinkReport(t, tcpFrame("2001:db8:1::1", "2001:db8:2::1", 1234, 80, 0, []byte("hello, INT world")))
 	if f := evs[1].Flow; f.Src != netip.MustParseAddr("2001:db8:1::1") || f.Dst != netip.MustParseAddr("2001:db8:2::1") || f.DstPort != 80 {
 		t.Fatalf("ebpf report flow %v", f)
 	}

@@ -25,7 +25,7 @@ func TestBehaviourMore(t *testing.T) {
 
 // TestBehaviourMoreIPv6 is TestBehaviourMore on IPv6.
 func TestBehaviourMoreIPv6(t *testing.T) {
-	behaviourMore(t, tcp6Frame("2001:db8:1::1", "2001:db8:2::1", 1234, 80, 0, []byte("hello, INT world")))
+	behaviourMore(t, tcpFrame("2001:db8:1::1", "2001:db8:2::1", 1234, 80, 0, []byte("hello, INT world")))
 }
 
 func behaviourMore(t *testing.T, tcp80 []byte) {

@@ -293,6 +293,51 @@ func newE2ESampled(t testing.TB, intOn bool, intervalUs int) *e2e {
 	return e
 }
 
+// tcpEcho sends 1 MiB from h1 to an echo server listening on addr at h2
+// (network tcp4 or tcp6) and fails unless it comes back byte for byte,
+// logging the routers' counters then.
+func (l *lab) tcpEcho(t testing.TB, network, addr string, routers [3]*Dataplane) {
+	t.Helper()
+	var ln net.Listener
+	if err := l.in("h2", func() (err error) {
+		ln, err = net.Listen(network, addr)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		_, _ = io.Copy(c, c)
+	}()
+	var conn net.Conn
+	if err := l.in("h1", func() (err error) {
+		conn, err = net.DialTimeout(network, addr, 3*time.Second)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	data := make([]byte, 1<<20)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	go func() { _, _ = conn.Write(data) }()
+	back := make([]byte, len(data))
+	if _, err := io.ReadFull(conn, back); err != nil || !bytes.Equal(back, data) {
+		for i, d := range routers {
+			s, _ := d.Stats(context.Background())
+			t.Logf("r%d: %+v gso %d drops %v", i+1, s.Node, d.rawCounters(0)[cGSO]+d.rawCounters(1)[cGSO]+d.rawCounters(2)[cGSO], s.Drops)
+		}
+		t.Fatalf("TCP echo over %s: %v (equal %v)", network, err, bytes.Equal(back, data))
+	}
+}
+
 // ping sends an ICMP echo request from h1 to h2 and waits for the reply.
 func (e *e2e) ping(t testing.TB) {
 	t.Helper()
@@ -367,46 +412,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 
 	// TCP: 1 MiB echoed back byte for byte (GSO super-packets included).
-	var ln net.Listener
-	if err := e.in("h2", func() error {
-		var err error
-		ln, err = net.Listen("tcp4", "10.0.2.2:9998")
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		_, _ = io.Copy(c, c)
-	}()
-	var conn net.Conn
-	if err := e.in("h1", func() error {
-		var err error
-		conn, err = net.DialTimeout("tcp4", "10.0.2.2:9998", 3*time.Second)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	data := make([]byte, 1<<20)
-	for i := range data {
-		data[i] = byte(i * 7)
-	}
-	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
-	go func() { _, _ = conn.Write(data) }()
-	back := make([]byte, len(data))
-	if _, err := io.ReadFull(conn, back); err != nil || !bytes.Equal(back, data) {
-		for i, d := range e.r {
-			s, _ := d.Stats(context.Background())
-			t.Logf("r%d: %+v gso %d drops %v", i+1, s.Node, d.rawCounters(0)[cGSO]+d.rawCounters(1)[cGSO]+d.rawCounters(2)[cGSO], s.Drops)
-		}
-		t.Fatalf("TCP echo: %v (equal %v)", err, bytes.Equal(back, data))
-	}
+	e.tcpEcho(t, "tcp4", "10.0.2.2:9998", e.r)
 
 	// Counters: r1 inserted, r2 transited, r3 stripped.
 	st := [3]func() [16]uint64{}

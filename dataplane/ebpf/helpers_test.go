@@ -35,45 +35,6 @@ var (
 
 func ip4(s string) [4]byte { return netip.MustParseAddr(s).As4() }
 
-// ipv6Frame wraps an L4 segment (checksum still to be set) in Ethernet and
-// IPv6 (flow label 0x12345, hop limit 64) and sets the L4 checksum;
-// udpCsum false leaves a UDP checksum zero.
-func ipv6Frame(src, dst string, proto, dscp uint8, l4 []byte, udpCsum bool) []byte {
-	f := make([]byte, wire.EthernetLen+wire.IPv6Len+len(l4))
-	_ = wire.PutEthernet(f, macB, macA, wire.EtherTypeIPv6)
-	h := f[wire.EthernetLen:]
-	binary.BigEndian.PutUint32(h, 6<<28|uint32(dscp)<<22|0x12345)
-	binary.BigEndian.PutUint16(h[4:], uint16(len(l4)))
-	h[6], h[7] = proto, 64
-	s, d := netip.MustParseAddr(src).As16(), netip.MustParseAddr(dst).As16()
-	copy(h[8:], s[:])
-	copy(h[24:], d[:])
-	copy(h[wire.IPv6Len:], l4)
-	var p wire.Packet
-	if err := (&wire.Parser{}).Parse(f, &p); err != nil {
-		panic(err)
-	}
-	wire.SetL4Checksum(f, &p, udpCsum)
-	return f
-}
-
-// tcp6Frame is an IPv6 TCP segment (PSH|ACK) carrying payload.
-func tcp6Frame(src, dst string, sport, dport uint16, dscp uint8, payload []byte) []byte {
-	l4 := make([]byte, wire.TCPMinLen+len(payload))
-	_ = wire.TCPHeader{SrcPort: sport, DstPort: dport, Seq: 1000, Ack: 2000, Flags: 0x18, Window: 512}.Put(l4)
-	copy(l4[wire.TCPMinLen:], payload)
-	return ipv6Frame(src, dst, wire.ProtoTCP, dscp, l4, true)
-}
-
-// udp6Frame is an IPv6 UDP datagram carrying payload, with a checksum
-// when csum is set.
-func udp6Frame(src, dst string, sport, dport uint16, payload []byte, csum bool) []byte {
-	l4 := make([]byte, wire.UDPLen+len(payload))
-	_ = wire.UDPHeader{SrcPort: sport, DstPort: dport, Length: uint16(len(l4))}.Put(l4)
-	copy(l4[wire.UDPLen:], payload)
-	return ipv6Frame(src, dst, wire.ProtoUDP, 0, l4, csum)
-}
-
 // recorder keeps copies of report events.
 type recorder struct {
 	mu  sync.Mutex

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"io"
 	"net"
 	"net/netip"
 	"strings"
@@ -99,44 +98,7 @@ func TestEndToEndIPv6(t *testing.T) {
 		t.Fatalf("UDP at h2: %q, %v", buf[:n], err)
 	}
 
-	var ln net.Listener
-	if err := l.in("h2", func() (err error) {
-		ln, err = net.Listen("tcp6", "[fd00:2::2]:9998")
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		_, _ = io.Copy(c, c)
-	}()
-	var conn net.Conn
-	if err := l.in("h1", func() (err error) {
-		conn, err = net.DialTimeout("tcp6", "[fd00:2::2]:9998", 3*time.Second)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	data := make([]byte, 1<<20)
-	for i := range data {
-		data[i] = byte(i * 7)
-	}
-	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
-	go func() { _, _ = conn.Write(data) }()
-	back := make([]byte, len(data))
-	if _, err := io.ReadFull(conn, back); err != nil || !bytes.Equal(back, data) {
-		for i, d := range r {
-			s, _ := d.Stats(context.Background())
-			t.Logf("r%d: %+v drops %v", i+1, s.Node, s.Drops)
-		}
-		t.Fatalf("TCP echo: %v (equal %v)", err, bytes.Equal(back, data))
-	}
+	l.tcpEcho(t, "tcp6", "[fd00:2::2]:9998", r)
 	var cnt [3]uint64
 	for i, d := range r {
 		s, _ := d.Stats(context.Background())

@@ -4,6 +4,7 @@
 package wiretest
 
 import (
+	"encoding/binary"
 	"net/netip"
 
 	"github.com/intd-project/intd/dataplane/wire"
@@ -31,19 +32,50 @@ func IPv4Frame(src, dst string, proto, dscp uint8, l4 []byte, udpCsum bool) []by
 	return f
 }
 
-// TCPFrame is an IPv4 TCP segment (PSH|ACK) carrying payload.
+// IPv6Frame wraps an L4 segment (checksum still to be set) in Ethernet and
+// IPv6 (flow label 0x12345, hop limit 64) and sets the L4 checksum;
+// udpCsum false leaves a UDP checksum zero.
+func IPv6Frame(src, dst string, proto, dscp uint8, l4 []byte, udpCsum bool) []byte {
+	f := make([]byte, wire.EthernetLen+wire.IPv6Len+len(l4))
+	_ = wire.PutEthernet(f, DstMAC, SrcMAC, wire.EtherTypeIPv6)
+	h := f[wire.EthernetLen:]
+	binary.BigEndian.PutUint32(h, 6<<28|uint32(dscp)<<22|0x12345)
+	binary.BigEndian.PutUint16(h[4:], uint16(len(l4)))
+	h[6], h[7] = proto, 64
+	s, d := netip.MustParseAddr(src).As16(), netip.MustParseAddr(dst).As16()
+	copy(h[8:], s[:])
+	copy(h[24:], d[:])
+	copy(h[wire.IPv6Len:], l4)
+	var p wire.Packet
+	if err := (&wire.Parser{}).Parse(f, &p); err != nil {
+		panic(err) // the frame was built above: a parse error is a bug here
+	}
+	wire.SetL4Checksum(f, &p, udpCsum)
+	return f
+}
+
+// IPFrame is IPv4Frame or IPv6Frame, by the family of src.
+func IPFrame(src, dst string, proto, dscp uint8, l4 []byte, udpCsum bool) []byte {
+	if netip.MustParseAddr(src).Is4() {
+		return IPv4Frame(src, dst, proto, dscp, l4, udpCsum)
+	}
+	return IPv6Frame(src, dst, proto, dscp, l4, udpCsum)
+}
+
+// TCPFrame is a TCP segment (PSH|ACK) carrying payload, over IPv4 or IPv6
+// by the family of src.
 func TCPFrame(src, dst string, sport, dport uint16, dscp uint8, payload []byte) []byte {
 	l4 := make([]byte, wire.TCPMinLen+len(payload))
 	_ = wire.TCPHeader{SrcPort: sport, DstPort: dport, Seq: 1000, Ack: 2000, Flags: 0x18, Window: 512}.Put(l4)
 	copy(l4[wire.TCPMinLen:], payload)
-	return IPv4Frame(src, dst, wire.ProtoTCP, dscp, l4, true)
+	return IPFrame(src, dst, wire.ProtoTCP, dscp, l4, true)
 }
 
-// UDPFrame is an IPv4 UDP datagram carrying payload, with a checksum when
-// csum is set.
+// UDPFrame is a UDP datagram carrying payload, with a checksum when csum
+// is set, over IPv4 or IPv6 by the family of src.
 func UDPFrame(src, dst string, sport, dport uint16, payload []byte, csum bool) []byte {
 	l4 := make([]byte, wire.UDPLen+len(payload))
 	_ = wire.UDPHeader{SrcPort: sport, DstPort: dport, Length: uint16(len(l4))}.Put(l4)
 	copy(l4[wire.UDPLen:], payload)
-	return IPv4Frame(src, dst, wire.ProtoUDP, 0, l4, csum)
+	return IPFrame(src, dst, wire.ProtoUDP, 0, l4, csum)
 }
