@@ -92,7 +92,16 @@
 // MTU lower than the fabric's by the INT size). The sink's egress link
 // must have the MTU of the INT packets: the kernel checks it before tc
 // egress strips INT. UDP GSO (UDP_SEGMENT) super-packets take the detour
-// with their GSO size unchanged (it delimits datagrams).
+// with their GSO size unchanged (it delimits datagrams). So does a watched
+// packet whose L4 checksum is still to be completed (CHECKSUM_PARTIAL, as
+// a local or container stack hands packets to a device with checksum
+// offload; ip_summed read with bpf_cast_to_kern_ctx): the device or the
+// kernel's fallback would sum from skb->csum_start, which INT leaves
+// behind when it moves the L4 header, and no helper moves csum_start; the
+// detour's sending side completes the checksum in software first.
+// TestChecksumCompletedAtEgress checks this with checksum offloads off on
+// the source's egress link (UDP and TCP, IPv4 and IPv6, intact at h2, no
+// checksum errors there).
 //
 // Transit and sink see only segments: GRO never merges INT segments,
 // because the INT bytes are TCP payload that the sequence numbers do not

@@ -447,3 +447,123 @@ func TestEndToEnd(t *testing.T) {
 	}
 	t.Logf("%d reports, path %v", len(paths), paths[0])
 }
+
+// TestChecksumCompletedAtEgress: h1's packets leave its stack with the L4
+// checksum still to be completed (CHECKSUM_PARTIAL over veth), and r1's
+// egress device completes it in software (checksum offloads off, as the
+// kernel's fallback for a device that cannot): INT must not move the L4
+// header away from where that sum starts, so UDP and TCP over IPv4 and
+// IPv6 arrive at h2 intact and h2 counts no checksum errors.
+func TestChecksumCompletedAtEgress(t *testing.T) {
+	for _, fam := range []struct{ name, udp, tcp, h2 string }{
+		{"ipv4", "udp4", "tcp4", "10.0.2.2"},
+		{"ipv6", "udp6", "tcp6", "fd00:2::2"},
+	} {
+		t.Run(fam.name, func(t *testing.T) {
+			l := newLab(t)
+			cfg := func(s string) string { return s }
+			if fam.name == "ipv6" {
+				l.addIPv6(t)
+				cfg = v6Config
+			}
+			var r [3]*Dataplane
+			r[0] = l.router(t, "r1", []string{"r1-h1", "r1-r2"}, nil, cfg(routerConfig(1, "", true)))
+			r[1] = l.router(t, "r2", []string{"r2-r1", "r2-r3"}, nil, routerConfig(2, "", false))
+			r[2] = l.router(t, "r3", []string{"r3-r2", "r3-h2"}, nil, routerConfig(3, "r3-h2", false))
+			if err := l.in("r1", func() error {
+				return setFeatures("r1-r2", func(f string) bool { return strings.HasPrefix(f, "tx-checksum") }, false)
+			}); err != nil {
+				t.Fatal(err)
+			}
+			l.udpOnce(t, fam.udp, net.JoinHostPort(fam.h2, "9999"), []byte("hello over INT, checksum completed at egress"))
+			l.tcpEcho(t, fam.tcp, net.JoinHostPort(fam.h2, "9998"), r)
+			snmp := l.exec(t, "h2", "sh", "-c", "cat /proc/net/snmp /proc/net/snmp6")
+			for _, c := range [][2]string{{"Udp:", "InCsumErrors"}, {"Tcp:", "InCsumErrors"}, {"", "Udp6InCsumErrors"}} {
+				if v := snmpCounter(snmp, c[0], c[1]); v != "0" {
+					t.Errorf("h2: %s %s = %s", c[0], c[1], v)
+				}
+			}
+			s, _ := r[0].Stats(context.Background())
+			det := r[0].rawCounters(0)[cGSO] + r[0].rawCounters(1)[cGSO] + r[0].rawCounters(2)[cGSO]
+			if s.Node.IntInserted == 0 || det == 0 {
+				t.Fatalf("r1: INT inserted %d, detoured %d", s.Node.IntInserted, det)
+			}
+		})
+	}
+}
+
+// udpOnce sends msg from h1 to addr at h2 (network udp4 or udp6) until one
+// copy arrives (the first may wait for neighbour discovery) and fails
+// unless it arrives intact.
+func (l *lab) udpOnce(t testing.TB, network, addr string, msg []byte) {
+	t.Helper()
+	ua, err := net.ResolveUDPAddr(network, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rx, tx *net.UDPConn
+	if err := l.in("h2", func() (err error) {
+		rx, err = net.ListenUDP(network, ua)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer rx.Close()
+	if err := l.in("h1", func() (err error) {
+		tx, err = net.DialUDP(network, nil, ua)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Close()
+	buf := make([]byte, 2048)
+	for i := 0; i < 5; i++ {
+		if _, err := tx.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+		_ = rx.SetReadDeadline(time.Now().Add(time.Second))
+		n, err := rx.Read(buf)
+		if err == nil {
+			if !bytes.Equal(buf[:n], msg) {
+				t.Fatalf("UDP at h2: %q, want %q", buf[:n], msg)
+			}
+			return
+		}
+	}
+	snmp := l.exec(t, "h2", "sh", "-c", "cat /proc/net/snmp /proc/net/snmp6")
+	t.Fatalf("UDP at h2: nothing in 5 s (h2: Udp InCsumErrors %s, Udp6InCsumErrors %s)",
+		snmpCounter(snmp, "Udp:", "InCsumErrors"), snmpCounter(snmp, "", "Udp6InCsumErrors"))
+}
+
+// snmpCounter returns a counter of /proc/net/snmp (table "Udp:", name
+// "InCsumErrors": a header line, then a value line) or of
+// /proc/net/snmp6 (table "", name "Udp6InCsumErrors"), "" when absent.
+func snmpCounter(text, table, name string) string {
+	var header []string
+	for _, line := range strings.Split(text, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		if table == "" {
+			if f[0] == name {
+				return f[1]
+			}
+			continue
+		}
+		if f[0] != table {
+			continue
+		}
+		if header == nil {
+			header = f
+			continue
+		}
+		for i := range header {
+			if header[i] == name && i < len(f) {
+				return f[i]
+			}
+		}
+		return ""
+	}
+	return ""
+}

@@ -919,6 +919,16 @@ static __always_inline __u16 cfold(__u32 acc)
 #define CHECKSUM_PARTIAL 3
 #define CHECKSUM_COMPLETE 2
 
+/* csum_pending tells whether the L4 checksum is still to be completed
+ * (CHECKSUM_PARTIAL: the device, or the kernel in software, sums from
+ * skb->csum_start as the packet leaves). INT moves the L4 header away
+ * from csum_start, so such packets get INT only after that (detour). */
+static __always_inline int csum_pending(struct __sk_buff *skb)
+{
+	struct sk_buff *k = bpf_cast_to_kern_ctx(skb);
+	return BPF_CORE_READ_BITFIELD(k, ip_summed) == CHECKSUM_PARTIAL;
+}
+
 /* l4_fix folds the one's complement change acc of covered bytes and the
  * pseudo header's L4 length change oldlen -> newlen into the L4 checksum,
  * with the result of l4_sum then l4_pseudo_len, bit for bit, but written
@@ -1353,7 +1363,9 @@ static __always_inline int classify(struct __sk_buff *skb, struct scratch *s)
  * segments it there in software, and intd_gso on the peer inserts INT into
  * every segment and redirects it to this egress device. INT over TCP/UDP
  * follows the L4 header, which GSO cannot replicate per segment, hence the
- * detour. For TCP the GSO size is lowered first so that every segment has
+ * detour. A packet whose L4 checksum is pending (csum_pending) takes it
+ * too: the kernel completes the checksum there, before INT moves the L4
+ * header away from csum_start. For TCP the GSO size is lowered first so that every segment has
  * room for the fixed headers and max_hops hops of metadata within this
  * egress MTU (the conservative path MTU of the spec's MTU section); UDP's
  * GSO size delimits datagrams and stays. It returns TC_ACT_REDIRECT, or
@@ -1450,7 +1462,7 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 		ss->not_initiated++;
 		return TC_ACT_OK;
 	}
-	if (skb->gso_size)
+	if (skb->gso_size || csum_pending(skb))
 		return detour(skb, s, se, ss, fixed);
 	__u32 mtu = s->ifc.mtu;
 	__u32 room = mtu > p->ip_len ? mtu - p->ip_len : 0;
