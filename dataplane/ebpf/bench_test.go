@@ -94,7 +94,9 @@ func BenchmarkFloor(b *testing.B) {
 // r2, r3 and h2's stack on its own. int-on instruments every packet;
 // int-on-1ms, -10ms and -1s instrument one packet of the flow per 1 ms,
 // 10 ms or 1 s (watchlist packet-interval), so the other super-packets
-// stay whole.
+// stay whole. int-xd is INT-XD: r1, r2 and r3 watch the flow and send
+// postcards for every packet (through the BPF flow filter), without
+// touching the packets.
 //
 //	sudo go test ./dataplane/ebpf -run '^$' -bench Iperf3 -benchtime 1x
 func BenchmarkIperf3(b *testing.B) {
@@ -105,11 +107,14 @@ func BenchmarkIperf3(b *testing.B) {
 		name       string
 		intOn      bool
 		intervalUs int
-	}{{"int-off", false, 0}, {"int-off-segmented", false, 0}, {"int-on", true, 0}, {"int-on-1ms", true, 1000}, {"int-on-10ms", true, 10000}, {"int-on-1s", true, 1_000_000}}
+		postcards  bool
+	}{{"int-off", false, 0, false}, {"int-off-segmented", false, 0, false}, {"int-on", true, 0, false},
+		{"int-on-1ms", true, 1000, false}, {"int-on-10ms", true, 10000, false}, {"int-on-1s", true, 1_000_000, false},
+		{"int-xd", true, 0, true}}
 	for _, m := range modes {
 		mode := m.name
 		b.Run(mode, func(b *testing.B) {
-			e := newE2ESampled(b, m.intOn, m.intervalUs)
+			e := newE2EMode(b, m.intOn, m.intervalUs, m.postcards)
 			if mode == "int-off-segmented" {
 				// Without INT, but r1 segments in software as the GSO
 				// detour does: the per-segment forwarding cost alone.

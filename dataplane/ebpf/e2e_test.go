@@ -159,6 +159,16 @@ func routerConfig(node int, sink string, source bool) string {
 // routerConfigSampled is routerConfig with the source's watchlist entry
 // acting on one packet per flow per intervalUs microseconds (0: all).
 func routerConfigSampled(node int, sink string, source bool, intervalUs int) string {
+	return routerConfigOp(node, sink, source, intervalUs, "INT")
+}
+
+// routerConfigOp is routerConfigSampled with the watchlist entry's flow op
+// (INT or POSTCARD).
+func routerConfigOp(node int, sink string, source bool, intervalUs int, flowOp string) string {
+	postcard := ""
+	if flowOp == "POSTCARD" {
+		postcard = `, "postcard": true`
+	}
 	ifs := ""
 	if sink != "" {
 		ifs = fmt.Sprintf(`"interfaces": {"interface": [{"name": %q, "config": {"name": %q, "int-sink": true}}]},`, sink, sink)
@@ -168,11 +178,11 @@ func routerConfigSampled(node int, sink string, source bool, intervalUs int) str
 		wl = `"watchlist": {"entries": {"entry": [{"sequence-id": 10,
 			"config": {"sequence-id": 10},
 			"match": {"config": {"source-prefix": "10.0.1.0/24", "destination-prefix": "10.0.2.0/24"}},
-			"actions": {"config": {"flow-op": "INT", "int-session": "default", "sample-percent": 100, "packet-interval": ` +
+			"actions": {"config": {"flow-op": "` + flowOp + `", "int-session": "default", "sample-percent": 100, "packet-interval": ` +
 			strconv.Itoa(intervalUs) + `}}}]}},`
 	}
 	return fmt.Sprintf(`{"intd-int:int": {
-	"node": {"config": {"enabled": true, "node-id": %d, "int-endpoint": true, "int-transit": true, "latency-sensitivity": 8}},
+	"node": {"config": {"enabled": true, "node-id": %d, "int-endpoint": true, "int-transit": true, "latency-sensitivity": 8%s}},
 	"marking": {"config": {"l4-marking": "DSCP", "dscp-value": 23, "dscp-mask": 63, "vxlan-gpe-next-protocol": 0, "geneve-option-class": 0}},
 	%s %s
 	"int-sessions": {"int-session": [{"name": "default", "config": {"name": "default", "mode": "INT_MD",
@@ -184,7 +194,7 @@ func routerConfigSampled(node int, sink string, source bool, intervalUs int) str
 		"config": {"name": "collector", "source-address": "10.0.9.1", "report-format": "TELEMETRY_REPORT_V2_0", "truncate-size": 512},
 		"collectors": {"collector": [{"address": "10.0.9.2", "port": 32766, "config": {"address": "10.0.9.2", "port": 32766}}]}}]},
 	"events": {"event": [{"type": "FLOW_STATE", "config": {"type": "FLOW_STATE", "report-session": "collector"}}]}
-}}`, node, ifs, wl)
+}}`, node, postcard, ifs, wl)
 }
 
 // collector receives telemetry reports in the collector namespace and
@@ -254,6 +264,12 @@ func newE2E(t testing.TB, intOn bool) *e2e {
 // newE2ESampled is newE2E with r1 instrumenting one packet per flow per
 // intervalUs microseconds (0: every packet).
 func newE2ESampled(t testing.TB, intOn bool, intervalUs int) *e2e {
+	return newE2EMode(t, intOn, intervalUs, false)
+}
+
+// newE2EMode is newE2ESampled, with INT-XD postcards from every router
+// instead of INT-MD when postcards is set.
+func newE2EMode(t testing.TB, intOn bool, intervalUs int, postcards bool) *e2e {
 	l := newLab(t)
 	e := &e2e{lab: l, col: &collector{}}
 	if err := l.in("col", func() error {
@@ -287,6 +303,13 @@ func newE2ESampled(t testing.TB, intOn bool, intervalUs int) *e2e {
 	}
 	t.Cleanup(func() { pipe.Close() })
 	e.pipe = pipe
+	if postcards {
+		// INT-XD: every router watches the flow and sends postcards.
+		e.r[0] = l.router(t, "r1", []string{"r1-h1", "r1-r2"}, pipe, routerConfigOp(1, "", true, intervalUs, "POSTCARD"))
+		e.r[1] = l.router(t, "r2", []string{"r2-r1", "r2-r3"}, pipe, routerConfigOp(2, "", true, intervalUs, "POSTCARD"))
+		e.r[2] = l.router(t, "r3", []string{"r3-r2", "r3-h2"}, pipe, routerConfigOp(3, "", true, intervalUs, "POSTCARD"))
+		return e
+	}
 	e.r[0] = l.router(t, "r1", []string{"r1-h1", "r1-r2"}, nil, routerConfigSampled(1, "", true, intervalUs))
 	e.r[1] = l.router(t, "r2", []string{"r2-r1", "r2-r3"}, nil, routerConfig(2, "", false))
 	e.r[2] = l.router(t, "r3", []string{"r3-r2", "r3-h2"}, pipe, routerConfig(3, "r3-h2", false))
