@@ -264,12 +264,13 @@ func newE2E(t testing.TB, intOn bool) *e2e {
 // newE2ESampled is newE2E with r1 instrumenting one packet per flow per
 // intervalUs microseconds (0: every packet).
 func newE2ESampled(t testing.TB, intOn bool, intervalUs int) *e2e {
-	return newE2EMode(t, intOn, intervalUs, false)
+	return newE2EMode(t, intOn, intervalUs, false, 0)
 }
 
 // newE2EMode is newE2ESampled, with INT-XD postcards from every router
-// instead of INT-MD when postcards is set.
-func newE2EMode(t testing.TB, intOn bool, intervalUs int, postcards bool) *e2e {
+// instead of INT-MD when postcards is set, and the flow report filter's
+// hop-latency threshold (ns) when not 0.
+func newE2EMode(t testing.TB, intOn bool, intervalUs int, postcards bool, latThreshold int) *e2e {
 	l := newLab(t)
 	e := &e2e{lab: l, col: &collector{}}
 	if err := l.in("col", func() error {
@@ -303,16 +304,23 @@ func newE2EMode(t testing.TB, intOn bool, intervalUs int, postcards bool) *e2e {
 	}
 	t.Cleanup(func() { pipe.Close() })
 	e.pipe = pipe
+	filter := func(cfg string) string {
+		if latThreshold == 0 {
+			return cfg
+		}
+		return strings.Replace(cfg, `"intd-int:int": {`, fmt.Sprintf(`"intd-int:int": {
+	"flow-report-filter": {"config": {"hop-latency-threshold": %d}},`, latThreshold), 1)
+	}
 	if postcards {
 		// INT-XD: every router watches the flow and sends postcards.
-		e.r[0] = l.router(t, "r1", []string{"r1-h1", "r1-r2"}, pipe, routerConfigOp(1, "", true, intervalUs, "POSTCARD"))
-		e.r[1] = l.router(t, "r2", []string{"r2-r1", "r2-r3"}, pipe, routerConfigOp(2, "", true, intervalUs, "POSTCARD"))
-		e.r[2] = l.router(t, "r3", []string{"r3-r2", "r3-h2"}, pipe, routerConfigOp(3, "", true, intervalUs, "POSTCARD"))
+		e.r[0] = l.router(t, "r1", []string{"r1-h1", "r1-r2"}, pipe, filter(routerConfigOp(1, "", true, intervalUs, "POSTCARD")))
+		e.r[1] = l.router(t, "r2", []string{"r2-r1", "r2-r3"}, pipe, filter(routerConfigOp(2, "", true, intervalUs, "POSTCARD")))
+		e.r[2] = l.router(t, "r3", []string{"r3-r2", "r3-h2"}, pipe, filter(routerConfigOp(3, "", true, intervalUs, "POSTCARD")))
 		return e
 	}
-	e.r[0] = l.router(t, "r1", []string{"r1-h1", "r1-r2"}, nil, routerConfigSampled(1, "", true, intervalUs))
-	e.r[1] = l.router(t, "r2", []string{"r2-r1", "r2-r3"}, nil, routerConfig(2, "", false))
-	e.r[2] = l.router(t, "r3", []string{"r3-r2", "r3-h2"}, pipe, routerConfig(3, "r3-h2", false))
+	e.r[0] = l.router(t, "r1", []string{"r1-h1", "r1-r2"}, nil, filter(routerConfigSampled(1, "", true, intervalUs)))
+	e.r[1] = l.router(t, "r2", []string{"r2-r1", "r2-r3"}, nil, filter(routerConfig(2, "", false)))
+	e.r[2] = l.router(t, "r3", []string{"r3-r2", "r3-h2"}, pipe, filter(routerConfig(3, "r3-h2", false)))
 	return e
 }
 
