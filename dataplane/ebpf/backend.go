@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"slices"
 	"time"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
 
@@ -36,6 +37,7 @@ const (
 	fPortChange  = 1 << 8
 	fPathChange  = 1 << 9
 	fQueueChange = 1 << 10
+	fWlIfx       = 1 << 11
 )
 
 // Capabilities implements sai.Backend.
@@ -409,11 +411,21 @@ func (d *Dataplane) compileLocked() error {
 		return cmp.Compare(a.oid, b.oid)
 	})
 	base := 1 - d.wlBase
+	wm := make([]wlMatch, len(ents))
 	for i, e := range ents {
+		wm[i] = d.wlMatchOf(e.a)
+	}
+	wt := buildWatchlist(wm)
+	if err := d.writeWatchlist(base, wt); err != nil {
+		return err
+	}
+	c.Flags |= wt.flags
+	wlBytes := make([]byte, 0, len(ents)*int(unsafe.Sizeof(intdWlEntry{})))
+	for _, e := range ents {
 		m, act := e.a.Match, e.a.Action
 		w := intdWlEntry{Proto: m.IPProtocol, DscpVal: m.DSCP.Value, DscpMask: m.DSCP.Mask,
 			FlagsVal: m.TCPFlags.Value, FlagsMask: m.TCPFlags.Mask, FlowOp: uint8(act.FlowOp),
-			SamplePct: act.FlowSamplePercent, Stats: uint8(d.wlIdx[e.oid]),
+			SamplePct: act.FlowSamplePercent, Stats: uint16(d.wlIdx[e.oid]),
 			IntervalUs: uint32((act.PacketInterval + time.Microsecond - 1) / time.Microsecond)}
 		w.Src, w.Srcmask = prefixWords(m.SrcPrefix)
 		w.Dst, w.Dstmask = prefixWords(m.DstPrefix)
@@ -437,15 +449,10 @@ func (d *Dataplane) compileLocked() error {
 		} else if act.FlowOp == sai.FlowOpInt {
 			w.FlowOp = 0 // INT without a session: nothing to insert
 		}
-		if m.DSCP.Mask != 0 {
-			c.Flags |= fWlDSCP
-		}
-		if m.TCPFlags.Mask != 0 {
-			c.Flags |= fWlFlags
-		}
-		if err := d.objs.Watchlist.Put(uint32(int(base)*maxWatchlist+i), w); err != nil {
-			return fmt.Errorf("ebpf: watchlist map: %w", err)
-		}
+		wlBytes = append(wlBytes, unsafe.Slice((*byte)(unsafe.Pointer(&w)), unsafe.Sizeof(w))...)
+	}
+	if err := d.writeEntries(base, wlBytes); err != nil {
+		return err
 	}
 	for oid, i := range d.qrIdx {
 		a := d.objects[oid].attrs.(sai.QueueReportAttrs)

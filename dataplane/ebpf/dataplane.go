@@ -52,7 +52,7 @@ type Config struct {
 type ReportPipeline = saireport.Pipeline
 
 const (
-	maxWatchlist = 64
+	maxWatchlist = 1024
 	maxSessions  = 64
 	maxSlots     = 64
 	maxQueueRep  = 16
@@ -93,6 +93,7 @@ type Dataplane struct {
 	qrIdx     map[sai.OID]int
 	wlGen     uint32
 	wlBase    uint8
+	wlHalves  [2]wlHalf
 	reportErr error
 
 	ev evState

@@ -19,15 +19,29 @@
 // Config.NoAttach only fills the maps, for BPF_PROG_TEST_RUN.
 //
 // Configuration never reloads programs: sai objects are compiled into
-// maps (cfg, ifaces, sessions, watchlist, qr_cfg). The watchlist is a
-// double-buffered array sorted by priority (then OID); a change writes the
-// inactive half and then flips the active half and a generation number in
-// cfg, so a packet sees the old or the new list, never a mix. The egress
-// program scans it in order and caches the verdict per flow (5-tuple,
+// maps (cfg, ifaces, sessions, watchlist, qr_cfg). The watchlist (up to
+// 1024 entries) is double-buffered: a change writes the inactive half and
+// then flips the active half and a generation number in cfg, so a packet
+// sees the old or the new list, never a mix. Entries are sorted by
+// priority (then OID) and classified by sets (watchlist.go, wl_match in
+// bpf/intd.c): for every field, the bitmap of the entries that accept the
+// packet's value; the first bit of their intersection is the matching
+// entry. Address prefixes are looked up in an LPM trie whose nodes are the
+// entries' distinct prefixes (IPv4 as ::ffff:a.b.c.d/96+n) and ::/0, each
+// with the set of entries whose prefix contains it, which for the longest
+// match is exactly the entries accepting the address; ports map to the
+// elementary intervals between the entries' range bounds (a 64 Ki __u16
+// array per field), protocol, DSCP, TCP flags and family index arrays of
+// sets, and ingress ports a hash (entries without a port otherwise). The
+// sets, intervals and entries are written through mmap (BPF_F_MMAPABLE
+// arrays), the trie by difference. A miss costs about ten lookups and
+// sixteen-word ANDs whatever the list's length; the verifier sees wl_match
+// once (a global function). The verdict is cached per flow (5-tuple,
 // in-port, DSCP and TCP flags when an entry matches them) in an LRU hash
 // tagged with the generation; the cached value holds what the egress needs
 // of the entry (flow op, session, actions, stats index), so a hit costs one
-// lookup.
+// lookup. TestWatchlistDifferential checks the classification against the
+// soft dataplane's on random overlapping watchlists of 1024 entries.
 //
 // # Pipeline
 //

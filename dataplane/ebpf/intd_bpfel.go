@@ -51,8 +51,7 @@ type intdDetour struct {
 	Valid     uint16
 	Session   uint8
 	Act       uint8
-	Stats     uint8
-	Pad       uint8
+	Stats     uint16
 	_         [4]byte
 }
 
@@ -205,7 +204,8 @@ type intdScratch struct {
 	Miss      uint8
 	Unsampled uint8
 	Pad       [2]uint8
-	_         [3]byte
+	_         [7]byte
+	WlAcc     [16]uint64
 	LastKey   intdFlowKey
 	_         [4]byte
 	Last      intdWlCache
@@ -238,15 +238,20 @@ type intdSession struct {
 	HopMl   uint8
 }
 
+type intdWlBm struct {
+	_ structs.HostLayout
+	W [16]uint64
+}
+
 type intdWlCache struct {
 	_          structs.HostLayout
 	Gen        uint32
-	Entry      uint8
+	Entry      uint16
+	Stats      uint16
 	FlowOp     uint8
 	Session    uint8
 	Act        uint8
-	Stats      uint8
-	Pad        [3]uint8
+	Pad        uint8
 	IntervalUs uint32
 	LastAct    uint64
 }
@@ -272,9 +277,23 @@ type intdWlEntry struct {
 	SamplePct  uint8
 	Act        uint8
 	Session    uint8
-	Stats      uint8
-	Pad        uint8
+	Stats      uint16
+	Pad        uint16
+	_          [2]byte
 	IntervalUs uint32
+}
+
+type intdWlLpmKey struct {
+	_         structs.HostLayout
+	Prefixlen uint32
+	Tag       uint8
+	Addr      [16]uint8
+	Pad       [3]uint8
+}
+
+type intdWlPort4 struct {
+	_    structs.HostLayout
+	Ival [4]uint16
 }
 
 type intdWlStats struct {
@@ -306,6 +325,12 @@ const (
 	intdMapSessions      = "sessions"
 	intdMapWatchlist     = "watchlist"
 	intdMapWlCacheMap    = "wl_cache_map"
+	intdMapWlIfx         = "wl_ifx"
+	intdMapWlIval        = "wl_ival"
+	intdMapWlLpm         = "wl_lpm"
+	intdMapWlPfx         = "wl_pfx"
+	intdMapWlPort        = "wl_port"
+	intdMapWlSmall       = "wl_small"
 	intdMapWlStatsMap    = "wl_stats_map"
 	intdProgIntdEgress   = "intd_egress"
 	intdProgIntdGso      = "intd_gso"
@@ -387,6 +412,12 @@ type intdMapSpecs struct {
 	Sessions     *ebpf.MapSpec `ebpf:"sessions"`
 	Watchlist    *ebpf.MapSpec `ebpf:"watchlist"`
 	WlCacheMap   *ebpf.MapSpec `ebpf:"wl_cache_map"`
+	WlIfx        *ebpf.MapSpec `ebpf:"wl_ifx"`
+	WlIval       *ebpf.MapSpec `ebpf:"wl_ival"`
+	WlLpm        *ebpf.MapSpec `ebpf:"wl_lpm"`
+	WlPfx        *ebpf.MapSpec `ebpf:"wl_pfx"`
+	WlPort       *ebpf.MapSpec `ebpf:"wl_port"`
+	WlSmall      *ebpf.MapSpec `ebpf:"wl_small"`
 	WlStatsMap   *ebpf.MapSpec `ebpf:"wl_stats_map"`
 }
 
@@ -436,6 +467,12 @@ type intdMaps struct {
 	Sessions     *ebpf.Map `ebpf:"sessions"`
 	Watchlist    *ebpf.Map `ebpf:"watchlist"`
 	WlCacheMap   *ebpf.Map `ebpf:"wl_cache_map"`
+	WlIfx        *ebpf.Map `ebpf:"wl_ifx"`
+	WlIval       *ebpf.Map `ebpf:"wl_ival"`
+	WlLpm        *ebpf.Map `ebpf:"wl_lpm"`
+	WlPfx        *ebpf.Map `ebpf:"wl_pfx"`
+	WlPort       *ebpf.Map `ebpf:"wl_port"`
+	WlSmall      *ebpf.Map `ebpf:"wl_small"`
 	WlStatsMap   *ebpf.Map `ebpf:"wl_stats_map"`
 }
 
@@ -459,6 +496,12 @@ func (m *intdMaps) Close() error {
 		m.Sessions,
 		m.Watchlist,
 		m.WlCacheMap,
+		m.WlIfx,
+		m.WlIval,
+		m.WlLpm,
+		m.WlPfx,
+		m.WlPort,
+		m.WlSmall,
 		m.WlStatsMap,
 	)
 }

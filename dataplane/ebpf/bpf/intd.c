@@ -32,7 +32,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define IPPROTO_TCP 6
 #define IPPROTO_UDP 17
 
-#define MAX_WL 64      /* watchlist entries (one half of the double buffer) */
+#define MAX_WL 1024    /* watchlist entries (one half of the double buffer) */
 #define MAX_SESS 64    /* INT sessions */
 #define MAX_SLOTS 64   /* interface counter slots; slot 0 is "other" */
 #define MAX_QR 16      /* queue reports */
@@ -52,6 +52,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define F_PORT_CHANGE (1 << 8)
 #define F_PATH_CHANGE (1 << 9)
 #define F_QUEUE_CHANGE (1 << 10)
+#define F_WL_IFX (1 << 11) /* some watchlist entry matches the ingress port */
 
 /* wl_entry.act */
 #define ACT_DROP_REPORT 1
@@ -148,9 +149,45 @@ struct wl_entry {
 	__u8 sample_pct;
 	__u8 act;
 	__u8 session;
-	__u8 stats;
-	__u8 pad;
+	__u16 stats;
+	__u16 pad;
 	__u32 interval_us; /* packet-interval: act on one packet per flow per interval, 0: every */
+};
+
+/* Watchlist classification (wl_match): per field, the set of entries that
+ * accept the packet's value, as a bitmap over the entries in priority
+ * order; the first bit of their intersection is the matching entry.
+ * Userspace computes the sets when the watchlist changes: address
+ * prefixes through an LPM trie whose nodes are the entries' distinct
+ * prefixes (a node's set holds every entry whose prefix contains it, so
+ * the longest match's set is exactly the entries accepting the address),
+ * ports through elementary intervals of the entries' range bounds, and
+ * protocol, DSCP, TCP flags, family and ingress port by value. */
+#define WL_WORDS (MAX_WL / 64)
+struct wl_bm {
+	__u64 w[WL_WORDS];
+};
+
+/* wl_small, per half: protocol, DSCP, TCP flags, family (IPv4, IPv6),
+ * then the set of entries without an ingress port. */
+#define WLS_PROTO 0
+#define WLS_DSCP 256
+#define WLS_FLAGS 320
+#define WLS_FAM 576
+#define WLS_IFX_ANY 578
+#define WLS_N 580
+#define WL_PFX (MAX_WL + 1)      /* trie nodes per half and field */
+#define WL_IVAL (2 * MAX_WL + 2) /* port intervals per half and field */
+#define WL_PORTS 65536
+
+/* The trie key: tag = half * 2 + field (0 source, 1 destination), then the
+ * 16-byte address (IPv4 as ::ffff:a.b.c.d); prefixlen counts the tag's 8
+ * bits. The value indexes wl_pfx. */
+struct wl_lpm_key {
+	__u32 prefixlen;
+	__u8 tag;
+	__u8 addr[16];
+	__u8 pad[3];
 };
 
 /* Addresses are 16 bytes, IPv4 ones as ::ffff:a.b.c.d. */
@@ -161,14 +198,15 @@ struct flow_key {
 	__u32 in_ifindex;
 };
 
+#define WL_NONE 0xffff
 struct wl_cache {
 	__u32 gen;
-	__u8 entry; /* 0xff: none */
+	__u16 entry; /* WL_NONE: none */
+	__u16 stats;
 	__u8 flow_op;
 	__u8 session; /* of the entry: a hit needs no watchlist lookup */
 	__u8 act;
-	__u8 stats;
-	__u8 pad[3];
+	__u8 pad;
 	__u32 interval_us; /* of the entry */
 	__u64 last_act;    /* bpf_ktime_get_ns() the flow op last acted, 0: never */
 };
@@ -228,7 +266,8 @@ struct detour {
 	__u32 occ;
 	__u16 l1_in;
 	__u16 valid;
-	__u8 session, act, stats, pad;
+	__u8 session, act;
+	__u16 stats;
 };
 
 struct drop_watch {
@@ -305,6 +344,7 @@ struct scratch {
 	__u8 miss; /* classify missed the flow cache */
 	__u8 unsampled; /* packet-interval left this packet alone */
 	__u8 pad[2];
+	__u64 wl_acc[WL_WORDS]; /* wl_match's intersection */
 	/* The last flow classified on this CPU and its cached verdict: bulk
 	 * flows skip the flow cache's hash lookup. */
 	struct flow_key last_key;
@@ -345,6 +385,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE); /* written by userspace through mmap */
 	__uint(max_entries, 2 * MAX_WL);
 	__type(key, __u32);
 	__type(value, struct wl_entry);
@@ -356,6 +397,63 @@ struct {
 	__type(key, struct flow_key);
 	__type(value, struct wl_cache);
 } wl_cache_map SEC(".maps");
+
+/* The watchlist's classification sets (see struct wl_bm), written by
+ * userspace through mmap: [half][...]. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 2 * WLS_N);
+	__type(key, __u32);
+	__type(value, struct wl_bm);
+} wl_small SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 2 * 2 * WL_PFX);
+	__type(key, __u32);
+	__type(value, struct wl_bm);
+} wl_pfx SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 2 * 2 * WL_IVAL);
+	__type(key, __u32);
+	__type(value, struct wl_bm);
+} wl_ival SEC(".maps");
+
+/* Port -> interval index, [half][field 0 source, 1 destination][port]:
+ * four ports per element, so that the mmap is a flat __u16 array. */
+struct wl_port4 {
+	__u16 ival[4];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 2 * 2 * WL_PORTS / 4);
+	__type(key, __u32);
+	__type(value, struct wl_port4);
+} wl_port SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 2 * 2 * WL_PFX);
+	__type(key, struct wl_lpm_key);
+	__type(value, __u32);
+} wl_lpm SEC(".maps");
+
+/* Entries of an ingress port: key half << 32 | ifindex. Ports without
+ * entries of their own take the WLS_IFX_ANY set. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 2 * MAX_SLOTS);
+	__type(key, __u64);
+	__type(value, struct wl_bm);
+} wl_ifx SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -1253,6 +1351,105 @@ static __always_inline void sample(struct scratch *s, struct wl_cache *mv)
 	mv->last_act = s->now;
 }
 
+/* bm_and intersects acc with b (nothing when b is missing). */
+static __always_inline void bm_and(__u64 *acc, struct wl_bm *b)
+{
+	if (!b) {
+		for (int j = 0; j < WL_WORDS; j++)
+			acc[j] = 0;
+		return;
+	}
+	for (int j = 0; j < WL_WORDS; j++)
+		acc[j] &= b->w[j];
+}
+
+static __always_inline struct wl_bm *small_set(__u32 half, __u32 i)
+{
+	__u32 k = half * WLS_N + i;
+	return bpf_map_lookup_elem(&wl_small, &k);
+}
+
+static __always_inline struct wl_bm *prefix_set(__u32 tag, __u32 *addr)
+{
+	struct wl_lpm_key lk = {.prefixlen = 8 + 128, .tag = tag};
+	__builtin_memcpy(lk.addr, addr, 16);
+	__u32 *i = bpf_map_lookup_elem(&wl_lpm, &lk);
+	if (!i)
+		return 0;
+	__u32 k = *i;
+	return bpf_map_lookup_elem(&wl_pfx, &k);
+}
+
+static __always_inline struct wl_bm *port_set(__u32 half, __u32 field, __u16 port)
+{
+	__u32 k = ((half * 2 + field) * WL_PORTS + port) / 4;
+	struct wl_port4 *p4 = bpf_map_lookup_elem(&wl_port, &k);
+	if (!p4)
+		return 0;
+	__u32 iv = p4->ival[port & 3];
+	if (iv >= WL_IVAL)
+		return 0;
+	k = (half * 2 + field) * WL_IVAL + iv;
+	return bpf_map_lookup_elem(&wl_ival, &k);
+}
+
+/* ctz64 is the index of the lowest set bit of x (x != 0). */
+static __always_inline __u32 ctz64(__u64 x)
+{
+	x &= -x;
+	__u32 n = 0;
+	if (x & 0xffffffff00000000ULL)
+		n += 32;
+	if (x & 0xffff0000ffff0000ULL)
+		n += 16;
+	if (x & 0xff00ff00ff00ff00ULL)
+		n += 8;
+	if (x & 0xf0f0f0f0f0f0f0f0ULL)
+		n += 4;
+	if (x & 0xccccccccccccccccULL)
+		n += 2;
+	if (x & 0xaaaaaaaaaaaaaaaaULL)
+		n += 1;
+	return n;
+}
+
+/* wl_match returns the index (priority order) of the first watchlist
+ * entry of the active half that matches the parsed packet, or WL_NONE.
+ * Global: verified once, apart from intd_egress. */
+GLOBAL int wl_match(struct __sk_buff *skb, struct scratch *s)
+{
+	if (!s)
+		return WL_NONE;
+	struct pkt *p = &s->p;
+	struct cfg *c = &s->c;
+	__u32 half = c->wl_base & 1;
+	__u64 *acc = s->wl_acc;
+	struct wl_bm *b = small_set(half, WLS_FAM + (p->v6 ? 1 : 0));
+	if (!b)
+		return WL_NONE;
+	for (int j = 0; j < WL_WORDS; j++)
+		acc[j] = b->w[j];
+	bm_and(acc, small_set(half, WLS_PROTO + p->proto));
+	if (c->flags & F_WL_DSCP)
+		bm_and(acc, small_set(half, WLS_DSCP + ((p->tos >> 2) & 63)));
+	if (c->flags & F_WL_FLAGS)
+		bm_and(acc, small_set(half, WLS_FLAGS + (p->proto == IPPROTO_TCP ? p->tcp_flags : 0)));
+	if (c->flags & F_WL_IFX) {
+		__u64 ik = ((__u64)half << 32) | skb->ingress_ifindex;
+		b = bpf_map_lookup_elem(&wl_ifx, &ik);
+		bm_and(acc, b ? b : small_set(half, WLS_IFX_ANY));
+	}
+	bm_and(acc, prefix_set(half * 2, p->saddr));
+	bm_and(acc, prefix_set(half * 2 + 1, p->daddr));
+	bm_and(acc, port_set(half, 0, p->sport));
+	bm_and(acc, port_set(half, 1, p->dport));
+	for (int j = 0; j < WL_WORDS; j++) {
+		if (acc[j])
+			return j * 64 + ctz64(acc[j]);
+	}
+	return WL_NONE;
+}
+
 /* classify looks the packet up in the watchlist (through the flow cache),
  * copies the matching entry into s->e and its effective flow op into s->op.
  * It returns 1 on a match. */
@@ -1291,7 +1488,7 @@ static __always_inline int classify(struct __sk_buff *skb, struct scratch *s)
 		}
 	}
 	if (wc && wc->gen == c->wl_gen) {
-		if (wc->entry == 0xff)
+		if (wc->entry == WL_NONE)
 			return 0;
 		s->e.session = wc->session;
 		s->e.act = wc->act;
@@ -1302,42 +1499,21 @@ static __always_inline int classify(struct __sk_buff *skb, struct scratch *s)
 		return 1;
 	}
 	s->miss = 1;
-	__u32 hit = 0xff;
-	__u32 n = c->wl_count;
-	__u8 dscp = p->tos >> 2;
-	__u8 tf = p->proto == IPPROTO_TCP ? p->tcp_flags : 0;
-	__u8 fam = p->v6 ? 6 : 4;
-	for (__u32 i = 0; i < MAX_WL; i++) {
-		if (i >= n)
-			break;
+	__u32 hit = WL_NONE;
+	__u32 i = wl_match(skb, s);
+	if (i < MAX_WL) {
 		__u32 idx = base + i;
 		struct wl_entry *e = bpf_map_lookup_elem(&watchlist, &idx);
-		if (!e)
-			break;
-		if (e->in_ifindex && e->in_ifindex != k.in_ifindex)
-			continue;
-		if (e->family && e->family != fam)
-			continue;
-		__u32 am = 0;
-		for (int j = 0; j < 4; j++)
-			am |= ((k.src[j] ^ e->src[j]) & e->srcmask[j]) | ((k.dst[j] ^ e->dst[j]) & e->dstmask[j]);
-		if (am)
-			continue;
-		if (e->proto && e->proto != p->proto)
-			continue;
-		if (p->sport < e->sport_lo || p->sport > e->sport_hi || p->dport < e->dport_lo || p->dport > e->dport_hi)
-			continue;
-		if ((dscp & e->dscp_mask) != e->dscp_val || (tf & e->flags_mask) != e->flags_val)
-			continue;
-		s->e = *e;
-		hit = i;
-		break;
+		if (e) {
+			s->e = *e;
+			hit = i;
+		}
 	}
 	struct wl_cache nc = {.gen = c->wl_gen, .entry = hit, .flow_op = OP_NOP};
 	/* Here wc is the flow's stale cache entry, if any: its last_act
 	 * carries the sampling over watchlist changes. */
 	__u64 prev = wc ? wc->last_act : 0;
-	if (hit != 0xff) {
+	if (hit != WL_NONE) {
 		nc.session = s->e.session;
 		nc.act = s->e.act;
 		nc.stats = s->e.stats;
@@ -1353,7 +1529,7 @@ static __always_inline int classify(struct __sk_buff *skb, struct scratch *s)
 	bpf_map_update_elem(&wl_cache_map, &k, &nc, BPF_ANY);
 	s->last = nc;
 	s->last_key = k;
-	return hit != 0xff;
+	return hit != WL_NONE;
 }
 
 /* ---- roles ---- */

@@ -1,0 +1,391 @@
+package ebpf
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net/netip"
+	"slices"
+	"unsafe"
+
+	"github.com/intd-project/intd/sai"
+)
+
+// Watchlist classification sets, as in bpf/intd.c (struct wl_bm and the
+// wl_* maps): per field, the bitmap of the entries (in priority order)
+// that accept a value; the BPF program intersects the packet's and takes
+// the first bit.
+const (
+	wlWords   = maxWatchlist / 64
+	wlsProto  = 0
+	wlsDSCP   = 256
+	wlsFlags  = 320
+	wlsFam    = 576
+	wlsIfxAny = 578
+	wlsN      = 580
+	wlPfx     = maxWatchlist + 1
+	wlIval    = 2*maxWatchlist + 2
+	wlPorts   = 65536
+	bmBytes   = wlWords * 8
+)
+
+type bitmap [wlWords]uint64
+
+func (b *bitmap) set(i int)   { b[i/64] |= 1 << (i % 64) }
+func (b *bitmap) clear(i int) { b[i/64] &^= 1 << (i % 64) }
+
+func (b *bitmap) or(o *bitmap) {
+	for j := range b {
+		b[j] |= o[j]
+	}
+}
+
+// put writes b as the BPF program reads a struct wl_bm.
+func (b *bitmap) put(dst []byte) {
+	for j, w := range b {
+		binary.NativeEndian.PutUint64(dst[8*j:], w)
+	}
+}
+
+// wlMatch is what classification needs of one entry.
+type wlMatch struct {
+	src, dst  netip.Prefix // 16-byte form (IPv4 as ::ffff:a.b.c.d/96+n), ::/0 for any
+	family    uint8        // prefixFamily
+	proto     uint8
+	sport     [2]uint16 // lo, hi
+	dport     [2]uint16
+	dscpVal   uint8
+	dscpMask  uint8
+	flagsVal  uint8
+	flagsMask uint8
+	inIfindex uint32
+}
+
+// prefix16 is p in the BPF program's 16-byte address form.
+func prefix16(p netip.Prefix) netip.Prefix {
+	if !p.IsValid() {
+		return netip.PrefixFrom(netip.IPv6Unspecified(), 0)
+	}
+	a := p.Masked().Addr()
+	if a.Is4() {
+		return netip.PrefixFrom(netip.AddrFrom16(a.As16()), p.Bits()+96)
+	}
+	return netip.PrefixFrom(a, p.Bits())
+}
+
+// wlTables are the classification sets of one half of the watchlist.
+type wlTables struct {
+	small []byte            // wlsN bitmaps
+	pfx   [2][]netip.Prefix // per field: trie nodes, index = wl_pfx slot
+	pfxBM [2][]byte         // their bitmaps
+	ival  [2][]byte         // per field: interval bitmaps
+	port  [2][]byte         // per field: port -> interval (__u16)
+	ifx   map[uint32]bitmap // ingress ports with entries of their own
+	flags uint32            // fWlDSCP, fWlFlags, fWlIfx
+}
+
+// buildWatchlist computes the classification sets of entries (in
+// priority order).
+func buildWatchlist(ents []wlMatch) *wlTables {
+	t := &wlTables{small: make([]byte, wlsN*bmBytes)}
+	var small [wlsN]bitmap
+	// Entries that accept every protocol, DSCP or TCP flags value: added
+	// to all of that field's sets at the end.
+	var anyIfx, anyProto, anyDSCP, anyFlags bitmap
+	own := map[uint32]bitmap{}
+	for i, e := range ents {
+		if e.family == 0 || e.family == 4 {
+			small[wlsFam].set(i)
+		}
+		if e.family == 0 || e.family == 6 {
+			small[wlsFam+1].set(i)
+		}
+		if e.proto == 0 {
+			anyProto.set(i)
+		} else {
+			small[wlsProto+int(e.proto)].set(i)
+		}
+		if e.dscpMask == 0 {
+			anyDSCP.set(i)
+		} else {
+			for v := range 64 {
+				if uint8(v)&e.dscpMask == e.dscpVal {
+					small[wlsDSCP+v].set(i)
+				}
+			}
+		}
+		if e.flagsMask == 0 {
+			anyFlags.set(i)
+		} else {
+			for v := range 256 {
+				if uint8(v)&e.flagsMask == e.flagsVal {
+					small[wlsFlags+v].set(i)
+				}
+			}
+		}
+		if e.inIfindex == 0 {
+			anyIfx.set(i)
+		} else {
+			b := own[e.inIfindex]
+			b.set(i)
+			own[e.inIfindex] = b
+			t.flags |= fWlIfx
+		}
+		if e.dscpMask != 0 {
+			t.flags |= fWlDSCP
+		}
+		if e.flagsMask != 0 {
+			t.flags |= fWlFlags
+		}
+	}
+	for v := range 256 {
+		small[wlsProto+v].or(&anyProto)
+		small[wlsFlags+v].or(&anyFlags)
+	}
+	for v := range 64 {
+		small[wlsDSCP+v].or(&anyDSCP)
+	}
+	small[wlsIfxAny] = anyIfx
+	t.ifx = map[uint32]bitmap{}
+	for ifx, b := range own {
+		b.or(&anyIfx)
+		t.ifx[ifx] = b
+	}
+	for i := range small {
+		small[i].put(t.small[i*bmBytes:])
+	}
+	for f := range 2 {
+		pick := func(e wlMatch) netip.Prefix { return e.src }
+		ports := func(e wlMatch) [2]uint16 { return e.sport }
+		if f == 1 {
+			pick = func(e wlMatch) netip.Prefix { return e.dst }
+			ports = func(e wlMatch) [2]uint16 { return e.dport }
+		}
+		t.pfx[f], t.pfxBM[f] = prefixSets(ents, pick)
+		t.ival[f], t.port[f] = portSets(ents, ports)
+	}
+	return t
+}
+
+// prefixSets returns the trie nodes (the entries' distinct prefixes and
+// ::/0) and, for each, the set of entries whose prefix contains it.
+func prefixSets(ents []wlMatch, pick func(wlMatch) netip.Prefix) ([]netip.Prefix, []byte) {
+	own := map[netip.Prefix]*bitmap{netip.PrefixFrom(netip.IPv6Unspecified(), 0): {}}
+	for i, e := range ents {
+		p := pick(e)
+		b := own[p]
+		if b == nil {
+			b = &bitmap{}
+			own[p] = b
+		}
+		b.set(i)
+	}
+	nodes := make([]netip.Prefix, 0, len(own))
+	for p := range own {
+		nodes = append(nodes, p)
+	}
+	slices.SortFunc(nodes, func(a, b netip.Prefix) int {
+		if c := a.Addr().Compare(b.Addr()); c != 0 {
+			return c
+		}
+		return a.Bits() - b.Bits()
+	})
+	// A node's containing prefixes can only have the lengths entries use.
+	var lens []int
+	for p := range own {
+		lens = append(lens, p.Bits())
+	}
+	slices.Sort(lens)
+	lens = slices.Compact(lens)
+	out := make([]byte, len(nodes)*bmBytes)
+	for n, p := range nodes {
+		var b bitmap
+		for _, bits := range lens {
+			if bits > p.Bits() {
+				break
+			}
+			if o := own[netip.PrefixFrom(p.Addr(), bits).Masked()]; o != nil {
+				b.or(o)
+			}
+		}
+		b.put(out[n*bmBytes:])
+	}
+	return nodes, out
+}
+
+// portSets splits the port space at the entries' range bounds and returns
+// each interval's set of entries and the interval of every port.
+func portSets(ents []wlMatch, pick func(wlMatch) [2]uint16) ([]byte, []byte) {
+	type ev struct {
+		at    int
+		entry int
+		add   bool
+	}
+	evs := make([]ev, 0, 2*len(ents))
+	bounds := []int{0}
+	for i, e := range ents {
+		r := pick(e)
+		evs = append(evs, ev{int(r[0]), i, true})
+		bounds = append(bounds, int(r[0]))
+		if int(r[1])+1 < wlPorts {
+			evs = append(evs, ev{int(r[1]) + 1, i, false})
+			bounds = append(bounds, int(r[1])+1)
+		}
+	}
+	slices.Sort(bounds)
+	bounds = slices.Compact(bounds)
+	slices.SortFunc(evs, func(a, b ev) int { return a.at - b.at })
+	sets := make([]byte, len(bounds)*bmBytes)
+	port := make([]byte, 2*wlPorts)
+	var run bitmap
+	k := 0
+	for n, lo := range bounds {
+		for ; k < len(evs) && evs[k].at == lo; k++ {
+			if evs[k].add {
+				run.set(evs[k].entry)
+			} else {
+				run.clear(evs[k].entry)
+			}
+		}
+		run.put(sets[n*bmBytes:])
+		hi := wlPorts
+		if n+1 < len(bounds) {
+			hi = bounds[n+1]
+		}
+		for p := lo; p < hi; p++ {
+			binary.NativeEndian.PutUint16(port[2*p:], uint16(n))
+		}
+	}
+	return sets, port
+}
+
+// wlHalf is what is installed in one half of the BPF watchlist maps
+// besides the mmap'ed arrays: the trie's keys and the ingress-port sets.
+type wlHalf struct {
+	lpm map[intdWlLpmKey]uint32
+	ifx map[uint64]bool
+}
+
+func lpmKey(tag uint8, p netip.Prefix) intdWlLpmKey {
+	return intdWlLpmKey{Prefixlen: 8 + uint32(p.Bits()), Tag: tag, Addr: p.Addr().As16()}
+}
+
+// writeWatchlist installs t as half h of the classification maps.
+func (d *Dataplane) writeWatchlist(h uint8, t *wlTables) error {
+	mem := func(name string, m interface {
+		WriteAt([]byte, int64) (int, error)
+	}, b []byte, off int) error {
+		if _, err := m.WriteAt(b, int64(off)); err != nil {
+			return fmt.Errorf("ebpf: %s: %w", name, err)
+		}
+		return nil
+	}
+	small, err := d.objs.WlSmall.Memory()
+	if err != nil {
+		return fmt.Errorf("ebpf: wl_small: %w", err)
+	}
+	pfx, err := d.objs.WlPfx.Memory()
+	if err != nil {
+		return fmt.Errorf("ebpf: wl_pfx: %w", err)
+	}
+	ival, err := d.objs.WlIval.Memory()
+	if err != nil {
+		return fmt.Errorf("ebpf: wl_ival: %w", err)
+	}
+	port, err := d.objs.WlPort.Memory()
+	if err != nil {
+		return fmt.Errorf("ebpf: wl_port: %w", err)
+	}
+	if err := mem("wl_small", small, t.small, int(h)*wlsN*bmBytes); err != nil {
+		return err
+	}
+	hw := &d.wlHalves[h]
+	if hw.lpm == nil {
+		hw.lpm, hw.ifx = map[intdWlLpmKey]uint32{}, map[uint64]bool{}
+	}
+	want := map[intdWlLpmKey]uint32{}
+	for f := range 2 {
+		region := (int(h)*2 + f)
+		if err := mem("wl_pfx", pfx, t.pfxBM[f], region*wlPfx*bmBytes); err != nil {
+			return err
+		}
+		if err := mem("wl_ival", ival, t.ival[f], region*wlIval*bmBytes); err != nil {
+			return err
+		}
+		if err := mem("wl_port", port, t.port[f], region*wlPorts*2); err != nil {
+			return err
+		}
+		for n, p := range t.pfx[f] {
+			want[lpmKey(uint8(region), p)] = uint32(region*wlPfx + n)
+		}
+	}
+	for k := range hw.lpm {
+		if _, ok := want[k]; !ok {
+			if err := d.objs.WlLpm.Delete(k); err != nil {
+				return fmt.Errorf("ebpf: wl_lpm: delete: %w", err)
+			}
+			delete(hw.lpm, k)
+		}
+	}
+	for k, v := range want {
+		if old, ok := hw.lpm[k]; ok && old == v {
+			continue
+		}
+		if err := d.objs.WlLpm.Put(k, v); err != nil {
+			return fmt.Errorf("ebpf: wl_lpm: %w", err)
+		}
+		hw.lpm[k] = v
+	}
+	wantIfx := map[uint64]bool{}
+	for ifx, b := range t.ifx {
+		k := uint64(h)<<32 | uint64(ifx)
+		var v [bmBytes]byte
+		b.put(v[:])
+		if err := d.objs.WlIfx.Put(k, v); err != nil {
+			return fmt.Errorf("ebpf: wl_ifx: %w", err)
+		}
+		wantIfx[k] = true
+	}
+	for k := range hw.ifx {
+		if !wantIfx[k] {
+			if err := d.objs.WlIfx.Delete(k); err != nil {
+				return fmt.Errorf("ebpf: wl_ifx: delete: %w", err)
+			}
+		}
+	}
+	hw.ifx = wantIfx
+	return nil
+}
+
+// wlMatchOf is the classification view of a sai watchlist entry.
+func (d *Dataplane) wlMatchOf(a sai.WatchlistEntryAttrs) wlMatch {
+	m := a.Match
+	e := wlMatch{
+		src: prefix16(m.SrcPrefix), dst: prefix16(m.DstPrefix), family: prefixFamily(m.SrcPrefix, m.DstPrefix),
+		proto: m.IPProtocol, dscpVal: m.DSCP.Value, dscpMask: m.DSCP.Mask,
+		flagsVal: m.TCPFlags.Value, flagsMask: m.TCPFlags.Mask,
+	}
+	e.sport[0], e.sport[1] = portRange(m.L4SrcPort)
+	e.dport[0], e.dport[1] = portRange(m.L4DstPort)
+	if m.InPort != "" {
+		e.inIfindex = uint32(d.ifaces[m.InPort].ifindex)
+	}
+	return e
+}
+
+// writeEntries writes the entries (intdWlEntry in priority order, as
+// bytes) into half h of the watchlist array, whose elements are 8-byte
+// aligned in its mmap.
+func (d *Dataplane) writeEntries(h uint8, b []byte) error {
+	const size = int(unsafe.Sizeof(intdWlEntry{}))
+	if size%8 != 0 {
+		return fmt.Errorf("ebpf: watchlist entry of %d bytes: not 8-byte aligned", size)
+	}
+	m, err := d.objs.Watchlist.Memory()
+	if err != nil {
+		return fmt.Errorf("ebpf: watchlist map: %w", err)
+	}
+	if _, err := m.WriteAt(b, int64(int(h)*maxWatchlist*size)); err != nil {
+		return fmt.Errorf("ebpf: watchlist map: %w", err)
+	}
+	return nil
+}
