@@ -3,6 +3,7 @@ package ebpf
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os/exec"
 	"strings"
@@ -52,6 +53,48 @@ func BenchmarkProgram(b *testing.B) {
 	in := intFrame(b, tcp80, sai.IntSessionAttrs{MaxHopCount: 8, Instructions: detInst}, 2, false)
 	b.Run("transit", func(b *testing.B) { benchProg(b, mk(b, setup{}).objs.IntdEgress, in) })
 	b.Run("sink", func(b *testing.B) { benchProg(b, mk(b, setup{sink: true}).objs.IntdEgress, in) })
+}
+
+// BenchmarkClassifyMiss measures intd_egress on packets of new flows
+// (every run a flow cache miss, so the watchlist is classified, and an LRU
+// insert) with 1 and with 1024 watchlist entries (NOP, each a TCP
+// destination port; the packets match the last one), against a cached
+// flow: the cost of classification and whether it depends on the list's
+// length.
+//
+//	sudo go test ./dataplane/ebpf -run '^$' -bench ClassifyMiss -benchtime 20000x
+func BenchmarkClassifyMiss(b *testing.B) {
+	for _, n := range []int{1, maxWatchlist} {
+		node := newBPFNode(b)
+		node.setMTU(1500)
+		setup{}.apply(b, node)
+		for i := 0; i < n; i++ {
+			m := sai.WatchlistMatch{IPProtocol: sai.IPProtocolTCP, L4DstPort: sai.PortRange{Lo: uint16(1000 + i), Hi: uint16(1000 + i)}}
+			if _, err := node.Create(sai.WatchlistEntryAttrs{Priority: uint16(n - i), Match: m}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		dport := uint16(1000 + n - 1)
+		b.Run(fmt.Sprintf("entries-%d/new-flow", n), func(b *testing.B) {
+			frames := make([][]byte, b.N)
+			for i := range frames {
+				src := fmt.Sprintf("10.%d.%d.%d", 1+i>>16, (i>>8)&0xff, i&0xff)
+				frames[i] = tcpFrame(src, "10.0.2.1", 1234, dport, 0, make([]byte, 64))
+			}
+			var total time.Duration
+			for i := 0; i < b.N; i++ {
+				_, d, err := node.objs.IntdEgress.Benchmark(frames[i], 1, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				total += d
+			}
+			b.ReportMetric(float64(total.Nanoseconds())/float64(b.N), "ns/pkt")
+		})
+		b.Run(fmt.Sprintf("entries-%d/cached-flow", n), func(b *testing.B) {
+			benchProg(b, node.objs.IntdEgress, tcpFrame("10.0.1.1", "10.0.2.1", 1234, dport, 0, make([]byte, 64)))
+		})
+	}
 }
 
 // BenchmarkFloor measures, like BenchmarkProgram, what the INT roles cannot
