@@ -235,16 +235,21 @@ func TestBehaviourIPv6(t *testing.T) {
 		a.IntUDPDstPort, a.IntUDPNPT = 5000, sai.NPTL4Header
 	}
 	npt2Out := insertINT(t, tcp80, mdSession, wire.SourceOptions{Encap: wire.EncapUDPPort, UDPPort: 5000, NPT: wire.NPTIPProto})
-	hbh := func(f []byte) []byte {
-		// A hop-by-hop options header (PadN) in front of the L4 header.
-		g := make([]byte, 0, len(f)+8)
-		g = append(g, f[:wire.EthernetLen+wire.IPv6Len]...)
-		g = append(g, f[wire.EthernetLen+6], 0, 1, 4, 0, 0, 0, 0)
-		g = append(g, f[wire.EthernetLen+wire.IPv6Len:]...)
-		g[wire.EthernetLen+6] = 0
-		binary.BigEndian.PutUint16(g[wire.EthernetLen+4:], be16(g[wire.EthernetLen+4:])+8)
-		return g
+	// ext puts an IPv6 extension header (next-header value nh, body
+	// after the first two bytes) in front of the L4 header.
+	ext := func(nh byte, body []byte) func([]byte) []byte {
+		return func(f []byte) []byte {
+			h := append([]byte{f[wire.EthernetLen+6], byte((len(body)+2)/8 - 1)}, body...)
+			g := make([]byte, 0, len(f)+len(h))
+			g = append(g, f[:wire.EthernetLen+wire.IPv6Len]...)
+			g = append(g, h...)
+			g = append(g, f[wire.EthernetLen+wire.IPv6Len:]...)
+			g[wire.EthernetLen+6] = nh
+			binary.BigEndian.PutUint16(g[wire.EthernetLen+4:], be16(g[wire.EthernetLen+4:])+uint16(len(h)))
+			return g
+		}
 	}
+	hbh := ext(0, []byte{1, 4, 0, 0, 0, 0}) // hop-by-hop, PadN
 	cases = append(cases,
 		behaviourCase{"source keeps ECN, sink restores DSCP and ECN", setup{sess: &mdSession, match: port80()}, ecn, ecnInt},
 		behaviourCase{"sink restores traffic class", setup{sink: true}, ecnInt, ecn},
@@ -257,14 +262,43 @@ func TestBehaviourIPv6(t *testing.T) {
 		behaviourCase{"sink of NPT 2 removes the UDP header", setup{sink: true, dt: npt2}, pushHop2(t, npt2Out), tcp80},
 	)
 	runBehaviour(t, cases)
-	// Extension headers: the ebpf dataplane leaves such packets alone
-	// (soft inserts INT after them).
-	t.Run("extension headers: untouched", func(t *testing.T) {
-		for _, f := range [][]byte{hbh(tcp80), hbh(transitIn(t, tcp80))} {
+	// Extension headers in front of the L4 header: the same cases, INT
+	// after the L4 header behind them.
+	srh := make([]byte, 22) // routing type 4, segments left 0, one segment
+	srh[0], srh[1], srh[2] = 4, 0, 0
+	copy(srh[6:], netip.MustParseAddr(b).AsSlice())
+	for _, x := range []struct {
+		name string
+		add  func([]byte) []byte
+		l3   int
+	}{
+		{"hop-by-hop", hbh, wire.IPv6Len + 8},
+		{"destination options and routing", func(f []byte) []byte {
+			return ext(60, []byte{1, 4, 0, 0, 0, 0})(ext(43, srh)(f))
+		}, wire.IPv6Len + 8 + 24},
+		{"atomic fragment", ext(44, []byte{0, 0, 0, 0, 0, 7}), wire.IPv6Len + 8},
+	} {
+		t.Run(x.name, func(t *testing.T) {
+			runBehaviour(t, behaviourCases(t, x.add(tcp80), x.add(tcp81), x.add(udp53), x.add(udp0), x.l3))
+		})
+	}
+	// A fragment (offset or M set), NPT 2 behind extension headers and
+	// more extension header bytes than handled: untouched.
+	t.Run("fragments and the rest: untouched", func(t *testing.T) {
+		frag := ext(44, []byte{0, 1, 0, 0, 0, 7}) // M set
+		long := ext(60, append([]byte{1, 60}, make([]byte, 60)...))
+		for _, c := range []struct {
+			s setup
+			f []byte
+		}{
+			{setup{sess: &mdSession, match: port80()}, frag(tcp80)},
+			{setup{sess: &mdSession, match: port80()}, long(tcp80)},
+			{setup{sess: &mdSession, match: port80(), dt: npt2}, hbh(tcp80)},
+		} {
 			n := newBPFNode(t)
-			setup{sess: &mdSession, match: port80()}.apply(t, n)
-			if got := n.process(t, bytes.Clone(f)); !bytes.Equal(got, f) {
-				t.Errorf("got %x\nwant %x", got, f)
+			c.s.apply(t, n)
+			if got := n.process(t, bytes.Clone(c.f)); !bytes.Equal(got, c.f) {
+				t.Errorf("got %x\nwant %x", got, c.f)
 			}
 		}
 	})

@@ -128,12 +128,15 @@
 // reports; watchlist prefixes of either family, an entry with IPv4
 // prefixes never matches IPv6 packets and vice versa, one without
 // prefixes matches both; flow keys hold 16-byte addresses, IPv4 as
-// ::ffff:a.b.c.d) when TCP or UDP (or, for postcards and NPT 2, another
-// upper-layer protocol) directly follows the fixed 40-byte header: IPv6
-// packets with extension headers (hop-by-hop, routing, fragment,
-// destination options, mobility, HIP, shim6) are forwarded untouched, as
-// are tunnel encapsulations (VXLAN-GPE, Geneve, GRE), the probe marker and
-// VLAN-tagged frames (not in Capabilities).
+// ::ffff:a.b.c.d). Up to 48 bytes of hop-by-hop, routing and destination
+// options headers and an atomic fragment header (offset 0, M clear) may
+// precede the L4 header: INT goes after the L4 header behind them, as in
+// the soft dataplane (TestBehaviourIPv6 runs the shared cases with each).
+// Fragments, mobility, HIP and shim6 headers, longer chains, and NPT 2
+// behind extension headers (the protocol it saves is in the last one's
+// next-header field) leave packets untouched, as do tunnel encapsulations
+// (VXLAN-GPE, Geneve, GRE), the probe marker and VLAN-tagged frames (not
+// in Capabilities).
 //
 // Metadata: node id (DTel SwitchID); level-1 and level-2 interface ids
 // (Interface.ID / L2ID, default the ifindex; LOGICAL_INTERFACE); hop

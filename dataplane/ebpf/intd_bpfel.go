@@ -170,16 +170,17 @@ type intdScratch struct {
 		TcpFlags  uint8
 		CsumFlags uint8
 		V6        uint8
+		Ext       uint8
 		Itype     uint8
 		Npt       uint8
 		ShimWords uint8
+		_         [1]byte
 		ShimVal   uint16
 		Ver       uint8
 		Hdr0      uint8
 		HopMl     uint8
 		Rhc       uint8
 		Inst      uint16
-		_         [2]byte
 	}
 	H struct {
 		_          structs.HostLayout

@@ -39,6 +39,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define MAX_CAP 512    /* bytes of a frame copied into an event */
 #define MAX_MOVE 128   /* header bytes moved when room is made after L4 */
 #define MAX_INT 1024   /* largest INT shim length handled, bytes */
+#define MAX_EXT 48     /* IPv6 extension header bytes handled (moves stay within MAX_MOVE) */
 
 /* cfg.flags */
 #define F_DTEL (1 << 0)
@@ -310,6 +311,7 @@ struct pkt {
 	__u8 tcp_flags;
 	__u8 csum_flags;
 	__u8 v6;
+	__u8 ext; /* IPv6 extension headers before the L4 header */
 	/* INT, when shim != 0 */
 	__u8 itype;
 	__u8 npt;
@@ -789,16 +791,48 @@ static __always_inline int parse(struct __sk_buff *skb, struct scratch *s)
 		p->tos = (d[14] << 4) | (d[15] >> 4);
 		p->ip_len = 40 + (((__u32)d[18] << 8) | d[19]);
 		p->ip_id = ((__u16)d[16] << 8) | d[17];
-		p->proto = p->ipproto = d[20];
 		__builtin_memcpy(p->saddr, &d[22], 16);
 		__builtin_memcpy(p->daddr, &d[38], 16);
 		l4 = L3 + 40;
-		p->l4 = l4;
-		/* Extension headers (fragments among them): untouched. */
-		switch (p->proto) {
+		/* Hop-by-hop, routing and destination options headers and an
+		 * atomic fragment header are stepped over (INT goes after the
+		 * L4 header behind them, as in the soft dataplane); fragments
+		 * and other extension headers leave the packet untouched. */
+		__u8 nh = d[20];
+		for (int i = 0; i < 4; i++) {
+			if (nh != 0 && nh != 43 && nh != 60 && nh != 44)
+				break;
+			if (l4 + 8 > L3 + 40 + MAX_EXT || l4 + 8 > skb->len)
+				return -1;
+			if (d + l4 + 8 > end) {
+				__u32 want = skb->len < 200 ? skb->len : 200;
+				if (bpf_skb_pull_data(skb, want))
+					return -1;
+				d = (void *)(long)skb->data;
+				end = (void *)(long)skb->data_end;
+			}
+			__u8 *x = d + (l4 & 0xff);
+			if (x + 8 > end)
+				return -1;
+			if (nh == 44) {
+				if ((((__u16)x[2] << 8) | x[3]) & 0xfff9)
+					return -1; /* a fragment: offset or M set */
+				l4 += 8;
+			} else {
+				l4 += ((__u32)x[1] + 1) * 8;
+			}
+			nh = x[0];
+			p->ext = 1;
+		}
+		switch (nh) {
 		case 0: case 43: case 44: case 60: case 135: case 139: case 140:
 			return -1;
 		}
+		if (l4 > L3 + 40 + MAX_EXT)
+			return -1;
+		p->proto = p->ipproto = nh;
+		p->ihl = l4 - L3;
+		p->l4 = l4;
 	} else {
 		if (d[12] != 0x08 || d[13] != 0x00 || (d[14] >> 4) != 4)
 			return -1;
@@ -866,6 +900,8 @@ static __always_inline int parse(struct __sk_buff *skb, struct scratch *s)
 		return 1;
 	p->itype = b[0] >> 4;
 	p->npt = (b[0] >> 2) & 3;
+	if (p->npt == 2 && p->ext)
+		return -1; /* the protocol to restore is in the last extension header: untouched */
 	p->shim_words = b[1];
 	p->shim_val = ((__u16)b[2] << 8) | b[3];
 	p->ver = b[4] >> 4;
@@ -1630,6 +1666,12 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 		if (npt == 2)
 			fixed += 8;
 	} else {
+		ss->not_initiated++;
+		return TC_ACT_OK;
+	}
+	if (npt == 2 && p->ext) {
+		/* The new UDP header would go behind IPv6 extension headers,
+		 * whose last next-header field this does not rewrite. */
 		ss->not_initiated++;
 		return TC_ACT_OK;
 	}
