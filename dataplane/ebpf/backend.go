@@ -40,6 +40,13 @@ const (
 	fWlIfx       = 1 << 11
 )
 
+// cfg.tunnels, as in bpf/intd.c.
+const (
+	tunGPE    = 1
+	tunGeneve = 2
+	tunGRE    = 4
+)
+
 // Capabilities implements sai.Backend.
 func (d *Dataplane) Capabilities() sai.Capabilities {
 	return sai.Capabilities{
@@ -49,7 +56,7 @@ func (d *Dataplane) Capabilities() sai.Capabilities {
 		// written as all ones: Linux has no per-packet value for them.
 		Instructions:        sai.InstAll,
 		ReportMetadata:      sai.InstAll &^ sai.InstChecksumComplement,
-		Encaps:              []sai.Encap{sai.EncapDSCP, sai.EncapUDPPort},
+		Encaps:              []sai.Encap{sai.EncapDSCP, sai.EncapUDPPort, sai.EncapVXLANGPE, sai.EncapGeneve, sai.EncapGRE},
 		ReportFormats:       []sai.ReportFormat{sai.ReportFormatV2, sai.ReportFormatV05},
 		Coalescing:          true,
 		EventTypes:          sai.EventTypes(),
@@ -145,14 +152,8 @@ func (d *Dataplane) checkAttrs(self sai.OID, a sai.Attrs) error {
 	return nil
 }
 
-// checkCaps is Capabilities().Check, except that the tunnel code points of
-// the DTel object (VXLAN-GPE, Geneve, GRE), which YANG defaults always set,
-// are accepted: packets in those tunnels are forwarded untouched.
+// checkCaps is Capabilities().Check.
 func (d *Dataplane) checkCaps(a sai.Attrs) error {
-	if dt, ok := a.(sai.DTelAttrs); ok {
-		dt.VXLANGPENextProtocol, dt.GeneveOptionClass, dt.GREProtocolType = 0, 0, 0
-		a = dt
-	}
 	return d.Capabilities().Check(a)
 }
 
@@ -379,6 +380,16 @@ func (d *Dataplane) compileLocked() error {
 		c.UdpPort, c.Npt = dt.IntUDPDstPort, uint8(dt.IntUDPNPT)
 		c.FlowInterval = uint64(dt.FlowReport.Interval)
 		c.LatShift = latShift(dt.FlowReport.HopLatencyChange)
+		if dt.VXLANGPENextProtocol != 0 {
+			c.Tunnels |= tunGPE
+		}
+		if dt.GeneveOptionClass != 0 {
+			c.Tunnels |= tunGeneve
+		}
+		if dt.GREProtocolType != 0 {
+			c.Tunnels |= tunGRE
+			c.GreProto = dt.GREProtocolType
+		}
 	}
 	for oid, i := range d.sessIdx {
 		a := d.objects[oid].attrs.(sai.IntSessionAttrs)

@@ -134,9 +134,22 @@
 // the soft dataplane (TestBehaviourIPv6 runs the shared cases with each).
 // Fragments, mobility, HIP and shim6 headers, longer chains, and NPT 2
 // behind extension headers (the protocol it saves is in the last one's
-// next-header field) leave packets untouched, as do tunnel encapsulations
-// (VXLAN-GPE, Geneve, GRE), the probe marker and VLAN-tagged frames (not
-// in Capabilities).
+// next-header field) leave packets untouched, as do the probe marker and
+// VLAN-tagged frames (not in Capabilities).
+//
+// Tunnels (INT v2.1 §5.7): with the DTel code points set, INT rides in
+// VXLAN-GPE (UDP 4790, P flag, next protocol 0x82 with the shim keeping
+// the original one), Geneve (UDP 6081, an option of class 0x0103 and type
+// MD or MX among the first four; the header's option length grows with
+// it) and GRE over IPv4 (protocol type GREProtocolType, the shim keeping
+// the original; no GRE checksum or routing), over IPv4 or IPv6 outer
+// headers. The source inserts it into a packet already in such a tunnel
+// (no DSCP or port marking; matched on the outer headers), transit pushes
+// metadata (M when the Geneve option or header length would overflow),
+// the sink restores the tunnel header; outer lengths and the outer UDP
+// checksum (when not zero) follow. Tunnelled GSO super-packets are not
+// instrumented (not initiated). TestTunnelRoles runs each through source,
+// two transits and a sink of both backends, byte for byte.
 //
 // Metadata: node id (DTel SwitchID); level-1 and level-2 interface ids
 // (Interface.ID / L2ID, default the ifindex; LOGICAL_INTERFACE); hop

@@ -41,6 +41,13 @@ func (e *evState) setParser(dt *sai.DTelAttrs) {
 	if dt != nil {
 		e.parser.DSCP, e.parser.DSCPMask = dt.IntL4DSCP.Value, dt.IntL4DSCP.Mask
 		e.parser.UDPPort = dt.IntUDPDstPort
+		e.parser.GREProto = dt.GREProtocolType
+		if dt.VXLANGPENextProtocol != 0 {
+			e.parser.VXLANGPEPort = wire.PortVXLANGPE
+		}
+		if dt.GeneveOptionClass != 0 {
+			e.parser.GenevePort = wire.PortGeneve
+		}
 	}
 	e.inner = wire.Parser{AllowTruncated: true}
 }

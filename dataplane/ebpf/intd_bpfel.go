@@ -27,11 +27,13 @@ type intdCfg struct {
 	Npt          uint8
 	LatShift     uint8
 	WlBase       uint8
-	Pad          [3]uint8
+	Tunnels      uint8
+	Pad          [2]uint8
 	Netns        uint32
 	GsoDev       uint32
 	GsoPeer      uint32
-	Pad2         uint32
+	GreProto     uint16
+	Pad2         uint16
 }
 
 type intdCounters struct {
@@ -167,6 +169,9 @@ type intdScratch struct {
 		Ipproto   uint8
 		Tos       uint8
 		Encap     uint8
+		Tun       uint8
+		_         [3]byte
+		Tunnel    uint32
 		TcpFlags  uint8
 		CsumFlags uint8
 		V6        uint8

@@ -55,6 +55,23 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define F_QUEUE_CHANGE (1 << 10)
 #define F_WL_IFX (1 << 11) /* some watchlist entry matches the ingress port */
 
+/* cfg.tunnels: INT v2.1 over VXLAN-GPE (UDP 4790, next protocol 0x82),
+ * Geneve (UDP 6081, option class 0x0103) and GRE over IPv4 (cfg.gre_proto) */
+#define TUN_GPE 1
+#define TUN_GENEVE 2
+#define TUN_GRE 4
+#define PORT_GPE 4790
+#define PORT_GENEVE 6081
+#define GPE_NP_INT 0x82
+#define GENEVE_CLASS_INT 0x0103
+#define IPPROTO_GRE 47
+/* pkt.encap / pkt.tun */
+#define ENC_DSCP 1
+#define ENC_UDP 2
+#define ENC_GPE 3
+#define ENC_GENEVE 4
+#define ENC_GRE 5
+
 /* wl_entry.act */
 #define ACT_DROP_REPORT 1
 #define ACT_TAIL_DROP 2
@@ -110,11 +127,13 @@ struct cfg {
 	__u8 npt;            /* 1 or 2 for UDP port marking */
 	__u8 lat_shift;      /* latency bucket = latency >> lat_shift */
 	__u8 wl_base;        /* 0 or 1: active half of the watchlist */
-	__u8 pad[3];
+	__u8 tunnels;        /* TUN_*: INT in these tunnels */
+	__u8 pad[2];
 	__u32 netns;         /* inode of intd's network namespace */
 	__u32 gso_dev;       /* ifindex of the detour veth's sending side, 0: none */
 	__u32 gso_peer;      /* ifindex of its receiving side (intd_gso) */
-	__u32 pad2;
+	__u16 gre_proto;     /* GRE protocol type announcing INT (TUN_GRE) */
+	__u16 pad2;
 };
 
 struct iface {
@@ -307,7 +326,9 @@ struct pkt {
 	__u8 proto;   /* flow protocol (original one for NPT 2) */
 	__u8 ipproto; /* IP header protocol */
 	__u8 tos;
-	__u8 encap; /* 1 DSCP, 2 UDP port */
+	__u8 encap; /* ENC_*: how INT was found */
+	__u8 tun;   /* ENC_GPE, ENC_GENEVE, ENC_GRE: the packet is in such a tunnel */
+	__u32 tunnel; /* offset of the tunnel header when tun */
 	__u8 tcp_flags;
 	__u8 csum_flags;
 	__u8 v6;
@@ -852,7 +873,8 @@ static __always_inline int parse(struct __sk_buff *skb, struct scratch *s)
 		if (p->frag)
 			return -1;
 	}
-	if (p->proto != IPPROTO_TCP && p->proto != IPPROTO_UDP)
+	int gre = p->proto == IPPROTO_GRE && !p->v6 && (c->tunnels & TUN_GRE);
+	if (p->proto != IPPROTO_TCP && p->proto != IPPROTO_UDP && !gre)
 		return 0;
 	/* L4 header plus an INT shim and header behind it. */
 	__u32 need = l4 + 60 + 16;
@@ -866,6 +888,23 @@ static __always_inline int parse(struct __sk_buff *skb, struct scratch *s)
 		end = (void *)(long)skb->data_end;
 	}
 	__u8 *t = d + l4;
+	if (gre) {
+		/* GRE without checksum or routing, version 0; INT when its
+		 * protocol type is cfg.gre_proto. */
+		if (t + 4 > end)
+			return -1;
+		__u16 flags = ((__u16)t[0] << 8) | t[1];
+		if (flags & 0xc007)
+			return 0;
+		p->l4len = 4 + ((flags & 0x2000) ? 4 : 0) + ((flags & 0x1000) ? 4 : 0);
+		p->tun = ENC_GRE;
+		p->tunnel = l4;
+		if ((((__u16)t[2] << 8) | t[3]) != c->gre_proto)
+			return 0;
+		p->shim = l4 + p->l4len;
+		p->encap = ENC_GRE;
+		goto shim;
+	}
 	if (p->proto == IPPROTO_TCP) {
 		if (t + 20 > end)
 			return -1;
@@ -885,25 +924,94 @@ static __always_inline int parse(struct __sk_buff *skb, struct scratch *s)
 		p->csum = l4 + 6;
 		p->csum_flags = BPF_F_MARK_MANGLED_0;
 	}
-	if (c->dscp_mask && ((p->tos >> 2) & c->dscp_mask) == c->dscp_val) {
+	if (p->proto == IPPROTO_UDP && (c->tunnels & TUN_GPE) && p->dport == PORT_GPE) {
+		/* VXLAN-GPE: INT when the P flag is set and the next protocol
+		 * is INT; the first shim must be MD or MX. */
+		__u8 *g = t + 8;
+		if (g + 8 > end)
+			return 0;
+		if (!(g[0] & 0x04))
+			return 0;
+		p->tun = ENC_GPE;
+		p->tunnel = l4 + 8;
+		if (g[3] != GPE_NP_INT)
+			return 0;
+		p->shim = l4 + 16;
+		p->encap = ENC_GPE;
+	} else if (p->proto == IPPROTO_UDP && (c->tunnels & TUN_GENEVE) && p->dport == PORT_GENEVE) {
+		/* Geneve: INT is the first option of class INT and type MD or
+		 * MX among the first four options. */
+		__u8 *g = t + 8;
+		if (g + 8 > end || (g[0] >> 6))
+			return 0;
+		p->tun = ENC_GENEVE;
+		p->tunnel = l4 + 8;
+		__u32 o = l4 + 16, oend = l4 + 16 + (g[0] & 0x3f) * 4;
+		for (int i = 0; i < 4; i++) {
+			if (o + 4 > oend || o > 0xff)
+				break;
+			__u8 *q = d + (o & 0xff);
+			if (q + 4 > end)
+				return 0;
+			__u8 ty = q[2] & 0x7f;
+			if (q[0] == (GENEVE_CLASS_INT >> 8) && q[1] == (GENEVE_CLASS_INT & 0xff) && (ty == 1 || ty == 3)) {
+				if (o + 4 + (q[3] & 0x1f) * 4 > oend)
+					return 1;
+				p->shim = o;
+				break;
+			}
+			o += 4 + (q[3] & 0x1f) * 4;
+		}
+		if (!p->shim)
+			return 0;
+		p->encap = ENC_GENEVE;
+	} else if (c->dscp_mask && ((p->tos >> 2) & c->dscp_mask) == c->dscp_val) {
 		p->shim = l4 + (p->l4len & 0x3c);
-		p->encap = 1;
+		p->encap = ENC_DSCP;
 	} else if (c->udp_port && p->proto == IPPROTO_UDP && p->dport == c->udp_port) {
 		p->shim = l4 + 8;
-		p->encap = 2;
+		p->encap = ENC_UDP;
 	} else {
 		return 0;
 	}
+shim:;
 	__u32 so = p->shim & 0xff;
+	if (d + so + 16 > end && so + 16 <= skb->len) {
+		__u32 want = skb->len < 255 ? skb->len : 255;
+		if (bpf_skb_pull_data(skb, want))
+			return -1;
+		d = (void *)(long)skb->data;
+		end = (void *)(long)skb->data_end;
+	}
 	__u8 *b = d + so;
 	if (p->shim + 16 > L3 + p->ip_len || b + 16 > end)
 		return 1;
+	if (p->encap >= ENC_GPE) {
+		/* Tunnel shims: GPE and GRE Type(4) .. Length(8) ..; the Geneve
+		 * option header Class(16) Type(8) Length(5). No NPT. */
+		p->shim_val = ((__u16)b[2] << 8) | b[3];
+		if (p->encap == ENC_GENEVE) {
+			p->itype = b[2] & 0x7f;
+			p->shim_words = b[3] & 0x1f;
+			__u8 *g = d + (p->tunnel & 0xff);
+			if (g + 1 > end)
+				return 1;
+			p->shim_val = g[0] & 0x3f; /* Geneve: the header's option words */
+		} else {
+			p->itype = b[0] >> 4;
+			p->shim_words = b[1];
+		}
+		if (p->itype != 1 && p->itype != 3)
+			return -1; /* another INT type first: untouched */
+		goto hdr;
+	}
 	p->itype = b[0] >> 4;
 	p->npt = (b[0] >> 2) & 3;
 	if (p->npt == 2 && p->ext)
 		return -1; /* the protocol to restore is in the last extension header: untouched */
 	p->shim_words = b[1];
 	p->shim_val = ((__u16)b[2] << 8) | b[3];
+hdr:
 	p->ver = b[4] >> 4;
 	p->hdr0 = b[4];
 	p->hop_ml = b[6] & 0x1f;
@@ -1657,7 +1765,13 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 		return TC_ACT_OK;
 	__u32 npt = 0;
 	__u32 fixed = 4 + 12;
-	if (c->dscp_mask) {
+	if (p->tun) {
+		/* In a tunnel, INT goes into its header; no marking. */
+		if (skb->gso_size) {
+			ss->not_initiated++; /* segments would not all carry it */
+			return TC_ACT_OK;
+		}
+	} else if (c->dscp_mask) {
 		npt = 0;
 	} else if (c->udp_port) {
 		npt = c->npt;
@@ -1761,7 +1875,32 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 		}
 	} else {
 		__u32 at = p->l4 + p->l4len;
-		if (npt == 0) {
+		__u8 tb[4] = {};
+		if (p->tun) {
+			/* The tunnel header's next protocol goes into the shim
+			 * (GPE, GRE); Geneve's INT option header is the shim. */
+			if (bpf_skb_load_bytes(skb, p->tunnel, tb, 4)) {
+				ss->not_initiated++;
+				return TC_ACT_OK;
+			}
+			__u8 type = se->mode == 0 ? 1 : 3;
+			if (p->tun == ENC_GENEVE) {
+				if (ilen / 4 > 31 || (tb[0] & 0x3f) + n / 4 > 63) {
+					ss->not_initiated++;
+					return TC_ACT_OK;
+				}
+				shim[0] = GENEVE_CLASS_INT >> 8;
+				shim[1] = GENEVE_CLASS_INT & 0xff;
+				shim[2] = type;
+				shim[3] = ilen / 4;
+			} else {
+				shim[0] = type << 4;
+				shim[2] = p->tun == ENC_GRE ? tb[2] : 0;
+				shim[3] = tb[3];
+			}
+			if (p->tun != ENC_GRE)
+				at = p->tunnel + 8;
+		} else if (npt == 0) {
 			shim[2] = 0;
 			shim[3] = (p->tos >> 2) << 2;
 		} else {
@@ -1825,9 +1964,26 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 			*(__u16 *)(u + 2) = bpf_htons(c->udp_port);
 			acc = cadd(acc, o16, *(__u16 *)(u + 2));
 		}
+		if (p->tun) {
+			/* The tunnel header announces INT. */
+			__u8 *g = d + (p->tunnel & 0xff);
+			if (g + 4 > end)
+				return TC_ACT_SHOT;
+			if (p->tun == ENC_GPE) {
+				o16 = *(__u16 *)(g + 2);
+				g[3] = GPE_NP_INT;
+				acc = cadd(acc, o16, *(__u16 *)(g + 2));
+			} else if (p->tun == ENC_GENEVE) {
+				o16 = *(__u16 *)g;
+				g[0] = (g[0] & 0xc0) | ((g[0] + n / 4) & 0x3f);
+				acc = cadd(acc, o16, *(__u16 *)g);
+			} else {
+				*(__u16 *)(g + 2) = bpf_htons(c->gre_proto);
+			}
+		}
 		/* TOS / traffic class (DSCP marking) and length. */
 		__u8 tos = p->tos;
-		if (npt == 0) {
+		if (npt == 0 && !p->tun) {
 			__u8 dscp = p->tos >> 2;
 			__u8 nd = (dscp & ~c->dscp_mask) | (c->dscp_val & c->dscp_mask);
 			tos = (nd << 2) | (p->tos & 3);
@@ -1883,7 +2039,9 @@ static __always_inline int transit(struct __sk_buff *skb, struct scratch *s)
 	}
 	__u32 mtu = s->ifc.mtu;
 	__u32 room = mtu > p->ip_len ? mtu - p->ip_len : 0;
-	if (n > room || p->shim_words + hop_ml > 255) {
+	if (n > room || p->shim_words + hop_ml > 255 ||
+	    (p->encap == ENC_GENEVE && (p->shim_words + hop_ml > 31 || p->shim_val + hop_ml > 63))) {
+		/* No room in the MTU, the shim or the Geneve option. */
 		set_hdr0(skb, p, 0x02);
 		cnt(s, C_MBIT);
 		return TC_ACT_OK;
@@ -1928,9 +2086,22 @@ static __always_inline int transit(struct __sk_buff *skb, struct scratch *s)
 	__u16 o16 = *(__u16 *)(sh + 6);
 	sh[7] = p->rhc - 1;
 	acc = cadd(acc, o16, *(__u16 *)(sh + 6));
-	o16 = *(__u16 *)sh;
-	sh[1] = p->shim_words + hop_ml;
-	acc = cadd(acc, o16, *(__u16 *)sh);
+	if (p->encap == ENC_GENEVE) {
+		/* The option's and the Geneve header's lengths. */
+		__u8 *g = d + (p->tunnel & 0xff);
+		if (g + 2 > end)
+			return TC_ACT_SHOT;
+		o16 = *(__u16 *)(sh + 2);
+		sh[3] = (sh[3] & 0xe0) | (p->shim_words + hop_ml);
+		acc = cadd(acc, o16, *(__u16 *)(sh + 2));
+		o16 = *(__u16 *)g;
+		g[0] = (g[0] & 0xc0) | (p->shim_val + hop_ml);
+		acc = cadd(acc, o16, *(__u16 *)g);
+	} else {
+		o16 = *(__u16 *)sh;
+		sh[1] = p->shim_words + hop_ml;
+		acc = cadd(acc, o16, *(__u16 *)sh);
+	}
 	__u16 seg = p->ip_len - p->ihl;
 	if (p->ipproto == IPPROTO_UDP) {
 		o16 = *(__u16 *)(u + 4);
@@ -2024,6 +2195,24 @@ static __always_inline int strip(struct __sk_buff *skb, struct scratch *s)
 		return -1;
 	__u16 seg = p->ip_len - p->ihl;
 	__u16 o16;
+	if (p->encap >= ENC_GPE) {
+		/* Restore the tunnel header: GPE's and GRE's next protocol
+		 * from the shim, Geneve's option length without the option. */
+		__u8 *g = d + (p->tunnel & 0xff), *sh = d + (p->shim & 0xff);
+		if (g + 4 > end || sh + 4 > end)
+			return -1;
+		if (p->encap == ENC_GPE) {
+			o16 = *(__u16 *)(g + 2);
+			g[3] = sh[3];
+			acc = cadd(acc, o16, *(__u16 *)(g + 2));
+		} else if (p->encap == ENC_GRE) {
+			*(__u16 *)(g + 2) = *(__u16 *)(sh + 2);
+		} else {
+			o16 = *(__u16 *)g;
+			g[0] = (g[0] & 0xc0) | ((g[0] - (ilen >> 2)) & 0x3f);
+			acc = cadd(acc, o16, *(__u16 *)g);
+		}
+	}
 	if (p->ipproto == IPPROTO_UDP) {
 		o16 = *(__u16 *)(u + 4);
 		*(__u16 *)(u + 4) = bpf_htons(seg - ilen);
