@@ -41,7 +41,9 @@ func tunnelFrames(t *testing.T) map[string][]byte {
 // TestTunnelRoles runs a packet in each tunnel through source, two
 // transits and a sink of both backends: every step's output must be the
 // same bytes on both, carry INT in the tunnel header with the expected
-// number of hops, and the sink must give back the original packet.
+// number of hops, and the sink must give back the original packet and
+// report the same frame with the stack (its own hop pushed) found in the
+// tunnel.
 func TestTunnelRoles(t *testing.T) {
 	all := sai.WatchlistMatch{} // every packet
 	for name, orig := range tunnelFrames(t) {
@@ -87,8 +89,38 @@ func TestTunnelRoles(t *testing.T) {
 			src := step(setup{sess: &sess, match: all, dt: withGRE}, orig, hops[0])
 			tr := step(setup{dt: withGRE}, src, hops[1])
 			tr = step(setup{dt: withGRE}, tr, hops[2])
-			if back := step(setup{sink: true, dt: withGRE}, tr, -1); !bytes.Equal(back, orig) {
-				t.Fatalf("sink:\n got %x\nwant %x", back, orig)
+			// The sink gives back the original packet and reports the
+			// INT it removed, found in the tunnel.
+			var reported [][]byte
+			for _, n := range nodes(t, setup{sink: true, dt: withGRE}) {
+				if back := n.process(t, bytes.Clone(tr)); !bytes.Equal(back, orig) {
+					t.Fatalf("%s: sink:\n got %x\nwant %x", n.name(), back, orig)
+				}
+				var rec *recorder
+				switch n := n.(type) {
+				case *softNode:
+					rec = n.rec
+				case *bpfNode:
+					rec = n.rec
+				}
+				evs := rec.wait(t, 1)
+				if len(evs) != 1 || evs[0].INT < 0 {
+					t.Fatalf("%s: sink events %+v", n.name(), evs)
+				}
+				ev := evs[0]
+				var pk wire.Packet
+				if err := tunnelParser().Parse(ev.Packet, &pk); err != nil || pk.INT != ev.INT {
+					t.Fatalf("%s: reported frame: INT at %d, event says %d (%v)", n.name(), pk.INT, ev.INT, err)
+				}
+				if pk.INTType == wire.TypeMD { // source, two transits and the sink's own hop
+					if _, st, err := wire.DecodeMD(ev.Packet[pk.INT:pk.INT+pk.INTLen], 0); err != nil || st.Count() != 4 {
+						t.Fatalf("%s: reported stack: %d hops, %v", n.name(), st.Count(), err)
+					}
+				}
+				reported = append(reported, ev.Packet)
+			}
+			if !bytes.Equal(reported[0], reported[1]) {
+				t.Fatalf("reported frames differ:\nsoft %x\nebpf %x", reported[0], reported[1])
 			}
 		})
 	}
