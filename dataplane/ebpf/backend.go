@@ -56,7 +56,7 @@ func (d *Dataplane) Capabilities() sai.Capabilities {
 		// written as all ones: Linux has no per-packet value for them.
 		Instructions:        sai.InstAll,
 		ReportMetadata:      sai.InstAll &^ sai.InstChecksumComplement,
-		Encaps:              []sai.Encap{sai.EncapDSCP, sai.EncapUDPPort, sai.EncapVXLANGPE, sai.EncapGeneve, sai.EncapGRE},
+		Encaps:              []sai.Encap{sai.EncapDSCP, sai.EncapUDPPort, sai.EncapProbeMarker, sai.EncapVXLANGPE, sai.EncapGeneve, sai.EncapGRE},
 		ReportFormats:       []sai.ReportFormat{sai.ReportFormatV2, sai.ReportFormatV05},
 		Coalescing:          true,
 		EventTypes:          sai.EventTypes(),
@@ -103,9 +103,6 @@ func (d *Dataplane) checkAttrs(self sai.OID, a sai.Attrs) error {
 			if _, ok := d.ifaces[p]; !ok {
 				return errf(sai.ErrNotFound, "sink port %q", p)
 			}
-		}
-		if a.ProbeMarker != 0 {
-			return errf(sai.ErrUnsupported, "probe marker")
 		}
 	case sai.IntSessionAttrs:
 		if self.IsNull() && count(sai.ObjectTypeIntSession) >= maxSessions {
@@ -390,6 +387,9 @@ func (d *Dataplane) compileLocked() error {
 			c.Tunnels |= tunGRE
 			c.GreProto = dt.GREProtocolType
 		}
+		// The program compares the marker with the packet's 8 bytes
+		// loaded as one word.
+		c.Probe = binary.NativeEndian.Uint64(binary.BigEndian.AppendUint64(nil, dt.ProbeMarker))
 	}
 	for oid, i := range d.sessIdx {
 		a := d.objects[oid].attrs.(sai.IntSessionAttrs)

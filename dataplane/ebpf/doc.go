@@ -134,8 +134,10 @@
 // the soft dataplane (TestBehaviourIPv6 runs the shared cases with each).
 // Fragments, mobility, HIP and shim6 headers, longer chains, and NPT 2
 // behind extension headers (the protocol it saves is in the last one's
-// next-header field) leave packets untouched, as do the probe marker and
-// VLAN-tagged frames (not in Capabilities).
+// next-header field) leave packets untouched, as do VLAN-tagged frames
+// (a tag in the frame bytes; tc usually sees tags out of band). INT over
+// TCP/UDP may be announced by a 64-bit probe marker after the L4 header
+// instead of DSCP or a UDP port (DTel ProbeMarker; TestProbeMarker).
 //
 // Tunnels (INT v2.1 §5.7): with the DTel code points set, INT rides in
 // VXLAN-GPE (UDP 4790, P flag, next protocol 0x82 with the shim keeping

@@ -42,6 +42,7 @@ func (e *evState) setParser(dt *sai.DTelAttrs) {
 		e.parser.DSCP, e.parser.DSCPMask = dt.IntL4DSCP.Value, dt.IntL4DSCP.Mask
 		e.parser.UDPPort = dt.IntUDPDstPort
 		e.parser.GREProto = dt.GREProtocolType
+		e.parser.ProbeMarker = dt.ProbeMarker
 		if dt.VXLANGPENextProtocol != 0 {
 			e.parser.VXLANGPEPort = wire.PortVXLANGPE
 		}

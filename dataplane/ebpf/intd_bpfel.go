@@ -34,6 +34,7 @@ type intdCfg struct {
 	GsoPeer      uint32
 	GreProto     uint16
 	Pad2         uint16
+	Probe        uint64
 }
 
 type intdCounters struct {

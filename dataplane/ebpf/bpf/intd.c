@@ -71,6 +71,8 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define ENC_GPE 3
 #define ENC_GENEVE 4
 #define ENC_GRE 5
+#define ENC_PROBE 6
+#define ENC_IS_TUNNEL(e) ((e) >= ENC_GPE && (e) <= ENC_GRE)
 
 /* wl_entry.act */
 #define ACT_DROP_REPORT 1
@@ -134,6 +136,7 @@ struct cfg {
 	__u32 gso_peer;      /* ifindex of its receiving side (intd_gso) */
 	__u16 gre_proto;     /* GRE protocol type announcing INT (TUN_GRE) */
 	__u16 pad2;
+	__u64 probe;         /* probe marker as the packet's bytes read, 0: off */
 };
 
 struct iface {
@@ -775,6 +778,23 @@ static __always_inline struct scratch *scratch(void)
 /* parse reads Ethernet/IPv4 or IPv6/TCP/UDP and the INT shim + header into
  * s->p. It returns -1 for packets intd does not touch (not IP, fragments,
  * IPv6 extension headers), 1 for malformed INT, 0 otherwise. */
+/* PKT_RELOAD reloads the packet pointers after a helper that may move the
+ * data, loading them from the context in asm: otherwise the compiler may
+ * keep a pointer into the context across the call, which the verifier
+ * refuses to dereference. */
+#define PKT_RELOAD(skb, d, end)                                                                         \
+	do {                                                                                            \
+		__u64 _d, _e;                                                                           \
+		asm volatile("%0 = *(u32 *)(%1 + %2)"                                                   \
+			     : "=r"(_d)                                                                 \
+			     : "r"(skb), "i"(__builtin_offsetof(struct __sk_buff, data)));              \
+		asm volatile("%0 = *(u32 *)(%1 + %2)"                                                   \
+			     : "=r"(_e)                                                                 \
+			     : "r"(skb), "i"(__builtin_offsetof(struct __sk_buff, data_end)));          \
+		d = (void *)(long)_d;                                                                   \
+		end = (void *)(long)_e;                                                                 \
+	} while (0)
+
 static __always_inline int parse(struct __sk_buff *skb, struct scratch *s)
 {
 	if (!s)
@@ -789,8 +809,7 @@ static __always_inline int parse(struct __sk_buff *skb, struct scratch *s)
 		__u32 want = skb->len < 160 ? skb->len : 160;
 		if (bpf_skb_pull_data(skb, want))
 			return -1;
-		d = (void *)(long)skb->data;
-		end = (void *)(long)skb->data_end;
+		PKT_RELOAD(skb, d, end);
 		if (d + 34 > end)
 			return -1;
 	}
@@ -800,8 +819,7 @@ static __always_inline int parse(struct __sk_buff *skb, struct scratch *s)
 			__u32 want = skb->len < 160 ? skb->len : 160;
 			if (bpf_skb_pull_data(skb, want))
 				return -1;
-			d = (void *)(long)skb->data;
-			end = (void *)(long)skb->data_end;
+			PKT_RELOAD(skb, d, end);
 			if (d + 54 > end)
 				return -1;
 		}
@@ -829,8 +847,7 @@ static __always_inline int parse(struct __sk_buff *skb, struct scratch *s)
 				__u32 want = skb->len < 200 ? skb->len : 200;
 				if (bpf_skb_pull_data(skb, want))
 					return -1;
-				d = (void *)(long)skb->data;
-				end = (void *)(long)skb->data_end;
+				PKT_RELOAD(skb, d, end);
 			}
 			__u8 *x = d + (l4 & 0xff);
 			if (x + 8 > end)
@@ -884,8 +901,7 @@ static __always_inline int parse(struct __sk_buff *skb, struct scratch *s)
 	if (d + need > end) {
 		if (bpf_skb_pull_data(skb, need))
 			return -1;
-		d = (void *)(long)skb->data;
-		end = (void *)(long)skb->data_end;
+		PKT_RELOAD(skb, d, end);
 	}
 	__u8 *t = d + l4;
 	if (gre) {
@@ -971,6 +987,20 @@ static __always_inline int parse(struct __sk_buff *skb, struct scratch *s)
 	} else if (c->udp_port && p->proto == IPPROTO_UDP && p->dport == c->udp_port) {
 		p->shim = l4 + 8;
 		p->encap = ENC_UDP;
+	} else if (c->probe) {
+		/* A 64-bit probe marker right after the L4 header. */
+		__u32 mo = (l4 + p->l4len) & 0xff;
+		if (d + mo + 8 > end && mo + 8 <= skb->len) {
+			__u32 want = skb->len < 255 ? skb->len : 255;
+			if (bpf_skb_pull_data(skb, want))
+				return -1;
+			PKT_RELOAD(skb, d, end);
+		}
+		__u8 *m = d + mo;
+		if (m + 8 > end || *(__u64 *)m != c->probe)
+			return 0;
+		p->shim = mo + 8;
+		p->encap = ENC_PROBE;
 	} else {
 		return 0;
 	}
@@ -980,13 +1010,12 @@ shim:;
 		__u32 want = skb->len < 255 ? skb->len : 255;
 		if (bpf_skb_pull_data(skb, want))
 			return -1;
-		d = (void *)(long)skb->data;
-		end = (void *)(long)skb->data_end;
+		PKT_RELOAD(skb, d, end);
 	}
 	__u8 *b = d + so;
 	if (p->shim + 16 > L3 + p->ip_len || b + 16 > end)
 		return 1;
-	if (p->encap >= ENC_GPE) {
+	if (ENC_IS_TUNNEL(p->encap)) {
 		/* Tunnel shims: GPE and GRE Type(4) .. Length(8) ..; the Geneve
 		 * option header Class(16) Type(8) Length(5). No NPT. */
 		p->shim_val = ((__u16)b[2] << 8) | b[3];
@@ -1765,6 +1794,7 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 		return TC_ACT_OK;
 	__u32 npt = 0;
 	__u32 fixed = 4 + 12;
+	__u32 pre = 0; /* probe marker bytes before the shim */
 	if (p->tun) {
 		/* In a tunnel, INT goes into its header; no marking. */
 		if (skb->gso_size) {
@@ -1779,6 +1809,9 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 			npt = 2;
 		if (npt == 2)
 			fixed += 8;
+	} else if (c->probe) {
+		pre = 8;
+		fixed += 8;
 	} else {
 		ss->not_initiated++;
 		return TC_ACT_OK;
@@ -1900,6 +1933,8 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 			}
 			if (p->tun != ENC_GRE)
 				at = p->tunnel + 8;
+		} else if (pre) {
+			shim[2] = shim[3] = 0;
 		} else if (npt == 0) {
 			shim[2] = 0;
 			shim[3] = (p->tos >> 2) << 2;
@@ -1907,18 +1942,22 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 			shim[2] = p->dport >> 8;
 			shim[3] = p->dport;
 		}
-		/* shim + header + hop in one buffer: one checksum diff, one
-		 * store. */
-		__builtin_memcpy(s->ins, shim, 4);
-		__builtin_memcpy(s->ins + 4, hdr, 12);
+		/* [probe marker +] shim + header + hop in one buffer: one
+		 * checksum diff, one store. */
+		if (pre)
+			__builtin_memcpy(s->ins, &c->probe, 8);
+		__builtin_memcpy(s->ins + pre, shim, 4);
+		__builtin_memcpy(s->ins + pre + 4, hdr, 12);
 		for (int i = 0; i < 31; i++) {
-			if (i >= hopw)
+			__u32 off = pre + 16 + i * 4;
+			if (i >= hopw || off > sizeof(s->ins) - 4)
 				break;
-			__builtin_memcpy(s->ins + 16 + i * 4, &s->hop[i], 4);
+			__builtin_memcpy(s->ins + off, &s->hop[i], 4);
 		}
+		n += pre;
 		__u64 len = n;
 		BOUND(len, 0xfc);
-		if (len < 16 || len > 144) {
+		if (len < 16 || len > 152) {
 			ss->not_initiated++;
 			return TC_ACT_OK;
 		}
@@ -1936,7 +1975,7 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 		__u8 *d = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
 		__u32 acc = 0;
 		at &= 0xff;
-		for (int i = 0; i < 36; i++) {
+		for (int i = 0; i < 38; i++) {
 			if (i * 4 >= len)
 				break;
 			__u8 *q = d + at + i * 4;
@@ -1983,7 +2022,7 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 		}
 		/* TOS / traffic class (DSCP marking) and length. */
 		__u8 tos = p->tos;
-		if (npt == 0 && !p->tun) {
+		if (npt == 0 && !p->tun && !pre) {
 			__u8 dscp = p->tos >> 2;
 			__u8 nd = (dscp & ~c->dscp_mask) | (c->dscp_val & c->dscp_mask);
 			tos = (nd << 2) | (p->tos & 3);
@@ -2143,12 +2182,18 @@ static __always_inline int strip(struct __sk_buff *skb, struct scratch *s)
 		}
 		return shrink(skb, s, p->l4, n, fixed_len(p)) ? -1 : 0;
 	}
+	/* The bytes removed: shim and INT, after the probe marker. */
+	__u32 start = p->shim;
+	if (p->encap == ENC_PROBE) {
+		start -= 8;
+		ilen += 8;
+	}
 	/* Checksum effect of the removed bytes: the folded sum of their
 	 * complements (bpf_csum_diff's), summed in place when they are in
 	 * the linear part. */
 	__u32 acc = 0;
 	__u8 *d = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
-	__u32 so = p->shim & 0xff;
+	__u32 so = start & 0xff;
 	if (d + so + ilen <= end) {
 		/* The count is a new scalar: bounds learnt from it at each
 		 * exit of the loop must not reach ilen, which the move below
@@ -2179,7 +2224,7 @@ static __always_inline int strip(struct __sk_buff *skb, struct scratch *s)
 			len &= 0x3fc;
 			if (len == 0 || len > 512)
 				break;
-			if (bpf_skb_load_bytes(skb, p->shim + done, s->buf, len))
+			if (bpf_skb_load_bytes(skb, start + done, s->buf, len))
 				return -1;
 			diff = bpf_csum_diff((__u32 *)s->buf, len, 0, 0, diff);
 		}
@@ -2195,7 +2240,7 @@ static __always_inline int strip(struct __sk_buff *skb, struct scratch *s)
 		return -1;
 	__u16 seg = p->ip_len - p->ihl;
 	__u16 o16;
-	if (p->encap >= ENC_GPE) {
+	if (ENC_IS_TUNNEL(p->encap)) {
 		/* Restore the tunnel header: GPE's and GRE's next protocol
 		 * from the shim, Geneve's option length without the option. */
 		__u8 *g = d + (p->tunnel & 0xff), *sh = d + (p->shim & 0xff);
@@ -2233,7 +2278,7 @@ static __always_inline int strip(struct __sk_buff *skb, struct scratch *s)
 	/* Move what lies between the fixed IP header and the shim down over
 	 * the INT bytes, then drop the room after the fixed IP header. */
 	__u32 fix = fixed_len(p);
-	__u32 mv = p->shim - (L3 + fix);
+	__u32 mv = start - (L3 + fix);
 	if (mv > MAX_MOVE)
 		return -1;
 	d = (void *)(long)skb->data;
