@@ -327,13 +327,7 @@ func sinkReport(t *testing.T, tcp80 []byte) []report.Event {
 	var pkts [][]byte
 	for _, n := range ns {
 		n.process(t, bytes.Clone(in))
-		var rec *recorder
-		switch n := n.(type) {
-		case *softNode:
-			rec = n.rec
-		case *bpfNode:
-			rec = n.rec
-		}
+		rec := recorderOf(n)
 		evs := rec.wait(t, 1)
 		if len(evs) != 1 || evs[0].Kind != report.KindFlow {
 			t.Fatalf("%s: events %+v", n.name(), evs)

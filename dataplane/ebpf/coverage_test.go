@@ -68,13 +68,7 @@ func behaviourMore(t *testing.T, tcp80 []byte) {
 				if c.want != nil && !bytes.Equal(got, c.want) {
 					t.Errorf("%s:\n got %x\nwant %x", n.name(), got, c.want)
 				}
-				var rec *recorder
-				switch n := n.(type) {
-				case *softNode:
-					rec = n.rec
-				case *bpfNode:
-					rec = n.rec
-				}
+				rec := recorderOf(n)
 				evs := rec.wait(t, c.events)
 				if c.events == 0 {
 					time.Sleep(20 * time.Millisecond)

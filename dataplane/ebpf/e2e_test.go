@@ -413,34 +413,7 @@ func TestEndToEnd(t *testing.T) {
 	e.ping(t)
 
 	// UDP: the payload arrives unchanged.
-	var h2udp *net.UDPConn
-	if err := e.in("h2", func() error {
-		var err error
-		h2udp, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(10, 0, 2, 2), Port: 9999})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	defer h2udp.Close()
-	var h1udp *net.UDPConn
-	if err := e.in("h1", func() error {
-		var err error
-		h1udp, err = net.DialUDP("udp4", nil, &net.UDPAddr{IP: net.IPv4(10, 0, 2, 2), Port: 9999})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	defer h1udp.Close()
-	msg := []byte("hello over INT, UDP")
-	if _, err := h1udp.Write(msg); err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, 2048)
-	_ = h2udp.SetReadDeadline(time.Now().Add(3 * time.Second))
-	n, err := h2udp.Read(buf)
-	if err != nil || !bytes.Equal(buf[:n], msg) {
-		t.Fatalf("UDP at h2: %q, %v", buf[:n], err)
-	}
+	e.udpOnce(t, "udp4", "10.0.2.2:9999", []byte("hello over INT, UDP"))
 
 	// TCP: 1 MiB echoed back byte for byte (GSO super-packets included).
 	e.tcpEcho(t, "tcp4", "10.0.2.2:9998", e.r)

@@ -68,6 +68,17 @@ const (
 	nodeID = 0x0a0b0c0d
 )
 
+// recorderOf returns the report recorder of a test node of either backend.
+func recorderOf(n node) *recorder {
+	switch n := n.(type) {
+	case *softNode:
+		return n.rec
+	case *bpfNode:
+		return n.rec
+	}
+	return nil
+}
+
 // node is one INT node under test: either backend.
 type node interface {
 	sai.Backend

@@ -96,13 +96,7 @@ func TestTunnelRoles(t *testing.T) {
 				if back := n.process(t, bytes.Clone(tr)); !bytes.Equal(back, orig) {
 					t.Fatalf("%s: sink:\n got %x\nwant %x", n.name(), back, orig)
 				}
-				var rec *recorder
-				switch n := n.(type) {
-				case *softNode:
-					rec = n.rec
-				case *bpfNode:
-					rec = n.rec
-				}
+				rec := recorderOf(n)
 				evs := rec.wait(t, 1)
 				if len(evs) != 1 || evs[0].INT < 0 {
 					t.Fatalf("%s: sink events %+v", n.name(), evs)

@@ -104,24 +104,8 @@ func buildWatchlist(ents []wlMatch) *wlTables {
 		} else {
 			small[wlsProto+int(e.proto)].set(i)
 		}
-		if e.dscpMask == 0 {
-			anyDSCP.set(i)
-		} else {
-			for v := range 64 {
-				if uint8(v)&e.dscpMask == e.dscpVal {
-					small[wlsDSCP+v].set(i)
-				}
-			}
-		}
-		if e.flagsMask == 0 {
-			anyFlags.set(i)
-		} else {
-			for v := range 256 {
-				if uint8(v)&e.flagsMask == e.flagsVal {
-					small[wlsFlags+v].set(i)
-				}
-			}
-		}
+		maskedSets(small[wlsDSCP:wlsDSCP+64], &anyDSCP, i, e.dscpVal, e.dscpMask)
+		maskedSets(small[wlsFlags:wlsFlags+256], &anyFlags, i, e.flagsVal, e.flagsMask)
 		if e.inIfindex == 0 {
 			anyIfx.set(i)
 		} else {
@@ -164,6 +148,20 @@ func buildWatchlist(ents []wlMatch) *wlTables {
 		t.ival[f], t.port[f] = portSets(ents, ports)
 	}
 	return t
+}
+
+// maskedSets adds entry i to the sets of the values v with v&mask == val
+// (all of them, through any, when mask is 0).
+func maskedSets(sets []bitmap, any *bitmap, i int, val, mask uint8) {
+	if mask == 0 {
+		any.set(i)
+		return
+	}
+	for v := range sets {
+		if uint8(v)&mask == val {
+			sets[v].set(i)
+		}
+	}
 }
 
 // prefixSets returns the trie nodes (the entries' distinct prefixes and

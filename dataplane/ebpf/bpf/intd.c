@@ -426,29 +426,18 @@ struct {
 
 /* The watchlist's classification sets (see struct wl_bm), written by
  * userspace through mmap: [half][...]. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(max_entries, 2 * WLS_N);
-	__type(key, __u32);
-	__type(value, struct wl_bm);
-} wl_small SEC(".maps");
+#define WL_SETS(name, n)                                  \
+	struct {                                          \
+		__uint(type, BPF_MAP_TYPE_ARRAY);         \
+		__uint(map_flags, BPF_F_MMAPABLE);        \
+		__uint(max_entries, n);                   \
+		__type(key, __u32);                       \
+		__type(value, struct wl_bm);              \
+	} name SEC(".maps")
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(max_entries, 2 * 2 * WL_PFX);
-	__type(key, __u32);
-	__type(value, struct wl_bm);
-} wl_pfx SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(max_entries, 2 * 2 * WL_IVAL);
-	__type(key, __u32);
-	__type(value, struct wl_bm);
-} wl_ival SEC(".maps");
+WL_SETS(wl_small, 2 * WLS_N);
+WL_SETS(wl_pfx, 2 * 2 * WL_PFX);
+WL_SETS(wl_ival, 2 * 2 * WL_IVAL);
 
 /* Port -> interval index, [half][field 0 source, 1 destination][port]:
  * four ports per element, so that the mmap is a flat __u16 array. */
