@@ -784,6 +784,19 @@ static __always_inline struct scratch *scratch(void)
 		end = (void *)(long)_e;                                                                 \
 	} while (0)
 
+/* PULL_UPTO makes the packet's first off bytes linear (pulling at most 255)
+ * when it has them but its linear part does not; parse returns -1 when
+ * that fails. */
+#define PULL_UPTO(skb, d, end, off)                                      \
+	do {                                                             \
+		if ((d) + (off) > (end) && (off) <= (skb)->len) {        \
+			__u32 _w = (skb)->len < 255 ? (skb)->len : 255;  \
+			if (bpf_skb_pull_data(skb, _w))                  \
+				return -1;                               \
+			PKT_RELOAD(skb, d, end);                         \
+		}                                                        \
+	} while (0)
+
 static __always_inline int parse(struct __sk_buff *skb, struct scratch *s)
 {
 	if (!s)
@@ -979,12 +992,7 @@ static __always_inline int parse(struct __sk_buff *skb, struct scratch *s)
 	} else if (c->probe) {
 		/* A 64-bit probe marker right after the L4 header. */
 		__u32 mo = (l4 + p->l4len) & 0xff;
-		if (d + mo + 8 > end && mo + 8 <= skb->len) {
-			__u32 want = skb->len < 255 ? skb->len : 255;
-			if (bpf_skb_pull_data(skb, want))
-				return -1;
-			PKT_RELOAD(skb, d, end);
-		}
+		PULL_UPTO(skb, d, end, mo + 8);
 		__u8 *m = d + mo;
 		if (m + 8 > end || *(__u64 *)m != c->probe)
 			return 0;
@@ -995,12 +1003,7 @@ static __always_inline int parse(struct __sk_buff *skb, struct scratch *s)
 	}
 shim:;
 	__u32 so = p->shim & 0xff;
-	if (d + so + 16 > end && so + 16 <= skb->len) {
-		__u32 want = skb->len < 255 ? skb->len : 255;
-		if (bpf_skb_pull_data(skb, want))
-			return -1;
-		PKT_RELOAD(skb, d, end);
-	}
+	PULL_UPTO(skb, d, end, so + 16);
 	__u8 *b = d + so;
 	if (p->shim + 16 > L3 + p->ip_len || b + 16 > end)
 		return 1;
