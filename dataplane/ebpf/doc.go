@@ -149,9 +149,14 @@
 // (no DSCP or port marking; matched on the outer headers), transit pushes
 // metadata (M when the Geneve option or header length would overflow),
 // the sink restores the tunnel header; outer lengths and the outer UDP
-// checksum (when not zero) follow. Tunnelled GSO super-packets are not
-// instrumented (not initiated). TestTunnelRoles runs each through source,
-// two transits and a sink of both backends, byte for byte.
+// checksum (when not zero) follow. Tunnelled GSO super-packets take the
+// GSO detour (the kernel segments them with their outer headers; the GSO
+// size is not lowered, so segments without room for INT in the MTU leave
+// without it, counted as not initiated). TestTunnelRoles runs each
+// tunnel through source, two transits and a sink of both backends, byte
+// for byte; TestEndToEndVXLANGPE runs UDP and TCP through a kernel
+// VXLAN-GPE tunnel (ip link type vxlan gpe) across three routers (this
+// kernel has no Geneve or GRE devices to test with).
 //
 // Metadata: node id (DTel SwitchID); level-1 and level-2 interface ids
 // (Interface.ID / L2ID, default the ifindex; LOGICAL_INTERFACE); hop

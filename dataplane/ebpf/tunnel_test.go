@@ -2,8 +2,11 @@ package ebpf
 
 import (
 	"bytes"
+	"context"
+	"strings"
 	"testing"
 
+	"github.com/intd-project/intd/dataplane/report"
 	"github.com/intd-project/intd/dataplane/wire"
 	"github.com/intd-project/intd/sai"
 )
@@ -177,4 +180,81 @@ func TestProbeMarker(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestEndToEndVXLANGPE: h1 and h2 talk through a kernel VXLAN-GPE tunnel
+// (ip link type vxlan gpe, routes with lightweight tunnel encap) across
+// r1-r3: r1 puts INT into the tunnel's packets (GPE next protocol INT,
+// the shim keeping IPv4), r2 pushes its hop, r3 removes it before h2's
+// VXLAN device decapsulates. UDP and 1 MiB of TCP (GSO super-packets
+// segmented through the detour) arrive intact, every tunnel packet from
+// h1 carries INT, and r3 reports the path 3, 2, 1 found in the tunnel.
+func TestEndToEndVXLANGPE(t *testing.T) {
+	l := newLab(t)
+	for _, h := range []struct{ ns, remote, addr, peer string }{
+		{"h1", "10.0.2.2", "192.168.100.1", "192.168.100.2"}, {"h2", "10.0.1.2", "192.168.100.2", "192.168.100.1"},
+	} {
+		l.exec(t, h.ns, "ip", "link", "add", "vx0", "type", "vxlan", "gpe", "external", "dstport", "4790")
+		// Room for the INT shim, header and three hops of node id,
+		// interfaces and latency under the underlay's 1500 bytes.
+		l.exec(t, h.ns, "ip", "link", "set", "vx0", "mtu", "1350", "up")
+		l.exec(t, h.ns, "ip", "addr", "add", h.addr+"/32", "dev", "vx0")
+		l.exec(t, h.ns, "ip", "route", "add", h.peer+"/32", "encap", "ip", "id", "42", "dst", h.remote, "dev", "vx0")
+	}
+	gpe := func(cfg string) string {
+		return strings.Replace(cfg, `"vxlan-gpe-next-protocol": 0`, `"vxlan-gpe-next-protocol": 130`, 1)
+	}
+	rec3 := &recorder{}
+	var r [3]*Dataplane
+	r[0] = l.router(t, "r1", []string{"r1-h1", "r1-r2"}, nil, gpe(routerConfig(1, "", true)))
+	r[1] = l.router(t, "r2", []string{"r2-r1", "r2-r3"}, nil, gpe(routerConfig(2, "", false)))
+	r[2] = l.router(t, "r3", []string{"r3-r2", "r3-h2"}, rec3, gpe(routerConfig(3, "r3-h2", false)))
+
+	l.udpOnce(t, "udp4", "192.168.100.2:9999", []byte("hello over INT in VXLAN-GPE"))
+	l.tcpEcho(t, "tcp4", "192.168.100.2:9998", r)
+	var cnt [3]uint64
+	for i, d := range r {
+		s, _ := d.Stats(context.Background())
+		cnt[i] = [3]uint64{s.Node.IntInserted, s.Node.IntTransited, s.Node.IntStripped}[i]
+	}
+	if cnt[0] == 0 || cnt[1] != cnt[0] || cnt[2] != cnt[0] {
+		t.Fatalf("inserted at r1 %d, transited at r2 %d, stripped at r3 %d", cnt[0], cnt[1], cnt[2])
+	}
+	// Every tunnel packet from h1 carried INT, the TCP stream's GSO
+	// super-packets too (segmented through the detour).
+	s, _ := r[0].Stats(context.Background())
+	for _, ss := range s.IntSessions {
+		if ss.PacketsNotInitiated != 0 || ss.PacketsInitiated != cnt[0] {
+			t.Fatalf("r1 session: %+v", ss)
+		}
+	}
+	if det := r[0].rawCounters(0)[cGSO] + r[0].rawCounters(1)[cGSO] + r[0].rawCounters(2)[cGSO]; det == 0 {
+		t.Fatal("no tunnel GSO super-packet took the detour")
+	}
+	for _, ev := range rec3.wait(t, 1) {
+		if ev.Kind != report.KindFlow || ev.INT < 0 {
+			continue
+		}
+		var pk wire.Packet
+		if err := (&wire.Parser{VXLANGPEPort: wire.PortVXLANGPE}).Parse(ev.Packet, &pk); err != nil || pk.Encap != wire.EncapVXLANGPE {
+			t.Fatalf("report frame: %+v %v", pk, err)
+		}
+		_, st, err := wire.DecodeMD(ev.Packet[pk.INT:pk.INT+pk.INTLen], 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inst := wire.Instructions(uint16(ev.Packet[pk.INT+4])<<8 | uint16(ev.Packet[pk.INT+5]))
+		var path []uint32
+		for i := 0; i < st.Count(); i++ {
+			var m wire.HopMetadata
+			if wire.DecodeHop(st.Hop(i), inst, &m) == nil {
+				path = append(path, m.NodeID)
+			}
+		}
+		if len(path) == 3 && path[0] == 3 && path[1] == 2 && path[2] == 1 {
+			t.Logf("inserted %d transited %d stripped %d; report path %v", cnt[0], cnt[1], cnt[2], path)
+			return
+		}
+	}
+	t.Fatalf("no report with the path 3, 2, 1 in the VXLAN-GPE tunnel at r3 (%d events)", len(rec3.wait(t, 0)))
 }

@@ -1788,11 +1788,9 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 	__u32 fixed = 4 + 12;
 	__u32 pre = 0; /* probe marker bytes before the shim */
 	if (p->tun) {
-		/* In a tunnel, INT goes into its header; no marking. */
-		if (skb->gso_size) {
-			ss->not_initiated++; /* segments would not all carry it */
-			return TC_ACT_OK;
-		}
+		/* In a tunnel, INT goes into its header; no marking. A GSO
+		 * super-packet takes the detour like any other: segmented in
+		 * software (outer headers on every segment), each gets INT. */
 	} else if (c->dscp_mask) {
 		npt = 0;
 	} else if (c->udp_port) {
