@@ -771,17 +771,17 @@ static __always_inline struct scratch *scratch(void)
  * data, loading them from the context in asm: otherwise the compiler may
  * keep a pointer into the context across the call, which the verifier
  * refuses to dereference. */
-#define PKT_RELOAD(skb, d, end)                                                                         \
-	do {                                                                                            \
-		__u64 _d, _e;                                                                           \
-		asm volatile("%0 = *(u32 *)(%1 + %2)"                                                   \
-			     : "=r"(_d)                                                                 \
-			     : "r"(skb), "i"(__builtin_offsetof(struct __sk_buff, data)));              \
-		asm volatile("%0 = *(u32 *)(%1 + %2)"                                                   \
-			     : "=r"(_e)                                                                 \
-			     : "r"(skb), "i"(__builtin_offsetof(struct __sk_buff, data_end)));          \
-		d = (void *)(long)_d;                                                                   \
-		end = (void *)(long)_e;                                                                 \
+#define PKT_RELOAD(skb, d, end)                                                      \
+	do {                                                                         \
+		__u64 _d, _e;                                                        \
+		asm volatile("%0 = *(u32 *)(%1 + %2)"                                \
+			     : "=r"(_d)                                              \
+			     : "r"(skb), "i"(__builtin_offsetof(struct __sk_buff, data))); \
+		asm volatile("%0 = *(u32 *)(%1 + %2)"                                \
+			     : "=r"(_e)                                              \
+			     : "r"(skb), "i"(__builtin_offsetof(struct __sk_buff, data_end))); \
+		d = (void *)(long)_d;                                                \
+		end = (void *)(long)_e;                                              \
 	} while (0)
 
 /* PULL_UPTO makes the packet's first off bytes linear (pulling at most 255)
@@ -972,7 +972,8 @@ static __always_inline int parse(struct __sk_buff *skb, struct scratch *s)
 			if (q + 4 > end)
 				return 0;
 			__u8 ty = q[2] & 0x7f;
-			if (q[0] == (GENEVE_CLASS_INT >> 8) && q[1] == (GENEVE_CLASS_INT & 0xff) && (ty == 1 || ty == 3)) {
+			__u16 class = ((__u16)q[0] << 8) | q[1];
+			if (class == GENEVE_CLASS_INT && (ty == 1 || ty == 3)) {
 				if (o + 4 + (q[3] & 0x1f) * 4 > oend)
 					return 1;
 				p->shim = o;
@@ -1706,10 +1707,12 @@ static __always_inline int classify(struct __sk_buff *skb, struct scratch *s)
  * follows the L4 header, which GSO cannot replicate per segment, hence the
  * detour. A packet whose L4 checksum is pending (csum_pending) takes it
  * too: the kernel completes the checksum there, before INT moves the L4
- * header away from csum_start. For TCP the GSO size is lowered first so that every segment has
- * room for the fixed headers and max_hops hops of metadata within this
- * egress MTU (the conservative path MTU of the spec's MTU section); UDP's
- * GSO size delimits datagrams and stays. It returns TC_ACT_REDIRECT, or
+ * header away from csum_start; so do tunnelled super-packets (segmented
+ * with their outer headers). For TCP the GSO size is lowered first so
+ * that every segment has room for the fixed headers and max_hops hops of
+ * metadata within this egress MTU (the conservative path MTU of the
+ * spec's MTU section); UDP's GSO size delimits datagrams and stays, and a
+ * tunnel's is the inner one, also kept. It returns TC_ACT_REDIRECT, or
  * TC_ACT_OK when the packet leaves as it is (without INT). */
 static __always_inline int detour(struct __sk_buff *skb, struct scratch *s, struct session *se,
 				  struct sess_stats *ss, __u32 fixed)
