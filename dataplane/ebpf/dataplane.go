@@ -48,6 +48,11 @@ type Config struct {
 	NoGSODetour bool
 }
 
+// requirements is what loading the programs needs of the system: the
+// kfunc bpf_cast_to_kern_ctx (Linux 6.2), kernel BTF for CO-RE, and the
+// privileges to load programs and change qdiscs.
+const requirements = "needs Linux 6.2 or later with BTF (/sys/kernel/btf/vmlinux), and CAP_BPF, CAP_PERFMON and CAP_NET_ADMIN (or root)"
+
 // ReportPipeline is what a *report.Pipeline offers besides Report.
 type ReportPipeline = saireport.Pipeline
 
@@ -117,7 +122,7 @@ func New(cfg Config) (*Dataplane, error) {
 		if errors.As(err, &ve) {
 			return nil, fmt.Errorf("ebpf: load: %+v", ve)
 		}
-		return nil, fmt.Errorf("ebpf: load: %w", err)
+		return nil, fmt.Errorf("ebpf: load (%s): %w", requirements, err)
 	}
 	d.timeOff = timeOffset()
 	// The namespace of the calling thread (tests start dataplanes on

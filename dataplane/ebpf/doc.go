@@ -1,6 +1,9 @@
 // Package ebpf is intd's tc/eBPF INT dataplane: the Linux kernel forwards,
 // and BPF programs on tc clsact hooks do the INT work (INT v2.1 over
-// TCP/UDP on IPv4 and IPv6). It implements sai.Backend, like dataplane/soft.
+// TCP/UDP and in VXLAN-GPE, Geneve and GRE tunnels, on IPv4 and IPv6). It
+// implements sai.Backend, like dataplane/soft. It needs Linux 6.2 or later
+// (the kfunc bpf_cast_to_kern_ctx) with kernel BTF, and CAP_BPF,
+// CAP_PERFMON and CAP_NET_ADMIN.
 //
 // # Use
 //
