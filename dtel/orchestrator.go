@@ -8,7 +8,10 @@
 // the desired objects and the applied ones, and runs creates, in-place Sets
 // and removals in dependency order. If the backend refuses an operation,
 // every operation already done in that Apply is undone in reverse order, so
-// the backend holds exactly the objects it held before.
+// the backend holds exactly the objects it held before. A backend that is a
+// sai.Deferrer programs its dataplane once per Apply (Defer before the
+// operations, Flush after them); a failed Flush is rolled back the same
+// way.
 package dtel
 
 import (

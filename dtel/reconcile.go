@@ -213,10 +213,22 @@ func (o *Orchestrator) newInstance(obj *object, refs []*instance) *instance {
 	return &instance{id: o.nextID, key: obj.key, path: obj.path, attrs: sai.Clone(obj.attrs), refs: refs}
 }
 
-// execute runs the plan. If an operation fails, the operations already done
+// execute runs the plan, deferred over all its operations when the
+// backend is a sai.Deferrer (programmed once, at the end). If an
+// operation or the final programming fails, the operations already done
 // are undone in reverse order; the error names the failed operation and
 // wraps the backend's error (and any undo error).
 func (o *Orchestrator) execute(p *plan) error {
+	def, _ := o.b.(sai.Deferrer)
+	if def != nil {
+		def.Defer()
+	}
+	flush := func() error {
+		if def == nil {
+			return nil
+		}
+		return def.Flush()
+	}
 	done := make([]op, 0, len(p.ops))
 	for i, step := range p.ops {
 		undo, err := o.do(step)
@@ -232,17 +244,35 @@ func (o *Orchestrator) execute(p *plan) error {
 		} else {
 			err = fmt.Errorf("dtel: step %d of %d: %v %v (%s): %w", i+1, len(p.ops), step.kind, step.inst.key, step.inst.path, err)
 		}
-		o.log.Warn("dtel: backend refused a change, rolling back", "err", err, "undo", len(done))
-		for j := len(done) - 1; j >= 0; j-- {
-			if _, uerr := o.do(done[j]); uerr != nil {
-				uerr = fmt.Errorf("dtel: undo %v %v: %w", done[j].kind, done[j].inst.key, uerr)
-				o.log.Error("dtel: rollback failed; the backend differs from the previous configuration until the next Apply", "err", uerr)
-				return errors.Join(err, uerr)
-			}
+		return o.rollback(err, done, flush)
+	}
+	if err := flush(); err != nil {
+		err = fmt.Errorf("dtel: programming the dataplane after %d steps: %w", len(p.ops), err)
+		if def != nil {
+			def.Defer()
 		}
-		return err
+		return o.rollback(err, done, flush)
 	}
 	return nil
+}
+
+// rollback undoes the operations done, in reverse order, programs the
+// result (flush) and returns err, joined with what failed on the way back.
+func (o *Orchestrator) rollback(err error, done []op, flush func() error) error {
+	o.log.Warn("dtel: backend refused a change, rolling back", "err", err, "undo", len(done))
+	for j := len(done) - 1; j >= 0; j-- {
+		if _, uerr := o.do(done[j]); uerr != nil {
+			uerr = fmt.Errorf("dtel: undo %v %v: %w", done[j].kind, done[j].inst.key, uerr)
+			o.log.Error("dtel: rollback failed; the backend differs from the previous configuration until the next Apply", "err", uerr)
+			return errors.Join(err, uerr, flush())
+		}
+	}
+	if ferr := flush(); ferr != nil {
+		ferr = fmt.Errorf("dtel: programming the dataplane after rollback: %w", ferr)
+		o.log.Error("dtel: rollback failed; the backend differs from the previous configuration until the next Apply", "err", ferr)
+		return errors.Join(err, ferr)
+	}
+	return err
 }
 
 // do performs one operation on the backend and the live set, and returns

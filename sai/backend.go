@@ -30,6 +30,19 @@ type Backend interface {
 	Capabilities() Capabilities
 }
 
+// Deferrer is implemented by backends that can program their dataplane
+// once for a run of operations instead of after each one. After Defer,
+// Create, Set and Remove check and record objects as usual (and fail as
+// they would) but may leave the dataplane as it was until Flush programs
+// all of them. Flush ends the deferral; when it fails the dataplane keeps
+// what it had and the records stay as they are: undo the operations
+// (deferred again) and Flush once more. The orchestrator brackets every
+// configuration change with them.
+type Deferrer interface {
+	Defer()
+	Flush() error
+}
+
 // Counters counts packets and INT processing for the node or one interface.
 type Counters struct {
 	InPackets        uint64

@@ -187,7 +187,7 @@ func (d *Dataplane) Create(a sai.Attrs) (sai.OID, error) {
 		d.qrIdx[oid] = freeIndex(d.qrIdx, maxQueueRep)
 		_ = d.objs.QrStateMap.Put(uint32(d.qrIdx[oid]), intdQrState{})
 	}
-	if err := d.compileLocked(); err != nil {
+	if err := d.programLocked(); err != nil {
 		d.removeLocked(oid)
 		_ = d.compileLocked()
 		return sai.NullOID, err
@@ -244,7 +244,7 @@ func (d *Dataplane) Set(oid sai.OID, a sai.Attrs) error {
 		o.attrs = to
 	}
 	swap(old, a)
-	if err := d.compileLocked(); err != nil {
+	if err := d.programLocked(); err != nil {
 		swap(a, old)
 		_ = d.compileLocked()
 		return err
@@ -264,6 +264,37 @@ func (d *Dataplane) Remove(oid sai.OID) error {
 		return errf(sai.ErrInUse, "remove %v: referenced by %d objects", oid, o.refs)
 	}
 	d.removeLocked(oid)
+	return d.programLocked()
+}
+
+// Defer implements sai.Deferrer: Create, Set and Remove record objects
+// but leave the maps as they are until Flush (a watchlist of 1024 entries
+// is then compiled once, not once per entry).
+func (d *Dataplane) Defer() {
+	d.mu.Lock()
+	d.deferred = true
+	d.mu.Unlock()
+}
+
+// Flush implements sai.Deferrer.
+func (d *Dataplane) Flush() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.deferred = false
+	if !d.dirty {
+		return nil
+	}
+	d.dirty = false
+	return d.compileLocked()
+}
+
+// programLocked compiles the objects into the maps, or notes that it is
+// due when deferred.
+func (d *Dataplane) programLocked() error {
+	if d.deferred {
+		d.dirty = true
+		return nil
+	}
 	return d.compileLocked()
 }
 

@@ -2,6 +2,7 @@ package ebpf
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -14,6 +15,8 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/intd-project/intd/dtel"
+	"github.com/intd-project/intd/gen"
 	"github.com/intd-project/intd/sai"
 )
 
@@ -94,6 +97,40 @@ func BenchmarkClassifyMiss(b *testing.B) {
 		b.Run(fmt.Sprintf("entries-%d/cached-flow", n), func(b *testing.B) {
 			benchProg(b, node.objs.IntdEgress, tcpFrame("10.0.1.1", "10.0.2.1", 1234, dport, 0, make([]byte, 64)))
 		})
+	}
+}
+
+// BenchmarkApplyWatchlist measures configuring a watchlist of 1000
+// entries through the orchestrator (one Apply, as a gNMI Set does): the
+// operations are deferred and the maps programmed once.
+//
+//	sudo go test ./dataplane/ebpf -run '^$' -bench ApplyWatchlist -benchtime 3x
+func BenchmarkApplyWatchlist(b *testing.B) {
+	var ents []string
+	for i := 0; i < 1000; i++ {
+		ents = append(ents, fmt.Sprintf(`{"sequence-id": %d, "config": {"sequence-id": %d},
+			"match": {"config": {"source-prefix": "10.%d.%d.0/24", "protocol": 6, "destination-port-min": %d, "destination-port-max": %d}},
+			"actions": {"config": {"flow-op": "INT", "int-session": "default"}}}`, i+1, i+1, i/256, i%256, 1000+i, 1010+i))
+	}
+	cfg := strings.Replace(routerConfig(1, "", false), `"int-sessions"`,
+		`"watchlist": {"entries": {"entry": [`+strings.Join(ents, ",")+`]}}, "int-sessions"`, 1)
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		d, err := New(Config{NoAttach: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		dev := &gen.Device{}
+		if err := gen.Unmarshal([]byte(cfg), dev); err != nil {
+			b.Fatal(err)
+		}
+		o := dtel.New(d)
+		b.StartTimer()
+		if err := o.Apply(context.Background(), dev); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		d.Close()
 	}
 }
 

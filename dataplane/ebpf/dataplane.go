@@ -99,6 +99,8 @@ type Dataplane struct {
 	wlGen     uint32
 	wlBase    uint8
 	wlHalves  [2]wlHalf
+	deferred  bool // sai.Deferrer: between Defer and Flush
+	dirty     bool // objects changed while deferred
 	reportErr error
 
 	ev evState

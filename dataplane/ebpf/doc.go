@@ -22,7 +22,10 @@
 // Config.NoAttach only fills the maps, for BPF_PROG_TEST_RUN.
 //
 // Configuration never reloads programs: sai objects are compiled into
-// maps (cfg, ifaces, sessions, watchlist, qr_cfg). The watchlist (up to
+// maps (cfg, ifaces, sessions, watchlist, qr_cfg), after every Create, Set
+// and Remove, or once per orchestrator Apply (sai.Deferrer: a watchlist of
+// 1000 entries applies in 56 ms, against 3.2 s compiled after each entry;
+// BenchmarkApplyWatchlist). The watchlist (up to
 // 1024 entries) is double-buffered: a change writes the inactive half and
 // then flips the active half and a generation number in cfg, so a packet
 // sees the old or the new list, never a mix. Entries are sorted by

@@ -628,3 +628,43 @@ func dwlRunIngress(t testing.TB, p *ebpf.Program, frame []byte, ingressIfindex u
 	}
 	return opts.DataOut
 }
+
+// TestDeferFlush: between Defer and Flush, watchlist changes are recorded
+// but packets are classified by the watchlist as it was; Flush programs
+// them all at once.
+func TestDeferFlush(t *testing.T) {
+	n := newBPFNode(t)
+	setup{sess: &mdSession, noEntry: true}.apply(t, n)
+	st, _ := n.Stats(t.Context())
+	var sess sai.OID
+	for oid := range st.IntSessions {
+		sess = oid
+	}
+	f80 := tcpFrame("10.0.1.1", "10.0.2.1", 1, 80, 0, []byte("x"))
+	isINT := func() bool {
+		var p wire.Packet
+		out := n.process(t, bytes.Clone(f80))
+		return out != nil && dscpParser.Parse(out, &p) == nil && p.INT >= 0
+	}
+	n.Defer()
+	act := sai.WatchlistAction{FlowOp: sai.FlowOpInt, IntSession: sess, FlowSamplePercent: 100}
+	for i := 0; i < 100; i++ {
+		m := port80()
+		m.L4SrcPort = sai.PortRange{Lo: uint16(1 + i), Hi: uint16(1 + i)}
+		if _, err := n.Create(sai.WatchlistEntryAttrs{Priority: uint16(i + 1), Match: m, Action: act}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if isINT() {
+		t.Fatal("INT before Flush")
+	}
+	if err := n.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if !isINT() {
+		t.Fatal("no INT after Flush")
+	}
+	if err := n.Flush(); err != nil { // nothing pending
+		t.Fatal(err)
+	}
+}
