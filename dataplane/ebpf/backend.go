@@ -149,17 +149,12 @@ func (d *Dataplane) checkAttrs(self sai.OID, a sai.Attrs) error {
 	return nil
 }
 
-// checkCaps is Capabilities().Check.
-func (d *Dataplane) checkCaps(a sai.Attrs) error {
-	return d.Capabilities().Check(a)
-}
-
 // Create implements sai.Backend.
 func (d *Dataplane) Create(a sai.Attrs) (sai.OID, error) {
 	if err := sai.CheckCreate(a); err != nil {
 		return sai.NullOID, err
 	}
-	if err := d.checkCaps(a); err != nil {
+	if err := d.Capabilities().Check(a); err != nil {
 		return sai.NullOID, err
 	}
 	a = sai.Clone(a)
@@ -226,7 +221,7 @@ func (d *Dataplane) Set(oid sai.OID, a sai.Attrs) error {
 	if err := sai.CheckSet(oid, o.attrs, a); err != nil {
 		return err
 	}
-	if err := d.checkCaps(a); err != nil {
+	if err := d.Capabilities().Check(a); err != nil {
 		return err
 	}
 	a = sai.Clone(a)
