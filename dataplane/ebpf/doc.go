@@ -65,7 +65,9 @@
 // (with this hop) or INT-MX (source: DSCP or UDP-port marking, NPT 1 for
 // UDP, NPT 2 otherwise; no INT for non-TCP/UDP without NPT 2; never beyond
 // the MTU: headers that do not fit are not inserted, a hop that does not
-// fit gets M); postcards for flow op POSTCARD; queue reports. Headers are
+// fit gets M); postcards for flow op POSTCARD (a GSO super-packet, one
+// packet to the kernel until a device segments it, gets one postcard,
+// the packet itself untouched); queue reports. Headers are
 // parsed with direct packet access. Room is made with
 // bpf_skb_adjust_room(BPF_ADJ_ROOM_NET) after the fixed IPv4 or IPv6
 // header and the L4 header is moved down with direct packet access; INT,
