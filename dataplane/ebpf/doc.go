@@ -158,13 +158,17 @@
 // metadata (M when the Geneve option or header length would overflow),
 // the sink restores the tunnel header; outer lengths and the outer UDP
 // checksum (when not zero) follow. Tunnelled GSO super-packets take the
-// GSO detour (the kernel segments them with their outer headers; the GSO
-// size is not lowered, so segments without room for INT in the MTU leave
-// without it, counted as not initiated). TestTunnelRoles runs each
-// tunnel through source, two transits and a sink of both backends, byte
-// for byte; TestEndToEndVXLANGPE runs UDP and TCP through a kernel
-// VXLAN-GPE tunnel (ip link type vxlan gpe) across three routers (this
-// kernel has no Geneve or GRE devices to test with).
+// GSO detour: the kernel segments them with their outer headers, after
+// intd_egress lowered the inner GSO size (inner TCP over IPv4 or IPv6,
+// behind an Ethernet header or not) so that each segment has room for INT
+// and max_hops hops within the MTU, as for INT over TCP; a packet sent
+// whole at the full tunnel MTU has no room and leaves without INT (the
+// MTU differential the spec asks for avoids that). TestTunnelRoles runs
+// each tunnel through source, two transits and a sink of both backends,
+// byte for byte; TestEndToEndVXLANGPE runs UDP and TCP through a kernel
+// VXLAN-GPE tunnel (ip link type vxlan gpe) across three routers, at a
+// lowered and at the full tunnel MTU (this kernel has no Geneve or GRE
+// devices to test with).
 //
 // Metadata: node id (DTel SwitchID); level-1 and level-2 interface ids
 // (Interface.ID / L2ID, default the ifindex; LOGICAL_INTERFACE); hop

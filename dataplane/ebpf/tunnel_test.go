@@ -5,6 +5,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/intd-project/intd/dataplane/report"
 	"github.com/intd-project/intd/dataplane/wire"
@@ -187,17 +188,23 @@ func TestProbeMarker(t *testing.T) {
 // r1-r3: r1 puts INT into the tunnel's packets (GPE next protocol INT,
 // the shim keeping IPv4), r2 pushes its hop, r3 removes it before h2's
 // VXLAN device decapsulates. UDP and 1 MiB of TCP (GSO super-packets
-// segmented through the detour) arrive intact, every tunnel packet from
-// h1 carries INT, and r3 reports the path 3, 2, 1 found in the tunnel.
+// segmented through the detour) arrive intact and r3 reports the path 3,
+// 2, 1 found in the tunnel. With the tunnel MTU lowered for INT every
+// tunnel packet from h1 carries it; at the full MTU (1450 on a 1500-byte
+// underlay) the detour lowers the super-packets' inner GSO size so that
+// their segments do too (only full-size packets sent whole may not).
 func TestEndToEndVXLANGPE(t *testing.T) {
+	t.Run("MTU with room for INT", func(t *testing.T) { vxlanGPE(t, "1350", true) })
+	t.Run("full MTU", func(t *testing.T) { vxlanGPE(t, "1450", false) })
+}
+
+func vxlanGPE(t *testing.T, mtu string, all bool) {
 	l := newLab(t)
 	for _, h := range []struct{ ns, remote, addr, peer string }{
 		{"h1", "10.0.2.2", "192.168.100.1", "192.168.100.2"}, {"h2", "10.0.1.2", "192.168.100.2", "192.168.100.1"},
 	} {
 		l.exec(t, h.ns, "ip", "link", "add", "vx0", "type", "vxlan", "gpe", "external", "dstport", "4790")
-		// Room for the INT shim, header and three hops of node id,
-		// interfaces and latency under the underlay's 1500 bytes.
-		l.exec(t, h.ns, "ip", "link", "set", "vx0", "mtu", "1350", "up")
+		l.exec(t, h.ns, "ip", "link", "set", "vx0", "mtu", mtu, "up")
 		l.exec(t, h.ns, "ip", "addr", "add", h.addr+"/32", "dev", "vx0")
 		l.exec(t, h.ns, "ip", "route", "add", h.peer+"/32", "encap", "ip", "id", "42", "dst", h.remote, "dev", "vx0")
 	}
@@ -212,19 +219,24 @@ func TestEndToEndVXLANGPE(t *testing.T) {
 
 	l.udpOnce(t, "udp4", "192.168.100.2:9999", []byte("hello over INT in VXLAN-GPE"))
 	l.tcpEcho(t, "tcp4", "192.168.100.2:9998", r)
+	// The last packets may still be on their way: counts settle.
 	var cnt [3]uint64
-	for i, d := range r {
-		s, _ := d.Stats(context.Background())
-		cnt[i] = [3]uint64{s.Node.IntInserted, s.Node.IntTransited, s.Node.IntStripped}[i]
+	for end := time.Now().Add(2 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		for i, d := range r {
+			s, _ := d.Stats(context.Background())
+			cnt[i] = [3]uint64{s.Node.IntInserted, s.Node.IntTransited, s.Node.IntStripped}[i]
+		}
+		if cnt[0] != 0 && cnt[1] == cnt[0] && cnt[2] == cnt[0] {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("inserted at r1 %d, transited at r2 %d, stripped at r3 %d", cnt[0], cnt[1], cnt[2])
+		}
 	}
-	if cnt[0] == 0 || cnt[1] != cnt[0] || cnt[2] != cnt[0] {
-		t.Fatalf("inserted at r1 %d, transited at r2 %d, stripped at r3 %d", cnt[0], cnt[1], cnt[2])
-	}
-	// Every tunnel packet from h1 carried INT, the TCP stream's GSO
-	// super-packets too (segmented through the detour).
 	s, _ := r[0].Stats(context.Background())
 	for _, ss := range s.IntSessions {
-		if ss.PacketsNotInitiated != 0 || ss.PacketsInitiated != cnt[0] {
+		t.Logf("r1 session %+v", ss)
+		if all && ss.PacketsNotInitiated != 0 || ss.PacketsNotInitiated > ss.PacketsInitiated/10 {
 			t.Fatalf("r1 session: %+v", ss)
 		}
 	}

@@ -1700,6 +1700,46 @@ static __always_inline int classify(struct __sk_buff *skb, struct scratch *s)
 
 /* ---- roles ---- */
 
+/* tunnel_headers returns the length of a tunnelled packet's headers from
+ * the outer IP header to the inner TCP payload, or 0 when the inner
+ * packet is not TCP over IPv4 or IPv6 (behind an Ethernet header or not). */
+static __always_inline __u32 tunnel_headers(struct __sk_buff *skb, struct pkt *p)
+{
+	__u8 tb[4];
+	if (bpf_skb_load_bytes(skb, p->tunnel, tb, 4))
+		return 0;
+	__u32 in;
+	__u16 proto; /* EtherType of the inner packet */
+	if (p->tun == ENC_GPE) {
+		in = p->tunnel + 8;
+		proto = tb[3] == 1 ? 0x0800 : tb[3] == 2 ? 0x86dd : tb[3] == 3 ? 0x6558 : 0;
+	} else {
+		in = p->tun == ENC_GENEVE ? p->tunnel + 8 + (tb[0] & 0x3f) * 4 : p->l4 + p->l4len;
+		proto = ((__u16)tb[2] << 8) | tb[3];
+	}
+	if (proto == 0x6558) {
+		__u8 eth[2];
+		if (bpf_skb_load_bytes(skb, in + 12, eth, 2))
+			return 0;
+		proto = ((__u16)eth[0] << 8) | eth[1];
+		in += 14;
+	}
+	__u8 ip[10];
+	if (in > 0x1ff || bpf_skb_load_bytes(skb, in, ip, 10))
+		return 0;
+	__u32 ihl;
+	if (proto == 0x0800 && (ip[0] >> 4) == 4 && ip[9] == IPPROTO_TCP)
+		ihl = (ip[0] & 0xf) * 4;
+	else if (proto == 0x86dd && (ip[0] >> 4) == 6 && ip[6] == IPPROTO_TCP)
+		ihl = 40;
+	else
+		return 0;
+	__u8 doff;
+	if (bpf_skb_load_bytes(skb, in + ihl + 12, &doff, 1))
+		return 0;
+	return in + ihl + (doff >> 4) * 4 - L3;
+}
+
 /* detour sends a watched GSO super-packet through the detour veth, whose
  * sending side has segmentation and checksum offloads off: the kernel
  * segments it there in software, and intd_gso on the peer inserts INT into
@@ -1739,6 +1779,22 @@ static __always_inline int detour(struct __sk_buff *skb, struct scratch *s, stru
 			if (bpf_skb_adjust_room(skb, d, BPF_ADJ_ROOM_NET, 0))
 				goto plain;
 			if (bpf_skb_adjust_room(skb, -d, BPF_ADJ_ROOM_NET, BPF_F_ADJ_ROOM_FIXED_GSO))
+				return TC_ACT_SHOT;
+		}
+	} else if (p->tun) {
+		/* A tunnel's GSO size is that of the inner TCP segments: lower
+		 * it the same way when the headers up to the inner payload,
+		 * INT and max_hops hops would not fit the MTU. Kept (and
+		 * segments without room leave without INT) when the inner
+		 * packet is not TCP or the kernel refuses. */
+		__u32 hdrs = tunnel_headers(skb, p);
+		__u32 reserve = fixed + (se->mode == 0 ? (__u32)se->max_hops * se->hop_ml * 4 : 0);
+		__u32 mtu = s->ifc.mtu;
+		__u32 gso = skb->gso_size;
+		if (hdrs && mtu >= hdrs + reserve + 256 && gso > mtu - hdrs - reserve) {
+			__s32 d = gso - (mtu - hdrs - reserve);
+			if (bpf_skb_adjust_room(skb, d, BPF_ADJ_ROOM_NET, 0) == 0 &&
+			    bpf_skb_adjust_room(skb, -d, BPF_ADJ_ROOM_NET, BPF_F_ADJ_ROOM_FIXED_GSO))
 				return TC_ACT_SHOT;
 		}
 	}
