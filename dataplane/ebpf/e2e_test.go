@@ -223,17 +223,9 @@ func (c *collector) run() {
 			if pr.Parse(r.Inner, &p) != nil || p.INT < 0 || p.INT+p.INTLen > len(r.Inner) {
 				continue
 			}
-			_, st, err := wire.DecodeMD(r.Inner[p.INT:p.INT+p.INTLen], 0)
+			path, err := nodePath(r.Inner, p.INT, p.INTLen)
 			if err != nil {
 				continue
-			}
-			var path []uint32
-			for i := 0; i < st.Count(); i++ {
-				var m wire.HopMetadata
-				inst := wire.Instructions(uint16(r.Inner[p.INT+4])<<8 | uint16(r.Inner[p.INT+5]))
-				if wire.DecodeHop(st.Hop(i), inst, &m) == nil {
-					path = append(path, m.NodeID)
-				}
 			}
 			c.mu.Lock()
 			c.paths = append(c.paths, path)

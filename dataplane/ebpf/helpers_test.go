@@ -68,6 +68,24 @@ const (
 	nodeID = 0x0a0b0c0d
 )
 
+// nodePath returns the node ids of the INT-MD stack at pkt[at:at+n]
+// (the INT header and its stack), last hop first.
+func nodePath(pkt []byte, at, n int) ([]uint32, error) {
+	_, st, err := wire.DecodeMD(pkt[at:at+n], 0)
+	if err != nil {
+		return nil, err
+	}
+	inst := wire.Instructions(uint16(pkt[at+4])<<8 | uint16(pkt[at+5]))
+	var path []uint32
+	for i := 0; i < st.Count(); i++ {
+		var m wire.HopMetadata
+		if wire.DecodeHop(st.Hop(i), inst, &m) == nil {
+			path = append(path, m.NodeID)
+		}
+	}
+	return path, nil
+}
+
 // recorderOf returns the report recorder of a test node of either backend.
 func recorderOf(n node) *recorder {
 	switch n := n.(type) {

@@ -116,17 +116,9 @@ func TestEndToEndIPv6(t *testing.T) {
 		if ev.Kind != report.KindFlow || ev.INT < 0 || !ev.Flow.Src.Is6() {
 			continue
 		}
-		_, st, err := wire.DecodeMD(ev.Packet[ev.INT:ev.INT+ev.INTLen], 0)
-		if err != nil || st.Count() != 3 {
+		path, err := nodePath(ev.Packet, ev.INT, ev.INTLen)
+		if err != nil {
 			continue
-		}
-		inst := wire.Instructions(uint16(ev.Packet[ev.INT+4])<<8 | uint16(ev.Packet[ev.INT+5]))
-		var path []uint32
-		for i := 0; i < st.Count(); i++ {
-			var m wire.HopMetadata
-			if wire.DecodeHop(st.Hop(i), inst, &m) == nil {
-				path = append(path, m.NodeID)
-			}
 		}
 		if len(path) == 3 && path[0] == 3 && path[1] == 2 && path[2] == 1 && ev.Hop.Valid&wire.InstHopLatency != 0 {
 			found = true

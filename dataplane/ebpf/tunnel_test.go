@@ -251,17 +251,9 @@ func vxlanGPE(t *testing.T, mtu string, all bool) {
 		if err := (&wire.Parser{VXLANGPEPort: wire.PortVXLANGPE}).Parse(ev.Packet, &pk); err != nil || pk.Encap != wire.EncapVXLANGPE {
 			t.Fatalf("report frame: %+v %v", pk, err)
 		}
-		_, st, err := wire.DecodeMD(ev.Packet[pk.INT:pk.INT+pk.INTLen], 0)
+		path, err := nodePath(ev.Packet, pk.INT, pk.INTLen)
 		if err != nil {
 			t.Fatal(err)
-		}
-		inst := wire.Instructions(uint16(ev.Packet[pk.INT+4])<<8 | uint16(ev.Packet[pk.INT+5]))
-		var path []uint32
-		for i := 0; i < st.Count(); i++ {
-			var m wire.HopMetadata
-			if wire.DecodeHop(st.Hop(i), inst, &m) == nil {
-				path = append(path, m.NodeID)
-			}
 		}
 		if len(path) == 3 && path[0] == 3 && path[1] == 2 && path[2] == 1 {
 			t.Logf("inserted %d transited %d stripped %d; report path %v", cnt[0], cnt[1], cnt[2], path)
