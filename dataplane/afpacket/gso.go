@@ -3,7 +3,8 @@ package afpacket
 import (
 	"encoding/binary"
 	"errors"
-	"math/bits"
+
+	"github.com/intd-project/intd/dataplane/wire"
 )
 
 // VnetHdr is struct virtio_net_hdr, what PACKET_VNET_HDR puts before every
@@ -166,7 +167,7 @@ func Segment(h VnetHdr, frame []byte, emit func(seg []byte)) (int, error) {
 			binary.BigEndian.PutUint16(seg[l3+2:], uint16(len(seg)-l3))
 			binary.BigEndian.PutUint16(seg[l3+4:], id+uint16(i))
 			seg[l3+10], seg[l3+11] = 0, 0
-			binary.BigEndian.PutUint16(seg[l3+10:], ^fold(csumAdd(0, seg[l3:l4])))
+			binary.BigEndian.PutUint16(seg[l3+10:], ^wire.Fold64(wire.Sum64(0, seg[l3:l4])))
 		} else {
 			binary.BigEndian.PutUint16(seg[l3+4:], uint16(len(seg)-l3-40))
 		}
@@ -181,11 +182,11 @@ func Segment(h VnetHdr, frame []byte, emit func(seg []byte)) (int, error) {
 				seg[l4+13] &^= tcpCWR
 			}
 			seg[l4+16], seg[l4+17] = 0, 0
-			binary.BigEndian.PutUint16(seg[l4+16:], ^fold(csumAdd(sum, seg[l4:])))
+			binary.BigEndian.PutUint16(seg[l4+16:], ^wire.Fold64(wire.Sum64(sum, seg[l4:])))
 		} else {
 			binary.BigEndian.PutUint16(seg[l4+4:], uint16(l4len))
 			seg[l4+6], seg[l4+7] = 0, 0
-			c := ^fold(csumAdd(sum, seg[l4:]))
+			c := ^wire.Fold64(wire.Sum64(sum, seg[l4:]))
 			if c == 0 {
 				c = 0xffff
 			}
@@ -223,7 +224,7 @@ func fragmentUDP4(frame []byte, hd headers, fs int, emit func([]byte)) (int, err
 		return 0, ErrGSOSize
 	}
 	frame[l4+6], frame[l4+7] = 0, 0
-	c := ^fold(csumAdd(addrSum(frame, hd)+17+uint64(plen), frame[l4:]))
+	c := ^wire.Fold64(wire.Sum64(addrSum(frame, hd)+17+uint64(plen), frame[l4:]))
 	if c == 0 {
 		c = 0xffff
 	}
@@ -244,7 +245,7 @@ func fragmentUDP4(frame []byte, hd headers, fs int, emit func([]byte)) (int, err
 		}
 		binary.BigEndian.PutUint16(seg[l3+6:], fo)
 		seg[l3+10], seg[l3+11] = 0, 0
-		binary.BigEndian.PutUint16(seg[l3+10:], ^fold(csumAdd(0, seg[l3:l4])))
+		binary.BigEndian.PutUint16(seg[l3+10:], ^wire.Fold64(wire.Sum64(0, seg[l3:l4])))
 		emit(seg)
 	}
 	return nseg, nil
@@ -311,49 +312,7 @@ func parseHeaders(f []byte) (headers, bool) {
 // (so that small values can be added to it without a carry).
 func addrSum(f []byte, h headers) uint64 {
 	if h.v4 {
-		return uint64(fold(csumAdd(0, f[h.l3+12:h.l3+20])))
+		return uint64(wire.Fold64(wire.Sum64(0, f[h.l3+12:h.l3+20])))
 	}
-	return uint64(fold(csumAdd(0, f[h.l3+8:h.l3+40])))
-}
-
-// csumAdd adds b to a one's complement sum (RFC 1071) kept in 64 bits: b
-// is read as big-endian 16-bit words, 8 bytes at a time (2^16 ≡ 1 mod
-// 2^16-1, so wider words fold to the same sum). b is taken to start at an
-// even offset of the checksummed data.
-func csumAdd(sum uint64, b []byte) uint64 {
-	var c uint64
-	for len(b) >= 32 {
-		sum, c = bits.Add64(sum, binary.BigEndian.Uint64(b), c)
-		sum, c = bits.Add64(sum, binary.BigEndian.Uint64(b[8:]), c)
-		sum, c = bits.Add64(sum, binary.BigEndian.Uint64(b[16:]), c)
-		sum, c = bits.Add64(sum, binary.BigEndian.Uint64(b[24:]), c)
-		b = b[32:]
-	}
-	for len(b) >= 8 {
-		sum, c = bits.Add64(sum, binary.BigEndian.Uint64(b), c)
-		b = b[8:]
-	}
-	if len(b) >= 4 {
-		sum, c = bits.Add64(sum, uint64(binary.BigEndian.Uint32(b)), c)
-		b = b[4:]
-	}
-	if len(b) >= 2 {
-		sum, c = bits.Add64(sum, uint64(binary.BigEndian.Uint16(b)), c)
-		b = b[2:]
-	}
-	if len(b) == 1 {
-		sum, c = bits.Add64(sum, uint64(b[0])<<8, c)
-	}
-	// End-around carry: when it carries again the sum is 0 and becomes 1.
-	sum, c = bits.Add64(sum, 0, c)
-	return sum + c
-}
-
-// fold reduces a 64-bit one's complement sum to 16 bits.
-func fold(s uint64) uint16 {
-	s = s&0xffffffff + s>>32
-	s = s&0xffffffff + s>>32
-	s = s&0xffff + s>>16
-	s = s&0xffff + s>>16
-	return uint16(s)
+	return uint64(wire.Fold64(wire.Sum64(0, f[h.l3+8:h.l3+40])))
 }

@@ -10,6 +10,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/intd-project/intd/dataplane/wire"
 )
 
 // PortConfig configures Open.
@@ -297,7 +299,7 @@ func completeChecksum(b []byte, start, offset int) bool {
 	if start < 0 || offset < 0 || start+offset+2 > len(b) {
 		return false
 	}
-	binary.BigEndian.PutUint16(b[start+offset:], ^fold(csumAdd(0, b[start:])))
+	binary.BigEndian.PutUint16(b[start+offset:], ^wire.Fold64(wire.Sum64(0, b[start:])))
 	return true
 }
 

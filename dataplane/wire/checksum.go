@@ -30,12 +30,13 @@ func Sum(acc uint32, b []byte) uint32 {
 	return acc
 }
 
-// sum64 is the one's complement sum of b (an odd trailing byte padded with
-// zero) in 64-bit big-endian words with end-around carry. It is congruent
-// to Sum(0, b) modulo 0xffff and zero only when Sum(0, b) is, so
-// Fold(fold64(sum64(b))) == Fold(Sum(0, b)); it reads 8 bytes per step.
-func sum64(b []byte) uint64 {
-	var acc, c uint64
+// Sum64 adds b (starting at an even offset of the summed data; an odd
+// trailing byte padded with zero) to the 64-bit one's complement
+// accumulator acc, in 64-bit big-endian words with end-around carry. It
+// is congruent to Sum modulo 0xffff and zero only when Sum is, so
+// Fold64(Sum64(0, b)) == Fold(Sum(0, b)); it reads 8 bytes per step.
+func Sum64(acc uint64, b []byte) uint64 {
+	var c uint64
 	for len(b) >= 32 {
 		acc, c = bits.Add64(acc, binary.BigEndian.Uint64(b), c)
 		acc, c = bits.Add64(acc, binary.BigEndian.Uint64(b[8:]), c)
@@ -63,6 +64,9 @@ func sum64(b []byte) uint64 {
 	acc, c = bits.Add64(acc, c, 0)
 	return acc + c
 }
+
+// Fold64 reduces a Sum64 accumulator to a 16-bit one's complement sum.
+func Fold64(acc uint64) uint16 { return Fold(fold64(acc)) }
 
 // Fold reduces a 32-bit accumulator to a 16-bit one's complement sum.
 func Fold(acc uint32) uint16 {

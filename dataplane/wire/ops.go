@@ -399,7 +399,7 @@ func Strip(pkt []byte, p *Packet, opt SinkOptions) ([]byte, error) {
 	if e.l4 >= 0 && (start-e.l4)&1 != 0 {
 		return pkt, ErrUnsupported
 	}
-	e.delta += Negate(Fold(fold64(sum64(pkt[start:end]))))
+	e.delta += Negate(Fold(fold64(Sum64(0, pkt[start:end]))))
 	e.l4Length(-n)
 	e.ipLength(-n)
 	e.finish()
@@ -505,7 +505,7 @@ func InsertINT(pkt []byte, p *Packet, typ HeaderType, hdr []byte, opt *SourceOpt
 	}
 	_ = shim.Put(pkt[at+pre:])
 	copy(pkt[at+pre+ShimLen:], hdr)
-	e.delta += fold64(sum64(pkt[at : at+n]))
+	e.delta += fold64(Sum64(0, pkt[at:at+n]))
 	switch opt.Encap {
 	case EncapDSCP:
 		tos := (origDSCP&^opt.Mask | opt.DSCP&opt.Mask) << 2
