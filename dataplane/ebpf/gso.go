@@ -154,6 +154,35 @@ func ethtool(fd int, ifname string, data unsafe.Pointer) error {
 	return nil
 }
 
+// featureNames returns the device's ethtool feature names, by bit
+// (ETHTOOL_GSSET_INFO, ETHTOOL_GSTRINGS), through the socket fd.
+func featureNames(fd int, ifname string) ([]string, error) {
+	var info struct {
+		cmd, _ uint32
+		mask   uint64
+		n      uint32
+	}
+	info.cmd, info.mask = ethtoolGSSETINFO, 1<<ethSSFeatures
+	if err := ethtool(fd, ifname, unsafe.Pointer(&info)); err != nil {
+		return nil, fmt.Errorf("ETHTOOL_GSSET_INFO: %w", err)
+	}
+	n := int(info.n)
+	if n == 0 || n > 32*ethtoolFlagsWords {
+		return nil, fmt.Errorf("ETHTOOL_GSSET_INFO: %d features", n)
+	}
+	strs := make([]byte, 12+n*ethGStringLen)
+	*(*[3]uint32)(unsafe.Pointer(&strs[0])) = [3]uint32{ethtoolGSTRINGS, ethSSFeatures, uint32(n)}
+	if err := ethtool(fd, ifname, unsafe.Pointer(&strs[0])); err != nil {
+		return nil, fmt.Errorf("ETHTOOL_GSTRINGS: %w", err)
+	}
+	names := make([]string, n)
+	for i := range names {
+		b := strs[12+i*ethGStringLen : 12+(i+1)*ethGStringLen]
+		names[i] = string(b[:max(0, strings.IndexByte(string(b), 0))])
+	}
+	return names, nil
+}
+
 // setFeatures turns the device's features whose ethtool names match
 // accepts on or off (ETHTOOL_SFEATURES, as `ethtool -K dev name off`), in
 // the calling thread's network namespace.
@@ -163,35 +192,17 @@ func setFeatures(ifname string, match func(string) bool, on bool) error {
 		return err
 	}
 	defer unix.Close(fd)
-	// Number of feature names.
-	var info struct {
-		cmd, _ uint32
-		mask   uint64
-		n      uint32
+	names, err := featureNames(fd, ifname)
+	if err != nil {
+		return err
 	}
-	info.cmd, info.mask = ethtoolGSSETINFO, 1<<ethSSFeatures
-	if err := ethtool(fd, ifname, unsafe.Pointer(&info)); err != nil {
-		return fmt.Errorf("ETHTOOL_GSSET_INFO: %w", err)
-	}
-	n := int(info.n)
-	if n == 0 || n > 32*ethtoolFlagsWords {
-		return fmt.Errorf("ETHTOOL_GSSET_INFO: %d features", n)
-	}
-	strs := make([]byte, 12+n*ethGStringLen)
-	*(*[3]uint32)(unsafe.Pointer(&strs[0])) = [3]uint32{ethtoolGSTRINGS, ethSSFeatures, uint32(n)}
-	if err := ethtool(fd, ifname, unsafe.Pointer(&strs[0])); err != nil {
-		return fmt.Errorf("ETHTOOL_GSTRINGS: %w", err)
-	}
-	words := (n + 31) / 32
 	var set struct {
 		cmd, size uint32
 		blocks    [ethtoolFlagsWords]struct{ valid, requested uint32 }
 	}
-	set.cmd, set.size = ethtoolSFEATURES, uint32(words)
+	set.cmd, set.size = ethtoolSFEATURES, uint32((len(names)+31)/32)
 	any := false
-	for i := 0; i < n; i++ {
-		b := strs[12+i*ethGStringLen : 12+(i+1)*ethGStringLen]
-		name := string(b[:max(0, strings.IndexByte(string(b), 0))])
+	for i, name := range names {
 		if match(name) {
 			set.blocks[i/32].valid |= 1 << (i % 32)
 			if on {
@@ -217,22 +228,8 @@ func activeFeatures(ifname string) (map[string]bool, error) {
 		return nil, err
 	}
 	defer unix.Close(fd)
-	var info struct {
-		cmd, _ uint32
-		mask   uint64
-		n      uint32
-	}
-	info.cmd, info.mask = ethtoolGSSETINFO, 1<<ethSSFeatures
-	if err := ethtool(fd, ifname, unsafe.Pointer(&info)); err != nil {
-		return nil, err
-	}
-	n := int(info.n)
-	if n == 0 || n > 32*ethtoolFlagsWords {
-		return nil, fmt.Errorf("%d features", n)
-	}
-	strs := make([]byte, 12+n*ethGStringLen)
-	*(*[3]uint32)(unsafe.Pointer(&strs[0])) = [3]uint32{ethtoolGSTRINGS, ethSSFeatures, uint32(n)}
-	if err := ethtool(fd, ifname, unsafe.Pointer(&strs[0])); err != nil {
+	names, err := featureNames(fd, ifname)
+	if err != nil {
 		return nil, err
 	}
 	var get struct {
@@ -244,9 +241,7 @@ func activeFeatures(ifname string) (map[string]bool, error) {
 		return nil, err
 	}
 	out := map[string]bool{}
-	for i := 0; i < n; i++ {
-		b := strs[12+i*ethGStringLen : 12+(i+1)*ethGStringLen]
-		name := string(b[:max(0, strings.IndexByte(string(b), 0))])
+	for i, name := range names {
 		out[name] = get.blocks[i/32].active&(1<<(i%32)) != 0
 	}
 	return out, nil
