@@ -480,18 +480,7 @@ func TestSoftEndToEnd(t *testing.T) {
 		f.in("h2", func() (err error) { ln, err = net.Listen("tcp4", "10.0.2.1:5002"); return err })
 		defer ln.Close()
 		data := payload(0, 4<<20)
-		got := make(chan []byte, 1)
-		go func() {
-			c, err := ln.Accept()
-			if err != nil {
-				got <- nil
-				return
-			}
-			defer c.Close()
-			c.SetDeadline(time.Now().Add(30 * time.Second))
-			b, _ := io.ReadAll(c)
-			got <- b
-		}()
+		got := receiveAll(ln, 30*time.Second)
 		var c net.Conn
 		f.in("h1", func() (err error) {
 			c, err = (&net.Dialer{Timeout: 10 * time.Second, LocalAddr: &net.TCPAddr{IP: net.IPv4(10, 0, 1, 1), Port: 40003}}).Dial("tcp4", "10.0.2.1:5002")

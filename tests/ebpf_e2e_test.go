@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"regexp"
 	"strconv"
@@ -102,18 +101,7 @@ func TestEBPFEndToEnd(t *testing.T) {
 		var ln net.Listener
 		f.in("h2", func() (err error) { ln, err = net.Listen("tcp4", "10.0.2.1:5002"); return err })
 		defer ln.Close()
-		got := make(chan []byte, 1)
-		go func() {
-			c, err := ln.Accept()
-			if err != nil {
-				got <- nil
-				return
-			}
-			defer c.Close()
-			c.SetDeadline(time.Now().Add(15 * time.Second))
-			b, _ := io.ReadAll(c)
-			got <- b
-		}()
+		got := receiveAll(ln, 15*time.Second)
 		var c net.Conn
 		f.in("h1", func() (err error) { c, err = net.DialTimeout("tcp4", "10.0.2.1:5002", 5*time.Second); return err })
 		data := payload(7, 4<<20)

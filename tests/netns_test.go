@@ -227,3 +227,21 @@ func eventually(t *testing.T, d time.Duration, what string, cond func() (bool, s
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// receiveAll accepts one connection on ln and sends what it reads until
+// EOF (or timeout) on the returned channel, nil when Accept fails.
+func receiveAll(ln net.Listener, timeout time.Duration) <-chan []byte {
+	got := make(chan []byte, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			got <- nil
+			return
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(timeout))
+		b, _ := io.ReadAll(c)
+		got <- b
+	}()
+	return got
+}
