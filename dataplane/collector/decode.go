@@ -209,7 +209,7 @@ func (d *Decoder) decodeV2(payload []byte, h Handler) (int, error) {
 			r.DomainID, r.DSMdBits, r.DSStatus = binary.BigEndian.Uint16(md[2:]), binary.BigEndian.Uint16(md[4:]), binary.BigEndian.Uint16(md[6:])
 			md = md[wire.INTReportFixedLen:len(md):len(md)]
 			r.HasMD = true
-			off := decodeFields(md, repMdBits, &r.MD, false)
+			off := wire.DecodeFields(md, wire.Instructions(repMdBits), &r.MD, false)
 			if repMdBits&wire.RepDrop != 0 {
 				w := binary.BigEndian.Uint32(md[off:])
 				r.HasDrop, r.DropQueueID, r.DropReason = true, uint8(w>>24), uint8(w>>16)

@@ -280,21 +280,20 @@ func putHopWords(b []byte, inst Instructions, words, dsWords int, m *HopMetadata
 	return off, sum, nil
 }
 
-// DecodeHop reads one hop's metadata from b (exactly one hop: baseline
-// words for inst, then domain-specific words, then the checksum
-// complement). DomainSpecific aliases b.
-func DecodeHop(b []byte, inst Instructions, m *HopMetadata) error {
-	base := inst.Words() * 4
-	if len(b) < base || len(b)%4 != 0 {
-		return ErrTruncated
-	}
-	*m = HopMetadata{}
+// DecodeFields decodes the fields of bits 0-14 of inst (in bitmap order,
+// each set bit taking FieldWords words) from b into m, sets m.Valid to
+// the fields decoded and returns the offset after them. With unavail,
+// all-ones values are left out of m.Valid (hop metadata); otherwise every
+// field selected is valid (report metadata). Fields inst leaves out keep
+// their values. The caller checks that b holds inst's words.
+func DecodeFields(b []byte, inst Instructions, m *HopMetadata, unavail bool) int {
 	off := 0
 	var valid Instructions
+	// Unrolled in bitmap order; the helpers are inlined.
 	get32 := func(bit Instructions) uint32 {
 		v := binary.BigEndian.Uint32(b[off:])
 		off += 4
-		if v != Unavailable32 {
+		if !unavail || v != Unavailable32 {
 			valid |= bit
 		}
 		return v
@@ -302,7 +301,7 @@ func DecodeHop(b []byte, inst Instructions, m *HopMetadata) error {
 	get64 := func(bit Instructions) uint64 {
 		v := binary.BigEndian.Uint64(b[off:])
 		off += 8
-		if v != Unavailable64 {
+		if !unavail || v != Unavailable64 {
 			valid |= bit
 		}
 		return v
@@ -344,6 +343,21 @@ func DecodeHop(b []byte, inst Instructions, m *HopMetadata) error {
 		r &^= uint16(bit)
 		get32(bit)
 	}
+	m.Valid = valid
+	return off
+}
+
+// DecodeHop reads one hop's metadata from b (exactly one hop: baseline
+// words for inst, then domain-specific words, then the checksum
+// complement). DomainSpecific aliases b.
+func DecodeHop(b []byte, inst Instructions, m *HopMetadata) error {
+	base := inst.Words() * 4
+	if len(b) < base || len(b)%4 != 0 {
+		return ErrTruncated
+	}
+	*m = HopMetadata{}
+	off := DecodeFields(b, inst, m, true)
+	valid := m.Valid
 	// The checksum complement sits after the domain-specific metadata.
 	end := len(b)
 	if inst&InstChecksumComplement != 0 {

@@ -1,20 +1,18 @@
-package collector
+package wire
 
 import (
 	"encoding/binary"
 	"math/bits"
 	"reflect"
 	"testing"
-
-	"github.com/intd-project/intd/dataplane/wire"
 )
 
-// refDecodeFields is the per-bit loop decodeFields replaced; the unrolled
+// refDecodeFields is a per-bit loop equivalent of DecodeFields; the unrolled
 // version must leave exactly the same HopMetadata (including fields it
 // does not touch) and offset.
-func refDecodeFields(b []byte, set uint16, m *wire.HopMetadata, unavail bool) int {
+func refDecodeFields(b []byte, set uint16, m *HopMetadata, unavail bool) int {
 	off := 0
-	var valid wire.Instructions
+	var valid Instructions
 	for v := set &^ 1; v != 0; {
 		bit := bits.LeadingZeros16(v)
 		mask := uint16(0x8000) >> bit
@@ -22,8 +20,8 @@ func refDecodeFields(b []byte, set uint16, m *wire.HopMetadata, unavail bool) in
 		if bit >= 4 && bit <= 6 {
 			x := binary.BigEndian.Uint64(b[off:])
 			off += 8
-			if !unavail || x != wire.Unavailable64 {
-				valid |= wire.Instructions(mask)
+			if !unavail || x != Unavailable64 {
+				valid |= Instructions(mask)
 			}
 			switch bit {
 			case 4:
@@ -37,8 +35,8 @@ func refDecodeFields(b []byte, set uint16, m *wire.HopMetadata, unavail bool) in
 		}
 		x := binary.BigEndian.Uint32(b[off:])
 		off += 4
-		if !unavail || x != wire.Unavailable32 {
-			valid |= wire.Instructions(mask)
+		if !unavail || x != Unavailable32 {
+			valid |= Instructions(mask)
 		}
 		switch bit {
 		case 0:
@@ -63,13 +61,13 @@ func FuzzDecodeFieldsReference(f *testing.F) {
 	f.Add(uint16(0xf100), false, []byte{1, 2, 3, 4, 0xff, 0xff, 0xff, 0xff, 5})
 	f.Add(uint16(0xffff), true, make([]byte, 80))
 	f.Fuzz(func(t *testing.T, set uint16, unavail bool, b []byte) {
-		need := wire.Instructions(set&^1).Words() * 4
+		need := Instructions(set&^1).Words() * 4
 		if len(b) < need {
 			b = append(b, make([]byte, need-len(b))...)
 		}
-		prev := wire.HopMetadata{NodeID: 7, HopLatency: 8, TxUtilization: 9, EgressTimestamp: 10, BufferID: 11, Valid: 0xffff}
+		prev := HopMetadata{NodeID: 7, HopLatency: 8, TxUtilization: 9, EgressTimestamp: 10, BufferID: 11, Valid: 0xffff}
 		got, want := prev, prev
-		gn, wn := decodeFields(b, set, &got, unavail), refDecodeFields(b, set, &want, unavail)
+		gn, wn := DecodeFields(b, Instructions(set), &got, unavail), refDecodeFields(b, set, &want, unavail)
 		if gn != wn || !reflect.DeepEqual(got, want) {
 			t.Fatalf("set %04x unavail %v: %d %+v\nwant %d %+v", set, unavail, gn, got, wn, want)
 		}
