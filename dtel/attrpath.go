@@ -22,7 +22,9 @@ var attrPaths = map[sai.ObjectType][][2]string{
 		{"FlowStateClearCycle", "/node/config/flow-state-clear-cycle"},
 		{"LatencySensitivity", "/node/config/latency-sensitivity"},
 		{"SinkPortList", "/interfaces"},
+		{"IntL4DSCPRemark", "/marking/config/remark-dscp"},
 		{"IntL4DSCP", "/marking/config/dscp-value"},
+		{"MalformedAction", "/node/config/malformed-int-action"},
 		{"IntUDPDstPort", "/marking/config/udp-port"},
 		{"IntUDPNPT", "/marking/config/udp-npt"},
 		{"ProbeMarker", "/marking/config/probe-marker"},
@@ -41,6 +43,7 @@ var attrPaths = map[sai.ObjectType][][2]string{
 		{"DSInstruction", "/config/ds-instruction"},
 		{"DSFlags", "/config/ds-flags"},
 		{"Discard", "/config/discard"},
+		{"ClampTCPMSS", "/config/clamp-tcp-mss"},
 	},
 	sai.ObjectTypeReportSession: {
 		{"SrcIP", "/config/source-address"},

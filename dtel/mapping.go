@@ -101,7 +101,16 @@ func (o *Orchestrator) translate(cfg *gen.Device) (*intent, error) {
 	case o.defaults.NodeID != 0:
 		nodeID = o.defaults.NodeID
 	case enabled:
-		return nil, invalidf(pathNode+"/node-id", "the node is enabled without a node-id")
+		// Every node of a domain would otherwise report the same id.
+		for _, r := range []struct {
+			on   bool
+			leaf string
+		}{{nc.GetIntEndpoint(), "int-endpoint"}, {nc.GetIntTransit(), "int-transit"}, {nc.GetPostcard(), "postcard"},
+			{nc.GetDropReport(), "drop-report"}, {nc.GetQueueReport(), "queue-report"}} {
+			if r.on {
+				return nil, invalidf(pathNode+"/node-id", "%s is enabled but node-id is not set: give this node an INT node-id unique in its domain", r.leaf)
+			}
+		}
 	}
 	d := sai.DTelAttrs{
 		IntEndpointEnable:   enabled && nc.GetIntEndpoint(),
@@ -113,12 +122,19 @@ func (o *Orchestrator) translate(cfg *gen.Device) (*intent, error) {
 		FlowStateClearCycle: time.Duration(nc.GetFlowStateClearCycle()) * time.Second,
 		LatencySensitivity:  nc.GetLatencySensitivity(),
 	}
+	if nc.GetMalformedIntAction() == gen.IntdInt_MalformedIntAction_DROP {
+		d.MalformedAction = sai.MalformedDrop
+	}
 	mc := root.GetMarking().GetConfig()
 	switch mc.GetL4Marking() {
 	case gen.IntdInt_L4Marking_DSCP:
 		d.IntL4DSCP = sai.DSCPMatch{Value: mc.GetDscpValue(), Mask: mc.GetDscpMask()}
 		if d.IntL4DSCP.Value&^d.IntL4DSCP.Mask != 0 {
 			return nil, invalidf(pathMarking+"/dscp-value", "dscp-value %#x has bits outside dscp-mask %#x", d.IntL4DSCP.Value, d.IntL4DSCP.Mask)
+		}
+		d.IntL4DSCPRemark = mc.GetRemarkDscp()
+		if d.IntL4DSCP.Mask != 0 && d.IntL4DSCP.Matches(d.IntL4DSCPRemark) {
+			return nil, invalidf(pathMarking+"/remark-dscp", "remark-dscp %d itself carries the INT marking %d/%#x: choose a value user traffic may keep", d.IntL4DSCPRemark, d.IntL4DSCP.Value, d.IntL4DSCP.Mask)
 		}
 	case gen.IntdInt_L4Marking_UDP_DESTINATION_PORT:
 		if mc.GetUdpPort() == 0 {
@@ -180,6 +196,7 @@ func (o *Orchestrator) translate(cfg *gen.Device) (*intent, error) {
 			DSInstruction:    c.GetDsInstruction(),
 			DSFlags:          c.GetDsFlags(),
 			Discard:          c.GetDiscard(),
+			ClampTCPMSS:      c.GetClampTcpMss(),
 		}
 		if c.GetMode() == gen.IntdInt_IntMode_INT_MX {
 			a.Mode = sai.IntModeMX

@@ -48,10 +48,11 @@ func fullObjects() (map[key]sai.Attrs, map[key]key) {
 			Mode: sai.IntModeMD, MaxHopCount: 8,
 			Instructions: sai.InstNodeID | sai.InstL1Interfaces | sai.InstHopLatency | sai.InstQueue | sai.InstIngressTimestamp |
 				sai.InstEgressTimestamp | sai.InstL2Interfaces | sai.InstEgressTxUtil | sai.InstBuffer | sai.InstChecksumComplement,
+			ClampTCPMSS: true,
 		},
 		kMXProbe: sai.IntSessionAttrs{
 			Mode: sai.IntModeMX, Instructions: sai.InstNodeID | sai.InstHopLatency,
-			DomainSpecificID: 4660, DSInstruction: 0x8000, DSFlags: 1, Discard: true,
+			DomainSpecificID: 4660, DSInstruction: 0x8000, DSFlags: 1, Discard: true, ClampTCPMSS: true,
 		},
 		kCollector: sai.ReportSessionAttrs{
 			SrcIP: netip.MustParseAddr("192.0.2.1"),
@@ -143,6 +144,30 @@ func TestMapping(t *testing.T) {
 			want: func(objs map[key]sai.Attrs, _ map[key]key) {
 				modify(objs, kDTel, func(a *sai.DTelAttrs) {
 					a.IntEndpointEnable, a.IntTransitEnable, a.DropReportEnable, a.QueueReportEnable = false, false, false, false
+				})
+			},
+		},
+		{
+			name: "remark-dscp, malformed-int-action and clamp-tcp-mss",
+			mutate: func(d *gen.Device) {
+				i(d).Marking.Config.RemarkDscp = ptrTo(uint8(8))
+				i(d).Node.Config.MalformedIntAction = gen.IntdInt_MalformedIntAction_DROP
+				i(d).IntSessions.IntSession["md-5"].Config.ClampTcpMss = ptrTo(false)
+			},
+			want: func(objs map[key]sai.Attrs, _ map[key]key) {
+				modify(objs, kDTel, func(a *sai.DTelAttrs) { a.IntL4DSCPRemark, a.MalformedAction = 8, sai.MalformedDrop })
+				modify(objs, kMD5, func(a *sai.IntSessionAttrs) { a.ClampTCPMSS = false })
+			},
+		},
+		{
+			name: "node with no role needs no node-id",
+			mutate: func(d *gen.Device) {
+				c := i(d).Node.Config
+				c.NodeId, c.IntEndpoint, c.IntTransit, c.DropReport, c.QueueReport = nil, ptrTo(false), ptrTo(false), ptrTo(false), ptrTo(false)
+			},
+			want: func(objs map[key]sai.Attrs, _ map[key]key) {
+				modify(objs, kDTel, func(a *sai.DTelAttrs) {
+					a.SwitchID, a.IntEndpointEnable, a.IntTransitEnable, a.DropReportEnable, a.QueueReportEnable = 0, false, false, false, false
 				})
 			},
 		},
@@ -317,7 +342,9 @@ func TestMapping(t *testing.T) {
 			want: func(objs map[key]sai.Attrs, refs map[key]key) {
 				clear(objs)
 				clear(refs)
-				objs[kDTel] = sai.DefaultDTelAttrs()
+				d := sai.DefaultDTelAttrs()
+				d.IntL4DSCP = sai.DSCPMatch{Value: 0x17, Mask: 0x3f} // YANG's default marking
+				objs[kDTel] = d
 			},
 		},
 	}
@@ -457,7 +484,13 @@ func TestValidation(t *testing.T) {
 		{"encapsulation the backend cannot do", func(c *sai.Capabilities) { c.Encaps = c.Encaps[:3] }, nil,
 			"/int/marking/config/vxlan-gpe-next-protocol: INT encapsulation vxlan-gpe is not supported by the dataplane"},
 		{"node enabled without node-id", nil, func(d *gen.Device) { d.Int.Node.Config.NodeId = nil },
-			"/int/node/config/node-id: the node is enabled without a node-id"},
+			"/int/node/config/node-id: int-endpoint is enabled but node-id is not set: give this node an INT node-id unique in its domain"},
+		{"postcard without node-id", nil, func(d *gen.Device) {
+			c := d.Int.Node.Config
+			c.NodeId, c.IntEndpoint, c.IntTransit, c.DropReport, c.QueueReport, c.Postcard = nil, ptrTo(false), ptrTo(false), ptrTo(false), ptrTo(false), ptrTo(true)
+		}, "/int/node/config/node-id: postcard is enabled but node-id is not set: give this node an INT node-id unique in its domain"},
+		{"remark-dscp that carries the marking", nil, func(d *gen.Device) { d.Int.Marking.Config.RemarkDscp = ptrTo(uint8(46)) },
+			"/int/marking/config/remark-dscp: remark-dscp 46 itself carries the INT marking 32/0x20: choose a value user traffic may keep"},
 		{"queue report reset = trigger", nil, func(d *gen.Device) { qr(d).LatencyResetThreshold = ptrTo(uint32(100000)) },
 			"/int/queue-reports/queue-report[interface=eth1][queue-id=0]/config/latency-reset-threshold: latency-reset-threshold 100000 must be below latency-threshold 100000"},
 		{"queue report reset without trigger", nil, func(d *gen.Device) { qr(d).LatencyThreshold = nil },

@@ -51,16 +51,18 @@ func (o *Orchestrator) intState(dev *gen.Device, s snapshot, st *sai.Stats) {
 	}
 	c := st.Node
 	ns.Counters = &gen.IntdInt_Int_Node_State_Counters{
-		InPackets:           ptr(c.InPackets),
-		OutPackets:          ptr(c.OutPackets),
-		DroppedPackets:      ptr(c.DroppedPackets),
-		IntInserted:         ptr(c.IntInserted),
-		IntTransited:        ptr(c.IntTransited),
-		IntStripped:         ptr(c.IntStripped),
-		EBitSet:             ptr(c.EBitSet),
-		MBitSet:             ptr(c.MBitSet),
-		IntMalformedDropped: ptr(c.IntMalformedDrop),
-		Postcards:           ptr(c.Postcards),
+		InPackets:             ptr(c.InPackets),
+		OutPackets:            ptr(c.OutPackets),
+		DroppedPackets:        ptr(c.DroppedPackets),
+		IntInserted:           ptr(c.IntInserted),
+		IntTransited:          ptr(c.IntTransited),
+		IntStripped:           ptr(c.IntStripped),
+		EBitSet:               ptr(c.EBitSet),
+		MBitSet:               ptr(c.MBitSet),
+		IntMalformedDropped:   ptr(c.IntMalformedDrop),
+		IntMalformedForwarded: ptr(c.IntMalformedForward),
+		DscpRemarked:          ptr(c.DSCPRemarked),
+		Postcards:             ptr(c.Postcards),
 	}
 	for _, r := range sortedKeys(st.Drops) {
 		d := node.GetOrCreateDrops().GetOrCreateDrop(uint8(r)).GetOrCreateState()
@@ -101,14 +103,16 @@ func (o *Orchestrator) intState(dev *gen.Device, s snapshot, st *sai.Stats) {
 		is.Name = ptr(n)
 		c := st.Interfaces[n]
 		is.Counters = &gen.IntdInt_Int_Interfaces_Interface_State_Counters{
-			InPackets:           ptr(c.InPackets),
-			OutPackets:          ptr(c.OutPackets),
-			IntInserted:         ptr(c.IntInserted),
-			IntTransited:        ptr(c.IntTransited),
-			IntStripped:         ptr(c.IntStripped),
-			EBitSet:             ptr(c.EBitSet),
-			MBitSet:             ptr(c.MBitSet),
-			IntMalformedDropped: ptr(c.IntMalformedDrop),
+			InPackets:             ptr(c.InPackets),
+			OutPackets:            ptr(c.OutPackets),
+			IntInserted:           ptr(c.IntInserted),
+			IntTransited:          ptr(c.IntTransited),
+			IntStripped:           ptr(c.IntStripped),
+			EBitSet:               ptr(c.EBitSet),
+			MBitSet:               ptr(c.MBitSet),
+			IntMalformedDropped:   ptr(c.IntMalformedDrop),
+			IntMalformedForwarded: ptr(c.IntMalformedForward),
+			DscpRemarked:          ptr(c.DSCPRemarked),
 		}
 	}
 	if in == nil {
@@ -136,8 +140,11 @@ func (o *Orchestrator) intState(dev *gen.Device, s snapshot, st *sai.Stats) {
 			}
 			c := st.IntSessions[s.oids[k]]
 			ss.Counters = &gen.IntdInt_Int_IntSessions_IntSession_State_Counters{
-				PacketsInitiated:    ptr(c.PacketsInitiated),
-				PacketsNotInitiated: ptr(c.PacketsNotInitiated),
+				PacketsInitiated:        ptr(c.PacketsInitiated),
+				PacketsNotInitiated:     ptr(c.NotInitiated()),
+				NotInitiatedNoRoom:      ptr(c.NotInitiatedNoRoom),
+				NotInitiatedUnsupported: ptr(c.NotInitiatedUnsupported),
+				NotInitiatedSampled:     ptr(c.NotInitiatedSampled),
 			}
 		}
 	}

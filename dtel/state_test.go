@@ -23,7 +23,7 @@ func TestState(t *testing.T) {
 		Reports:      map[sai.ReportType]sai.ReportCounters{sai.ReportFlow: {Generated: 21, Suppressed: 22, Sent: 23, Dropped: 24}, sai.ReportQueue: {Sent: 31}},
 		TrackedFlows: 42,
 		Watchlist:    map[sai.OID]sai.WatchlistEntryStats{oid[kEntry10]: {MatchedPackets: 100, MatchedBytes: 6400, UnsampledPackets: 90}},
-		IntSessions:  map[sai.OID]sai.IntSessionStats{oid[kMD5]: {PacketsInitiated: 70, PacketsNotInitiated: 1}},
+		IntSessions:  map[sai.OID]sai.IntSessionStats{oid[kMD5]: {PacketsInitiated: 70, NotInitiatedNoRoom: 1}},
 		ReportSessions: map[sai.OID]sai.ReportSessionStats{
 			oid[kCollector]: {Reports: 10, Packets: 5, Bytes: 1000, Dropped: 2, LastSequence: 4194303},
 		},

@@ -4,6 +4,6 @@ package gen
 
 // ModelVersions maps each YANG module to its newest revision date.
 var ModelVersions = map[string]string{
-	"intd-int":                    "2026-11-21",
+	"intd-int":                    "2026-11-24",
 	"intd-int-metadata-semantics": "2026-11-21",
 }

@@ -97,6 +97,9 @@ type DSCPMatch struct {
 // MaxDSCP is the largest 6-bit DSCP.
 const MaxDSCP = 63
 
+// Matches reports whether dscp carries the marking.
+func (m DSCPMatch) Matches(dscp uint8) bool { return dscp&m.Mask == m.Value }
+
 func (m DSCPMatch) validate(t ObjectType, attr, name string) error {
 	switch {
 	case m.Value > MaxDSCP:

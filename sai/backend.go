@@ -54,7 +54,13 @@ type Counters struct {
 	EBitSet          uint64 // packets on which this node set E (hop count exceeded)
 	MBitSet          uint64 // packets on which this node set M (MTU exceeded)
 	IntMalformedDrop uint64 // packets dropped for malformed INT headers
-	Postcards        uint64 // postcards (INT-XD reports) generated
+	// IntMalformedForward counts marked packets that did not parse as INT
+	// and were forwarded unchanged (MalformedForward).
+	IntMalformedForward uint64
+	// DSCPRemarked counts user packets entering the domain whose DSCP
+	// collided with the INT marking and was rewritten (IntL4DSCPRemark).
+	DSCPRemarked uint64
+	Postcards    uint64 // postcards (INT-XD reports) generated
 }
 
 // ReportType is the kind of telemetry report, for Stats.Reports.
@@ -97,8 +103,16 @@ type WatchlistEntryStats struct {
 
 // IntSessionStats counts INT initiation under a session.
 type IntSessionStats struct {
-	PacketsInitiated    uint64
-	PacketsNotInitiated uint64 // left without INT: headers would exceed the egress MTU
+	PacketsInitiated uint64
+	// Watched packets left without INT, by reason.
+	NotInitiatedNoRoom      uint64 // headers would exceed the egress MTU
+	NotInitiatedUnsupported uint64 // cannot carry INT: fragment, no L4 header, no marking for it
+	NotInitiatedSampled     uint64 // skipped by WatchlistAction.PacketInterval
+}
+
+// NotInitiated is the number of watched packets left without INT.
+func (s IntSessionStats) NotInitiated() uint64 {
+	return s.NotInitiatedNoRoom + s.NotInitiatedUnsupported + s.NotInitiatedSampled
 }
 
 // ReportSessionStats counts telemetry reports sent through a session.

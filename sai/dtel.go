@@ -45,6 +45,25 @@ type FlowReportFilter struct {
 	OnQueueChange bool
 }
 
+// MalformedAction is what a node does with a packet that carries the INT
+// marking but does not parse as INT.
+type MalformedAction uint8
+
+const (
+	MalformedForward MalformedAction = iota // forward unchanged, counted
+	MalformedDrop                           // drop, counted
+)
+
+func (m MalformedAction) String() string {
+	switch m {
+	case MalformedForward:
+		return "FORWARD"
+	case MalformedDrop:
+		return "DROP"
+	}
+	return "MalformedAction(" + itoa(int(m)) + ")"
+}
+
 // DTelAttrs mirrors SAI_OBJECT_TYPE_DTEL, the node-wide telemetry object
 // (sai_dtel_attr_t). There is at most one per backend. Every attribute is
 // CREATE_AND_SET.
@@ -73,6 +92,15 @@ type DTelAttrs struct {
 	// IntL4DSCP (SAI_DTEL_ATTR_INT_L4_DSCP) marks INT by DSCP value/bit.
 	// Mask 0 disables DSCP marking.
 	IntL4DSCP DSCPMatch
+	// IntL4DSCPRemark is the DSCP an INT source writes into user packets
+	// entering the domain (through a sink port, or sent by the host)
+	// whose DSCP matches IntL4DSCP, so that no user packet is taken for
+	// INT downstream (INT v2.1, DSCP marking). Must not match IntL4DSCP.
+	IntL4DSCPRemark uint8
+	// MalformedAction is what the node does with a packet received on a
+	// fabric port that carries the INT marking but does not parse as INT.
+	// Packets from outside the domain are never parsed as INT.
+	MalformedAction MalformedAction
 	// IntUDPDstPort marks INT by UDP destination port; 0 disables.
 	IntUDPDstPort uint16
 	// IntUDPNPT is how a source marks UDP traffic when IntUDPDstPort is
@@ -153,6 +181,14 @@ func (a DTelAttrs) Validate() error {
 	}
 	if err := a.IntL4DSCP.validate(t, "IntL4DSCP", "INT L4 DSCP"); err != nil {
 		return err
+	}
+	switch {
+	case a.IntL4DSCPRemark > MaxDSCP:
+		return invalid(t, "IntL4DSCPRemark", "remark DSCP %d exceeds %d", a.IntL4DSCPRemark, MaxDSCP)
+	case a.IntL4DSCP.Mask != 0 && a.IntL4DSCP.Matches(a.IntL4DSCPRemark):
+		return invalid(t, "IntL4DSCPRemark", "remark DSCP %d itself carries the INT marking %#x/%#x", a.IntL4DSCPRemark, a.IntL4DSCP.Value, a.IntL4DSCP.Mask)
+	case a.MalformedAction > MalformedDrop:
+		return invalid(t, "MalformedAction", "malformed INT action %d is invalid", a.MalformedAction)
 	}
 	if a.IntUDPDstPort != 0 && a.IntUDPNPT != NPTUDPPayload && a.IntUDPNPT != NPTL4Header {
 		return invalid(t, "IntUDPNPT", "INT UDP NPT %d is invalid (want 1 or 2)", a.IntUDPNPT)

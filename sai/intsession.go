@@ -107,6 +107,11 @@ type IntSessionAttrs struct {
 	DSFlags          uint16
 	// Discard sets the D bit: the sink drops the packet after reporting.
 	Discard bool
+	// ClampTCPMSS: the source lowers the MSS option of watched flows' TCP
+	// SYNs (and of their replies leaving through a sink port) so that
+	// full-sized segments have room for this session's headers at
+	// MaxHopCount under the egress MTU.
+	ClampTCPMSS bool
 }
 
 // DefaultIntSessionAttrs returns an MD session of 8 hops (SAI's default)

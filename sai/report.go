@@ -137,8 +137,11 @@ func (a ReportSessionAttrs) Validate() error {
 	for i, d := range a.Destinations {
 		attr := "Destinations[" + itoa(i) + "]"
 		switch {
-		case !d.IP.IsValid() || d.IP.IsUnspecified() || d.IP.IsMulticast():
+		case !d.IP.IsValid() || d.IP.IsUnspecified():
 			return invalid(t, attr+".IP", "destination %d: IP %v is invalid", i, d.IP)
+		case d.IP.IsMulticast() || d.IP == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
+			// Reports carry packet contents: they go to one collector.
+			return invalid(t, attr+".IP", "destination %d: %v is a multicast or broadcast address; reports go to unicast collectors", i, d.IP)
 		case d.IP.Is4() != a.SrcIP.Is4():
 			return invalid(t, attr+".IP", "destination %d: IP %v and source IP %v differ in family", i, d.IP, a.SrcIP)
 		case a.DstPort(i) == 0:

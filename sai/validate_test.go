@@ -98,6 +98,9 @@ func TestValidateRules(t *testing.T) {
 		{"dup sink port", mod(DefaultDTelAttrs(), func(a *DTelAttrs) { a.SinkPortList = []string{"eth0", "eth0"} }), "SinkPortList[1]", `"eth0" is listed twice`},
 		{"dscp value", mod(DefaultDTelAttrs(), func(a *DTelAttrs) { a.IntL4DSCP = DSCPMatch{Value: 64, Mask: 63} }), "IntL4DSCP.Value", "INT L4 DSCP value 64 exceeds 63"},
 		{"dscp mask", mod(DefaultDTelAttrs(), func(a *DTelAttrs) { a.IntL4DSCP = DSCPMatch{Mask: 0x40} }), "IntL4DSCP.Mask", "mask 0x40 exceeds 0x3f"},
+		{"remark carries the marking", mod(DefaultDTelAttrs(), func(a *DTelAttrs) { a.IntL4DSCP, a.IntL4DSCPRemark = DSCPMatch{Value: 0x20, Mask: 0x20}, 46 }), "IntL4DSCPRemark", "remark DSCP 46 itself carries the INT marking"},
+		{"remark too large", mod(DefaultDTelAttrs(), func(a *DTelAttrs) { a.IntL4DSCPRemark = 64 }), "IntL4DSCPRemark", "remark DSCP 64 exceeds 63"},
+		{"malformed action", mod(DefaultDTelAttrs(), func(a *DTelAttrs) { a.MalformedAction = 7 }), "MalformedAction", "malformed INT action 7 is invalid"},
 		{"dscp outside mask", mod(DefaultDTelAttrs(), func(a *DTelAttrs) { a.IntL4DSCP = DSCPMatch{Value: 3, Mask: 1} }), "IntL4DSCP.Value", "bits outside mask"},
 		{"npt", mod(DefaultDTelAttrs(), func(a *DTelAttrs) { a.IntUDPDstPort = 5000 }), "IntUDPNPT", "INT UDP NPT 0 is invalid"},
 		{"two markings", mod(DefaultDTelAttrs(), func(a *DTelAttrs) {
@@ -126,7 +129,8 @@ func TestValidateRules(t *testing.T) {
 			a.UDPDstPort = 0
 			a.Destinations = []ReportDestination{{v4, 1}, {v4, 2}, {IP: v4}}
 		}), "Destinations[2].UDPPort", "sai: report session: destination 2: UDP port 0 is invalid"},
-		{"dst multicast", mod(validReportSession(), func(a *ReportSessionAttrs) { a.Destinations[0].IP = netip.MustParseAddr("224.0.0.1") }), "Destinations[0].IP", "destination 0: IP 224.0.0.1 is invalid"},
+		{"dst multicast", mod(validReportSession(), func(a *ReportSessionAttrs) { a.Destinations[0].IP = netip.MustParseAddr("224.0.0.1") }), "Destinations[0].IP", "destination 0: 224.0.0.1 is a multicast or broadcast address"},
+		{"dst broadcast", mod(validReportSession(), func(a *ReportSessionAttrs) { a.Destinations[0].IP = netip.MustParseAddr("255.255.255.255") }), "Destinations[0].IP", "destination 0: 255.255.255.255 is a multicast or broadcast address"},
 		{"dst family", mod(validReportSession(), func(a *ReportSessionAttrs) {
 			a.Destinations = []ReportDestination{{IP: netip.MustParseAddr("2001:db8::1")}}
 		}), "Destinations[0].IP", "differ in family"},

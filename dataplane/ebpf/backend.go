@@ -647,7 +647,7 @@ func (d *Dataplane) Stats(ctx context.Context) (sai.Stats, error) {
 		if err := d.objs.SessStatsMap.Lookup(uint32(i), &per); err == nil {
 			for _, v := range per {
 				s.PacketsInitiated += v.Initiated
-				s.PacketsNotInitiated += v.NotInitiated
+				s.NotInitiatedNoRoom += v.NotInitiated
 			}
 		}
 		st.IntSessions[oid] = s

@@ -316,8 +316,8 @@ func testGSO(t *testing.T, hostMTU int, gro bool) {
 	}
 	st, _ := e.r[0].Stats(context.Background())
 	for _, s := range st.IntSessions {
-		if s.PacketsNotInitiated != uint64(f12) {
-			t.Errorf("r1: %d packets not initiated, %d without INT on the wire", s.PacketsNotInitiated, f12)
+		if s.NotInitiated() != uint64(f12) {
+			t.Errorf("r1: %d packets not initiated, %d without INT on the wire", s.NotInitiated(), f12)
 		}
 	}
 

@@ -236,7 +236,7 @@ func vxlanGPE(t *testing.T, mtu string, all bool) {
 	s, _ := r[0].Stats(context.Background())
 	for _, ss := range s.IntSessions {
 		t.Logf("r1 session %+v", ss)
-		if all && ss.PacketsNotInitiated != 0 || ss.PacketsNotInitiated > ss.PacketsInitiated/10 {
+		if all && ss.NotInitiated() != 0 || ss.NotInitiated() > ss.PacketsInitiated/10 {
 			t.Fatalf("r1 session: %+v", ss)
 		}
 	}

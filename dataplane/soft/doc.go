@@ -27,7 +27,7 @@
 // Geneve encapsulated packet (G=0 cases; soft does not add GRE itself),
 // else the TCP/UDP marking (DSCP, UDP port NPT 1/2 - non-UDP always NPT 2
 // -, probe marker). Never fragments: headers that do not fit the egress
-// MTU are not inserted (IntSessionStats.PacketsNotInitiated); headers that
+// MTU are not inserted (IntSessionStats.NotInitiatedNoRoom); headers that
 // fit without the source's hop get M. Transit sets E at Remaining Hop
 // Count 0 and M when the MTU leaves no room. Unknown domain-specific
 // metadata and reserved bits are filled with all ones. Malformed INT

@@ -155,7 +155,7 @@ func TestMBit(t *testing.T) {
 		t.Fatal("source inserted INT beyond the MTU")
 	}
 	st1, _ := l.sw[0].Stats(t.Context())
-	if st1.IntSessions[l.sess].PacketsNotInitiated != 1 || st1.IntSessions[l.sess].PacketsInitiated != 0 {
+	if st1.IntSessions[l.sess].NotInitiatedNoRoom != 1 || st1.IntSessions[l.sess].PacketsInitiated != 0 {
 		t.Fatalf("session stats %+v", st1.IntSessions[l.sess])
 	}
 }

@@ -155,7 +155,7 @@ func (s *Switch) source(b *pbuf, c *compiled, p *port, t int64) {
 	switch {
 	case tun != wire.EncapNone:
 	case opt.Encap == wire.EncapNone:
-		se.stats.PacketsNotInitiated++
+		se.stats.NotInitiatedUnsupported++
 		return
 	case opt.Encap == wire.EncapProbe:
 		fixed += wire.ProbeLen
@@ -168,8 +168,12 @@ func (s *Switch) source(b *pbuf, c *compiled, p *port, t int64) {
 		}
 	}
 	room := mtuRoom(b, p)
-	if fixed > room || b.pkt.L3 < 0 || (tun == wire.EncapNone && b.pkt.L4 < 0) {
-		se.stats.PacketsNotInitiated++ // never fragment
+	if b.pkt.L3 < 0 || (tun == wire.EncapNone && b.pkt.L4 < 0) {
+		se.stats.NotInitiatedUnsupported++
+		return
+	}
+	if fixed > room {
+		se.stats.NotInitiatedNoRoom++ // never fragment
 		return
 	}
 	hdr := s.hdr[:]
@@ -203,7 +207,7 @@ func (s *Switch) source(b *pbuf, c *compiled, p *port, t int64) {
 		out, err = wire.InsertINT(b.data, &b.pkt, typ, hdr[:n], &opt)
 	}
 	if err != nil {
-		se.stats.PacketsNotInitiated++
+		se.stats.NotInitiatedUnsupported++
 		return
 	}
 	b.setData(out)
