@@ -3,21 +3,54 @@
 //
 //	intcollector [flags]              run the collector
 //	intcollector decode FILE.pcap     decode a capture into JSON lines
+//	intcollector version              print the version, commit, build date and Go version
 package main
 
 import (
 	"flag"
 	"fmt"
+	"io"
 	"os"
 
+	"github.com/intd-project/intd/cmd/internal/buildinfo"
 	"github.com/intd-project/intd/dataplane/collector"
 )
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == "decode" {
-		os.Exit(decodeMain(os.Args[2:]))
+	args := os.Args[1:]
+	if len(args) > 0 {
+		switch args[0] {
+		case "decode":
+			os.Exit(decodeMain(args[1:]))
+		case "version", "-version", "--version":
+			os.Exit(versionMain(args[1:], os.Stdout, os.Stderr))
+		case "help", "-h", "-help", "--help":
+			usage(os.Stderr)
+			// The collector's flags, printed by its flag set; exits 0.
+			os.Exit(serveMain([]string{"-h"}))
+		}
 	}
-	os.Exit(serveMain(os.Args[1:]))
+	os.Exit(serveMain(args))
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `usage:
+  intcollector [flags]                   receive telemetry reports (flags below)
+  intcollector decode [flags] FILE.pcap  decode a capture into JSON lines (intcollector decode -h)
+  intcollector version                   print the version, commit, build date and Go version
+
+`)
+}
+
+func versionMain(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		fmt.Fprintf(stderr, "intcollector version: unexpected arguments %q\n", args)
+		return 2
+	}
+	if err := buildinfo.Read().Write(stdout, "intcollector"); err != nil {
+		return 1
+	}
+	return 0
 }
 
 func decodeMain(args []string) int {

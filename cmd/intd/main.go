@@ -5,7 +5,9 @@
 //	intd run [flags]       serve one node (see `intd run -h`)
 //	intd lab [flags]       an in-process INT fabric, each switch a gNMI target (see `intd lab -h`)
 //	intd passwd USER       print a credentials-file line for USER
-//	intd help
+//	intd version           print the version, commit, build date and Go version
+//	intd completion SHELL  print a bash or zsh completion script
+//	intd help [SUBCOMMAND]
 //
 // Further subcommands (e.g. `intd lab`) register themselves in commands.
 package main
@@ -31,6 +33,10 @@ type command struct {
 
 var commands = map[string]command{}
 
+// helpEpilogs print, after a subcommand's own -h output, what its flag
+// usage cannot hold (e.g. the list of dataplanes).
+var helpEpilogs = map[string]func(w io.Writer){}
+
 func register(name, summary string, run func(ctx context.Context, args []string, stdout, stderr io.Writer) error) {
 	if _, dup := commands[name]; dup {
 		panic("intd: subcommand registered twice: " + name)
@@ -42,37 +48,50 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "intd:", err)
+		if errors.Is(err, flag.ErrHelp) {
+			return // asked for help and got it
 		}
+		fmt.Fprintln(os.Stderr, "intd:", err)
 		os.Exit(2)
 	}
 }
 
 func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	switch {
+	case len(args) == 0:
 		usage(stderr)
-		if len(args) == 0 {
-			return errors.New("no subcommand")
-		}
+		return errors.New("no subcommand")
+	case args[0] == "help" && len(args) > 1:
+		// `intd help run` is `intd run -h`.
+		args = []string{args[1], "-h"}
+	case args[0] == "help" || args[0] == "-h" || args[0] == "-help" || args[0] == "--help":
+		usage(stdout)
 		return nil
+	case args[0] == "-version" || args[0] == "--version":
+		args = append([]string{"version"}, args[1:]...)
 	}
 	c, ok := commands[args[0]]
 	if !ok {
 		usage(stderr)
 		return fmt.Errorf("unknown subcommand %q", args[0])
 	}
-	return c.run(ctx, args[1:], stdout, stderr)
+	err := c.run(ctx, args[1:], stdout, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		if e := helpEpilogs[args[0]]; e != nil {
+			e(stderr)
+		}
+	}
+	return err
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: intd SUBCOMMAND [flags]\n\nsubcommands:")
+	fmt.Fprintln(w, "usage: intd SUBCOMMAND [flags]   (intd help SUBCOMMAND for its flags)\n\nsubcommands:")
 	names := make([]string, 0, len(commands))
 	for n := range commands {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
+		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -27,7 +26,6 @@ var defaultConfig []byte
 
 func init() {
 	register("run", "serve one INT node over gNMI", runCmd)
-	register("passwd", "read a password on stdin, print a credentials-file line", passwdCmd)
 }
 
 // runOptions are `intd run`'s settings; a --config file sets the same
@@ -251,33 +249,4 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		return nil
 	}
-}
-
-func passwdCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("intd passwd", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	role := fs.String("role", "read-only", "role: read-only or read-write")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return errors.New("usage: intd passwd [-role read-write] USER < password")
-	}
-	if *role != "read-only" && *role != "read-write" {
-		return fmt.Errorf("bad -role %q", *role)
-	}
-	line, err := bufio.NewReader(os.Stdin).ReadString('\n')
-	if err != nil && !(errors.Is(err, io.EOF) && line != "") {
-		return fmt.Errorf("reading the password from stdin: %w", err)
-	}
-	pw := strings.TrimRight(line, "\r\n")
-	if pw == "" {
-		return errors.New("empty password")
-	}
-	h, err := server.HashPassword(pw)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "%s %s %s\n", fs.Arg(0), *role, h)
-	return nil
 }
