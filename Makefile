@@ -7,7 +7,25 @@ GEN_FLAGS := -path=yang -output_file=gen/intd.go -package_name=gen \
 	-generate_delete -generate_leaf_getters -generate_populate_defaults \
 	-generate_simple_unions -include_model_data -generate_rename
 
-.PHONY: all generate build test lint bench run check-generated
+.PHONY: all generate build test lint bench run check-generated release package image binaries
+
+# Release builds: static binaries with the version stamped (see
+# cmd/internal/buildinfo), into $(DIST). ARCH is the Debian/Go architecture
+# of `make binaries`, `make package` and `make image`; `make release` builds
+# every one of RELEASE_ARCHES.
+DIST           ?= dist
+ARCH           ?= $(shell $(GO) env GOARCH)
+RELEASE_ARCHES := amd64 arm64
+VERSION        ?= $(shell sh deploy/version.sh)
+COMMIT         ?= $(shell git rev-parse HEAD 2>/dev/null)
+DATE           ?= $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null)
+# Debian versions sort "~" before and "+" after: a tag's pre-release
+# (v1.2.0-rc1) and the pseudo-version of an untagged commit come before
+# the release, commits after a tag (git describe's -N-gHASH) after it.
+DEB_VERSION    ?= $(shell echo '$(VERSION)' | sed -E 's/^v//; s/-dirty$$/+dirty/; s/-([0-9]+)-g([0-9a-f]+)/+\1.g\2/; s/^([0-9.]+)-/\1~/; s/-/./g')
+DEB_MAINTAINER ?= intd project <intd@intd-project.invalid>
+BUILDINFO      := github.com/intd-project/intd/cmd/internal/buildinfo
+LDFLAGS        := -s -w -X $(BUILDINFO).version=$(VERSION) -X $(BUILDINFO).commit=$(COMMIT) -X $(BUILDINFO).date=$(DATE)
 
 all: build
 
@@ -63,3 +81,35 @@ run:
 .PHONY: bench-e2e
 bench-e2e:
 	INTD_BENCH_E2E=1 $(GO) test -count=1 -run '^TestBenchE2E$$' -v ./tests/
+
+# Static (no cgo) linux binaries of intd and intcollector for $(ARCH) in
+# $(DIST)/linux_$(ARCH)/.
+binaries:
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(ARCH) $(GO) build -trimpath -ldflags '$(LDFLAGS)' \
+		-o $(DIST)/linux_$(ARCH)/ ./cmd/intd ./cmd/intcollector
+
+# The Debian package for $(ARCH), built with nfpm (a tool of go.mod).
+package: binaries
+	ARCH=$(ARCH) DEB_VERSION='$(DEB_VERSION)' DEB_MAINTAINER='$(DEB_MAINTAINER)' BIN=$(DIST)/linux_$(ARCH) \
+	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || date +%s) \
+		$(GO) tool nfpm package --config deploy/package/nfpm.yaml --packager deb --target $(DIST)/
+
+# The OCI image (an OCI layout in a tar) for $(ARCH): the static binaries on
+# an empty base, nothing pulled. See docs/install.md.
+image: binaries
+	$(GO) run ./deploy/image -o $(DIST)/intd_image_linux_$(ARCH).tar -version '$(VERSION)' -revision '$(COMMIT)' -created '$(DATE)' \
+		-platform linux/$(ARCH)=$(DIST)/linux_$(ARCH)
+
+# Everything a release publishes, for every RELEASE_ARCHES: binaries, one
+# tarball and one Debian package per architecture, one multi-architecture
+# image, and SHA256SUMS over them.
+release:
+	rm -rf $(DIST)
+	set -e; for a in $(RELEASE_ARCHES); do \
+		$(MAKE) --no-print-directory package ARCH=$$a DIST=$(DIST) VERSION='$(VERSION)'; \
+		tar -C $(DIST)/linux_$$a -cf - --sort=name --owner=0 --group=0 --numeric-owner --mtime='$(DATE)' \
+			intd intcollector -C $(CURDIR) LICENSE NOTICE | gzip -n > $(DIST)/intd_$(VERSION)_linux_$$a.tar.gz; \
+	done
+	$(GO) run ./deploy/image -o $(DIST)/intd_image_$(VERSION).tar -version '$(VERSION)' -revision '$(COMMIT)' -created '$(DATE)' \
+		$(foreach a,$(RELEASE_ARCHES),-platform linux/$(a)=$(DIST)/linux_$(a))
+	cd $(DIST) && sha256sum intd_*.tar.gz *.deb intd_image_*.tar linux_*/* > SHA256SUMS
