@@ -24,6 +24,10 @@ var allowed = map[string][]string{
 	"dataplane/collector": {"dataplane/wire"},
 	// Backends implement sai.Backend, so they see sai's types.
 	"dataplane/": {"sai", "dataplane/"},
+	// Build information shared by the commands, and the build tools of
+	// deploy/, stand apart from the node.
+	"cmd/internal/": {},
+	"deploy/":       {},
 }
 
 func layerOf(pkg string) (string, []string) {
