@@ -33,10 +33,6 @@ type command struct {
 
 var commands = map[string]command{}
 
-// helpEpilogs print, after a subcommand's own -h output, what its flag
-// usage cannot hold (e.g. the list of dataplanes).
-var helpEpilogs = map[string]func(w io.Writer){}
-
 func register(name, summary string, run func(ctx context.Context, args []string, stdout, stderr io.Writer) error) {
 	if _, dup := commands[name]; dup {
 		panic("intd: subcommand registered twice: " + name)
@@ -48,10 +44,9 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return // asked for help and got it
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "intd:", err)
 		}
-		fmt.Fprintln(os.Stderr, "intd:", err)
 		os.Exit(2)
 	}
 }
@@ -77,9 +72,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	err := c.run(ctx, args[1:], stdout, stderr)
 	if errors.Is(err, flag.ErrHelp) {
-		if e := helpEpilogs[args[0]]; e != nil {
-			e(stderr)
-		}
+		return nil // -h asked for the usage, and got it
 	}
 	return err
 }
