@@ -29,15 +29,30 @@ type machine struct {
 
 // bootScript runs inside the new namespaces: $1 is the overlay directory.
 const bootScript = `set -e
-d=$1
-mount -t overlay overlay -o lowerdir=/,upperdir=$d/upper,workdir=$d/work $d/root
-mount -t proc proc $d/root/proc
-mount -t sysfs sysfs $d/root/sys
-mount -t cgroup2 cgroup2 $d/root/sys/fs/cgroup
-mount --rbind /dev $d/root/dev
-mount -t tmpfs tmpfs $d/root/run
-mount -t tmpfs tmpfs $d/root/tmp
-cd $d/root
+d=$1 r=$1/root
+mount -t overlay overlay -o lowerdir=/,upperdir=$d/upper,workdir=$d/work $r
+mount -t proc proc $r/proc
+# Most sysctls are not namespaced: the machine may read, not set them.
+mount --bind $r/proc/sys $r/proc/sys
+mount -o remount,bind,ro $r/proc/sys
+mount -t sysfs -o ro sysfs $r/sys
+mount -t cgroup2 cgroup2 $r/sys/fs/cgroup
+# A /dev of its own (systemd adds /dev/log and others), with the host's
+# harmless device nodes.
+mount -t tmpfs -o mode=755,nosuid tmpfs $r/dev
+for n in null zero full random urandom tty; do
+	touch $r/dev/$n
+	mount --bind /dev/$n $r/dev/$n
+done
+touch $r/dev/console
+mount --bind /dev/null $r/dev/console
+mkdir $r/dev/pts $r/dev/shm
+mount -t devpts -o newinstance,ptmxmode=0666 devpts $r/dev/pts
+ln -s pts/ptmx $r/dev/ptmx
+mount -t tmpfs tmpfs $r/dev/shm
+mount -t tmpfs tmpfs $r/run
+mount -t tmpfs tmpfs $r/tmp
+cd $r
 exec chroot . /usr/bin/env container=intd-test /lib/systemd/systemd --system --unit=basic.target
 `
 
