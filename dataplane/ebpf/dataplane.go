@@ -3,8 +3,10 @@ package ebpf
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/cilium/ebpf"
@@ -13,6 +15,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/intd-project/intd/dataplane/internal/hostlock"
 	"github.com/intd-project/intd/dataplane/report"
 	"github.com/intd-project/intd/dataplane/saireport"
 	"github.com/intd-project/intd/sai"
@@ -46,6 +49,9 @@ type Config struct {
 	// super-packets then leave without INT (counted as not initiated).
 	// It is implied by NoAttach.
 	NoGSODetour bool
+	// Logger logs what New finds and removes of a crashed instance
+	// (default slog.Default()).
+	Logger *slog.Logger
 }
 
 // requirements is what loading the programs needs of the system: the
@@ -73,6 +79,7 @@ type iface struct {
 	slot     int
 	attached bool
 	ownQdisc bool
+	lock     *hostlock.Lock // held while attached
 }
 
 // Dataplane is the tc/eBPF INT dataplane. It implements sai.Backend.
@@ -86,7 +93,9 @@ type Dataplane struct {
 	gso     *gsoDetour
 	rd      *ringbuf.Reader
 	done    chan struct{}
+	reading bool // readEvents runs (and closes done)
 	closed  bool
+	log     *slog.Logger
 	timeOff uint64
 	netns   uint32 // inode of the network namespace New ran in
 
@@ -107,9 +116,16 @@ type Dataplane struct {
 }
 
 // New loads the BPF programs, attaches them to cfg.Interfaces and starts
-// reading reports. Close detaches everything.
+// reading reports. Close detaches everything. Unless cfg.NoAttach, it
+// first removes what an instance that crashed left in the namespace (see
+// the package documentation); an interface another running intd is
+// attached to is refused.
 func New(cfg Config) (*Dataplane, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
 	d := &Dataplane{
+		log:     cfg.Logger,
 		cfg:     cfg,
 		ifaces:  map[string]*iface{},
 		objects: map[sai.OID]*object{},
@@ -138,6 +154,11 @@ func New(cfg Config) (*Dataplane, error) {
 	if err := d.loadDropReasons(); err != nil {
 		d.objs.Close()
 		return nil, err
+	}
+	if !cfg.NoAttach {
+		// Before anything is attached, so that nothing of ours is taken
+		// for a leftover.
+		d.removeStaleFilters()
 	}
 	var err error
 	if d.rd, err = ringbuf.NewReader(d.objs.Events); err != nil {
@@ -169,6 +190,7 @@ func New(cfg Config) (*Dataplane, error) {
 			return nil, err
 		}
 	}
+	d.reading = true
 	go d.readEvents()
 	return d, nil
 }
@@ -205,9 +227,9 @@ func (d *Dataplane) Close() error {
 	}
 	if d.rd != nil {
 		errs = append(errs, d.rd.Close())
+	}
+	if d.reading {
 		<-d.done
-	} else {
-		close(d.done)
 	}
 	errs = append(errs, d.objs.Close())
 	return errors.Join(errs...)
@@ -254,9 +276,7 @@ func (d *Dataplane) AddInterface(cfg Interface) error {
 	if i.cfg.L2ID == 0 {
 		i.cfg.L2ID = uint32(i.ifindex)
 	}
-	var zero intdCounters
 	zeros := make([]intdCounters, ebpf.MustPossibleCPU())
-	_ = zero
 	if err := d.objs.Ctrs.Put(uint32(slot), zeros); err != nil {
 		return fmt.Errorf("ebpf: interface %q: %w", cfg.Name, err)
 	}
@@ -264,7 +284,14 @@ func (d *Dataplane) AddInterface(cfg Interface) error {
 		return fmt.Errorf("ebpf: interface %q: %w", cfg.Name, err)
 	}
 	if !d.cfg.NoAttach {
+		// One intd per interface: a second would replace the first's
+		// filters.
+		if i.lock, err = hostlock.Acquire(hostlock.Interface(i.ifindex)); err != nil {
+			_ = d.objs.Ifaces.Put(uint32(i.ifindex), intdIface{})
+			return fmt.Errorf("ebpf: interface %q: %w", cfg.Name, err)
+		}
 		if err := d.attach(i, l); err != nil {
+			i.lock.Release()
 			_ = d.objs.Ifaces.Put(uint32(i.ifindex), intdIface{})
 			return err
 		}
@@ -345,7 +372,67 @@ func (d *Dataplane) detach(i *iface) error {
 		}
 	}
 	i.attached = false
+	i.lock.Release()
 	return errors.Join(errs...)
+}
+
+// ownFilter reports whether a tc filter is one attach or the GSO detour
+// installs: intd's handle and priority, a BPF program named intd_*.
+func ownFilter(f netlink.Filter) bool {
+	b, ok := f.(*netlink.BpfFilter)
+	return ok && b.Handle == filterHandle && b.Priority == filterPrio && strings.HasPrefix(b.Name, "intd_")
+}
+
+// removeStaleFilters deletes intd's tc filters from interfaces no running
+// intd is attached to (an instance killed before Close left them, its
+// programs still running with its last configuration), and the clsact
+// qdiscs that held nothing else. GSO detour devices are left to
+// removeStaleDetours.
+func (d *Dataplane) removeStaleFilters() {
+	links, err := netlink.LinkList()
+	if err != nil {
+		d.log.Warn("ebpf: listing interfaces for leftovers of a previous instance", "err", err)
+		return
+	}
+	for _, l := range links {
+		a := l.Attrs()
+		if strings.HasPrefix(a.Name, detourPrefix) || hostlock.Held(hostlock.Interface(a.Index)) {
+			continue
+		}
+		var stale []string
+		others := 0
+		for _, parent := range []uint32{netlink.HANDLE_MIN_INGRESS, netlink.HANDLE_MIN_EGRESS} {
+			fs, err := netlink.FilterList(l, parent)
+			if err != nil {
+				continue // no clsact qdisc
+			}
+			for _, f := range fs {
+				if !ownFilter(f) {
+					others++
+					continue
+				}
+				if err := netlink.FilterDel(f); err != nil && !errors.Is(err, unix.ENOENT) {
+					d.log.Warn("ebpf: removing a filter left by a previous instance", "interface", a.Name, "err", err)
+					others++
+					continue
+				}
+				stale = append(stale, f.(*netlink.BpfFilter).Name)
+			}
+		}
+		if len(stale) == 0 {
+			continue
+		}
+		qdisc := false
+		if others == 0 {
+			q := &netlink.GenericQdisc{
+				QdiscAttrs: netlink.QdiscAttrs{LinkIndex: a.Index, Handle: netlink.MakeHandle(0xffff, 0), Parent: netlink.HANDLE_CLSACT},
+				QdiscType:  "clsact",
+			}
+			qdisc = netlink.QdiscDel(q) == nil
+		}
+		d.log.Warn("removed tc filters left by an intd that did not stop cleanly", "interface", a.Name,
+			"filters", stale, "clsact-removed", qdisc)
+	}
 }
 
 func (d *Dataplane) ifaceValue(i *iface) intdIface {

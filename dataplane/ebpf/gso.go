@@ -3,11 +3,14 @@ package ebpf
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"unsafe"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/intd-project/intd/dataplane/internal/hostlock"
 )
 
 // gsoDetour is the veth pair a watched GSO super-packet takes to be
@@ -21,22 +24,38 @@ type gsoDetour struct {
 	dev, peer string
 	devIndex  int
 	peerIndex int
+	lock      *hostlock.Lock // marks the pair as a running instance's
 }
 
-// newGSODetour creates the pair intd-gsoN/intd-gsoN+1 (the first free N)
-// in the calling thread's network namespace and attaches intd_gso.
+// detourPrefix begins the names of GSO detour devices: intd-gsoN and
+// intd-gsoN+1, N even.
+const detourPrefix = "intd-gso"
+
+// maxDetours bounds the detour pairs of one namespace.
+const maxDetours = 32
+
+func detourLock(n int) string { return "intd/gso/" + strconv.Itoa(n) }
+
+// newGSODetour creates the pair intd-gsoN/intd-gsoN+1 (the first N no
+// running instance holds) in the calling thread's network namespace and
+// attaches intd_gso. Pairs whose owner is gone (an instance killed before
+// Close) are deleted first.
 func (d *Dataplane) newGSODetour() (*gsoDetour, error) {
 	h, err := netlink.NewHandle()
 	if err != nil {
 		return nil, fmt.Errorf("ebpf: GSO detour: netlink: %w", err)
 	}
+	d.removeStaleDetours(h)
 	g := &gsoDetour{h: h}
 	for n := 0; ; n += 2 {
-		if n >= 64 {
+		if n >= 2*maxDetours {
 			h.Close()
-			return nil, errors.New("ebpf: GSO detour: no free intd-gsoN name")
+			return nil, fmt.Errorf("ebpf: GSO detour: no free %sN name", detourPrefix)
 		}
-		g.dev, g.peer = fmt.Sprintf("intd-gso%d", n), fmt.Sprintf("intd-gso%d", n+1)
+		if g.lock, err = hostlock.Acquire(detourLock(n)); err != nil {
+			continue // another running instance's pair
+		}
+		g.dev, g.peer = detourPrefix+strconv.Itoa(n), detourPrefix+strconv.Itoa(n+1)
 		v := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: g.dev, MTU: 65535, TxQLen: 1000}, PeerName: g.peer}
 		err = h.LinkAdd(v)
 		if errors.Is(err, unix.EINVAL) {
@@ -46,6 +65,7 @@ func (d *Dataplane) newGSODetour() (*gsoDetour, error) {
 		if err == nil {
 			break
 		}
+		g.lock.Release()
 		if !errors.Is(err, unix.EEXIST) {
 			h.Close()
 			return nil, fmt.Errorf("ebpf: GSO detour: add veth %s: %w", g.dev, err)
@@ -110,8 +130,34 @@ func (g *gsoDetour) setup(d *Dataplane) error {
 	return nil
 }
 
+// removeStaleDetours deletes the detour pairs no running instance holds.
+func (d *Dataplane) removeStaleDetours(h *netlink.Handle) {
+	links, err := h.LinkList()
+	if err != nil {
+		d.log.Warn("ebpf: listing interfaces for leftovers of a previous instance", "err", err)
+		return
+	}
+	for _, l := range links {
+		name := l.Attrs().Name
+		n, err := strconv.Atoi(strings.TrimPrefix(name, detourPrefix))
+		if !strings.HasPrefix(name, detourPrefix) || err != nil || n < 0 || l.Type() != "veth" {
+			continue
+		}
+		if hostlock.Held(detourLock(n &^ 1)) {
+			continue
+		}
+		// Deleting one end deletes the pair.
+		if err := h.LinkDel(l); err != nil && !errors.Is(err, unix.ENODEV) {
+			d.log.Warn("ebpf: removing a GSO detour left by a previous instance", "interface", name, "err", err)
+			continue
+		}
+		d.log.Warn("removed a GSO detour veth pair left by an intd that did not stop cleanly", "interface", name)
+	}
+}
+
 // close deletes the pair (and with it the qdisc and filter).
 func (g *gsoDetour) close() error {
+	defer g.lock.Release()
 	defer g.h.Close()
 	l, err := g.h.LinkByName(g.dev)
 	if err != nil {
@@ -138,16 +184,18 @@ const (
 	ethtoolFlagsWords = 8 // feature blocks read at most: 256 features
 )
 
+// ifreqPtr is struct ifreq with ifr_data. data is a real pointer, not a
+// uintptr, so the garbage collector keeps (and moves) what it points to.
 type ifreqPtr struct {
 	name [unix.IFNAMSIZ]byte
-	data uintptr
-	_    [16]byte
+	data unsafe.Pointer
+	_    [24 - unsafe.Sizeof(uintptr(0))]byte
 }
 
 func ethtool(fd int, ifname string, data unsafe.Pointer) error {
 	var r ifreqPtr
-	copy(r.name[:], ifname)
-	r.data = uintptr(data)
+	copy(r.name[:unix.IFNAMSIZ-1], ifname)
+	r.data = data
 	if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SIOCETHTOOL, uintptr(unsafe.Pointer(&r))); e != 0 {
 		return e
 	}
