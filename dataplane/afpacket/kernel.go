@@ -21,8 +21,8 @@ import (
 
 // Kernel makes a soft switch forward like the kernel's router would: it
 // mirrors the namespace's main routing table and neighbour table into
-// Switch.SetRoutes, and tells Node which frames are the switch's to
-// forward (Accept). See the package documentation.
+// Switch.SetRoutes, and tells Node what to do with every received frame
+// (Classify). See the package documentation.
 type Kernel struct {
 	sw      *soft.Switch
 	ports   []*Port
@@ -33,17 +33,82 @@ type Kernel struct {
 	resolve chan resolveReq
 	asked   map[netip.Addr]time.Time // last resolution request per address
 	routes  atomic.Int64             // routes installed by the last Sync
+	synced  func()                   // called after every Sync (Node's wake-up)
+}
+
+// Verdict is what Classify decides for a received frame.
+type Verdict uint8
+
+// Verdicts.
+const (
+	// ToKernel: not the switch's to forward (ARP, neighbour discovery,
+	// traffic to the node itself, frames seen in promiscuous mode).
+	ToKernel Verdict = iota
+	// Forward: the switch forwards it (or counts a routing miss).
+	Forward
+	// Hold: its next hop has no neighbour entry yet; it waits (bounded)
+	// for the kernel to resolve it, and is dropped if it does not.
+	Hold
+	// NoPortRoute: the kernel routes it through an interface that is not
+	// a port; the switch cannot, and the kernel must not (see
+	// RulePriority): dropped and counted as a routing miss.
+	NoPortRoute
+)
+
+type routeKind uint8
+
+const (
+	onLink  routeKind = iota // connected, through a port
+	viaPort                  // through a gateway on a port
+	foreign                  // through an interface that is not a port
+)
+
+type vroute struct {
+	kind      routeKind
+	ifindex   int
+	gw        netip.Addr // viaPort: the gateway resolved for the route
+	installed bool       // viaPort: the switch has the route
+	metric    int
+}
+
+// lpm is a longest-prefix-match table: one map per distinct prefix
+// length, looked up longest first, without allocation.
+type lpm struct {
+	lens   []int
+	routes map[netip.Prefix]vroute
+}
+
+func (t *lpm) add(p netip.Prefix, r vroute) {
+	if t.routes == nil {
+		t.routes = map[netip.Prefix]vroute{}
+	}
+	if old, ok := t.routes[p]; ok && old.metric <= r.metric {
+		return // the kernel uses the route with the lowest metric
+	}
+	if !slices.Contains(t.lens, p.Bits()) {
+		t.lens = append(t.lens, p.Bits())
+		slices.SortFunc(t.lens, func(a, b int) int { return b - a })
+	}
+	t.routes[p] = r
+}
+
+func (t *lpm) lookup(a netip.Addr) (vroute, bool) {
+	for _, l := range t.lens {
+		p, err := a.Prefix(l)
+		if err != nil {
+			continue
+		}
+		if r, ok := t.routes[p]; ok {
+			return r, true
+		}
+	}
+	return vroute{}, false
 }
 
 type kview struct {
-	local     map[netip.Addr]bool
-	known     map[netip.Addr]bool // neighbours with a host route
-	connected []connected
-}
-
-type connected struct {
-	prefix  netip.Prefix
-	ifindex int
+	local    map[netip.Addr]bool
+	resolved map[netip.Addr]bool // addresses with a usable neighbour entry on a port
+	v4, v6   lpm                 // the main table's unicast routes
 }
 
 type resolveReq struct {
@@ -61,7 +126,7 @@ func NewKernel(sw *soft.Switch, ports []*Port, log *slog.Logger) *Kernel {
 	for i, p := range ports {
 		k.byIndex[p.Index] = i
 	}
-	k.view.Store(&kview{local: map[netip.Addr]bool{}, known: map[netip.Addr]bool{}})
+	k.view.Store(&kview{local: map[netip.Addr]bool{}, resolved: map[netip.Addr]bool{}})
 	return k
 }
 
@@ -85,7 +150,7 @@ func (k *Kernel) Sync() error {
 	if err != nil {
 		return fmt.Errorf("afpacket: listing addresses: %w", err)
 	}
-	v := &kview{local: map[netip.Addr]bool{}, known: map[netip.Addr]bool{}}
+	v := &kview{local: map[netip.Addr]bool{}, resolved: map[netip.Addr]bool{}}
 	for _, a := range addrs {
 		v.local[addrOf(a.IP)] = true
 	}
@@ -107,6 +172,7 @@ func (k *Kernel) Sync() error {
 			key := nkey{p.Index, addrOf(n.IP)}
 			neigh[key] = [6]byte(n.HardwareAddr)
 			byLink[p.Index] = append(byLink[p.Index], key)
+			v.resolved[key.addr] = true
 		}
 	}
 	rs, err := netlink.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{Table: unix.RT_TABLE_MAIN}, netlink.RT_FILTER_TABLE)
@@ -117,7 +183,8 @@ func (k *Kernel) Sync() error {
 	hosts := map[netip.Addr]bool{}
 	linkLocal := netip.MustParsePrefix("fe80::/10")
 	for _, r := range rs {
-		if r.Type != unix.RTN_UNICAST {
+		reject := r.Type == unix.RTN_BLACKHOLE || r.Type == unix.RTN_UNREACHABLE || r.Type == unix.RTN_PROHIBIT
+		if r.Type != unix.RTN_UNICAST && !reject {
 			continue
 		}
 		var pfx netip.Prefix
@@ -133,6 +200,16 @@ func (k *Kernel) Sync() error {
 		if !pfx.IsValid() || linkLocal.Overlaps(pfx) && pfx.Bits() >= 10 {
 			continue
 		}
+		tbl := &v.v4
+		if pfx.Addr().Is6() {
+			tbl = &v.v6
+		}
+		if reject {
+			// The kernel drops these; a less specific route must not
+			// take them.
+			tbl.add(pfx, vroute{kind: foreign, metric: r.Priority})
+			continue
+		}
 		type hop struct {
 			link int
 			gw   net.IP
@@ -145,18 +222,21 @@ func (k *Kernel) Sync() error {
 			}
 		}
 		var route *soft.Route
+		vr := vroute{kind: foreign, metric: r.Priority}
 		for _, h := range hops {
 			pi, ok := k.byIndex[h.link]
 			if !ok {
 				continue // not one of the switch's ports (management)
 			}
 			if h.gw == nil {
-				// Connected: one host route per known neighbour.
-				v.connected = append(v.connected, connected{pfx, h.link})
+				// Connected: one host route per resolved neighbour;
+				// Classify holds frames to the others.
+				if vr.kind == foreign {
+					vr = vroute{kind: onLink, ifindex: h.link, metric: r.Priority}
+				}
 				for _, key := range byLink[h.link] {
 					if pfx.Contains(key.addr) && !v.local[key.addr] && !hosts[key.addr] {
 						hosts[key.addr] = true
-						v.known[key.addr] = true
 						routes = append(routes, soft.Route{Prefix: netip.PrefixFrom(key.addr, key.addr.BitLen()),
 							Ports: []string{k.ports[pi].Name}, NextHopMAC: neigh[key]})
 					}
@@ -164,6 +244,9 @@ func (k *Kernel) Sync() error {
 				continue
 			}
 			gw := addrOf(h.gw)
+			if vr.kind == foreign {
+				vr = vroute{kind: viaPort, ifindex: h.link, gw: gw, metric: r.Priority}
+			}
 			mac, ok := neigh[nkey{h.link, gw}]
 			if !ok {
 				k.requestResolve(h.link, gw)
@@ -172,6 +255,7 @@ func (k *Kernel) Sync() error {
 			switch {
 			case route == nil:
 				route = &soft.Route{Prefix: pfx, Ports: []string{k.ports[pi].Name}, NextHopMAC: mac}
+				vr = vroute{kind: viaPort, ifindex: h.link, gw: gw, installed: true, metric: r.Priority}
 			case route.NextHopMAC == mac && !slices.Contains(route.Ports, k.ports[pi].Name):
 				// ECMP over ports reaching the same next hop; soft
 				// rewrites one MAC per route, so other gateways of a
@@ -182,14 +266,22 @@ func (k *Kernel) Sync() error {
 		if route != nil {
 			routes = append(routes, *route)
 		}
+		tbl.add(pfx, vr)
 	}
 	if err := k.sw.SetRoutes(routes); err != nil {
 		return err
 	}
 	k.view.Store(v)
 	k.routes.Store(int64(len(routes)))
+	if k.synced != nil {
+		k.synced()
+	}
 	return nil
 }
+
+// Resolved reports whether addr had a usable neighbour entry on a port at
+// the last Sync (so the switch has its routes).
+func (k *Kernel) Resolved(addr netip.Addr) bool { return k.view.Load().resolved[addr] }
 
 // requestResolve asks the kernel to resolve addr on ifindex, at most once
 // a second per address.
@@ -204,6 +296,13 @@ func (k *Kernel) doResolve(r resolveReq) {
 	now := time.Now()
 	if t, ok := k.asked[r.addr]; ok && now.Sub(t) < time.Second {
 		return
+	}
+	if len(k.asked) >= 4096 {
+		for a, t := range k.asked {
+			if now.Sub(t) >= time.Second {
+				delete(k.asked, a)
+			}
+		}
 	}
 	k.asked[r.addr] = now
 	fam := netlink.FAMILY_V4
@@ -233,7 +332,13 @@ func (k *Kernel) Run(ctx context.Context) {
 	defer close(done)
 	subscribe := func() {
 		ru, nu, au := make(chan netlink.RouteUpdate, 256), make(chan netlink.NeighUpdate, 256), make(chan netlink.AddrUpdate, 256)
-		opts := func(err error) { k.log.Warn("afpacket: netlink subscription", "err", err); poke() }
+		opts := func(err error) {
+			if ctx.Err() != nil {
+				return // closing
+			}
+			k.log.Warn("afpacket: netlink subscription", "err", err)
+			poke()
+		}
 		if err := netlink.RouteSubscribeWithOptions(ru, done, netlink.RouteSubscribeOptions{ErrorCallback: opts}); err != nil {
 			k.log.Warn("afpacket: route subscription", "err", err)
 		}
@@ -290,17 +395,19 @@ func (k *Kernel) Run(ctx context.Context) {
 	}
 }
 
-// Accept reports whether a frame received on port (index in the Node's
-// ports) is for the switch to forward: an IPv4 or IPv6 packet (optionally
-// VLAN tagged) sent to the port's MAC address and not to one of the
-// namespace's own addresses. Everything else (ARP, neighbour discovery,
-// traffic to the switch itself, other hosts' frames seen in promiscuous
-// mode) is left to the kernel. A destination on a connected subnet
-// without a neighbour entry is accepted (the switch counts a routing miss)
-// and its resolution requested.
-func (k *Kernel) Accept(port int, f []byte) bool {
+// Classify decides what becomes of a frame received on port (index in
+// the Node's ports): IPv4 and IPv6 unicast (optionally VLAN tagged) sent
+// to the port's MAC address and not to one of the namespace's own
+// addresses is the switch's, everything else the kernel's. Of the
+// switch's, a frame whose next hop (the destination on a connected
+// subnet, or the gateway of its route) has no neighbour entry yet is held
+// while the kernel resolves it (Hold, with that next hop) - the switch
+// would otherwise take a less specific route, the default route towards
+// another router and back -, and a frame the kernel would route through
+// an interface that is not a port is NoPortRoute. It does not allocate.
+func (k *Kernel) Classify(port int, f []byte) (Verdict, netip.Addr) {
 	if len(f) < 34 || [6]byte(f[0:6]) != k.ports[port].MAC {
-		return false
+		return ToKernel, netip.Addr{}
 	}
 	off, et := 14, binary.BigEndian.Uint16(f[12:])
 	if et == unix.ETH_P_8021Q || et == unix.ETH_P_8021AD {
@@ -310,27 +417,39 @@ func (k *Kernel) Accept(port int, f []byte) bool {
 	switch {
 	case et == unix.ETH_P_IP && len(f) >= off+20:
 		dst = netip.AddrFrom4([4]byte(f[off+16 : off+20]))
+		if dst.IsMulticast() || dst == netip.AddrFrom4([4]byte{255, 255, 255, 255}) {
+			return ToKernel, netip.Addr{}
+		}
 	case et == unix.ETH_P_IPV6 && len(f) >= off+40:
 		dst = netip.AddrFrom16([16]byte(f[off+24 : off+40]))
 		if dst.IsLinkLocalUnicast() || dst.IsMulticast() {
-			return false
+			return ToKernel, netip.Addr{}
 		}
 	default:
-		return false
+		return ToKernel, netip.Addr{}
 	}
 	v := k.view.Load()
 	if v.local[dst] {
-		return false
+		return ToKernel, netip.Addr{}
 	}
-	if !v.known[dst] {
-		for _, c := range v.connected {
-			if c.prefix.Contains(dst) {
-				k.requestResolve(c.ifindex, dst)
-				break
-			}
-		}
+	t := &v.v4
+	if dst.Is6() {
+		t = &v.v6
 	}
-	return true
+	r, ok := t.lookup(dst)
+	switch {
+	case !ok:
+		return Forward, netip.Addr{} // the switch counts a routing miss
+	case r.kind == foreign:
+		return NoPortRoute, netip.Addr{}
+	case r.kind == onLink && !v.resolved[dst]:
+		k.requestResolve(r.ifindex, dst)
+		return Hold, dst
+	case r.kind == viaPort && !r.installed:
+		k.requestResolve(r.ifindex, r.gw)
+		return Hold, r.gw
+	}
+	return Forward, netip.Addr{}
 }
 
 // Shaping returns the rate (bits/s) and limit (bytes) of a tbf root qdisc

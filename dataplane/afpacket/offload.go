@@ -24,6 +24,49 @@ const (
 
 const ethFlagLRO = 1 << 15
 
+// getCmd is the ethtool command reading an offload SetOffload switches.
+var getCmd = map[Offload]uint32{GRO: unix.ETHTOOL_GGRO, GSO: unix.ETHTOOL_GGSO, TSO: unix.ETHTOOL_GTSO,
+	TxChecksum: unix.ETHTOOL_GTXCSUM, LRO: unix.ETHTOOL_GFLAGS}
+
+// String is the offload's name as `ethtool -k` prints it.
+func (o Offload) String() string {
+	switch o {
+	case GRO:
+		return "generic-receive-offload"
+	case GSO:
+		return "generic-segmentation-offload"
+	case TSO:
+		return "tcp-segmentation-offload"
+	case TxChecksum:
+		return "tx-checksumming"
+	case LRO:
+		return "large-receive-offload"
+	}
+	return fmt.Sprintf("ethtool command %#x", uint32(o))
+}
+
+// GetOffload reports whether an offload of the named interface is on,
+// in the calling thread's network namespace.
+func GetOffload(name string, o Offload) (bool, error) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return false, err
+	}
+	defer unix.Close(fd)
+	cmd, ok := getCmd[o]
+	if !ok {
+		return false, fmt.Errorf("afpacket: %s: unknown offload %#x", name, uint32(o))
+	}
+	val := struct{ cmd, data uint32 }{cmd, 0}
+	if err := ethtool(fd, name, unsafe.Pointer(&val)); err != nil {
+		return false, fmt.Errorf("afpacket: %s: reading %s: %w", name, o, err)
+	}
+	if o == LRO {
+		return val.data&ethFlagLRO != 0, nil
+	}
+	return val.data != 0, nil
+}
+
 // ifreqPtr is struct ifreq with ifr_data.
 type ifreqPtr struct {
 	name [unix.IFNAMSIZ]byte

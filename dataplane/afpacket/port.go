@@ -47,6 +47,10 @@ type PortStats struct {
 	RxVLANRestored               uint64 // VLAN tags put back from PACKET_AUXDATA
 	TxFrames, TxBytes, TxBatches uint64
 	TxErrors                     uint64 // frames the kernel refused (e.g. larger than the MTU)
+	// Counted by Node:
+	HeldFrames  uint64 // frames (segments) held while their next hop was resolved
+	HoldDrops   uint64 // held frames dropped: next hop not resolved in HoldTimeout, or the hold queue full
+	NoPortRoute uint64 // frames the kernel routes through an interface that is not a port, dropped
 }
 
 // vnetHdrLen is sizeof(struct virtio_net_hdr), the header PACKET_VNET_HDR
@@ -87,6 +91,7 @@ type Port struct {
 	rxOff   []int
 	rxLen   []int
 	rxVnet  []VnetHdr // per frame of the last read, CsumStart adjusted for a restored VLAN tag
+	rxTime  []int64   // per frame of the last read: kernel receive time, Unix ns (0: none)
 
 	txStore [][]byte
 	txIov   []unix.Iovec // 2 per message
@@ -108,7 +113,7 @@ func htons(v uint16) uint16 { return v<<8 | v>>8 }
 func Open(name string, cfg PortConfig) (*Port, error) {
 	ifi, err := net.InterfaceByName(name)
 	if err != nil {
-		return nil, fmt.Errorf("afpacket: %w", err)
+		return nil, fmt.Errorf("afpacket: interface %q: %w", name, err)
 	}
 	if cfg.Batch <= 0 {
 		cfg.Batch = 64
@@ -158,11 +163,16 @@ func Open(name string, cfg PortConfig) (*Port, error) {
 			return fail("promiscuous mode", err)
 		}
 	}
+	// The kernel's receive timestamp of every frame (SO_TIMESTAMPNS), so
+	// that hop latency counts the time a frame waits in the socket.
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1); err != nil {
+		return fail("SO_TIMESTAMPNS", err)
+	}
 	n := cfg.Batch
-	ctrlLen := unix.CmsgSpace(int(unsafe.Sizeof(unix.TpacketAuxdata{})))
+	ctrlLen := unix.CmsgSpace(int(unsafe.Sizeof(unix.TpacketAuxdata{}))) + unix.CmsgSpace(int(unsafe.Sizeof(unix.Timespec{})))
 	p.rxStore, p.rxHdr, p.rxCtrl = make([][]byte, n), make([][vnetHdrLen]byte, n), make([][]byte, n)
 	p.rxIov, p.rxMsgs, p.rxOff, p.rxLen = make([]unix.Iovec, 2*n), make([]unix.Mmsghdr, n), make([]int, n), make([]int, n)
-	p.rxVnet = make([]VnetHdr, n)
+	p.rxVnet, p.rxTime = make([]VnetHdr, n), make([]int64, n)
 	p.txStore, p.txIov, p.txMsgs = make([][]byte, n), make([]unix.Iovec, 2*n), make([]unix.Mmsghdr, n)
 	for i := 0; i < n; i++ {
 		// Room for a GSO super-packet; one spare byte detects longer
@@ -233,7 +243,8 @@ func (p *Port) Read() (int, error) {
 		}
 		off := vlanRoom
 		frame := p.rxStore[i][off : off+n]
-		if tci, ok := p.vlan(i); ok {
+		tci, tagged, ts := p.control(i)
+		if tagged {
 			// Put the tag the kernel moved to skb metadata back after the
 			// MAC addresses.
 			s := p.rxStore[i]
@@ -257,7 +268,7 @@ func (p *Port) Read() (int, error) {
 			vh.Flags &^= VnetNeedsCsum
 			p.stats.RxChecksummed++
 		}
-		p.rxOff[k], p.rxLen[k], p.rxVnet[k] = off, n, vh
+		p.rxOff[k], p.rxLen[k], p.rxVnet[k], p.rxTime[k] = off, n, vh, ts
 		if k != i {
 			p.rxStore[k], p.rxStore[i] = p.rxStore[i], p.rxStore[k]
 		}
@@ -269,27 +280,35 @@ func (p *Port) Read() (int, error) {
 	return k, nil
 }
 
-// vlan returns the VLAN TCI the kernel stripped from message i.
-func (p *Port) vlan(i int) (uint16, bool) {
-	h := &p.rxMsgs[i].Hdr
-	if h.Controllen == 0 {
-		return 0, false
-	}
-	cms, err := unix.ParseSocketControlMessage(p.rxCtrl[i][:h.Controllen])
-	if err != nil {
-		return 0, false
-	}
-	for _, c := range cms {
-		if c.Header.Level != unix.SOL_PACKET || c.Header.Type != unix.PACKET_AUXDATA ||
-			len(c.Data) < int(unsafe.Sizeof(unix.TpacketAuxdata{})) {
-			continue
+// control returns what the control messages of message i carry: the
+// VLAN TCI the kernel stripped from the frame (PACKET_AUXDATA) and its
+// receive timestamp (SCM_TIMESTAMPNS, Unix ns; 0 when absent). It does
+// not allocate.
+func (p *Port) control(i int) (tci uint16, tagged bool, ts int64) {
+	b := p.rxCtrl[i][:p.rxMsgs[i].Hdr.Controllen]
+	for len(b) >= unix.SizeofCmsghdr {
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&b[0]))
+		l := int(h.Len)
+		if l < unix.SizeofCmsghdr || l > len(b) {
+			break
 		}
-		aux := (*unix.TpacketAuxdata)(unsafe.Pointer(&c.Data[0]))
-		if aux.Status&unix.TP_STATUS_VLAN_VALID != 0 {
-			return aux.Vlan_tci, true
+		data := b[unix.CmsgLen(0):l]
+		switch {
+		case h.Level == unix.SOL_PACKET && h.Type == unix.PACKET_AUXDATA && len(data) >= int(unsafe.Sizeof(unix.TpacketAuxdata{})):
+			aux := (*unix.TpacketAuxdata)(unsafe.Pointer(&data[0]))
+			if aux.Status&unix.TP_STATUS_VLAN_VALID != 0 {
+				tci, tagged = aux.Vlan_tci, true
+			}
+		case h.Level == unix.SOL_SOCKET && h.Type == unix.SCM_TIMESTAMPNS && len(data) >= int(unsafe.Sizeof(unix.Timespec{})):
+			ts = (*unix.Timespec)(unsafe.Pointer(&data[0])).Nano()
 		}
+		next := (l + int(unsafe.Sizeof(uintptr(0))) - 1) &^ (int(unsafe.Sizeof(uintptr(0))) - 1)
+		if next >= len(b) {
+			break
+		}
+		b = b[next:]
 	}
-	return 0, false
+	return tci, tagged, ts
 }
 
 // completeChecksum finishes a checksum the sender left to offload: the
@@ -306,6 +325,10 @@ func completeChecksum(b []byte, start, offset int) bool {
 // Frame returns frame i of the last Read, valid until the next Read (or
 // Segments(i)). A GSO super-packet is returned whole.
 func (p *Port) Frame(i int) []byte { return p.rxStore[i][p.rxOff[i] : p.rxOff[i]+p.rxLen[i]] }
+
+// RxTime returns the kernel's receive timestamp of frame i of the last
+// Read in Unix nanoseconds (CLOCK_REALTIME), 0 when the kernel gave none.
+func (p *Port) RxTime(i int) int64 { return p.rxTime[i] }
 
 // Vnet returns the virtio_net_hdr of frame i of the last Read (CsumStart
 // relative to Frame(i); VnetNeedsCsum cleared once Read completed the

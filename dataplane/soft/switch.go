@@ -251,7 +251,18 @@ func (s *Switch) release(b *pbuf) {
 // current time. The frame is copied; the caller keeps it.
 func (s *Switch) Receive(in int, frame []byte) {
 	s.mu.Lock()
-	s.receive(in, frame, s.clock.Now())
+	now := s.clock.Now()
+	s.receive(in, frame, now, now)
+	s.mu.Unlock()
+}
+
+// ReceiveAt is Receive for a frame that arrived at rx, a clock time in
+// the past (an AF_PACKET port's kernel receive timestamp): the ingress
+// timestamp and hop latency count from rx, queueing from now.
+func (s *Switch) ReceiveAt(in int, frame []byte, rx int64) {
+	s.mu.Lock()
+	now := s.clock.Now()
+	s.receive(in, frame, min(rx, now), now)
 	s.mu.Unlock()
 }
 
@@ -300,7 +311,7 @@ func (s *Switch) countDrop(in int, r sai.DropReason) {
 	s.ports[in].ctr.DroppedPackets++
 }
 
-func (s *Switch) receive(in int, frame []byte, now int64) {
+func (s *Switch) receive(in int, frame []byte, rx, now int64) {
 	ip := &s.ports[in]
 	ip.ctr.InPackets++
 	s.node.InPackets++
@@ -312,7 +323,7 @@ func (s *Switch) receive(in int, frame []byte, now int64) {
 	b := s.alloc()
 	b.data = b.store[:len(frame)]
 	copy(b.data, frame)
-	b.in, b.tIn, b.out = in, now, -1
+	b.in, b.tIn, b.out = in, rx, -1
 	if err := c.parser.Parse(b.data, &b.pkt); err != nil {
 		if s.innerParser.Parse(b.data, &b.pkt) == nil {
 			// Only the INT headers are bad (version, length, type).
