@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -93,7 +94,8 @@ type Dataplane struct {
 	gso     *gsoDetour
 	rd      *ringbuf.Reader
 	done    chan struct{}
-	reading bool // readEvents runs (and closes done)
+	reading  bool        // readEvents runs (and closes done)
+	stopping atomic.Bool // readEvents returns once the ring buffer is empty
 	closed  bool
 	log     *slog.Logger
 	timeOff uint64
@@ -225,11 +227,14 @@ func (d *Dataplane) Close() error {
 	if d.tp != nil {
 		errs = append(errs, d.tp.Close())
 	}
+	// Nothing adds events any more: readEvents hands the ones in the ring
+	// buffer to the reporter, then returns.
+	if d.reading {
+		d.stopping.Store(true)
+		<-d.done
+	}
 	if d.rd != nil {
 		errs = append(errs, d.rd.Close())
-	}
-	if d.reading {
-		<-d.done
 	}
 	errs = append(errs, d.objs.Close())
 	return errors.Join(errs...)

@@ -3,6 +3,7 @@ package ebpf
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -58,10 +59,16 @@ func (d *Dataplane) readEvents() {
 	var rec ringbuf.Record
 	for {
 		// The BPF side wakes the reader at most once a millisecond per
-		// CPU (BPF_RB_NO_WAKEUP otherwise): poll for the rest.
-		d.rd.SetDeadline(time.Now().Add(10 * time.Millisecond))
+		// CPU (BPF_RB_NO_WAKEUP otherwise): poll for the rest. Once
+		// Close asks, read what is left without waiting.
+		stopping := d.stopping.Load()
+		if stopping {
+			d.rd.SetDeadline(time.Now())
+		} else {
+			d.rd.SetDeadline(time.Now().Add(10 * time.Millisecond))
+		}
 		if err := d.rd.ReadInto(&rec); err != nil {
-			if errors.Is(err, ringbuf.ErrClosed) {
+			if errors.Is(err, ringbuf.ErrClosed) || stopping && errors.Is(err, os.ErrDeadlineExceeded) {
 				return
 			}
 			continue
