@@ -3,6 +3,61 @@
 // nothing of gNMI; `intd run --dataplane soft --interfaces eth1,eth2`
 // (cmd/intd/soft.go) wires it to dtel and the gNMI server.
 //
+// # Dataplane
+//
+// New(Config{Interfaces}) opens the ports, prepares the host (below),
+// builds the switch with a report pipeline sending over UDP through the
+// kernel's stack, and mirrors the kernel's tables (Kernel); Run forwards
+// until its context ends; Close stops forwarding, sends the reports the
+// pipeline still holds back for coalescing, closes the sockets and
+// restores the host. Dataplane is the switch's sai.Backend, with the
+// frames dropped before the switch (see Node) counted as routing misses.
+//
+// # Host settings
+//
+// New changes the host as follows, logs each change at INFO ("host
+// setting changed; restored at exit", with the interface, the setting,
+// the old and new value) and Close undoes each, logging "host setting
+// restored":
+//
+//   - Kernel forwarding. The kernel receives a copy of every frame the
+//     switch forwards; with forwarding on (net.ipv4.ip_forward=1,
+//     net.ipv6.conf.all.forwarding=1, as on a router) it would forward a
+//     second copy. For every port and both families New adds a policy
+//     routing rule `ip rule add pref 1 iif <port> proto 29 blackhole`
+//     (RulePriority, RuleProtocol): what arrives on a port and is not for
+//     one of the node's own addresses (the local table, priority 0, comes
+//     first) is dropped by the kernel instead of forwarded. Forwarding
+//     between other interfaces is untouched, and so are the forwarding
+//     sysctls. A per-interface sysctl would not do: IPv4's
+//     net.ipv4.conf.<port>.forwarding=0 stops forwarding of what arrives
+//     on the port, but IPv6's net.ipv6.conf.<port>.forwarding=0 does not
+//     (it only makes the interface behave as a host: router
+//     advertisements accepted, no router flag in neighbour
+//     advertisements), and forwarding goes on as long as
+//     net.ipv6.conf.all.forwarding=1; measured on Linux 6.18. Ports in a
+//     VRF are not supported (the rule comes before the VRF's l3mdev rule).
+//   - GRO and LRO are turned off on every port where they are on, like
+//     `ethtool -K <port> gro off lro off`: a router forwards frames as
+//     they were received, never merged beyond the MTU. (Merged frames
+//     would still be cut again by Segments, at a cost.)
+//
+// Nothing else is changed: addresses, routes, neighbours, qdiscs and
+// sysctls are the operator's.
+//
+// One intd per interface: New holds each port (an abstract unix socket
+// named intd/if/<ifindex> in the namespace, freed by the kernel when the
+// process exits, however it exits; dataplane/internal/hostlock) and
+// refuses an interface another running intd holds, naming its process.
+// After a crash (kill -9), the rules stay, and the kernel then drops what
+// arrives on the ports instead of forwarding it; the next New removes
+// every rule of priority 1 and protocol 29 whose interface no running
+// intd holds and logs a warning for each ("left by an intd that did not
+// stop cleanly"). By hand: `ip rule del pref 1 iif <port>` and
+// `ip -6 rule del pref 1 iif <port>`. GRO and LRO turned off by an
+// instance that crashed stay off (the next one finds them off and leaves
+// them so): `ethtool -K <port> gro on` restores them.
+//
 // # Ports
 //
 // Open gives a Port: an AF_PACKET SOCK_RAW socket bound to one interface
@@ -55,19 +110,45 @@
 // 5-7 GB/s, zero allocations; shared 2-core VM at load average 6).
 //
 // Offloads: a router must see what is on the wire. SetOffload switches
-// GRO/LRO/TSO/GSO/tx checksum like `ethtool -K`; intd turns GRO and LRO off
-// on its ports. Hosts next to the switch keep their default offloads:
-// their super-packets are segmented as above.
+// GRO/LRO/TSO/GSO/tx checksum like `ethtool -K` (GetOffload reads them);
+// New turns GRO and LRO off on its ports (Host settings). Hosts next to the
+// switch keep their default offloads: their super-packets are segmented as
+// above.
 //
 // # Node
 //
 // Node is the run loop of one switch, one goroutine: ppoll on every port's
 // socket with a timeout at the switch's next queue departure, read up to 8
-// batches per ready port, hand accepted frames to Switch.Receive, then
-// Switch.Poll on the real clock (so egress queues drain at their rate and
-// hop latency is what a packet spent in the switch) and one sendmmsg per
-// port. Departures closer than 20 µs are not slept for (the timer slack
-// alone is 50 µs).
+// batches per ready port, hand the switch's frames (Kernel.Classify) to
+// Switch.ReceiveAt, then Switch.Poll on the real clock (so egress queues
+// drain at their rate) and one sendmmsg per port. Departures closer than
+// 20 µs are not slept for (the timer slack alone is 50 µs).
+//
+// Timestamps: ports ask for the kernel's receive timestamp of every frame
+// (SO_TIMESTAMPNS, taken when the driver hands the frame to the stack), and
+// a frame's ingress timestamp in INT metadata and reports is that time, so
+// hop latency includes the time a frame waited in the kernel before intd
+// read it, not only its time in the switch (TestHopLatencyFromKernel: 5
+// frames left 100 ms in the socket report 100.39 ms). Timestamps are
+// CLOCK_REALTIME; the switch's clock does not follow wall clock steps, so
+// a frame's age (now minus the timestamp, read once per batch) is what is
+// carried over. Timestamps older than 10 s or in the future are ignored.
+//
+// Hold queue: a frame whose next hop has no neighbour entry yet (an
+// on-link destination the node never talked to, or a gateway not
+// resolved) is copied into a hold queue while the kernel resolves the
+// address (RTM_NEWNEIGH with NTF_USE, at most once a second per address,
+// as if it had a packet for it); when the neighbour table changes the
+// node is woken and hands the frames whose next hop resolved to the switch,
+// in arrival order, with their original receive time (their latency
+// includes the wait). A frame waits at most HoldTimeout (3 s, when the
+// kernel's own resolution gives up) and is then dropped; at most 256
+// frames wait, 64 per next hop, larger than 9220 bytes none; frames beyond
+// are dropped. Drops are counted in PortStats.HoldDrops and, through
+// Dataplane.Stats, as routing misses (reason 29) in the node's and the
+// interface's drop counters. Without the queue the switch would take a
+// less specific route - the default route towards another router, which
+// sends it back, until the TTL runs out.
 //
 // # Forwarding: the kernel's tables
 //
@@ -83,21 +164,27 @@
 // entry is resolved by the kernel (RTM_NEWNEIGH with NTF_USE, at most once
 // a second per address) and its route appears when the entry does.
 // Run re-syncs on every netlink route, neighbour or address notification
-// (debounced by 10 ms) and every 10 s.
+// (debounced by 10 ms) and every 10 s. Kernel works in the calling
+// thread's network namespace; Dataplane.Run runs it on a thread in the
+// namespace New ran in.
 //
-// Kernel.Accept decides which received frames the switch forwards: IPv4
-// and IPv6 unicast sent to the port's MAC and not to one of the
-// namespace's addresses. ARP, neighbour discovery, traffic to the switch
-// itself (gNMI, ping) and frames seen only because of promiscuous mode go
-// to the kernel alone. A destination on a connected subnet without a
-// neighbour entry is accepted (the switch drops it as a routing miss,
-// reason 29) and resolution requested.
+// Kernel.Classify decides what becomes of each received frame: IPv4 and
+// IPv6 unicast sent to the port's MAC and not to one of the namespace's
+// addresses is the switch's (Forward); ARP, neighbour discovery,
+// multicast, traffic to the node itself (gNMI, ping) and frames seen only
+// because of promiscuous mode are the kernel's alone (ToKernel). Classify
+// looks the destination up in the kernel's main table (longest prefix,
+// lowest metric, one map per prefix length, no allocation): a route on a
+// port whose next hop is not resolved yet holds the frame (Hold, above);
+// a route through an interface that is not a port, and blackhole,
+// unreachable and prohibit routes, drop it (NoPortRoute: the switch cannot
+// send there, and the kernel must not forward, see Host settings), counted
+// in PortStats.NoPortRoute and as routing misses; no route at all leaves
+// it to the switch, which counts a routing miss (reason 29) and reports
+// the drop.
 //
 // Interfaces keep their kernel addresses, so the kernel answers ARP and
-// terminates traffic for the switch. The kernel also receives a copy of
-// every frame the switch forwards; IP forwarding must be off in the
-// switch's namespace (net.ipv4.ip_forward=0, net.ipv6.conf.all.forwarding=0)
-// or the kernel forwards a second copy, without INT.
+// terminates traffic for the switch.
 //
 // Shaping: when an interface has a tbf root qdisc, intd gives the soft
 // port the tbf's rate and limit (Shaping), so the switch's own egress

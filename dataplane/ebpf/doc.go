@@ -19,7 +19,27 @@
 // (AddInterface/RemoveInterface at run time; Close and RemoveInterface
 // delete the filters, and the qdisc when intd created it), attaches the
 // raw tracepoint skb:kfree_skb and reads the report ring buffer.
-// Config.NoAttach only fills the maps, for BPF_PROG_TEST_RUN.
+// Config.NoAttach only fills the maps, for BPF_PROG_TEST_RUN. Close
+// detaches, hands the events still in the ring buffer to the reporter and
+// frees everything; nothing is pinned.
+//
+// # Crashes and restarts
+//
+// A process killed before Close (kill -9, a crash) leaves its tc filters
+// attached, their programs running with its last configuration, and its
+// GSO detour pair (below). New cleans up after it: every attached
+// interface is held for the life of the process (an abstract unix socket
+// intd/if/<ifindex> in the namespace, which the kernel frees when the
+// process exits, however it exits; dataplane/internal/hostlock), so is
+// every detour pair (intd/gso/<N>), and New first deletes intd's filters
+// (handle 0x1d0, priority 0xc1d, programs intd_*) from every interface
+// no running intd holds - with the clsact qdisc when it held nothing else
+// - and every intd-gsoN pair no running intd holds, logging a warning for
+// each ("left by an intd that did not stop cleanly"). So kill -9 and a
+// restart leave exactly what one instance has. An interface another
+// running intd is attached to is refused, naming its process. By hand:
+// `tc filter del dev <if> ingress pref 3101` (and egress)
+// and `ip link del intd-gso0`.
 //
 // Configuration never reloads programs: sai objects are compiled into
 // maps (cfg, ifaces, sessions, watchlist, qr_cfg), after every Create, Set
@@ -92,8 +112,8 @@
 // with INT in the first segment only; NPT 2 as a UDP tunnel fails because
 // there is no inner IP header to segment from). So a watched GSO
 // super-packet takes a software-segmentation detour: New creates a veth
-// pair in its namespace (intd-gso0/intd-gso1, the first free intd-gsoN
-// pair; Close deletes it) with TSO/GSO and checksum offloads off on
+// pair in its namespace (intd-gso0/intd-gso1, the first intd-gsoN pair no
+// running intd holds; Close deletes it) with TSO/GSO and checksum offloads off on
 // intd-gso0 (set with ETHTOOL_SFEATURES) and GRO off on intd-gso1.
 // intd_egress lowers a TCP super-packet's GSO size so that each segment has
 // room for the fixed headers plus max_hops hops of metadata within the
