@@ -85,21 +85,21 @@ type iface struct {
 
 // Dataplane is the tc/eBPF INT dataplane. It implements sai.Backend.
 type Dataplane struct {
-	mu      sync.Mutex
-	cfg     Config
-	objs    intdObjects
-	ifaces  map[string]*iface
-	slots   [maxSlots]bool
-	tp      link.Link
-	gso     *gsoDetour
-	rd      *ringbuf.Reader
-	done    chan struct{}
+	mu       sync.Mutex
+	cfg      Config
+	objs     intdObjects
+	ifaces   map[string]*iface
+	slots    [maxSlots]bool
+	tp       link.Link
+	gso      *gsoDetour
+	rd       *ringbuf.Reader
+	done     chan struct{}
 	reading  bool        // readEvents runs (and closes done)
 	stopping atomic.Bool // readEvents returns once the ring buffer is empty
-	closed  bool
-	log     *slog.Logger
-	timeOff uint64
-	netns   uint32 // inode of the network namespace New ran in
+	closed   bool
+	log      *slog.Logger
+	timeOff  uint64
+	netns    uint32 // inode of the network namespace New ran in
 
 	objects   map[sai.OID]*object
 	nextIndex uint64
