@@ -33,7 +33,8 @@ import (
 //	s1..s3 m0 10.100.0.{1,2,3}/24 ─ br0 10.100.0.100/24 in c (collector)
 //
 // The switches have kernel routes to the host subnets (what intd's soft
-// dataplane mirrors) and forwarding off.
+// dataplane mirrors) and forwarding on, as routers do: the soft dataplane
+// keeps the kernel from forwarding a second copy.
 type fabric struct {
 	*lab
 	sw      map[string]gpb.GNMIClient
@@ -74,13 +75,7 @@ func buildFabric(t *testing.T, intd bool, shapeMbit int) *fabric {
 		l.veth(s, "m0", "c", "m-"+s)
 		l.ip("-n", l.ns("c"), "link", "set", "m-"+s, "master", "br0")
 		l.addr(s, "m0", fmt.Sprintf("10.100.0.%d/24", i+1))
-		// The switch forwards, not the kernel: the kernel sees every frame
-		// the switch forwards and would send a second copy.
-		fwd := "0"
-		if !intd {
-			fwd = "1"
-		}
-		l.sh(s, "echo "+fwd+" > /proc/sys/net/ipv4/ip_forward")
+		l.sh(s, "echo 1 > /proc/sys/net/ipv4/ip_forward")
 	}
 	// The hosts keep their default offloads (TSO, GSO, checksum offload):
 	// h1's veth hands s1 64 KB TCP super-packets with partial checksums,

@@ -42,7 +42,7 @@ func newEBPFDataplane(ifaces []string) (server.Applier, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := ebpf.Config{Reporter: pipe}
+	cfg := ebpf.Config{Reporter: pipe, Logger: log}
 	for _, name := range ifaces {
 		cfg.Interfaces = append(cfg.Interfaces, ebpf.Interface{Name: name})
 	}
