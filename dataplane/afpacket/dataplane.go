@@ -57,7 +57,7 @@ type Dataplane struct {
 	mu      sync.Mutex
 	cancel  context.CancelFunc // stops Run
 	running chan struct{}      // closed when Run returns
-	closed  bool
+	closed  chan struct{}      // closed when Close has finished
 }
 
 // New opens the interfaces and prepares the host for the soft dataplane:
@@ -164,7 +164,7 @@ func (d *Dataplane) Node() *Node { return d.node }
 // socket fails. It runs once.
 func (d *Dataplane) Run(ctx context.Context) error {
 	d.mu.Lock()
-	if d.closed || d.running != nil {
+	if d.closed != nil || d.running != nil {
 		d.mu.Unlock()
 		return errors.New("afpacket: dataplane closed or already running")
 	}
@@ -194,14 +194,17 @@ func (d *Dataplane) Run(ctx context.Context) error {
 
 // Close stops Run, sends the reports the pipeline holds back (coalesced),
 // closes the sockets and restores the host settings New changed. It may
-// be called more than once.
+// be called more than once (later calls wait for the first to finish).
 func (d *Dataplane) Close() error {
 	d.mu.Lock()
-	if d.closed {
+	if d.closed != nil {
+		closed := d.closed
 		d.mu.Unlock()
+		<-closed
 		return nil
 	}
-	d.closed = true
+	d.closed = make(chan struct{})
+	defer close(d.closed)
 	running := d.running
 	if d.cancel != nil {
 		d.cancel()

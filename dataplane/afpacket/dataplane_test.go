@@ -303,9 +303,9 @@ func TestForwardsOnce(t *testing.T) {
 		}
 		for _, want := range []string{
 			"setting=generic-receive-offload was=on now=off",
-			`"ip rule add pref 1 iif ` + p + ` proto 29 blackhole"`,
-			`"ip -6 rule add pref 1 iif ` + p + ` proto 29 blackhole"`} {
-			if !strings.Contains(logs.String(), "interface="+p+" ") || !strings.Contains(logs.String(), want) {
+			`setting="ipv4 rule" added="pref 1 iif ` + p + ` proto 29 blackhole"`,
+			`setting="ipv6 rule" added="pref 1 iif ` + p + ` proto 29 blackhole"`} {
+			if !strings.Contains(logs.String(), "interface="+p+" "+want) {
 				t.Errorf("log does not say %s for %s:\n%s", want, p, logs)
 			}
 		}

@@ -44,12 +44,9 @@ func familyName(family int) string {
 	return "ipv4"
 }
 
+// ruleString is the rule as `ip rule` prints it.
 func ruleString(r *netlink.Rule) string {
-	six := ""
-	if r.Family == netlink.FAMILY_V6 {
-		six = "-6 "
-	}
-	return fmt.Sprintf("ip %srule add pref %d iif %s proto %d blackhole", six, r.Priority, r.IifName, r.Protocol)
+	return fmt.Sprintf("pref %d iif %s proto %d blackhole", r.Priority, r.IifName, r.Protocol)
 }
 
 // hostSettings are the changes New made to the host, undone by restore.
@@ -83,10 +80,10 @@ func removeStaleRules(log *slog.Logger) {
 			}
 			del := forwardingRule(r.IifName, fam)
 			if err := netlink.RuleDel(del); err != nil && !errors.Is(err, unix.ENOENT) {
-				log.Warn("afpacket: removing a rule left by a previous instance", "rule", ruleString(del), "err", err)
+				log.Warn("afpacket: removing a rule left by a previous instance", "setting", familyName(fam)+" rule", "rule", ruleString(del), "err", err)
 				continue
 			}
-			log.Warn("removed a policy routing rule left by an intd that did not stop cleanly", "rule", ruleString(del))
+			log.Warn("removed a policy routing rule left by an intd that did not stop cleanly", "setting", familyName(fam)+" rule", "rule", ruleString(del))
 		}
 	}
 }
@@ -106,11 +103,11 @@ func takeOver(ifaces []string, log *slog.Logger) (*hostSettings, error) {
 					continue // a kernel without IPv6 forwards none
 				}
 				h.restore()
-				return nil, fmt.Errorf("afpacket: %s: keeping the kernel from forwarding (%s): %w", name, ruleString(r), err)
+				return nil, fmt.Errorf("afpacket: %s: keeping the kernel from forwarding (%s rule %s): %w", name, familyName(fam), ruleString(r), err)
 			}
 			h.rules = append(h.rules, r)
-			log.Info("host setting changed; restored at exit", "interface", name, "setting", familyName(fam)+" policy routing rule",
-				"now", ruleString(r), "why", "the kernel must not forward a second copy of what intd forwards")
+			log.Info("host setting changed; restored at exit", "interface", name, "setting", familyName(fam)+" rule",
+				"added", ruleString(r), "why", "the kernel must not forward a second copy of what intd forwards")
 		}
 		for _, o := range []Offload{GRO, LRO} {
 			// Merged frames are cut again (Port.Segments), so an offload
@@ -153,11 +150,11 @@ func (h *hostSettings) restore() error {
 	for i := len(h.rules) - 1; i >= 0; i-- {
 		r := h.rules[i]
 		if err := netlink.RuleDel(r); err != nil && !errors.Is(err, unix.ENOENT) {
-			errs = append(errs, fmt.Errorf("afpacket: removing %s: %w", ruleString(r), err))
+			errs = append(errs, fmt.Errorf("afpacket: removing %s rule %s: %w", familyName(r.Family), ruleString(r), err))
 			h.log.Error("could not restore a host setting", "interface", r.IifName, "rule", ruleString(r), "err", err)
 			continue
 		}
-		h.log.Info("host setting restored", "interface", r.IifName, "setting", familyName(r.Family)+" policy routing rule",
+		h.log.Info("host setting restored", "interface", r.IifName, "setting", familyName(r.Family)+" rule",
 			"removed", ruleString(r))
 	}
 	h.rules = nil
