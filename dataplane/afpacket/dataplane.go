@@ -180,9 +180,14 @@ func (d *Dataplane) Run(ctx context.Context) error {
 		// The thread stays locked and ends with the goroutine: it never
 		// goes back to the runtime in another namespace.
 		runtime.LockOSThread()
-		if err := netns.Set(d.ns); err != nil {
-			d.log.Error("afpacket: entering the network namespace; routes are not kept in sync", "err", err)
-			return
+		if cur, err := netns.Get(); err != nil || !cur.Equal(d.ns) {
+			cur.Close()
+			if err := netns.Set(d.ns); err != nil {
+				d.log.Error("afpacket: entering the network namespace; routes are not kept in sync", "err", err)
+				return
+			}
+		} else {
+			cur.Close()
 		}
 		d.kernel.Run(ctx)
 	}()

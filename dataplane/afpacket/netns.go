@@ -11,7 +11,8 @@ import (
 
 // InNamespace runs fn on an OS thread switched into ns, then switches the
 // thread back. Sockets fn opens stay in ns and may be used from any
-// goroutine afterwards.
+// goroutine afterwards. A thread already in ns is not switched (which
+// takes CAP_SYS_ADMIN, a capability intd gives up once set up).
 func InNamespace(ns netns.NsHandle, fn func() error) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -20,6 +21,9 @@ func InNamespace(ns netns.NsHandle, fn func() error) error {
 		return err
 	}
 	defer orig.Close()
+	if orig.Equal(ns) {
+		return fn()
+	}
 	if err := netns.Set(ns); err != nil {
 		return fmt.Errorf("afpacket: entering namespace: %w", err)
 	}
