@@ -500,6 +500,20 @@ func TestHopLatencyFromKernel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The kernel turns receive timestamping on from a work queue after
+	// the first socket asks: until then frames are stamped when read.
+	for end := time.Now().Add(5 * time.Second); ; {
+		ph1.Transmit(udpFrame(ps1.MAC, ph1.MAC, netip.MustParseAddr("10.1.0.1"), netip.MustParseAddr("10.9.0.1"), []byte("probe")))
+		ph1.Flush()
+		time.Sleep(20 * time.Millisecond)
+		got := readAll(t, ps1, 1, time.Second)
+		if len(got) == 1 && ps1.RxTime(0) > 0 && time.Now().UnixNano()-ps1.RxTime(0) >= int64(15*time.Millisecond) {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatal("no kernel receive timestamps")
+		}
+	}
 	const n, wait = 5, 100 * time.Millisecond
 	for i := range n {
 		ph1.Transmit(udpFrame(ps1.MAC, ph1.MAC, netip.MustParseAddr("10.1.0.1"), netip.MustParseAddr("10.2.0.1"),
