@@ -41,6 +41,8 @@ func newSoftDataplane(ifaces []string) (server.Applier, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Run ends when Close (on every way out of run.go) stops it, or when
+	// a socket fails.
 	go func() {
 		if err := dp.Run(context.Background()); err != nil {
 			// A socket failed (an interface went away): stop cleanly,
