@@ -13,10 +13,16 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
+	"encoding/pem"
+	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"math/big"
 	"net"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,7 +30,9 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 )
 
@@ -158,8 +166,17 @@ func ParseCredentials(data string) (*Credentials, error) {
 	return c, nil
 }
 
-// LoadCredentials reads a credentials file (see ParseCredentials).
+// LoadCredentials reads a credentials file (see ParseCredentials). A file
+// that group or others may read or write is refused: its hashes can be
+// attacked offline.
 func LoadCredentials(path string) (*Credentials, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("credentials: %w", err)
+	}
+	if m := fi.Mode().Perm(); m&0o077 != 0 {
+		return nil, fmt.Errorf("credentials %s: mode %04o lets group or others read it; run chmod 600 %s", path, m, path)
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("credentials: %w", err)
@@ -171,18 +188,23 @@ func LoadCredentials(path string) (*Credentials, error) {
 	return c, nil
 }
 
-// authenticate checks the username/password metadata of ctx.
-func (c *Credentials) authenticate(ctx context.Context) (Role, error) {
+// authenticate checks the username/password metadata of ctx. The user
+// name is returned even when the check fails, for the log; reason says
+// why it failed without telling the client.
+func (c *Credentials) authenticate(ctx context.Context) (name string, role Role, reason string) {
 	md, _ := metadata.FromIncomingContext(ctx)
 	name, pw := first(md.Get("username")), first(md.Get("password"))
 	if name == "" {
-		return 0, status.Error(codes.Unauthenticated, "username and password metadata required")
+		return "", 0, "no username metadata"
 	}
 	u := c.users[name]
-	if u == nil || !u.check(pw) {
-		return 0, status.Error(codes.Unauthenticated, "bad username or password")
+	if u == nil {
+		return name, 0, "unknown user"
 	}
-	return u.role, nil
+	if !u.check(pw) {
+		return name, 0, "bad password"
+	}
+	return name, u.role, ""
 }
 
 func first(v []string) string {
@@ -200,34 +222,108 @@ func needed(method string) Role {
 	return ReadOnly
 }
 
-func (c *Credentials) authorize(ctx context.Context, method string) error {
-	role, err := c.authenticate(ctx)
-	if err != nil {
-		return err
+// userKey carries the authenticated user name in a request context.
+type userKey struct{}
+
+// identity names who sent a request, for logs: the user of the
+// credentials, else the subject of a verified client certificate, else
+// "anonymous"; and the peer address ("" in process).
+func identity(ctx context.Context) (user, addr string) {
+	user = "anonymous"
+	p, ok := peer.FromContext(ctx)
+	if ok && p.Addr != nil {
+		addr = p.Addr.String()
 	}
-	if role < needed(method) {
-		return status.Errorf(codes.PermissionDenied, "%s users may not call %s", role, method)
+	if ok {
+		if ti, ok := p.AuthInfo.(credentials.TLSInfo); ok && len(ti.State.VerifiedChains) > 0 && len(ti.State.VerifiedChains[0]) > 0 {
+			user = "cert:" + ti.State.VerifiedChains[0][0].Subject.String()
+		}
 	}
-	return nil
+	if u, ok := ctx.Value(userKey{}).(string); ok {
+		user = u
+	}
+	return user, addr
 }
 
-func (c *Credentials) unaryInterceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-	if err := c.authorize(ctx, info.FullMethod); err != nil {
+// authorize checks the credentials of a request to method, logs a
+// refusal, and returns the context carrying the user name.
+func (s *Server) authorize(ctx context.Context, method string) (context.Context, error) {
+	c := s.o.creds
+	name, role, reason := c.authenticate(ctx)
+	_, addr := identity(ctx)
+	if reason != "" {
+		s.log.Warn("authentication failed", "peer", addr, "user", name, "method", method, "reason", reason)
+		if name == "" {
+			return nil, status.Error(codes.Unauthenticated, "username and password metadata required")
+		}
+		return nil, status.Error(codes.Unauthenticated, "bad username or password")
+	}
+	if role < needed(method) {
+		s.log.Warn("request refused", "peer", addr, "user", name, "method", method, "reason", role.String()+" user")
+		return nil, status.Errorf(codes.PermissionDenied, "%s users may not call %s", role, method)
+	}
+	return context.WithValue(ctx, userKey{}, name), nil
+}
+
+func (s *Server) unaryAuth(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	ctx, err := s.authorize(ctx, info.FullMethod)
+	if err != nil {
 		return nil, err
 	}
 	return h(ctx, req)
 }
 
-func (c *Credentials) streamInterceptor(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
-	if err := c.authorize(ss.Context(), info.FullMethod); err != nil {
-		return err
-	}
-	return h(srv, ss)
+// authStream is a server stream whose context carries the user.
+type authStream struct {
+	grpc.ServerStream
+	ctx context.Context
 }
 
-// SelfSignedCert makes an ECDSA P-256 certificate valid for a year for
+func (a authStream) Context() context.Context { return a.ctx }
+
+func (s *Server) streamAuth(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+	ctx, err := s.authorize(ss.Context(), info.FullMethod)
+	if err != nil {
+		return err
+	}
+	return h(srv, authStream{ss, ctx})
+}
+
+// loggedTLS is TLS transport credentials that log refused handshakes
+// (a client without an acceptable certificate under mutual TLS, a
+// plaintext client) with the peer address: gRPC itself drops them
+// silently.
+type loggedTLS struct {
+	credentials.TransportCredentials
+	log *slog.Logger
+}
+
+func (l loggedTLS) ServerHandshake(c net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	conn, info, err := l.TransportCredentials.ServerHandshake(c)
+	if err != nil {
+		// A bare connect-and-close (a port check) is not worth a warning.
+		lvl := slog.LevelWarn
+		if errors.Is(err, io.EOF) {
+			lvl = slog.LevelDebug
+		}
+		l.log.Log(context.Background(), lvl, "TLS handshake refused", "peer", c.RemoteAddr().String(), "reason", err.Error())
+	}
+	return conn, info, err
+}
+
+func (l loggedTLS) Clone() credentials.TransportCredentials {
+	return loggedTLS{l.TransportCredentials.Clone(), l.log}
+}
+
+// certValidity is how long a generated certificate is valid. Clients pin
+// it (by file or fingerprint), so it should outlive the node's
+// deployment; an expired one is replaced at start.
+const certValidity = 10 * 365 * 24 * time.Hour
+
+// SelfSignedCert makes a self-signed ECDSA P-256 server certificate for
 // the given host names and addresses (localhost and the loopback
-// addresses are always included). It lives only in memory.
+// addresses are always included). It is an end-entity certificate (not a
+// CA: it cannot sign others), for server authentication only.
 func SelfSignedCert(hosts ...string) (tls.Certificate, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -237,22 +333,26 @@ func SelfSignedCert(hosts ...string) (tls.Certificate, error) {
 	if err != nil {
 		return tls.Certificate{}, fmt.Errorf("serial: %w", err)
 	}
+	cn := "intd"
+	if len(hosts) > 0 && hosts[0] != "" && net.ParseIP(hosts[0]) == nil {
+		cn = hosts[0]
+	}
 	tmpl := &x509.Certificate{
 		SerialNumber:          serial,
-		Subject:               pkix.Name{Organization: []string{"intd"}, CommonName: "intd self-signed"},
+		Subject:               pkix.Name{Organization: []string{"intd self-signed"}, CommonName: cn},
 		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(365 * 24 * time.Hour),
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		NotAfter:              time.Now().Add(certValidity),
+		KeyUsage:              x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		BasicConstraintsValid: true,
-		IsCA:                  true,
-		DNSNames:              []string{"localhost"},
-		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+		IsCA:                  false,
 	}
-	for _, h := range hosts {
+	for _, h := range append([]string{"localhost", "127.0.0.1", "::1"}, hosts...) {
 		if ip := net.ParseIP(h); ip != nil {
-			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
-		} else if h != "" {
+			if !slices.ContainsFunc(tmpl.IPAddresses, ip.Equal) {
+				tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+			}
+		} else if h != "" && !slices.Contains(tmpl.DNSNames, h) {
 			tmpl.DNSNames = append(tmpl.DNSNames, h)
 		}
 	}
@@ -267,10 +367,119 @@ func SelfSignedCert(hosts ...string) (tls.Certificate, error) {
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, nil
 }
 
+// Names of the generated certificate and key in the state directory.
+const (
+	StateCertFile = "gnmi-cert.pem"
+	StateKeyFile  = "gnmi-key.pem"
+)
+
+// StateCert returns the self-signed certificate kept in dir (files
+// StateCertFile and StateKeyFile, the key mode 0600), creating it for
+// hosts when there is none or it has expired. created tells whether it
+// is new (clients that pinned the old one must pin it again).
+func StateCert(dir string, hosts []string) (cert tls.Certificate, created bool, err error) {
+	certPath, keyPath := filepath.Join(dir, StateCertFile), filepath.Join(dir, StateKeyFile)
+	cert, err = loadStateCert(certPath, keyPath)
+	switch {
+	case err == nil && time.Now().Before(cert.Leaf.NotAfter):
+		return cert, false, nil
+	case err == nil, errors.Is(err, os.ErrNotExist):
+		// Expired, or never made.
+	default:
+		return tls.Certificate{}, false, err
+	}
+	cert, err = SelfSignedCert(hosts...)
+	if err != nil {
+		return tls.Certificate{}, false, err
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(cert.PrivateKey)
+	if err != nil {
+		return tls.Certificate{}, false, fmt.Errorf("encoding key: %w", err)
+	}
+	// The key first: a certificate without its key is never left behind.
+	if err := writeFileAtomic(keyPath, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+		return tls.Certificate{}, false, err
+	}
+	if err := writeFileAtomic(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]}), 0o644); err != nil {
+		return tls.Certificate{}, false, err
+	}
+	return cert, true, nil
+}
+
+func loadStateCert(certPath, keyPath string) (tls.Certificate, error) {
+	fi, err := os.Stat(keyPath)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("TLS key: %w", err)
+	}
+	if m := fi.Mode().Perm(); m&0o077 != 0 {
+		return tls.Certificate{}, fmt.Errorf("TLS key %s: mode %04o lets group or others read it; run chmod 600 %s", keyPath, m, keyPath)
+	}
+	if _, err := os.Stat(certPath); err != nil {
+		return tls.Certificate{}, fmt.Errorf("TLS certificate: %w", err)
+	}
+	cert, err := tls.LoadX509KeyPair(certPath, keyPath)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("TLS certificate %s: %w (delete it and %s to have a new one made)", certPath, err, keyPath)
+	}
+	return cert, nil
+}
+
+// writeFileAtomic writes data to a new file next to path and renames it
+// into place, so a crash never leaves a half-written file.
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name()) // no-op after the rename
+	if err := f.Chmod(mode); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
+
+// Fingerprint is the SHA-256 of a certificate's DER encoding, as
+// colon-separated hex pairs (openssl x509 -noout -fingerprint -sha256).
+func Fingerprint(der []byte) string {
+	sum := sha256.Sum256(der)
+	var b strings.Builder
+	for i, c := range sum {
+		if i > 0 {
+			b.WriteByte(':')
+		}
+		fmt.Fprintf(&b, "%02X", c)
+	}
+	return b.String()
+}
+
+// Uncovered returns the hosts (names or addresses) that cert is not valid
+// for.
+func Uncovered(leaf *x509.Certificate, hosts []string) []string {
+	var out []string
+	for _, h := range hosts {
+		if h != "" && leaf.VerifyHostname(h) != nil {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
 // TLSConfig builds a server TLS configuration: the certificate and key
-// files, or a self-signed certificate when both are empty; with
-// clientCAFile, clients must present a certificate signed by one of its
-// CAs (mutual TLS).
+// files, or a self-signed certificate made in memory when both are empty;
+// with clientCAFile, clients must present a certificate signed by one of
+// its CAs (mutual TLS).
 func TLSConfig(certFile, keyFile, clientCAFile string, hosts ...string) (*tls.Config, error) {
 	var cert tls.Certificate
 	var err error
@@ -285,6 +494,13 @@ func TLSConfig(certFile, keyFile, clientCAFile string, hosts ...string) (*tls.Co
 	if err != nil {
 		return nil, fmt.Errorf("TLS certificate: %w", err)
 	}
+	return TLSConfigFor(cert, clientCAFile)
+}
+
+// TLSConfigFor builds a server TLS configuration serving cert; with
+// clientCAFile, clients must present a certificate signed by one of its
+// CAs (mutual TLS).
+func TLSConfigFor(cert tls.Certificate, clientCAFile string) (*tls.Config, error) {
 	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	if clientCAFile != "" {
 		pem, err := os.ReadFile(clientCAFile)

@@ -16,12 +16,15 @@ import (
 	"github.com/openconfig/gnmi/match"
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/gnmi/subscribe"
+	"github.com/openconfig/ygot/ygot"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/intd-project/intd/gen"
 )
 
 type options struct {
@@ -190,6 +193,23 @@ func (s *Server) Targets() []string {
 	return out
 }
 
+// Running returns a copy of a target's running configuration.
+func (s *Server) Running(name string) (*gen.Device, error) {
+	s.mu.RLock()
+	t := s.targets[name]
+	s.mu.RUnlock()
+	if t == nil {
+		return nil, fmt.Errorf("no such target %q", name)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	cp, err := ygot.DeepCopy(t.running)
+	if err != nil {
+		return nil, fmt.Errorf("target %s: copying the running configuration: %w", name, err)
+	}
+	return cp.(*gen.Device), nil
+}
+
 // RefreshState polls every target's applier once and publishes the
 // result, as the poller does every interval.
 func (s *Server) RefreshState(ctx context.Context) {
@@ -236,12 +256,10 @@ func (s *Server) targetFor(p *gpb.Path) (*target, string, error) {
 func (s *Server) GRPCServer() *grpc.Server {
 	var opts []grpc.ServerOption
 	if s.o.tls != nil {
-		opts = append(opts, grpc.Creds(credentials.NewTLS(s.o.tls)))
+		opts = append(opts, grpc.Creds(loggedTLS{credentials.NewTLS(s.o.tls), s.log}))
 	}
 	if s.o.creds != nil {
-		opts = append(opts,
-			grpc.ChainUnaryInterceptor(s.o.creds.unaryInterceptor),
-			grpc.ChainStreamInterceptor(s.o.creds.streamInterceptor))
+		opts = append(opts, grpc.ChainUnaryInterceptor(s.unaryAuth), grpc.ChainStreamInterceptor(s.streamAuth))
 	}
 	opts = append(opts, s.o.grpcServerOption...)
 	gs := grpc.NewServer(opts...)
@@ -256,7 +274,13 @@ func (s *Server) GRPCServer() *grpc.Server {
 // Serve serves gNMI on lis until Close; it returns nil after Close.
 func (s *Server) Serve(lis net.Listener) error {
 	gs := s.GRPCServer()
-	s.log.Info("gNMI server listening", "addr", lis.Addr().String(), "tls", s.o.tls != nil, "auth", s.o.creds != nil, "targets", s.Targets())
+	mtls := s.o.tls != nil && s.o.tls.ClientAuth == tls.RequireAndVerifyClientCert
+	attrs := []any{"addr", lis.Addr().String(), "tls", s.o.tls != nil, "passwords", s.o.creds != nil, "client-certificates", mtls, "targets", s.Targets()}
+	if s.o.creds == nil && !mtls {
+		s.log.Warn("gNMI server listening without authentication: whoever can connect can reconfigure this node", attrs...)
+	} else {
+		s.log.Info("gNMI server listening", attrs...)
+	}
 	err := gs.Serve(lis)
 	if errors.Is(err, grpc.ErrServerStopped) {
 		return nil

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,7 +24,69 @@ import (
 // validated against the schema and handed to the Applier. Only when both
 // succeed is the copy made the running configuration, saved and published.
 // Any failure leaves configuration, state and dataplane unchanged.
+//
+// Every Set is logged with who sent it and what it changes: at INFO when
+// applied, at WARN with the reason when refused or failed.
 func (s *Server) Set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResponse, error) {
+	resp, err := s.set(ctx, req)
+	user, addr := identity(ctx)
+	target := req.GetPrefix().GetTarget()
+	if target == "" {
+		if t, _, terr := s.targetFor(req.GetPrefix()); terr == nil {
+			target = t.name
+		}
+	}
+	attrs := []any{"user", user, "peer", addr, "target", target, "changes", setChanges(req)}
+	if err != nil {
+		st := status.Convert(err)
+		s.log.Warn("Set refused", append(attrs, "code", st.Code().String(), "reason", st.Message())...)
+		return nil, err
+	}
+	s.log.Info("Set applied", attrs...)
+	return resp, nil
+}
+
+// setChanges describes what a SetRequest changes, one string per
+// operation in the order applied: "delete PATH", "replace PATH = VALUE",
+// "update PATH = VALUE", with JSON values summarised by their size.
+func setChanges(req *gpb.SetRequest) []string {
+	pre := req.GetPrefix().GetElem()
+	path := func(p *gpb.Path) string {
+		return orRoot(pathString(append(append([]*gpb.PathElem{}, pre...), p.GetElem()...)))
+	}
+	val := func(v *gpb.TypedValue) string {
+		switch x := v.GetValue().(type) {
+		case *gpb.TypedValue_JsonIetfVal:
+			return fmt.Sprintf("JSON (%d bytes)", len(x.JsonIetfVal))
+		case *gpb.TypedValue_JsonVal:
+			return fmt.Sprintf("JSON (%d bytes)", len(x.JsonVal))
+		case *gpb.TypedValue_StringVal:
+			return strconv.Quote(x.StringVal)
+		case *gpb.TypedValue_UintVal:
+			return strconv.FormatUint(x.UintVal, 10)
+		case *gpb.TypedValue_IntVal:
+			return strconv.FormatInt(x.IntVal, 10)
+		case *gpb.TypedValue_BoolVal:
+			return strconv.FormatBool(x.BoolVal)
+		case nil:
+			return "(none)"
+		}
+		return fmt.Sprintf("%T", v.GetValue())
+	}
+	var out []string
+	for _, d := range req.GetDelete() {
+		out = append(out, "delete "+path(d))
+	}
+	for _, u := range req.GetReplace() {
+		out = append(out, "replace "+path(u.GetPath())+" = "+val(u.GetVal()))
+	}
+	for _, u := range req.GetUpdate() {
+		out = append(out, "update "+path(u.GetPath())+" = "+val(u.GetVal()))
+	}
+	return out
+}
+
+func (s *Server) set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResponse, error) {
 	if len(req.GetUnionReplace()) > 0 {
 		return nil, status.Error(codes.Unimplemented, "union_replace is not supported")
 	}
@@ -60,12 +123,8 @@ func (s *Server) Set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResponse
 		results = append(results, &gpb.UpdateResult{Path: u.GetPath(), Op: gpb.UpdateResult_UPDATE})
 	}
 
-	fillConfigKeys(reflect.ValueOf(cand).Elem(), s.schema.root)
-	if p := findReadOnly(reflect.ValueOf(cand).Elem(), s.schema.root, ""); p != "" {
-		return nil, status.Errorf(codes.InvalidArgument, "%s is config false (state) and cannot be written", p)
-	}
-	if err := validateConfig(s.schema.root, cand); err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "configuration is invalid: %v", err)
+	if err := s.checkCandidate(cand); err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
 	if err := t.applier.Apply(ctx, cand); err != nil {
 		if t.isInvalid(err) {
@@ -93,13 +152,26 @@ func (s *Server) Set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResponse
 	if err := t.publishLocked(true); err != nil {
 		t.log.Error("publishing configuration", "err", err)
 	}
-	t.log.Info("configuration set", "deletes", len(req.GetDelete()), "replaces", len(req.GetReplace()), "updates", len(req.GetUpdate()))
 	resp := &gpb.SetResponse{Response: results, Timestamp: time.Now().UnixNano()}
 	if echo != "" || req.GetPrefix() != nil {
 		pre := &gpb.Path{Target: echo, Origin: req.GetPrefix().GetOrigin(), Elem: req.GetPrefix().GetElem()}
 		resp.Prefix = pre
 	}
 	return resp, nil
+}
+
+// checkCandidate completes a candidate configuration (list keys in
+// their config containers) and checks it against the schema: what every
+// Set and the configuration a target starts with go through.
+func (s *Server) checkCandidate(cand *gen.Device) error {
+	fillConfigKeys(reflect.ValueOf(cand).Elem(), s.schema.root)
+	if p := findReadOnly(reflect.ValueOf(cand).Elem(), s.schema.root, ""); p != "" {
+		return fmt.Errorf("%s is config false (state) and cannot be written", p)
+	}
+	if err := validateConfig(s.schema.root, cand); err != nil {
+		return fmt.Errorf("configuration is invalid: %v", err)
+	}
+	return nil
 }
 
 func (s *Server) deletePath(cand *gen.Device, prefix, p *gpb.Path) error {

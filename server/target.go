@@ -178,10 +178,14 @@ func (t *target) start(ctx context.Context) error {
 		}
 		cfg = cp.(*gen.Device)
 	}
-	if err := cfg.ΛValidate(); err != nil {
-		return fmt.Errorf("target %s: %s is invalid: %w", t.name, from, err)
+	// Checked and applied as a Set replacing everything would be.
+	if err := t.srv.checkCandidate(cfg); err != nil {
+		return fmt.Errorf("target %s: %s: %w", t.name, from, err)
 	}
 	if err := t.applier.Apply(ctx, cfg); err != nil {
+		if t.isInvalid(err) {
+			return fmt.Errorf("target %s: %s refused: %w", t.name, from, err)
+		}
 		return fmt.Errorf("target %s: applying %s: %w", t.name, from, err)
 	}
 	t.log.Info("configuration applied", "from", from)
