@@ -232,7 +232,7 @@ func labCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	log, err := newLogger(&runOptions{LogLevel: o.LogLevel, LogFormat: "text"}, stderr)
+	log, err := newLogger(o.LogLevel, "text", stderr)
 	if err != nil {
 		return err
 	}

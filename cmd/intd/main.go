@@ -2,7 +2,7 @@
 //
 // Usage:
 //
-//	intd run [flags]       serve one node (see `intd run -h`)
+//	intd run [flags]       serve one node (see `intd run -h`); INT stays idle until configured
 //	intd lab [flags]       an in-process INT fabric, each switch a gNMI target (see `intd lab -h`)
 //	intd passwd USER       print a credentials-file line for USER
 //	intd version           print the version, commit, build date and Go version
@@ -42,8 +42,15 @@ func register(name, summary string, run func(ctx context.Context, args []string,
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+	processWide = true
+	err := dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	var logged loggedError
+	switch {
+	case err == nil:
+	case errors.As(err, &logged):
+		os.Exit(1)
+	default:
 		if !errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(os.Stderr, "intd:", err)
 		}
@@ -87,4 +94,5 @@ func usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
 	}
+	fmt.Fprintf(w, "\nintd run --dataplane values:%s\n", dataplaneUsage())
 }

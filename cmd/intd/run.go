@@ -2,7 +2,7 @@ package main
 
 import (
 	"context"
-	_ "embed"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -11,18 +11,18 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 	"time"
 
 	"github.com/openconfig/ygot/ygot"
 
-	"github.com/intd-project/intd/cmd/intd/internal/placeholder"
+	"github.com/intd-project/intd/dtel"
 	"github.com/intd-project/intd/gen"
 	"github.com/intd-project/intd/server"
 )
-
-//go:embed default-config.json
-var defaultConfig []byte
 
 func init() {
 	register("run", "serve one INT node over gNMI", runCmd)
@@ -31,50 +31,95 @@ func init() {
 // runOptions are `intd run`'s settings; a --config file sets the same
 // names (JSON object keys equal to the flag names), flags override it.
 type runOptions struct {
-	Addr          string        `json:"addr"`
-	TLSCert       string        `json:"tls-cert"`
-	TLSKey        string        `json:"tls-key"`
-	TLSClientCA   string        `json:"tls-client-ca"`
-	Insecure      bool          `json:"insecure"`
-	Credentials   string        `json:"credentials"`
-	NodeID        uint          `json:"node-id"`
-	Target        string        `json:"target"`
-	Save          string        `json:"save"`
-	Dataplane     string        `json:"dataplane"`
-	Interfaces    string        `json:"interfaces"`
-	StateInterval time.Duration `json:"-"`
-	StateInt      string        `json:"state-interval"`
-	LogLevel      string        `json:"log-level"`
-	LogFormat     string        `json:"log-format"`
+	Addr                 string        `json:"addr"`
+	TLSCert              string        `json:"tls-cert"`
+	TLSKey               string        `json:"tls-key"`
+	TLSClientCA          string        `json:"tls-client-ca"`
+	Insecure             bool          `json:"insecure"`
+	Credentials          string        `json:"credentials"`
+	AllowUnauthenticated bool          `json:"allow-unauthenticated"`
+	NodeID               uint          `json:"node-id"`
+	Target               string        `json:"target"`
+	StateDir             string        `json:"state-dir"`
+	Save                 string        `json:"save"`
+	StartupConfig        string        `json:"startup-config"`
+	Dataplane            string        `json:"dataplane"`
+	Interfaces           string        `json:"interfaces"`
+	StateInterval        time.Duration `json:"-"`
+	StateInt             string        `json:"state-interval"`
+	LogLevel             string        `json:"log-level"`
+	LogFormat            string        `json:"log-format"`
+
+	// given holds the names of the settings given by flag or file.
+	given map[string]bool
 }
 
-// dataplanes are the --dataplane values; each builds the applier.
-var dataplanes = map[string]func(interfaces []string) (server.Applier, error){
-	placeholder.Name: func([]string) (server.Applier, error) { return placeholder.New(), nil },
+// dataplaneKind is one --dataplane value.
+type dataplaneKind struct {
+	summary string
+	// check reports what this system lacks to run the dataplane, before
+	// anything is changed.
+	check func() error
+	// keep are the capabilities the dataplane still needs once it is set
+	// up (to apply configuration, and to undo its changes at exit).
+	keep []capability
+	open func(interfaces []string) (server.Applier, error)
+}
+
+// dataplanes are the --dataplane values, registered by the files that
+// implement them.
+var dataplanes = map[string]*dataplaneKind{}
+
+const defaultDataplane = "ebpf"
+
+const (
+	defaultPort     = "9339"
+	defaultStateDir = "/var/lib/intd"
+)
+
+func dataplaneNames() []string {
+	names := make([]string, 0, len(dataplanes))
+	for n := range dataplanes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
 }
 
 func runFlags(o *runOptions) *flag.FlagSet {
 	fs := flag.NewFlagSet("intd run", flag.ContinueOnError)
-	fs.StringVar(&o.Addr, "addr", ":9339", "gNMI listen address")
-	fs.StringVar(&o.TLSCert, "tls-cert", "", "TLS certificate file (PEM); with --tls-key. Without both a self-signed certificate is generated in memory")
+	fs.StringVar(&o.Addr, "addr", "", "gNMI listen address (default 127.0.0.1:"+defaultPort+", or :"+defaultPort+" with --credentials or --tls-client-ca); "+
+		"an address beyond loopback needs --credentials or --tls-client-ca")
+	fs.StringVar(&o.TLSCert, "tls-cert", "", "TLS certificate file (PEM); with --tls-key. Without both a self-signed certificate is made once and kept in --state-dir")
 	fs.StringVar(&o.TLSKey, "tls-key", "", "TLS private key file (PEM)")
 	fs.StringVar(&o.TLSClientCA, "tls-client-ca", "", "CA bundle (PEM) for mutual TLS: clients must present a certificate it signed")
 	fs.BoolVar(&o.Insecure, "insecure", false, "serve plaintext gRPC (only allowed on a loopback address)")
-	fs.StringVar(&o.Credentials, "credentials", "", "credentials file (lines from `intd passwd`); without it no username/password is required")
-	fs.UintVar(&o.NodeID, "node-id", 0, "INT node ID put into the default configuration (used when no saved configuration exists)")
+	fs.StringVar(&o.Credentials, "credentials", "", "credentials file (lines from `intd passwd`, mode 0600): clients must give a username and password")
+	fs.BoolVar(&o.AllowUnauthenticated, "allow-unauthenticated", false, "listen beyond loopback without --credentials or --tls-client-ca: anyone who can connect may reconfigure the node")
+	fs.UintVar(&o.NodeID, "node-id", 0, "INT node ID put into the initial configuration (the --startup-config file, or an empty one) when no saved configuration exists")
 	fs.StringVar(&o.Target, "target", "intd", "gNMI target name of this node (requests without a target get it)")
-	fs.StringVar(&o.Save, "save", "/var/lib/intd/running.json", "file the running configuration is saved to after every Set and loaded from at start (empty: not saved)")
-	fs.StringVar(&o.Dataplane, "dataplane", placeholder.Name, "dataplane backend")
-	fs.StringVar(&o.Interfaces, "interfaces", "", "comma-separated interfaces the dataplane attaches to")
+	fs.StringVar(&o.StateDir, "state-dir", defaultStateDir, "directory of intd's state: the generated TLS certificate and, by default, the saved configuration")
+	fs.StringVar(&o.Save, "save", "", "file the running configuration is saved to after every Set and loaded from at start (default STATE-DIR/running.json; \"\" with the flag given: not saved)")
+	fs.StringVar(&o.StartupConfig, "startup-config", "", "YANG JSON (RFC 7951) configuration applied at the first start, when no saved configuration exists; checked like a Set, an invalid one stops intd. Without it intd starts with INT idle")
+	fs.StringVar(&o.Dataplane, "dataplane", defaultDataplane, "dataplane: "+dataplaneUsage())
+	fs.StringVar(&o.Interfaces, "interfaces", "", "comma-separated interfaces the dataplane attaches to (required)")
 	fs.StringVar(&o.StateInt, "state-interval", "1s", "how often dataplane state and counters are published")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
-	fs.StringVar(&o.LogFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&o.LogFormat, "log-format", "text", "log format of every line intd writes: text or json")
 	return fs
+}
+
+func dataplaneUsage() string {
+	var b strings.Builder
+	for _, n := range dataplaneNames() {
+		fmt.Fprintf(&b, "\n    %s: %s", n, dataplanes[n].summary)
+	}
+	return b.String()
 }
 
 // parseRunArgs applies defaults, then the --config file, then flags.
 func parseRunArgs(args []string, stderr io.Writer) (*runOptions, error) {
-	o := &runOptions{}
+	o := &runOptions{given: map[string]bool{}}
 	fs := runFlags(o)
 	fs.SetOutput(stderr)
 	var cfgFile string
@@ -95,33 +140,36 @@ func parseRunArgs(args []string, stderr io.Writer) (*runOptions, error) {
 		if err := dec.Decode(o); err != nil {
 			return nil, fmt.Errorf("settings %s: %w", cfgFile, err)
 		}
+		var keys map[string]json.RawMessage
+		_ = json.Unmarshal(data, &keys)
+		for k := range keys {
+			o.given[k] = true
+		}
 		// Flags given on the command line win over the file.
 		if err := fs.Parse(args); err != nil {
 			return nil, err
 		}
 	}
+	fs.Visit(func(f *flag.Flag) { o.given[f.Name] = true })
 	d, err := time.ParseDuration(o.StateInt)
 	if err != nil || d <= 0 {
 		return nil, fmt.Errorf("bad --state-interval %q", o.StateInt)
 	}
 	o.StateInterval = d
+	if !o.given["save"] {
+		o.Save = filepath.Join(o.StateDir, "running.json")
+	}
+	if !o.given["addr"] {
+		o.Addr = net.JoinHostPort("127.0.0.1", defaultPort)
+		if o.authenticated() {
+			o.Addr = ":" + defaultPort
+		}
+	}
 	return o, nil
 }
 
-func newLogger(o *runOptions, w io.Writer) (*slog.Logger, error) {
-	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(o.LogLevel)); err != nil {
-		return nil, fmt.Errorf("bad --log-level: %w", err)
-	}
-	ho := &slog.HandlerOptions{Level: lvl}
-	switch o.LogFormat {
-	case "text":
-		return slog.New(slog.NewTextHandler(w, ho)), nil
-	case "json":
-		return slog.New(slog.NewJSONHandler(w, ho)), nil
-	}
-	return nil, fmt.Errorf("bad --log-format %q (text or json)", o.LogFormat)
-}
+// authenticated reports whether clients must prove who they are.
+func (o *runOptions) authenticated() bool { return o.Credentials != "" || o.TLSClientCA != "" }
 
 // isLoopback reports whether a listen address binds only loopback.
 func isLoopback(addr string) bool {
@@ -136,11 +184,128 @@ func isLoopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// initialConfig is the embedded default configuration, with --node-id.
-func initialConfig(nodeID uint) (*gen.Device, error) {
-	cfg, err := gen.ParseConfig(defaultConfig)
+// checkListen refuses listen settings that would expose the node: a
+// plaintext or unauthenticated server beyond loopback.
+func checkListen(o *runOptions, log *slog.Logger) error {
+	if o.Insecure {
+		if !isLoopback(o.Addr) {
+			return fmt.Errorf("--insecure is only allowed on a loopback address, not %q", o.Addr)
+		}
+		if o.TLSCert != "" || o.TLSKey != "" || o.TLSClientCA != "" {
+			return errors.New("--insecure conflicts with the --tls-* flags")
+		}
+	}
+	if (o.TLSCert == "") != (o.TLSKey == "") {
+		return errors.New("TLS needs both a certificate and a key file (--tls-cert and --tls-key)")
+	}
+	if o.authenticated() || isLoopback(o.Addr) {
+		return nil
+	}
+	if !o.AllowUnauthenticated {
+		return fmt.Errorf("--addr %s listens beyond loopback but clients are not authenticated: anyone who can reach it could reconfigure this node. "+
+			"Give --credentials FILE (users from `intd passwd`) or --tls-client-ca FILE (mutual TLS), or listen on loopback (the default, 127.0.0.1:%s); "+
+			"--allow-unauthenticated accepts the risk", o.Addr, defaultPort)
+	}
+	log.Warn("UNAUTHENTICATED gNMI beyond loopback (--allow-unauthenticated): anyone who can reach "+o.Addr+" can reconfigure this node and change the packets it forwards", "addr", o.Addr)
+	return nil
+}
+
+// checkInterfaces checks that every interface exists here, before any
+// dataplane touches one.
+func checkInterfaces(names []string) error {
+	if len(names) == 0 {
+		return errors.New("--interfaces is required: the comma-separated interfaces the dataplane attaches to (e.g. --interfaces eth1,eth2)")
+	}
+	var missing []string
+	for _, n := range names {
+		if _, err := net.InterfaceByName(n); err != nil {
+			missing = append(missing, n)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("--interfaces: no interface named %s in this network namespace (`ip link` lists them)", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// checkWritableDir checks that intd can create files in dir (where a
+// file is saved atomically by renaming a temporary one over it).
+func checkWritableDir(dir, what string) error {
+	fi, err := os.Stat(dir)
 	if err != nil {
-		return nil, fmt.Errorf("embedded default configuration: %w", err)
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s: %s is not a directory", what, dir)
+	}
+	f, err := os.CreateTemp(dir, ".intd-write-check*")
+	if err != nil {
+		return fmt.Errorf("%s: cannot write in %s: %w", what, dir, err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}
+
+// prepareState creates the state directory when intd needs it, and checks
+// that the configuration can be saved where --save says.
+func prepareState(o *runOptions) error {
+	needDir := (!o.Insecure && o.TLSCert == "") || (o.Save != "" && filepath.Dir(o.Save) == filepath.Clean(o.StateDir))
+	if needDir {
+		if err := os.MkdirAll(o.StateDir, 0o700); err != nil {
+			return fmt.Errorf("state directory (--state-dir): %w; run intd as root or give a directory it may write", err)
+		}
+		if err := checkWritableDir(o.StateDir, "state directory (--state-dir)"); err != nil {
+			return fmt.Errorf("%w; run intd as root or give a directory it may write", err)
+		}
+	}
+	if o.Save != "" {
+		if err := checkWritableDir(filepath.Dir(o.Save), "--save "+o.Save); err != nil {
+			return err
+		}
+		if fi, err := os.Stat(o.Save); err == nil && fi.IsDir() {
+			return fmt.Errorf("--save %s is a directory", o.Save)
+		}
+	}
+	return nil
+}
+
+// certHosts are the names and addresses a generated certificate covers:
+// the host name, every address of the node's interfaces (link-local ones
+// aside, they need a zone), and the listen host when one is named.
+func certHosts(addr string) []string {
+	var hosts []string
+	if h, err := os.Hostname(); err == nil && h != "" {
+		hosts = append(hosts, h)
+	}
+	if host, _, err := net.SplitHostPort(addr); err == nil && host != "" {
+		if ip := net.ParseIP(host); ip == nil || !ip.IsUnspecified() {
+			hosts = append(hosts, host)
+		}
+	}
+	if addrs, err := net.InterfaceAddrs(); err == nil {
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && !n.IP.IsLinkLocalUnicast() {
+				hosts = append(hosts, n.IP.String())
+			}
+		}
+	}
+	slices.Sort(hosts)
+	return slices.Compact(hosts)
+}
+
+// initialConfig is the configuration a node starts with when nothing is
+// saved: the --startup-config file, or an empty one (INT idle), with
+// --node-id set in it.
+func initialConfig(startupFile string, nodeID uint) (*gen.Device, error) {
+	cfg := &gen.Device{}
+	if startupFile != "" {
+		data, err := os.ReadFile(startupFile)
+		if err != nil {
+			return nil, fmt.Errorf("--startup-config: %w", err)
+		}
+		if cfg, err = gen.ParseConfig(data); err != nil {
+			return nil, fmt.Errorf("--startup-config %s: %w", startupFile, err)
+		}
 	}
 	if nodeID != 0 {
 		if nodeID > 1<<32-1 {
@@ -151,22 +316,64 @@ func initialConfig(nodeID uint) (*gen.Device, error) {
 	return cfg, nil
 }
 
+// intRoles lists the INT roles a configuration enables.
+func intRoles(cfg *gen.Device) []string {
+	nc := cfg.GetInt().GetNode().GetConfig()
+	if !nc.GetEnabled() {
+		return nil
+	}
+	var roles []string
+	for _, r := range []struct {
+		name string
+		on   bool
+	}{
+		{"int-endpoint", nc.GetIntEndpoint()},
+		{"int-transit", nc.GetIntTransit()},
+		{"postcard", nc.GetPostcard()},
+		{"drop-report", nc.GetDropReport()},
+		{"queue-report", nc.GetQueueReport()},
+	} {
+		if r.on {
+			roles = append(roles, r.name)
+		}
+	}
+	return roles
+}
+
+// loggedError is an error runCmd has already logged.
+type loggedError struct{ error }
+
+func (e loggedError) Unwrap() error { return e.error }
+
 func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	o, err := parseRunArgs(args, stderr)
 	if err != nil {
 		return err
 	}
-	log, err := newLogger(o, stderr)
+	log, err := newLogger(o.LogLevel, o.LogFormat, stderr)
 	if err != nil {
 		return err
 	}
-	mk, ok := dataplanes[o.Dataplane]
+	if processWide {
+		restore := routeOutput(log)
+		defer restore()
+	}
+	if err := run(ctx, o, log); err != nil {
+		log.Error("intd stopped", "err", err.Error())
+		return loggedError{err}
+	}
+	return nil
+}
+
+// run starts the node: every check that can fail on a setting comes
+// before anything on the system changes.
+func run(ctx context.Context, o *runOptions, log *slog.Logger) (err error) {
+	dp, ok := dataplanes[o.Dataplane]
 	if !ok {
-		names := make([]string, 0, len(dataplanes))
-		for n := range dataplanes {
-			names = append(names, n)
-		}
-		return fmt.Errorf("unknown --dataplane %q (available: %s)", o.Dataplane, strings.Join(names, ", "))
+		return fmt.Errorf("unknown --dataplane %q (available: %s)", o.Dataplane, strings.Join(dataplaneNames(), ", "))
+	}
+	if err := checkListen(o, log); err != nil {
+		return err
 	}
 	var ifaces []string
 	for _, i := range strings.Split(o.Interfaces, ",") {
@@ -174,40 +381,30 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			ifaces = append(ifaces, i)
 		}
 	}
-	applier, err := mk(ifaces)
+	if err := checkInterfaces(ifaces); err != nil {
+		return err
+	}
+	if err := dp.check(); err != nil {
+		return err
+	}
+	if err := prepareState(o); err != nil {
+		return err
+	}
+	initial, err := initialConfig(o.StartupConfig, o.NodeID)
 	if err != nil {
-		return fmt.Errorf("dataplane %s: %w", o.Dataplane, err)
+		return err
 	}
-	// Dataplanes that hold kernel state (tc filters, sockets) release it on
-	// every way out, start-up errors included.
-	if c, ok := applier.(io.Closer); ok {
-		defer func() {
-			if err := c.Close(); err != nil {
-				log.Error("closing the dataplane", "dataplane", o.Dataplane, "err", err)
-			}
-		}()
-	}
-	if o.Dataplane == placeholder.Name {
-		log.Warn("running with the placeholder dataplane: configuration is accepted and echoed as state, no packets are processed")
+	if o.Save != "" {
+		if _, err := os.Stat(o.Save); err == nil && (o.StartupConfig != "" || o.NodeID != 0) {
+			log.Info("a saved configuration exists: it is applied, not --startup-config or --node-id (remove it to start over)", "save", o.Save)
+		}
 	}
 
-	var opts []server.Option
-	opts = append(opts, server.WithLogger(log), server.WithStatePollInterval(o.StateInterval), server.WithDefaultTarget(o.Target))
-	if o.Insecure {
-		if !isLoopback(o.Addr) {
-			return fmt.Errorf("--insecure is only allowed on a loopback address, not %q", o.Addr)
-		}
-		if o.TLSCert != "" || o.TLSKey != "" || o.TLSClientCA != "" {
-			return errors.New("--insecure conflicts with the --tls-* flags")
-		}
-	} else {
-		host, _, _ := net.SplitHostPort(o.Addr)
-		tlsCfg, err := server.TLSConfig(o.TLSCert, o.TLSKey, o.TLSClientCA, host)
+	opts := []server.Option{server.WithLogger(log), server.WithStatePollInterval(o.StateInterval), server.WithDefaultTarget(o.Target)}
+	if !o.Insecure {
+		tlsCfg, err := tlsConfig(o, log)
 		if err != nil {
 			return err
-		}
-		if o.TLSCert == "" {
-			log.Warn("no --tls-cert given: serving a self-signed certificate generated in memory")
 		}
 		opts = append(opts, server.WithTLS(tlsCfg))
 	}
@@ -218,35 +415,95 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		opts = append(opts, server.WithCredentials(creds))
 	}
-	initial, err := initialConfig(o.NodeID)
-	if err != nil {
-		return err
-	}
 
+	applier, err := dp.open(ifaces)
+	if err != nil {
+		return fmt.Errorf("dataplane %s: %w", o.Dataplane, err)
+	}
+	// Dataplanes that hold kernel state (tc filters, sockets, host
+	// settings) release it on every way out, start-up errors included.
+	if c, ok := applier.(io.Closer); ok {
+		defer func() {
+			if cerr := c.Close(); cerr != nil {
+				log.Error("closing the dataplane", "dataplane", o.Dataplane, "err", cerr)
+			}
+		}()
+	}
 	srv, err := server.New(opts...)
 	if err != nil {
 		return err
 	}
-	if err := srv.AddTarget(ctx, o.Target, applier, server.TargetOptions{SavePath: o.Save, Initial: initial}); err != nil {
+	defer srv.Close()
+	if err := srv.AddTarget(ctx, o.Target, applier, server.TargetOptions{SavePath: o.Save, Initial: initial, InvalidErr: dtel.ErrInvalid}); err != nil {
 		return err
 	}
 	lis, err := net.Listen("tcp", o.Addr)
 	if err != nil {
-		srv.Close()
-		return fmt.Errorf("listening: %w", err)
+		return fmt.Errorf("gNMI: %w", err)
+	}
+	kept, err := dropCaps(dp.keep)
+	if err != nil {
+		return err
+	}
+	log.Info("capabilities dropped but those the dataplane still needs", "kept", kept)
+	if running, err := srv.Running(o.Target); err == nil {
+		if roles := intRoles(running); len(roles) == 0 {
+			log.Info("INT is idle: no INT role is enabled, intd changes no packet; configure INT over gNMI",
+				"node-id", running.GetInt().GetNode().GetConfig().GetNodeId())
+		} else {
+			log.Info("INT active", "roles", roles, "node-id", running.GetInt().GetNode().GetConfig().GetNodeId())
+		}
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(lis) }()
 	select {
 	case <-ctx.Done():
 		log.Info("shutting down")
-		srv.Close()
 		return nil
 	case err := <-errc:
-		srv.Close()
 		if err != nil {
 			return fmt.Errorf("serving gNMI: %w", err)
 		}
 		return nil
 	}
+}
+
+// tlsConfig is the server's TLS: --tls-cert/--tls-key, or the self-signed
+// certificate kept in the state directory (made at the first start). Its
+// fingerprint is logged so that clients can pin it.
+func tlsConfig(o *runOptions, log *slog.Logger) (*tls.Config, error) {
+	if o.TLSCert != "" {
+		cfg, err := server.TLSConfig(o.TLSCert, o.TLSKey, o.TLSClientCA)
+		if err != nil {
+			return nil, err
+		}
+		log.Info("TLS certificate", "file", o.TLSCert, "sha256-fingerprint", server.Fingerprint(cfg.Certificates[0].Certificate[0]))
+		return cfg, nil
+	}
+	hosts := certHosts(o.Addr)
+	cert, created, err := server.StateCert(o.StateDir, hosts)
+	if err != nil {
+		return nil, err
+	}
+	file := filepath.Join(o.StateDir, server.StateCertFile)
+	fp := server.Fingerprint(cert.Certificate[0])
+	if created {
+		log.Info("made a self-signed TLS certificate, kept for the next starts; clients trust this file (gnmic --tls-ca) or pin its fingerprint",
+			"file", file, "sha256-fingerprint", fp, "names", slices.Concat(cert.Leaf.DNSNames, ipStrings(cert.Leaf.IPAddresses)))
+	} else {
+		log.Info("self-signed TLS certificate; clients trust this file (gnmic --tls-ca) or pin its fingerprint", "file", file, "sha256-fingerprint", fp)
+	}
+	if un := server.Uncovered(cert.Leaf, hosts); len(un) > 0 {
+		log.Warn("the kept TLS certificate does not cover some of this node's names and addresses: clients using them fail to verify it; "+
+			"delete it and its key to have a new one made (clients must trust the new one)", "file", file, "not-covered", un)
+	}
+	return server.TLSConfigFor(cert, o.TLSClientCA)
+}
+
+func ipStrings(ips []net.IP) []string {
+	out := make([]string, len(ips))
+	for i, ip := range ips {
+		out[i] = ip.String()
+	}
+	return out
 }

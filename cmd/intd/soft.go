@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 
@@ -18,7 +19,26 @@ import (
 // tables (see dataplane/afpacket, which also says what it changes on the
 // host and restores at exit).
 func init() {
-	dataplanes["soft"] = newSoftDataplane
+	dataplanes["soft"] = &dataplaneKind{
+		summary: "software switch on AF_PACKET sockets, intd forwards (any Linux kernel; CAP_NET_RAW, CAP_NET_ADMIN)",
+		check: func() error {
+			var missing []string
+			for _, c := range []capability{capNetRaw, capNetAdmin} {
+				if !haveCap(c) {
+					missing = append(missing, capName(c))
+				}
+			}
+			if len(missing) > 0 {
+				return fmt.Errorf("the soft dataplane needs %s: run intd as root, or grant them", strings.Join(missing, " and "))
+			}
+			return nil
+		},
+		// The packet sockets are open once set up (CAP_NET_RAW is only
+		// checked when opening them); host settings are restored at exit
+		// (CAP_NET_ADMIN).
+		keep: []capability{capNetAdmin},
+		open: newSoftDataplane,
+	}
 }
 
 // softApplier is the dtel orchestrator over an afpacket.Dataplane; Close
