@@ -160,6 +160,17 @@ func (s *Server) set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResponse
 	return resp, nil
 }
 
+// CheckConfig checks a whole configuration against the schema as a Set
+// replacing everything would (completing list keys in cfg), before any
+// dataplane sees it. The dataplane's own checks come when it is applied.
+func CheckConfig(cfg *gen.Device) error {
+	sc, err := loadSchema()
+	if err != nil {
+		return err
+	}
+	return (&Server{schema: sc}).checkCandidate(cfg)
+}
+
 // checkCandidate completes a candidate configuration (list keys in
 // their config containers) and checks it against the schema: what every
 // Set and the configuration a target starts with go through.

@@ -26,7 +26,7 @@ const (
 	capSysAdmin = cap.SYS_ADMIN
 )
 
-func capName(c capability) string { return "CAP_" + strings.ToUpper(c.String()) }
+func capName(c capability) string { return strings.ToUpper(c.String()) }
 
 // haveCap reports whether the process may use c now.
 func haveCap(c capability) bool {

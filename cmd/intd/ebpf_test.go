@@ -6,16 +6,19 @@ import (
 	"context"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 )
 
-// TestEBPFDefaultConfig applies the embedded default configuration to the
-// ebpf dataplane on a veth interface in a scratch network namespace.
-func TestEBPFDefaultConfig(t *testing.T) {
+// TestEBPFInitialConfig applies the initial configurations of `intd run`
+// (empty with a node-id; the startup example) to the ebpf dataplane on
+// veth interfaces in a scratch network namespace.
+func TestEBPFInitialConfig(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (loads BPF programs, creates a network namespace)")
 	}
@@ -31,17 +34,24 @@ func TestEBPFDefaultConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { netns.Set(orig); ns.Close() }()
-	if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "d0"}, PeerName: "d1"}); err != nil {
-		t.Fatal(err)
+	for _, pair := range [][2]string{{"d0", "p0"}, {"d1", "p1"}} {
+		if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: pair[0]}, PeerName: pair[1]}); err != nil {
+			t.Fatal(err)
+		}
+		l, _ := netlink.LinkByName(pair[0])
+		if err := netlink.LinkSetUp(l); err != nil {
+			t.Fatal(err)
+		}
 	}
 	l, _ := netlink.LinkByName("d0")
-	if err := netlink.LinkSetUp(l); err != nil {
-		t.Fatal(err)
+	dp := dataplanes["ebpf"]
+	if err := dp.check(); err != nil {
+		t.Fatalf("this system cannot run the ebpf dataplane: %v", err)
 	}
-	if _, err := dataplanes["ebpf"](nil); err == nil {
+	if _, err := dp.open(nil); err == nil {
 		t.Error("no error without --interfaces")
 	}
-	a, err := dataplanes["ebpf"]([]string{"d0"})
+	a, err := dp.open([]string{"d0", "d1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,12 +71,12 @@ func TestEBPFDefaultConfig(t *testing.T) {
 			}
 		}
 	}()
-	cfg, err := initialConfig(5)
+	cfg, err := initialConfig("", 5)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := a.Apply(context.Background(), cfg); err != nil {
-		t.Fatalf("default configuration refused by the ebpf dataplane: %v", err)
+		t.Fatalf("empty configuration refused by the ebpf dataplane: %v", err)
 	}
 	st, err := a.State(context.Background())
 	if err != nil {
@@ -77,5 +87,63 @@ func TestEBPFDefaultConfig(t *testing.T) {
 	}
 	if got := st.GetInt().GetNode().GetState().GetNodeId(); got != 5 {
 		t.Errorf("state node-id %d, want 5", got)
+	}
+	if st.GetInt().GetNode().GetState().GetIntEndpoint() || st.GetInt().GetNode().GetState().GetIntTransit() {
+		t.Error("an empty configuration enabled an INT role")
+	}
+
+	// The startup example, on this namespace's interfaces.
+	data, err := os.ReadFile("../../yang/examples/startup-router.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(t.TempDir(), "startup.json")
+	os.WriteFile(f, []byte(strings.NewReplacer(`"eth0"`, `"d0"`, `"eth1"`, `"d1"`).Replace(string(data))), 0o600)
+	if cfg, err = initialConfig(f, 6); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Apply(context.Background(), cfg); err != nil {
+		t.Fatalf("startup example refused by the ebpf dataplane: %v", err)
+	}
+	if st, err = a.State(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !st.GetInt().GetNode().GetState().GetIntEndpoint() || st.GetInt().GetNode().GetState().GetNodeId() != 6 {
+		t.Errorf("startup example state: %+v", st.GetInt().GetNode().GetState())
+	}
+}
+
+// TestEBPFCheck checks the reasons given when the ebpf dataplane cannot
+// run.
+func TestEBPFCheck(t *testing.T) {
+	all := func(capability) bool { return true }
+	none := func(capability) bool { return false }
+	sysAdmin := func(c capability) bool { return c == capSysAdmin || c == capNetAdmin }
+	for _, tc := range []struct {
+		release string
+		btf     bool
+		have    func(capability) bool
+		want    []string // empty: no error
+	}{
+		{"6.8.0-31-generic", true, all, nil},
+		{"6.2.0", true, all, nil},
+		{"6.2.0", true, sysAdmin, nil},
+		{"6.1.0-18-amd64", true, all, []string{"Linux 6.2 or later", "6.1.0-18-amd64", "--dataplane soft"}},
+		{"5.15.0", false, all, []string{"Linux 6.2", "BTF", "--dataplane soft"}},
+		{"6.8.0", false, all, []string{"/sys/kernel/btf/vmlinux"}},
+		{"6.8.0", true, none, []string{"CAP_BPF", "CAP_PERFMON", "CAP_NET_ADMIN", "root"}},
+	} {
+		err := ebpfCheck(tc.release, tc.btf, tc.have)
+		if len(tc.want) == 0 {
+			if err != nil {
+				t.Errorf("%s btf=%v: %v", tc.release, tc.btf, err)
+			}
+			continue
+		}
+		for _, w := range tc.want {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("%s btf=%v: error %v, want it to say %q", tc.release, tc.btf, err, w)
+			}
+		}
 	}
 }

@@ -303,7 +303,20 @@ func initialConfig(startupFile string, nodeID uint) (*gen.Device, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--startup-config: %w", err)
 		}
-		if cfg, err = gen.ParseConfig(data); err != nil {
+		// Checked here as JSON of the schema; the server checks the rest
+		// (references, constraints) as it checks a Set.
+		var doc any
+		if err := json.Unmarshal(data, &doc); err != nil {
+			return nil, fmt.Errorf("--startup-config %s: not JSON: %w", startupFile, err)
+		}
+		root, err := gen.RootEntry()
+		if err != nil {
+			return nil, err
+		}
+		if err := gen.CheckJSON(root, doc, ""); err != nil {
+			return nil, fmt.Errorf("--startup-config %s: %w", startupFile, err)
+		}
+		if err := gen.Unmarshal(data, cfg); err != nil {
 			return nil, fmt.Errorf("--startup-config %s: %w", startupFile, err)
 		}
 	}
@@ -394,9 +407,16 @@ func run(ctx context.Context, o *runOptions, log *slog.Logger) (err error) {
 	if err != nil {
 		return err
 	}
+	if err := server.CheckConfig(initial); err != nil {
+		return fmt.Errorf("initial configuration (--startup-config %q, --node-id): %w", o.StartupConfig, err)
+	}
+	saved := false
 	if o.Save != "" {
-		if _, err := os.Stat(o.Save); err == nil && (o.StartupConfig != "" || o.NodeID != 0) {
-			log.Info("a saved configuration exists: it is applied, not --startup-config or --node-id (remove it to start over)", "save", o.Save)
+		if _, err := os.Stat(o.Save); err == nil {
+			saved = true
+			if o.StartupConfig != "" || o.NodeID != 0 {
+				log.Info("a saved configuration exists: it is applied, not --startup-config or --node-id (remove it to start over)", "save", o.Save)
+			}
 		}
 	}
 
@@ -435,6 +455,9 @@ func run(ctx context.Context, o *runOptions, log *slog.Logger) (err error) {
 	}
 	defer srv.Close()
 	if err := srv.AddTarget(ctx, o.Target, applier, server.TargetOptions{SavePath: o.Save, Initial: initial, InvalidErr: dtel.ErrInvalid}); err != nil {
+		if !saved && o.StartupConfig != "" {
+			return fmt.Errorf("--startup-config %s: %w", o.StartupConfig, err)
+		}
 		return err
 	}
 	lis, err := net.Listen("tcp", o.Addr)
