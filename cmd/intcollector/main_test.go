@@ -1,10 +1,17 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -136,5 +143,80 @@ func TestServe(t *testing.T) {
 	}
 	if got["drops"] != 2 || got["congestion-events"] != 2 || got["reports"] != 6 {
 		t.Errorf("subscribe counters = %v", got)
+	}
+}
+
+// TestServeLogs runs the intcollector binary with --log-format json: it
+// logs where it listens and that it stopped, or why it could not start,
+// every line on standard error a JSON record.
+func TestServeLogs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the intcollector binary")
+	}
+	bin := filepath.Join(t.TempDir(), "intcollector")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	records := func(out string) []map[string]any {
+		var rs []map[string]any
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			var r map[string]any
+			if err := json.Unmarshal([]byte(line), &r); err != nil {
+				t.Errorf("line is not JSON: %q", line)
+			}
+			rs = append(rs, r)
+		}
+		return rs
+	}
+	cmd := exec.Command(bin, "--log-format", "json", "--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0", "--gnmi", "127.0.0.1:0")
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	lines := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(pipe)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	var stderr strings.Builder
+	select {
+	case l := <-lines:
+		stderr.WriteString(l + "\n")
+	case <-time.After(10 * time.Second):
+		t.Fatal("no log line within 10 s")
+	}
+	cmd.Process.Signal(os.Interrupt)
+	for l := range lines {
+		stderr.WriteString(l + "\n")
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("exit: %v\n%s", err, stderr.String())
+	}
+	rs := records(stderr.String())
+	if len(rs) < 2 || rs[0]["msg"] != "intcollector listening" || rs[len(rs)-1]["msg"] != "intcollector stopped" {
+		t.Fatalf("log records %v", rs)
+	}
+	for _, k := range []string{"reports", "metrics", "gnmi"} {
+		if !strings.Contains(fmt.Sprint(rs[0][k]), "127.0.0.1:") {
+			t.Errorf("listening line lacks the %s address: %v", k, rs[0])
+		}
+	}
+
+	// An address it cannot use: an error record, exit status 1.
+	out, err := exec.Command(bin, "--log-format", "json", "--listen", "127.0.0.1:0", "--metrics", "", "--gnmi", "256.0.0.1:1").CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Errorf("bad --gnmi: %v", err)
+	}
+	rs = records(string(out))
+	if len(rs) != 1 || rs[0]["level"] != "ERROR" || !strings.Contains(fmt.Sprint(rs[0]["err"]), "--gnmi") {
+		t.Errorf("bad --gnmi logged %v", rs)
 	}
 }

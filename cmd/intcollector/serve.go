@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -18,10 +19,12 @@ import (
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"google.golang.org/grpc"
 
+	"github.com/intd-project/intd/cmd/internal/logging"
 	"github.com/intd-project/intd/dataplane/collector"
 )
 
 type serveConfig struct {
+	log                   *slog.Logger // nil: slog.Default()
 	listen, metrics, gnmi string
 	json                  bool
 	maxFlows, exportFlows int
@@ -32,6 +35,7 @@ type serveConfig struct {
 
 func serveMain(args []string) int {
 	var cfg serveConfig
+	var logLevel, logFormat string
 	fs := flag.NewFlagSet("intcollector", flag.ExitOnError)
 	fs.StringVar(&cfg.listen, "listen", ":32766", "UDP address receiving telemetry reports")
 	fs.StringVar(&cfg.metrics, "metrics", ":9273", "HTTP address serving /metrics (empty disables)")
@@ -43,7 +47,16 @@ func serveMain(args []string) int {
 	fs.UintVar(&cfg.intUDPPort, "int-udp-port", 0, "UDP port marking INT v2.1 in embedded packets (0: detect)")
 	fs.UintVar(&cfg.intDSCP, "int-dscp", 0, "DSCP value marking INT v2.1 over TCP/UDP")
 	fs.UintVar(&cfg.intDSCPMask, "int-dscp-mask", 0, "DSCP mask for -int-dscp (0: detect by the shim)")
+	fs.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&logFormat, "log-format", "text", "log format of every line on standard error: text or json")
 	fs.Parse(args)
+	log, err := logging.New(logLevel, logFormat, os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "intcollector:", err)
+		return 2
+	}
+	defer logging.RouteProcess(log)()
+	cfg.log = log
 
 	c := collector.New(collector.Config{MaxFlows: cfg.maxFlows})
 	d := c.Decoder()
@@ -68,13 +81,24 @@ func serveMain(args []string) int {
 	}
 	s, err := start(c, &cfg)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "intcollector:", err)
+		log.Error("intcollector stopped", "err", err.Error())
 		return 1
 	}
+	attrs := []any{"reports", s.reports}
+	if s.httpLn != nil {
+		attrs = append(attrs, "metrics", "http://"+s.httpLn.Addr().String()+"/metrics")
+	}
+	if s.gnmiLn != nil {
+		attrs = append(attrs, "gnmi", s.gnmiLn.Addr().String())
+	}
+	log.Info("intcollector listening", attrs...)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-	<-sig
+	got := <-sig
+	log.Info("stopping", "signal", got.String())
 	s.stop()
+	cn := c.Snapshot(0).Counters
+	log.Info("intcollector stopped", "packets", cn.Packets, "reports", cn.Reports, "lost", cn.Lost, "flows", cn.FlowsCreated)
 	return 0
 }
 
@@ -91,23 +115,27 @@ type service struct {
 }
 
 func start(c *collector.Collector, cfg *serveConfig) (*service, error) {
+	log := cfg.log
+	if log == nil {
+		log = slog.Default()
+	}
 	r, err := collector.Listen(cfg.listen, cfg.batch)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("reports (--listen): %w", err)
 	}
 	s := &service{c: c, recv: r, reports: r.Addr().String()}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		if err := c.Serve(r); err != nil {
-			slog.Error("receive", "err", err)
+			log.Error("receiving reports", "err", err.Error())
 		}
 	}()
 	if cfg.metrics != "" {
 		ln, err := net.Listen("tcp", cfg.metrics)
 		if err != nil {
 			s.stop()
-			return nil, err
+			return nil, fmt.Errorf("metrics (--metrics): %w", err)
 		}
 		s.httpLn = ln
 		mux := http.NewServeMux()
@@ -116,18 +144,26 @@ func start(c *collector.Collector, cfg *serveConfig) (*service, error) {
 			collector.WriteMetrics(w, c.Snapshot(cfg.exportFlows))
 		})
 		s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-		go s.http.Serve(ln)
+		go func() {
+			if err := s.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("serving metrics", "err", err.Error())
+			}
+		}()
 	}
 	if cfg.gnmi != "" {
 		ln, err := net.Listen("tcp", cfg.gnmi)
 		if err != nil {
 			s.stop()
-			return nil, err
+			return nil, fmt.Errorf("gNMI (--gnmi): %w", err)
 		}
 		s.gnmiLn = ln
 		s.grpc = grpc.NewServer()
 		gpb.RegisterGNMIServer(s.grpc, &gnmiServer{c: c, maxFlows: cfg.exportFlows})
-		go s.grpc.Serve(ln)
+		go func() {
+			if err := s.grpc.Serve(ln); err != nil {
+				log.Error("serving gNMI", "err", err.Error())
+			}
+		}()
 	}
 	return s, nil
 }

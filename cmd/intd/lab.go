@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/intd-project/intd/cmd/internal/logging"
 	"github.com/intd-project/intd/dataplane/lab"
 	"github.com/intd-project/intd/dataplane/wire"
 	"github.com/intd-project/intd/dtel"
@@ -232,7 +233,7 @@ func labCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	log, err := newLogger(o.LogLevel, "text", stderr)
+	log, err := logging.New(o.LogLevel, "text", stderr)
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/openconfig/ygot/ygot"
 
+	"github.com/intd-project/intd/cmd/internal/logging"
 	"github.com/intd-project/intd/dtel"
 	"github.com/intd-project/intd/gen"
 	"github.com/intd-project/intd/server"
@@ -353,6 +354,11 @@ func intRoles(cfg *gen.Device) []string {
 	return roles
 }
 
+// processWide is set by main: only the real process routes the output of
+// libraries (gRPC's logger, glog, anything written to os.Stderr) through
+// its logger; tests calling dispatch leave their process alone.
+var processWide bool
+
 // loggedError is an error runCmd has already logged.
 type loggedError struct{ error }
 
@@ -363,12 +369,12 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	log, err := newLogger(o.LogLevel, o.LogFormat, stderr)
+	log, err := logging.New(o.LogLevel, o.LogFormat, stderr)
 	if err != nil {
 		return err
 	}
 	if processWide {
-		restore := routeOutput(log)
+		restore := logging.RouteProcess(log)
 		defer restore()
 	}
 	if err := run(ctx, o, log); err != nil {

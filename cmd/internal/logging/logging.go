@@ -1,4 +1,7 @@
-package main
+// Package logging sets up the structured logging of intd's commands:
+// one slog logger, in the format the user asked for, writes every line
+// the process prints.
+package logging
 
 import (
 	"bufio"
@@ -13,13 +16,8 @@ import (
 	"google.golang.org/grpc/grpclog"
 )
 
-// processWide is set by main: only the real process routes the output of
-// libraries (gRPC's logger, glog, anything written to os.Stderr) through
-// its slog logger; tests calling dispatch leave their process alone.
-var processWide bool
-
-// newLogger builds the slog logger --log-level and --log-format ask for.
-func newLogger(level, format string, w io.Writer) (*slog.Logger, error) {
+// New builds the slog logger --log-level and --log-format ask for.
+func New(level, format string, w io.Writer) (*slog.Logger, error) {
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("bad --log-level: %w", err)
@@ -34,12 +32,12 @@ func newLogger(level, format string, w io.Writer) (*slog.Logger, error) {
 	return nil, fmt.Errorf("bad --log-format %q (text or json)", format)
 }
 
-// routeOutput makes log the only writer of the process's standard error:
+// RouteProcess makes log the only writer of the process's standard error:
 // it becomes slog's default (and so the log package's), gRPC logs through
 // it, and whatever else writes to os.Stderr (glog, used by the gNMI
 // cache) is read back line by line and logged. The returned function
 // undoes it, once every captured line is logged.
-func routeOutput(log *slog.Logger) (restore func()) {
+func RouteProcess(log *slog.Logger) (restore func()) {
 	slog.SetDefault(log)
 	grpclog.SetLoggerV2(grpcLogger{log.With("component", "grpc")})
 	// glog writes to files in /tmp unless told to use standard error.
