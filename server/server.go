@@ -277,7 +277,11 @@ func (s *Server) Serve(lis net.Listener) error {
 	mtls := s.o.tls != nil && s.o.tls.ClientAuth == tls.RequireAndVerifyClientCert
 	attrs := []any{"addr", lis.Addr().String(), "tls", s.o.tls != nil, "passwords", s.o.creds != nil, "client-certificates", mtls, "targets", s.Targets()}
 	if s.o.creds == nil && !mtls {
-		s.log.Warn("gNMI server listening without authentication: whoever can connect can reconfigure this node", attrs...)
+		who := "anyone who can connect"
+		if ta, ok := lis.Addr().(*net.TCPAddr); ok && ta.IP.IsLoopback() {
+			who = "any local process"
+		}
+		s.log.Warn("gNMI server listening without authentication: "+who+" can reconfigure this node", attrs...)
 	} else {
 		s.log.Info("gNMI server listening", attrs...)
 	}

@@ -188,4 +188,3 @@ func gnmiCli(t *testing.T) string {
 	t.Skip("gnmi_cli not found on PATH or in $(go env GOPATH)/bin; install it with: go install github.com/openconfig/gnmi/cmd/gnmi_cli@v0.14.1")
 	return ""
 }
-

@@ -427,19 +427,19 @@ func run(ctx context.Context, o *runOptions, log *slog.Logger) (err error) {
 	}
 
 	opts := []server.Option{server.WithLogger(log), server.WithStatePollInterval(o.StateInterval), server.WithDefaultTarget(o.Target)}
-	if !o.Insecure {
-		tlsCfg, err := tlsConfig(o, log)
-		if err != nil {
-			return err
-		}
-		opts = append(opts, server.WithTLS(tlsCfg))
-	}
 	if o.Credentials != "" {
 		creds, err := server.LoadCredentials(o.Credentials)
 		if err != nil {
 			return err
 		}
 		opts = append(opts, server.WithCredentials(creds))
+	}
+	if !o.Insecure {
+		tlsCfg, err := tlsConfig(o, log)
+		if err != nil {
+			return err
+		}
+		opts = append(opts, server.WithTLS(tlsCfg))
 	}
 
 	applier, err := dp.open(ifaces)

@@ -105,16 +105,24 @@ func (g grpcLogger) log(lvl slog.Level, msg string) {
 	g.l.Log(context.Background(), lvl, strings.TrimRight(msg, "\n"))
 }
 
-func (g grpcLogger) Info(args ...any)                    { g.log(slog.LevelDebug, fmt.Sprint(args...)) }
-func (g grpcLogger) Infoln(args ...any)                  { g.log(slog.LevelDebug, fmt.Sprintln(args...)) }
-func (g grpcLogger) Infof(format string, args ...any)    { g.log(slog.LevelDebug, fmt.Sprintf(format, args...)) }
-func (g grpcLogger) Warning(args ...any)                 { g.log(slog.LevelWarn, fmt.Sprint(args...)) }
-func (g grpcLogger) Warningln(args ...any)               { g.log(slog.LevelWarn, fmt.Sprintln(args...)) }
-func (g grpcLogger) Warningf(format string, args ...any) { g.log(slog.LevelWarn, fmt.Sprintf(format, args...)) }
-func (g grpcLogger) Error(args ...any)                   { g.log(slog.LevelError, fmt.Sprint(args...)) }
-func (g grpcLogger) Errorln(args ...any)                 { g.log(slog.LevelError, fmt.Sprintln(args...)) }
-func (g grpcLogger) Errorf(format string, args ...any)   { g.log(slog.LevelError, fmt.Sprintf(format, args...)) }
-func (g grpcLogger) Fatal(args ...any)                   { g.Error(args...); os.Exit(1) }
-func (g grpcLogger) Fatalln(args ...any)                 { g.Errorln(args...); os.Exit(1) }
-func (g grpcLogger) Fatalf(format string, args ...any)   { g.Errorf(format, args...); os.Exit(1) }
-func (g grpcLogger) V(l int) bool                        { return l <= 0 && g.l.Enabled(context.Background(), slog.LevelDebug) }
+func (g grpcLogger) Info(args ...any)   { g.log(slog.LevelDebug, fmt.Sprint(args...)) }
+func (g grpcLogger) Infoln(args ...any) { g.log(slog.LevelDebug, fmt.Sprintln(args...)) }
+func (g grpcLogger) Infof(format string, args ...any) {
+	g.log(slog.LevelDebug, fmt.Sprintf(format, args...))
+}
+func (g grpcLogger) Warning(args ...any)   { g.log(slog.LevelWarn, fmt.Sprint(args...)) }
+func (g grpcLogger) Warningln(args ...any) { g.log(slog.LevelWarn, fmt.Sprintln(args...)) }
+func (g grpcLogger) Warningf(format string, args ...any) {
+	g.log(slog.LevelWarn, fmt.Sprintf(format, args...))
+}
+func (g grpcLogger) Error(args ...any)   { g.log(slog.LevelError, fmt.Sprint(args...)) }
+func (g grpcLogger) Errorln(args ...any) { g.log(slog.LevelError, fmt.Sprintln(args...)) }
+func (g grpcLogger) Errorf(format string, args ...any) {
+	g.log(slog.LevelError, fmt.Sprintf(format, args...))
+}
+func (g grpcLogger) Fatal(args ...any)                 { g.Error(args...); os.Exit(1) }
+func (g grpcLogger) Fatalln(args ...any)               { g.Errorln(args...); os.Exit(1) }
+func (g grpcLogger) Fatalf(format string, args ...any) { g.Errorf(format, args...); os.Exit(1) }
+func (g grpcLogger) V(l int) bool {
+	return l <= 0 && g.l.Enabled(context.Background(), slog.LevelDebug)
+}
