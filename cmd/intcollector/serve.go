@@ -79,6 +79,10 @@ func serveMain(args []string) int {
 			}
 		}()
 	}
+	// Before anything is announced, so that a signal sent on seeing the
+	// listening line stops the collector cleanly.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	s, err := start(c, &cfg)
 	if err != nil {
 		log.Error("intcollector stopped", "err", err.Error())
@@ -92,8 +96,6 @@ func serveMain(args []string) int {
 		attrs = append(attrs, "gnmi", s.gnmiLn.Addr().String())
 	}
 	log.Info("intcollector listening", attrs...)
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	got := <-sig
 	log.Info("stopping", "signal", got.String())
 	s.stop()

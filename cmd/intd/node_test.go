@@ -222,8 +222,21 @@ func (n *node) waitLog(t *testing.T, msg string, d time.Duration) map[string]any
 }
 
 // hasLog reports whether a record with message prefix msg and attributes
-// containing want was logged.
+// containing want is logged within a few seconds (output reaches the test
+// through a pipe, after the client may have had its answer).
 func (n *node) hasLog(msg string, want map[string]string) bool {
+	end := time.Now().Add(3 * time.Second)
+	for !n.logged(msg, want) {
+		if time.Now().After(end) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return true
+}
+
+// logged reports whether such a record is in the output read so far.
+func (n *node) logged(msg string, want map[string]string) bool {
 	sc := bufio.NewScanner(strings.NewReader(n.out.String()))
 	for sc.Scan() {
 		var r map[string]any
