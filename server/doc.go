@@ -88,12 +88,21 @@
 //
 // # Security
 //
-// WithTLS (TLSConfig builds one from files, or a self-signed ECDSA
-// certificate, and optional client CAs for mutual TLS); WithCredentials
-// (a file of "NAME ROLE pbkdf2-sha256$ITER$SALT$KEY" lines, checked
-// against the "username"/"password" gRPC metadata; UNAUTHENTICATED on
-// failure; read-only users may not Set). gRPC server reflection is
-// registered.
+// WithTLS (TLSConfig builds one from files, or from a self-signed ECDSA
+// certificate, and optional client CAs for mutual TLS; StateCert keeps a
+// self-signed end-entity certificate and its 0600 key in a directory,
+// made once and reused, so that clients can trust the file or pin its
+// Fingerprint); WithCredentials (a file of "NAME ROLE
+// pbkdf2-sha256$ITER$SALT$KEY" lines, refused when group or others may
+// read it, checked against the "username"/"password" gRPC metadata;
+// UNAUTHENTICATED on failure; read-only users may not Set). gRPC server
+// reflection is registered.
+//
+// Audit: every Set is logged with the user (credentials user, client
+// certificate subject, or anonymous), the peer address and its changes
+// (INFO when applied, WARN with the reason when refused); failed logins,
+// refused requests and refused TLS handshakes are logged at WARN with the
+// peer and the reason.
 //
 // # Performance
 //
