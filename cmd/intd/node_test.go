@@ -320,21 +320,35 @@ func setNodeID(ctx context.Context, c gpb.GNMIClient, id uint64) error {
 	return err
 }
 
-// procCaps reads a process's capability sets from /proc (hex masks).
+// procCaps reads the capability sets (hex masks) of every thread of a
+// process from /proc, failing the test when threads differ: the drop must
+// reach them all.
 func procCaps(t *testing.T, pid int) map[string]uint64 {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Fatal(err)
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", pid))
+	if err != nil || len(tasks) == 0 {
+		t.Fatalf("threads of %d: %v", pid, err)
 	}
-	out := map[string]uint64{}
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if ok && strings.HasPrefix(k, "Cap") {
-			out[k], _ = strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+	var first map[string]uint64
+	for _, f := range tasks {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		caps := map[string]uint64{}
+		for _, line := range strings.Split(string(b), "\n") {
+			k, v, ok := strings.Cut(line, ":")
+			if ok && strings.HasPrefix(k, "Cap") {
+				caps[k], _ = strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			}
+		}
+		if first == nil {
+			first = caps
+		} else if fmt.Sprint(caps) != fmt.Sprint(first) {
+			t.Errorf("thread %s has capabilities %v, another %v", f, caps, first)
 		}
 	}
-	return out
+	return first
 }
 
 // certFingerprint is the SHA-256 fingerprint of the PEM certificate file.
