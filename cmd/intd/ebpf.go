@@ -24,9 +24,11 @@ func init() {
 		check: func() error {
 			return ebpfCheck(kernelRelease(), fileExists("/sys/kernel/btf/vmlinux"), haveCap)
 		},
-		// Loading programs is over once attached: configuration changes
-		// only update maps (CAP_BPF on kernels that restrict bpf()), and
-		// detaching at exit changes qdiscs and links (CAP_NET_ADMIN).
+		// Loading programs is over once attached; configuration and state
+		// only update and read maps, which kernels before 6.5 allow
+		// without CAP_BPF only when unprivileged BPF is enabled (most
+		// distributions disable it). Detaching at exit changes qdiscs and
+		// links (CAP_NET_ADMIN).
 		keep: []capability{capBPF, capNetAdmin},
 		open: newEBPFDataplane,
 	}
