@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -122,7 +120,7 @@ func TestRunRefusals(t *testing.T) {
 // TestRunHelp checks that `intd run -h` lists the dataplanes.
 func TestRunHelp(t *testing.T) {
 	var out bytes.Buffer
-	if err := dispatch(context.Background(), []string{"run", "-h"}, &out, &out); !errors.Is(err, flag.ErrHelp) {
+	if err := dispatch(context.Background(), []string{"run", "-h"}, &out, &out); err != nil {
 		t.Fatalf("run -h: %v", err)
 	}
 	for _, w := range []string{"-dataplane", "ebpf: tc/eBPF", "soft: software switch", "(default \"ebpf\")", "-startup-config", "-allow-unauthenticated", "-state-dir"} {
