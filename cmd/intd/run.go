@@ -442,6 +442,13 @@ func run(ctx context.Context, o *runOptions, log *slog.Logger) (err error) {
 		opts = append(opts, server.WithTLS(tlsCfg))
 	}
 
+	// A port in use stops intd before the dataplane touches anything.
+	lis, err := net.Listen("tcp", o.Addr)
+	if err != nil {
+		return fmt.Errorf("gNMI (--addr): %w", err)
+	}
+	defer lis.Close() // Serve owns it once called; closing twice is harmless
+
 	applier, err := dp.open(ifaces)
 	if err != nil {
 		return fmt.Errorf("dataplane %s: %w", o.Dataplane, err)
@@ -465,10 +472,6 @@ func run(ctx context.Context, o *runOptions, log *slog.Logger) (err error) {
 			return fmt.Errorf("--startup-config %s: %w", o.StartupConfig, err)
 		}
 		return err
-	}
-	lis, err := net.Listen("tcp", o.Addr)
-	if err != nil {
-		return fmt.Errorf("gNMI: %w", err)
 	}
 	kept, err := dropCaps(dp.keep)
 	if err != nil {

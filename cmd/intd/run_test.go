@@ -262,6 +262,17 @@ func TestRunFailsFast(t *testing.T) {
 	needRoot(t)
 	bin := intdBinary(t)
 	ns := intdNS(t, "fast")
+	// The gNMI port taken.
+	h, err := netns.GetFromName(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	var taken net.Listener
+	if err := afpacket.InNamespace(h, func() (err error) { taken, err = net.Listen("tcp", "127.0.0.1:9339"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
 	for _, dp := range []string{"soft", "ebpf"} {
 		for _, tc := range []struct {
 			what string
@@ -270,6 +281,7 @@ func TestRunFailsFast(t *testing.T) {
 		}{
 			{"missing interface", []string{"--interfaces", "d0,nosuch0"}, []string{"nosuch0"}},
 			{"unwritable save", []string{"--interfaces", "d0,d1", "--save", "/nonexistent-intd-dir/running.json"}, []string{"/nonexistent-intd-dir"}},
+			{"port in use", []string{"--interfaces", "d0,d1"}, []string{"--addr", "address already in use"}},
 		} {
 			start := time.Now()
 			n := startIntd(t, ns, append([]string{"--dataplane", dp, "--state-dir", t.TempDir(), "--log-format", "json"}, tc.args...)...)
