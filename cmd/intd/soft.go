@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/intd-project/intd/dataplane/afpacket"
 	"github.com/intd-project/intd/dtel"
