@@ -64,7 +64,11 @@
 // UNIMPLEMENTED for ASCII, BYTES and proto values; ABORTED when Apply
 // fails otherwise (nothing changed); INTERNAL when saving fails (the
 // dataplane is re-applied to the running configuration);
-// PERMISSION_DENIED for read-only users. Deleting absent data succeeds.
+// PERMISSION_DENIED for read-only users; FAILED_PRECONDITION when the
+// target's configuration is owned by an external store
+// (TargetOptions.Owner, e.g. SONiC's CONFIG_DB through server/sonic), whose
+// changes come in through OwnerSet, the same transaction. Deleting absent
+// data succeeds.
 //
 // # Subscribe
 //

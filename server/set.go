@@ -28,8 +28,32 @@ import (
 // Every Set is logged with who sent it and what it changes: at INFO when
 // applied, at WARN with the reason when refused or failed.
 func (s *Server) Set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResponse, error) {
-	resp, err := s.set(ctx, req)
+	return s.logSet(ctx, req, "")
+}
+
+// OwnerSet is Set on behalf of the owner of the target's configuration
+// (TargetOptions.Owner), logged with the owner as user: the same
+// validation, apply, save and publish, with the same errors. It fails
+// with FAILED_PRECONDITION for a target that has no owner.
+func (s *Server) OwnerSet(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResponse, error) {
+	t, _, err := s.targetFor(req.GetPrefix())
+	if err != nil {
+		return nil, err
+	}
+	if t.opts.Owner == "" {
+		return nil, status.Errorf(codes.FailedPrecondition, "target %s has no configuration owner; use Set", t.name)
+	}
+	return s.logSet(ctx, req, t.opts.Owner)
+}
+
+// logSet runs and logs a Set transaction, for a gNMI client (owner "")
+// or for the owner of the target's configuration.
+func (s *Server) logSet(ctx context.Context, req *gpb.SetRequest, owner string) (*gpb.SetResponse, error) {
+	resp, err := s.set(ctx, req, owner)
 	user, addr := identity(ctx)
+	if owner != "" {
+		user, addr = owner, ""
+	}
 	target := req.GetPrefix().GetTarget()
 	if target == "" {
 		if t, _, terr := s.targetFor(req.GetPrefix()); terr == nil {
@@ -86,13 +110,18 @@ func setChanges(req *gpb.SetRequest) []string {
 	return out
 }
 
-func (s *Server) set(ctx context.Context, req *gpb.SetRequest) (*gpb.SetResponse, error) {
+// set runs a Set transaction; owner is empty for a gNMI client's Set,
+// which a target with an owner refuses.
+func (s *Server) set(ctx context.Context, req *gpb.SetRequest, owner string) (*gpb.SetResponse, error) {
 	if len(req.GetUnionReplace()) > 0 {
 		return nil, status.Error(codes.Unimplemented, "union_replace is not supported")
 	}
 	t, echo, err := s.targetFor(req.GetPrefix())
 	if err != nil {
 		return nil, err
+	}
+	if owner == "" && t.opts.Owner != "" {
+		return nil, status.Errorf(codes.FailedPrecondition, "the configuration of target %s is owned by %s: change it there; gNMI Set is refused", t.name, t.opts.Owner)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 func jsonIETF(s string) *gpb.TypedValue {
@@ -242,5 +244,38 @@ func TestSetPersistence(t *testing.T) {
 	wantCode(t, err, codes.Internal)
 	if got := leafVal(t, env2.client, "/int/node/config/node-id"); got != "1234" {
 		t.Errorf("node-id after failed save %s", got)
+	}
+}
+
+// A target whose configuration an external store owns refuses gNMI Set
+// and changes only through OwnerSet; OwnerSet on an unowned target fails.
+func TestOwnerSet(t *testing.T) {
+	env := startServer(t, TargetOptions{Owner: "SONiC CONFIG_DB"})
+	ctx := context.Background()
+	req := &gpb.SetRequest{Prefix: &gpb.Path{Target: "dut"},
+		Update: []*gpb.Update{{Path: gp(t, "/int/node/config/node-id"), Val: uintVal(42)}}}
+	_, err := env.client.Set(ctx, req)
+	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "owned by SONiC CONFIG_DB") {
+		t.Fatalf("gNMI Set on an owned target: %v, want FAILED_PRECONDITION naming the owner", err)
+	}
+	if got := leafVal(t, env.client, "/int/node/config/node-id"); got == "42" {
+		t.Fatal("the refused Set changed node-id")
+	}
+	if _, err := env.srv.OwnerSet(ctx, req); err != nil {
+		t.Fatalf("OwnerSet: %v", err)
+	}
+	if got := leafVal(t, env.client, "/int/node/config/node-id"); got != "42" {
+		t.Errorf("node-id %s after OwnerSet, want 42", got)
+	}
+	// The same validation as Set.
+	bad := &gpb.SetRequest{Prefix: &gpb.Path{Target: "dut"},
+		Update: []*gpb.Update{{Path: gp(t, "/int/node/config/latency-sensitivity"), Val: uintVal(99)}}}
+	if _, err := env.srv.OwnerSet(ctx, bad); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("OwnerSet of an out-of-range value: %v, want INVALID_ARGUMENT", err)
+	}
+
+	plain := startServer(t, TargetOptions{})
+	if _, err := plain.srv.OwnerSet(ctx, req); status.Code(err) != codes.FailedPrecondition {
+		t.Errorf("OwnerSet on a target without owner: %v, want FAILED_PRECONDITION", err)
 	}
 }

@@ -51,6 +51,12 @@ type TargetOptions struct {
 	// presence in an Apply error chain (errors.Is) means the configuration
 	// was refused rather than failing to apply.
 	InvalidErr error
+	// Owner, when set, names the external store that owns the
+	// configuration (e.g. SONiC's CONFIG_DB): gNMI Set RPCs are refused
+	// with FAILED_PRECONDITION naming it, and the configuration changes
+	// only through Server.OwnerSet, which validates, applies, saves and
+	// publishes exactly as Set does.
+	Owner string
 }
 
 // invalidArgument is implemented by errors that mean "the configuration is
