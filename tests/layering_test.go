@@ -15,8 +15,12 @@ const module = "github.com/intd-project/intd/"
 // flows up; no package imports one above it, and the wire codecs know
 // nothing of config.
 var allowed = map[string][]string{
-	"gen":                 {"gen/"},
-	"server":              {"gen", "server/"},
+	"gen":    {"gen/"},
+	"server": {"gen", "server/"},
+	// The SONiC CONFIG_DB source speaks YANG and Redis and configures
+	// through the gNMI server, like any northbound client: no dtel, sai
+	// or dataplane.
+	"server/sonic":        {"gen", "server/sonic"},
 	"dtel":                {"gen", "sai"},
 	"sai":                 {"sai"},
 	"dataplane/wire":      {"dataplane/wire"},

@@ -50,6 +50,8 @@ type runOptions struct {
 	StateInt             string        `json:"state-interval"`
 	LogLevel             string        `json:"log-level"`
 	LogFormat            string        `json:"log-format"`
+	SonicConfigDB        string        `json:"sonic-config-db"`
+	SonicDBConfig        string        `json:"sonic-db-config"`
 
 	// given holds the names of the settings given by flag or file.
 	given map[string]bool
@@ -107,6 +109,8 @@ func runFlags(o *runOptions) *flag.FlagSet {
 	fs.StringVar(&o.StateInt, "state-interval", "1s", "how often dataplane state and counters are published")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&o.LogFormat, "log-format", "text", "log format of every line intd writes: text or json")
+	fs.StringVar(&o.SonicConfigDB, "sonic-config-db", "", "SONiC CONFIG_DB's Redis (host:port or unix socket path, e.g. /var/run/redis/redis.sock): its DTEL tables and DTEL_FLOW_WATCHLIST ACL rules own the configuration (gNMI Set is refused); see docs/sonic.md")
+	fs.StringVar(&o.SonicDBConfig, "sonic-db-config", "", "SONiC's database_config.json (e.g. /var/run/redis/sonic-db/database_config.json): where CONFIG_DB, STATE_DB and COUNTERS_DB are")
 	return fs
 }
 
@@ -406,6 +410,10 @@ func run(ctx context.Context, o *runOptions, log *slog.Logger) (err error) {
 	if err := dp.check(); err != nil {
 		return err
 	}
+	src, err := sonicSource(o, log)
+	if err != nil {
+		return err
+	}
 	if err := prepareState(o); err != nil {
 		return err
 	}
@@ -467,18 +475,27 @@ func run(ctx context.Context, o *runOptions, log *slog.Logger) (err error) {
 		return err
 	}
 	defer srv.Close()
-	if err := srv.AddTarget(ctx, o.Target, applier, server.TargetOptions{SavePath: o.Save, Initial: initial, InvalidErr: dtel.ErrInvalid}); err != nil {
+	topts := server.TargetOptions{SavePath: o.Save, Initial: initial, InvalidErr: dtel.ErrInvalid}
+	sonicTarget(src, &topts)
+	if err := srv.AddTarget(ctx, o.Target, applier, topts); err != nil {
 		if !saved && o.StartupConfig != "" {
 			return fmt.Errorf("--startup-config %s: %w", o.StartupConfig, err)
 		}
 		return err
+	}
+	if src != nil {
+		// Stopped before the server and the dataplane are.
+		sctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { src.Run(sctx, srv); close(done) }()
+		defer func() { stop(); <-done }()
 	}
 	kept, err := dropCaps(dp.keep)
 	if err != nil {
 		return err
 	}
 	log.Info("capabilities dropped but those the dataplane still needs", "kept", kept)
-	if running, err := srv.Running(o.Target); err == nil {
+	if running, err := srv.Running(o.Target); err == nil && src == nil {
 		if roles := intRoles(running); len(roles) == 0 {
 			log.Info("INT is idle: no INT role is enabled, intd changes no packet; configure INT over gNMI",
 				"node-id", running.GetInt().GetNode().GetConfig().GetNodeId())
