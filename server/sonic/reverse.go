@@ -83,12 +83,12 @@ func ToConfigDB(dev *gen.Device) (Config, []string) {
 			"gre-protocol-type": mc.GreProtocolType != nil,
 		} {
 			if set {
-				note("/int/marking/config/"+leaf, "not in CONFIG_DB")
+				note("/int/marking/config/"+leaf, "no CONFIG_DB field")
 			}
 		}
 	}
 	if root.GetFlowReportFilter().GetConfig() != nil {
-		note("/int/flow-report-filter/config", "not in CONFIG_DB (intd's defaults apply)")
+		note("/int/flow-report-filter/config", "no CONFIG_DB table (intd's defaults apply)")
 	}
 	if ifs := root.GetInterfaces(); ifs != nil {
 		sinks := Fields{}
@@ -194,7 +194,7 @@ func ToConfigDB(dev *gen.Device) (Config, []string) {
 				f["REPORT_TAIL_DROP"] = tf(*c.TailDrop)
 			}
 			if c.LatencyResetThreshold != nil {
-				note(queueReportPath(k.Interface, k.QueueId)+"/config/latency-reset-threshold", "not in CONFIG_DB")
+				note(queueReportPath(k.Interface, k.QueueId)+"/config/latency-reset-threshold", "no CONFIG_DB field")
 			}
 			cfg.set(Key{TableQueueReport, k.Interface + "|" + strconv.Itoa(int(k.QueueId))}, f)
 		}
@@ -399,8 +399,8 @@ func entryFields(en *gen.IntdInt_Int_Watchlist_Entries_Entry, p string) (Fields,
 			lo, hi *uint16
 			field  string
 		}{{v.InnerSourcePortMin, v.InnerSourcePortMax, "INNER_L4_SRC_PORT"}, {v.InnerDestinationPortMin, v.InnerDestinationPortMax, "INNER_L4_DST_PORT"}} {
-			if x.lo == nil && x.hi == nil {
-				continue
+			if (x.lo == nil || *x.lo == 0) && (x.hi == nil || *x.hi == 65535) {
+				continue // any port
 			}
 			given = true
 			if x.lo != nil && x.hi != nil && *x.lo == *x.hi {
@@ -435,7 +435,7 @@ func entryFields(en *gen.IntdInt_Int_Watchlist_Entries_Entry, p string) (Fields,
 			f["FLOW_SAMPLE_PERCENT"] = strconv.Itoa(int(*a.SamplePercent))
 		}
 		if a.GetPacketInterval() != 0 {
-			notes = append(notes, p+"/actions/config/packet-interval: not in CONFIG_DB")
+			notes = append(notes, p+"/actions/config/packet-interval: no CONFIG_DB field")
 		}
 	}
 	if !hasAction(f) {
