@@ -60,6 +60,7 @@ lint:
 	yanglint -p yang $(YANG)
 	yanglint -p yang -t config $(YANG) yang/examples/*.json
 	yanglint -p yang yang/intd-collector.yang
+	yanglint -p yang yang/sonic-dtel.yang
 	gofmt -l . | grep -v '^gen/' | (! grep .) || (echo "gofmt needed on the files above"; exit 1)
 	$(GO) vet ./...
 
