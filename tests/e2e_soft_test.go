@@ -40,6 +40,8 @@ type fabric struct {
 	sw      map[string]gpb.GNMIClient
 	reports *reportLog
 	metrics *http.Client
+	// nodeArgs are extra `intd run` flags per switch.
+	nodeArgs map[string][]string
 }
 
 var switches = []string{"s1", "s2", "s3"}
@@ -555,9 +557,9 @@ func (f *fabric) startNodes(t *testing.T, dp string) {
 		return l.dialer("c")(ctx, addr)
 	}}, Timeout: 5 * time.Second}
 	for i, s := range switches {
-		l.start(s, "intd", nil, "run", "--dataplane", dp, "--interfaces", "p1,p2", "--insecure",
-			"--addr", "127.0.0.1:9339", "--save", "", "--target", s, "--node-id", strconv.Itoa(i+1),
-			"--state-interval", "200ms")
+		l.start(s, "intd", nil, append([]string{"run", "--dataplane", dp, "--interfaces", "p1,p2", "--insecure",
+			"--addr", "127.0.0.1:9339", "--save", "", "--target", s, "--node-id", strconv.Itoa(i + 1),
+			"--state-interval", "200ms"}, f.nodeArgs[s]...)...)
 		conn, err := grpc.NewClient("passthrough:///127.0.0.1:9339", grpc.WithTransportCredentials(insecure.NewCredentials()),
 			grpc.WithContextDialer(l.dialer(s)))
 		if err != nil {
