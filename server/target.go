@@ -84,7 +84,8 @@ type target struct {
 	// snap is the latest published tree, read by Get without locking mu.
 	snap atomic.Pointer[snapshot]
 
-	stateErrLogged bool
+	// stateErrLogged is set by the poller and RefreshState alike.
+	stateErrLogged atomic.Bool
 
 	// gen counts cache writes: odd while a publish writes the cache, so a
 	// sample round built at an even generation that has not moved since
@@ -357,13 +358,12 @@ func (t *target) refreshState(ctx context.Context) {
 	st, err := t.applier.State(sctx)
 	cancel()
 	if err != nil {
-		if !t.stateErrLogged && ctx.Err() == nil {
+		if ctx.Err() == nil && !t.stateErrLogged.Swap(true) {
 			t.log.Warn("reading state", "err", err)
-			t.stateErrLogged = true
 		}
 		return
 	}
-	t.stateErrLogged = false
+	t.stateErrLogged.Store(false)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.state = st
