@@ -141,8 +141,22 @@ func (tr *translation) ruleEntry(name string, raw Fields) (*entry, *refusal) {
 }
 
 func (tr *translation) parseRule(f Fields) (*rule, *refusal) {
-	r := &rule{fields: map[string]string{}}
 	const mc, vc, ac = "/match/config/", "/vxlan-match/config/", "/actions/config/"
+	// Errors about leaves the rule leaves out name the field that would
+	// set them; those given below name the field that did.
+	r := &rule{fields: map[string]string{
+		mc + "source-prefix": "SRC_IP", mc + "destination-prefix": "DST_IP", mc + "protocol": "IP_PROTOCOL",
+		mc + "source-port-min": "L4_SRC_PORT", mc + "source-port-max": "L4_SRC_PORT",
+		mc + "destination-port-min": "L4_DST_PORT", mc + "destination-port-max": "L4_DST_PORT",
+		mc + "dscp": "DSCP", mc + "tcp-flags": "TCP_FLAGS", mc + "tcp-flags-mask": "TCP_FLAGS", mc + "ingress-interface": "IN_PORTS",
+		vc + "vni": "TUNNEL_VNI", vc + "inner-source-prefix": "INNER_SRC_IP", vc + "inner-destination-prefix": "INNER_DST_IP",
+		vc + "inner-protocol": "INNER_IP_PROTOCOL",
+		vc + "inner-source-port-min": "INNER_L4_SRC_PORT", vc + "inner-source-port-max": "INNER_L4_SRC_PORT",
+		vc + "inner-destination-port-min": "INNER_L4_DST_PORT", vc + "inner-destination-port-max": "INNER_L4_DST_PORT",
+		ac + "flow-op": "FLOW_OP", ac + "int-session": "INT_SESSION", ac + "report-all-packets": "REPORT_ALL_PACKETS",
+		ac + "drop-report": "DROP_REPORT_ENABLE", ac + "tail-drop-report": "TAIL_DROP_REPORT_ENABLE",
+		ac + "sample-percent": "FLOW_SAMPLE_PERCENT", "/config/sequence-id": "PRIORITY",
+	}}
 	var prio *uint32
 	matches, actions := 0, 0
 	family := func(field string, fam int) *refusal {
