@@ -150,7 +150,7 @@ func (tr *translation) parseRule(f Fields) (*rule, *refusal) {
 		mc + "destination-port-min": "L4_DST_PORT", mc + "destination-port-max": "L4_DST_PORT",
 		mc + "dscp": "DSCP", mc + "tcp-flags": "TCP_FLAGS", mc + "tcp-flags-mask": "TCP_FLAGS", mc + "ingress-interface": "IN_PORTS",
 		vc + "vni": "TUNNEL_VNI", vc + "inner-source-prefix": "INNER_SRC_IP", vc + "inner-destination-prefix": "INNER_DST_IP",
-		vc + "inner-protocol": "INNER_IP_PROTOCOL",
+		vc + "inner-protocol":        "INNER_IP_PROTOCOL",
 		vc + "inner-source-port-min": "INNER_L4_SRC_PORT", vc + "inner-source-port-max": "INNER_L4_SRC_PORT",
 		vc + "inner-destination-port-min": "INNER_L4_DST_PORT", vc + "inner-destination-port-max": "INNER_L4_DST_PORT",
 		ac + "flow-op": "FLOW_OP", ac + "int-session": "INT_SESSION", ac + "report-all-packets": "REPORT_ALL_PACKETS",
