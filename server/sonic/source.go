@@ -59,6 +59,7 @@ type Source struct {
 	kick chan bool // a notification (false) or a (re)connection (true)
 
 	// Sync state, owned by the sync loop.
+	applied   *gen.Device // the configuration last applied
 	lastCfg   Config
 	lastOK    bool
 	lastErr   string
@@ -334,14 +335,21 @@ func SetRequest(target string, dev *gen.Device) (*gpb.SetRequest, error) {
 	return req, nil
 }
 
+// apply sends what changed since the configuration last applied (all of
+// /int the first time: the target may hold a saved configuration).
 func (s *Source) apply(srv Server) ApplyFunc {
 	return func(ctx context.Context, dev *gen.Device) error {
-		req, err := SetRequest(s.o.Target, dev)
+		req, err := DiffRequest(s.o.Target, s.applied, dev)
 		if err != nil {
 			return err
 		}
-		_, err = srv.OwnerSet(ctx, req)
-		return err
+		if req != nil {
+			if _, err := srv.OwnerSet(ctx, req); err != nil {
+				return err
+			}
+		}
+		s.applied = dev
+		return nil
 	}
 }
 
