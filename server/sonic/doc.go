@@ -4,8 +4,8 @@
 // type DTEL_FLOW_WATCHLIST, as sonic-swss's orchagent reads them. Like a
 // gNMI client it knows YANG and Redis, not packets: a Source reads the
 // tables, translates them entry by entry into intd's YANG (Resolve) and
-// applies the result with the server's OwnerSet, the same transaction as
-// a gNMI Set; it writes the entries' statuses to STATE_DB and the
+// applies what changed (DiffRequest) with the server's OwnerSet, the same
+// transaction as a gNMI Set; it writes the entries' statuses to STATE_DB and the
 // target's counters (read with gNMI Get) to COUNTERS_DB.
 //
 // One entry intd cannot take never holds back the others: translation
