@@ -59,7 +59,6 @@ func TestSonicEndToEnd(t *testing.T) {
 	redis := map[string]*sonictest.Redis{}
 	f.nodeArgs = map[string][]string{}
 	for i, s := range switches {
-		f.sh(s, "echo 0 > /proc/sys/net/ipv4/ip_forward") // the soft switch forwards
 		redis[s] = sonictest.Start(t)
 		f.nodeArgs[s] = []string{"--sonic-config-db", redis[s].Socket}
 		if i == 0 {

@@ -55,9 +55,6 @@ func sonicTarget(src *sonic.Source, topts *server.TargetOptions) {
 
 func sonicCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	usage := errors.New("usage: intd sonic translate [--to-sonic] [--node-id N] FILE (- for stdin)")
-	if len(args) == 0 || args[0] != "translate" {
-		return usage
-	}
 	fs := flag.NewFlagSet("intd sonic translate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	toSonic := fs.Bool("to-sonic", false, "translate intd YANG JSON (RFC 7951) into config_db.json tables")
@@ -70,7 +67,15 @@ func sonicCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintln(stderr, "the reverse: what CONFIG_DB cannot express is listed on stderr.")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args[1:]); err != nil {
+	switch {
+	case len(args) > 0 && args[0] == "translate":
+		args = args[1:]
+	case len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help"):
+	default:
+		fs.Usage()
+		return usage
+	}
+	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 || *nodeID > 1<<32-1 {

@@ -37,6 +37,9 @@ func ToConfigDB(dev *gen.Device) (Config, []string) {
 		if nc.Enabled != nil && !*nc.Enabled {
 			note("/int/node/config/enabled", "CONFIG_DB has no switch for DTel as a whole; set the features FALSE instead")
 		}
+		if nc.MalformedIntAction != gen.IntdInt_MalformedIntAction_UNSET {
+			note("/int/node/config/malformed-int-action", "no CONFIG_DB field")
+		}
 		if nc.NodeId != nil {
 			dtel("SWITCH_ID", strconv.FormatUint(uint64(*nc.NodeId), 10))
 		}
@@ -80,7 +83,7 @@ func ToConfigDB(dev *gen.Device) (Config, []string) {
 		for leaf, set := range map[string]bool{
 			"udp-port": mc.UdpPort != nil, "udp-npt": mc.UdpNpt != gen.IntdInt_UdpNpt_UNSET, "probe-marker": mc.ProbeMarker != nil,
 			"vxlan-gpe-next-protocol": mc.VxlanGpeNextProtocol != nil, "geneve-option-class": mc.GeneveOptionClass != nil,
-			"gre-protocol-type": mc.GreProtocolType != nil,
+			"gre-protocol-type": mc.GreProtocolType != nil, "remark-dscp": mc.RemarkDscp != nil,
 		} {
 			if set {
 				note("/int/marking/config/"+leaf, "no CONFIG_DB field")
@@ -123,6 +126,9 @@ func ToConfigDB(dev *gen.Device) (Config, []string) {
 			}
 			if c.GetDomainSpecificId() != 0 || c.GetDsInstruction() != 0 || c.GetDsFlags() != 0 || c.GetDiscard() {
 				note(p, "domain-specific metadata and the discard flag are not in CONFIG_DB")
+			}
+			if c.ClampTcpMss != nil {
+				note(p+"/config/clamp-tcp-mss", "no CONFIG_DB field")
 			}
 			cfg.set(Key{TableIntSession, name}, f)
 		}
