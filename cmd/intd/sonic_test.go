@@ -126,3 +126,20 @@ func TestSonicTranslateRefusals(t *testing.T) {
 		t.Errorf("report session collector: %v", cfg[sonic.TableReportSession])
 	}
 }
+
+// Bad SONiC database settings stop `intd run` before anything starts.
+func TestRunSonicRefusals(t *testing.T) {
+	var out bytes.Buffer
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--sonic-config-db", "localhost", "--save", ""}, `redis address "localhost": want host:port or a unix socket path`},
+		{[]string{"run", "--sonic-db-config", "/nonexistent/database_config.json", "--save", ""}, "SONiC database config"},
+	} {
+		err := dispatch(context.Background(), tc.args, &out, &out)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
