@@ -96,14 +96,11 @@ func relevant(table string) bool { return slices.Contains(Tables, table) }
 // tables are ignored). Values may be JSON strings, numbers, booleans or
 // arrays of strings (list fields).
 func ParseConfigDB(data []byte) (Config, error) {
-	var doc map[string]map[string]map[string]json.RawMessage
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
 	var raw map[string]json.RawMessage
-	if err := dec.Decode(&raw); err != nil {
+	if err := json.Unmarshal(data, &raw); err != nil {
 		return nil, fmt.Errorf("config_db.json: %w", err)
 	}
-	doc = map[string]map[string]map[string]json.RawMessage{}
+	cfg := Config{}
 	for t, v := range raw {
 		if !relevant(t) {
 			continue
@@ -112,10 +109,6 @@ func ParseConfigDB(data []byte) (Config, error) {
 		if err := json.Unmarshal(v, &keys); err != nil {
 			return nil, fmt.Errorf("config_db.json: table %s: want an object of objects: %w", t, err)
 		}
-		doc[t] = keys
-	}
-	cfg := Config{}
-	for t, keys := range doc {
 		for k, fields := range keys {
 			f := Fields{}
 			for name, v := range fields {

@@ -67,6 +67,7 @@ type Source struct {
 	logged    map[Key]string
 	statuses  map[string]map[string]string // as written to STATE_DB
 	polling   bool
+	waiting   bool // for CONFIG_DB_INITIALIZED
 	connected bool
 
 	mu       sync.Mutex
@@ -238,10 +239,14 @@ func (s *Source) syncOnce(ctx context.Context, srv Server, force bool) error {
 		s.setConnected(false)
 		return errRedis{err}
 	case init != "1":
-		s.log.Info("waiting for CONFIG_DB to be loaded", initKey, init)
+		if !s.waiting {
+			s.log.Info("waiting for CONFIG_DB to be loaded", initKey, init)
+		}
+		s.waiting = true
 		s.writeSyncState(ctx, "waiting", nil, "")
 		return nil
 	}
+	s.waiting = false
 	cfg, err := readConfig(ctx, s.cfgDB, s.o.DBs.Config.Sep)
 	if err != nil {
 		s.setConnected(false)
