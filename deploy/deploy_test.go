@@ -144,6 +144,7 @@ func TestDebianPackage(t *testing.T) {
 		"/usr/share/doc/intd/copyright":                    "-rw-r--r-- root/root",
 		"/usr/share/doc/intd/NOTICE":                       "-rw-r--r-- root/root",
 		"/usr/share/doc/intd/install.md":                   "-rw-r--r-- root/root",
+		"/usr/share/doc/intd/sonic.md":                     "-rw-r--r-- root/root",
 		"/usr/share/doc/intd/examples/soft-dataplane.conf": "-rw-r--r-- root/root",
 	} {
 		if got[path] != want {
