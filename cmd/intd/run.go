@@ -398,6 +398,10 @@ func run(ctx context.Context, o *runOptions, log *slog.Logger) (err error) {
 	if err := checkListen(o, log); err != nil {
 		return err
 	}
+	src, err := sonicSource(o, log)
+	if err != nil {
+		return err
+	}
 	var ifaces []string
 	for _, i := range strings.Split(o.Interfaces, ",") {
 		if i = strings.TrimSpace(i); i != "" {
@@ -408,10 +412,6 @@ func run(ctx context.Context, o *runOptions, log *slog.Logger) (err error) {
 		return err
 	}
 	if err := dp.check(); err != nil {
-		return err
-	}
-	src, err := sonicSource(o, log)
-	if err != nil {
 		return err
 	}
 	if err := prepareState(o); err != nil {

@@ -136,6 +136,7 @@ func TestRunSonicRefusals(t *testing.T) {
 	}{
 		{[]string{"run", "--sonic-config-db", "localhost", "--save", ""}, `redis address "localhost": want host:port or a unix socket path`},
 		{[]string{"run", "--sonic-db-config", "/nonexistent/database_config.json", "--save", ""}, "SONiC database config"},
+		{[]string{"run", "--sonic-config-db", "/var/run/redis/redis.sock", "--startup-config", "x.json", "--save", ""}, "--startup-config conflicts with --sonic-config-db"},
 	} {
 		err := dispatch(context.Background(), tc.args, &out, &out)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
