@@ -639,3 +639,20 @@ func TestWaitsForConfigLoaded(t *testing.T) {
 	}
 	e.waitFor("/int/node/config", `"node-id":9`)
 }
+
+// Where CONFIG SET is not allowed (and keyspace notifications are off),
+// intd polls CONFIG_DB every second instead.
+func TestPollingWithoutConfigCommand(t *testing.T) {
+	e := newEnvOn(t, sonictest.Start(t, "--rename-command", "CONFIG", ""))
+	eventually(t, 5*time.Second, "first sync", func() (bool, string) {
+		st := e.redis.HGetAll(stateDB, sonic.SyncTable+"|intd")
+		return st["state"] == "in-sync" && st["entries"] == "0", fmt.Sprint(st)
+	})
+	time.Sleep(500 * time.Millisecond) // the syncs of the subscriptions are done
+	e.redis.HSet(configDB, "DTEL|SWITCH_ID", "SWITCH_ID", "12")
+	took := eventually(t, 5*time.Second, "node-id 12 by polling", func() (bool, string) {
+		got := e.get("/int/node/config")
+		return strings.Contains(got, `"node-id":12`), got
+	})
+	t.Logf("applied %v after the write, by polling", took.Round(time.Millisecond))
+}

@@ -22,12 +22,14 @@ type Redis struct {
 	t      testing.TB
 	dir    string
 	Socket string
+	args   []string
 	cmd    *exec.Cmd
 	done   chan struct{}
 }
 
-// Start starts redis-server, or skips the test when it is not installed.
-func Start(t testing.TB) *Redis {
+// Start starts redis-server with extra arguments (e.g. "--rename-command",
+// "CONFIG", ""), or skips the test when it is not installed.
+func Start(t testing.TB, args ...string) *Redis {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Skip("redis-server is not installed (Debian package redis-server): SONiC CONFIG_DB tests skipped")
@@ -38,7 +40,7 @@ func Start(t testing.TB) *Redis {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	r := &Redis{t: t, dir: dir, Socket: filepath.Join(dir, "redis.sock")}
+	r := &Redis{t: t, dir: dir, Socket: filepath.Join(dir, "redis.sock"), args: args}
 	r.start()
 	t.Cleanup(r.Kill)
 	return r
@@ -46,8 +48,8 @@ func Start(t testing.TB) *Redis {
 
 func (r *Redis) start() {
 	r.t.Helper()
-	r.cmd = exec.Command("redis-server", "--port", "0", "--unixsocket", r.Socket, "--unixsocketperm", "700",
-		"--dir", r.dir, "--dbfilename", "dump.rdb", "--save", "", "--appendonly", "no", "--databases", "16")
+	r.cmd = exec.Command("redis-server", append([]string{"--port", "0", "--unixsocket", r.Socket, "--unixsocketperm", "700",
+		"--dir", r.dir, "--dbfilename", "dump.rdb", "--save", "", "--appendonly", "no", "--databases", "16"}, r.args...)...)
 	r.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	log, err := os.OpenFile(filepath.Join(r.dir, "redis.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
