@@ -50,6 +50,7 @@ type runOptions struct {
 	StateInt             string        `json:"state-interval"`
 	LogLevel             string        `json:"log-level"`
 	LogFormat            string        `json:"log-format"`
+	Metrics              string        `json:"metrics"`
 
 	// given holds the names of the settings given by flag or file.
 	given map[string]bool
@@ -107,6 +108,7 @@ func runFlags(o *runOptions) *flag.FlagSet {
 	fs.StringVar(&o.StateInt, "state-interval", "1s", "how often dataplane state and counters are published")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&o.LogFormat, "log-format", "text", "log format of every line intd writes: text or json")
+	fs.StringVar(&o.Metrics, "metrics", "", "HTTP address serving the counters as Prometheus /metrics, e.g. 127.0.0.1:23268 (empty: off)")
 	return fs
 }
 
@@ -472,6 +474,13 @@ func run(ctx context.Context, o *runOptions, log *slog.Logger) (err error) {
 			return fmt.Errorf("--startup-config %s: %w", o.StartupConfig, err)
 		}
 		return err
+	}
+	if o.Metrics != "" {
+		m, err := serveMetrics(o.Metrics, srv, log)
+		if err != nil {
+			return err
+		}
+		defer m.Close()
 	}
 	kept, err := dropCaps(dp.keep)
 	if err != nil {
