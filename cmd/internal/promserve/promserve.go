@@ -11,13 +11,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"runtime"
-	"runtime/debug"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/intd-project/intd/cmd/internal/buildinfo"
 )
 
 // Registry registers cs with the build information, process and Go
@@ -38,31 +38,21 @@ func Registry(program string, cs ...prometheus.Collector) (*prometheus.Registry,
 }
 
 // BuildInfo is the constant gauge <program>_build_info, 1, labelled with
-// the module version, VCS revision and Go version the binary was built
-// with (runtime/debug.ReadBuildInfo).
+// the version, VCS revision and Go version of the binary (buildinfo: the
+// release stamps, else runtime/debug.ReadBuildInfo).
 func BuildInfo(program string) prometheus.Collector {
-	version, revision := "unknown", "unknown"
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		if bi.Main.Version != "" {
-			version = bi.Main.Version
-		}
-		modified := false
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				revision = s.Value
-			case "vcs.modified":
-				modified = s.Value == "true"
-			}
-		}
-		if modified && revision != "unknown" {
-			revision += "-dirty"
-		}
+	bi := buildinfo.Read()
+	revision := bi.Commit
+	if revision == "" {
+		revision = "unknown"
+	}
+	if bi.Modified {
+		revision += "-dirty"
 	}
 	g := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        program + "_build_info",
-		Help:        "Build information of " + program + ": module version, VCS revision and Go version; the value is 1.",
-		ConstLabels: prometheus.Labels{"version": version, "revision": revision, "goversion": runtime.Version()},
+		Help:        "Build information of " + program + ": version, VCS revision and Go version; the value is 1.",
+		ConstLabels: prometheus.Labels{"version": bi.Version, "revision": revision, "goversion": bi.GoVersion},
 	})
 	g.Set(1)
 	return g
