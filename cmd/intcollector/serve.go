@@ -31,8 +31,7 @@ type serveConfig struct {
 	maxFlows, exportFlows int
 	flowMetrics           int
 	batch                 int
-	intUDPPort            uint
-	intDSCP, intDSCPMask  uint
+	marking               marking
 }
 
 // Default addresses: reports on the Telemetry Report port from anywhere;
@@ -56,12 +55,15 @@ func serveMain(args []string) int {
 	fs.IntVar(&cfg.exportFlows, "export-flows", 1000, "most recently updated flows exported over gNMI")
 	fs.IntVar(&cfg.flowMetrics, "flow-metrics", 0, fmt.Sprintf("flows with the most reports given their own /metrics series (0-%d; 0: none)", metrics.MaxFlowSeries))
 	fs.IntVar(&cfg.batch, "batch", collector.DefaultBatch, "datagrams read per recvmmsg call")
-	fs.UintVar(&cfg.intUDPPort, "int-udp-port", 0, "UDP port marking INT v2.1 in embedded packets (0: detect)")
-	fs.UintVar(&cfg.intDSCP, "int-dscp", 0, "DSCP value marking INT v2.1 over TCP/UDP")
-	fs.UintVar(&cfg.intDSCPMask, "int-dscp-mask", 0, "DSCP mask for -int-dscp (0: detect by the shim)")
+	cfg.marking.flags(fs)
 	fs.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&logFormat, "log-format", "text", "log format of every line on standard error: text or json")
 	fs.Parse(args)
+	c := collector.New(collector.Config{MaxFlows: cfg.maxFlows})
+	if err := cfg.marking.apply(&c.Decoder().Parser); err != nil {
+		fmt.Fprintln(os.Stderr, "intcollector:", err)
+		return 2
+	}
 	log, err := logging.New(logLevel, logFormat, os.Stderr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "intcollector:", err)
@@ -70,10 +72,6 @@ func serveMain(args []string) int {
 	defer logging.RouteProcess(log)()
 	cfg.log = log
 
-	c := collector.New(collector.Config{MaxFlows: cfg.maxFlows})
-	d := c.Decoder()
-	d.Parser.UDPPort = uint16(cfg.intUDPPort)
-	d.Parser.DSCP, d.Parser.DSCPMask = uint8(cfg.intDSCP), uint8(cfg.intDSCPMask)
 	if cfg.json {
 		w := bufio.NewWriter(os.Stdout)
 		enc := json.NewEncoder(w)
