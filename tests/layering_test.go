@@ -27,9 +27,9 @@ var allowed = map[string][]string{
 	"dataplane/collector/metrics": {"dataplane/collector", "dataplane/wire", "sai"},
 	// Backends implement sai.Backend, so they see sai's types.
 	"dataplane/": {"sai", "dataplane/"},
-	// Build information shared by the commands, and the build tools of
-	// deploy/, stand apart from the node.
-	"cmd/internal/": {},
+	// Build information and the /metrics server shared by the commands,
+	// and the build tools of deploy/, stand apart from the node.
+	"cmd/internal/": {"cmd/internal/"},
 	"deploy/":       {},
 }
 
