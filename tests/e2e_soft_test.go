@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -555,7 +556,7 @@ func (f *fabric) startNodes(t *testing.T, dp string) {
 	for i, s := range switches {
 		l.start(s, "intd", nil, "run", "--dataplane", dp, "--interfaces", "p1,p2", "--insecure",
 			"--addr", "127.0.0.1:9339", "--save", "", "--target", s, "--node-id", strconv.Itoa(i+1),
-			"--state-interval", "200ms")
+			"--state-interval", "200ms", "--metrics", "127.0.0.1:23268")
 		conn, err := grpc.NewClient("passthrough:///127.0.0.1:9339", grpc.WithTransportCredentials(insecure.NewCredentials()),
 			grpc.WithContextDialer(l.dialer(s)))
 		if err != nil {
@@ -598,6 +599,35 @@ func (f *fabric) checkDropsAndCounters(t *testing.T, counters map[string]func() 
 			time.Sleep(20 * time.Millisecond)
 			return sink.has(seq), ""
 		})
+	})
+	t.Run("node metrics", func(t *testing.T) {
+		// Each switch's intd serves its gNMI counters on /metrics.
+		for _, s := range switches {
+			c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
+				return f.dialer(s)(ctx, addr)
+			}}, Timeout: 5 * time.Second}
+			var text string
+			eventually(t, 5*time.Second, s+" /metrics counting packets", func() (bool, string) {
+				tx.Write(payload(1<<48, 64))
+				resp, err := c.Get("http://127.0.0.1:23268/metrics")
+				if err != nil {
+					return false, err.Error()
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				text = string(b)
+				in, _ := metricValue(text, "intd_interface_in_packets_total", map[string]string{"interface": "p1"})
+				node, _ := metricValue(text, "intd_node_in_packets_total", nil)
+				return in > 0 && node >= in, fmt.Sprintf("p1 %v, node %v", in, node)
+			})
+			if path, err := exec.LookPath("promtool"); err == nil {
+				cmd := exec.Command(path, "check", "metrics")
+				cmd.Stdin = strings.NewReader(text)
+				if out, err := cmd.CombinedOutput(); err != nil {
+					t.Errorf("%s: promtool check metrics: %v\n%s", s, err, out)
+				}
+			}
+		}
 	})
 	t.Run("subscribe counters", func(t *testing.T) {
 		for _, s := range switches {
