@@ -26,7 +26,9 @@ local geneve_proto = Proto("int_geneve", "Geneve (with INT options)")
 local gre_entry = Proto("int_gre", "INT over GRE")
 local gpe_entry = Proto("int_gpe", "INT over VXLAN-GPE")
 
-local band, bor, rshift, lshift = bit32.band, bit32.bor, bit32.rshift, bit32.lshift
+-- bit32 in Lua 5.2 (Wireshark 4.0 to 4.2); Wireshark's own bit library elsewhere.
+local bitlib = bit32 or bit
+local band, rshift = bitlib.band, bitlib.rshift
 
 -- Preferences ----------------------------------------------------------
 
@@ -59,9 +61,6 @@ local drop_reasons = {
 }
 
 -- Fields ---------------------------------------------------------------
-
-local F = {}
-local function field(list, key, pf) list[key] = pf; return pf end
 
 -- INT v2.1 and 0.5 (proto int).
 local fi = {
