@@ -26,7 +26,7 @@ local geneve_proto = Proto("int_geneve", "Geneve (with INT options)")
 local gre_entry = Proto("int_gre", "INT over GRE")
 local gpe_entry = Proto("int_gpe", "INT over VXLAN-GPE")
 
--- bit32 in Lua 5.2 (Wireshark 4.0 to 4.2); Wireshark's own bit library elsewhere.
+-- Lua 5.2's bit32 where the build has it, else Wireshark's bit library.
 local bitlib = bit32 or bit
 local band, rshift = bitlib.band, bitlib.rshift
 
