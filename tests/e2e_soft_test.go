@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -218,7 +219,7 @@ func (r *reportLog) count(node uint32, fn func(*collector.IndividualJSON) bool) 
 }
 
 func (f *fabric) scrape(t *testing.T) string {
-	resp, err := f.metrics.Get("http://127.0.0.1:9273/metrics")
+	resp, err := f.metrics.Get("http://127.0.0.1:23266/metrics")
 	if err != nil {
 		return ""
 	}
@@ -437,11 +438,9 @@ func TestSoftEndToEnd(t *testing.T) {
 	})
 
 	t.Run("path", func(t *testing.T) {
-		flow := `src="10.0.1.1",dst="10.0.2.1",proto="17",src_port="40001",dst_port="5001"`
-		var hops [3]*regexp.Regexp
+		var hops [3]map[string]string
 		for h := range hops {
-			hops[h] = regexp.MustCompile(`intcollector_flow_hop_max_latency_ns\{` + flow + `,hop="` + strconv.Itoa(h) +
-				`",node_id="` + strconv.Itoa(h+1) + `",ingress_if="\d+",egress_if="\d+"\} (\d+)`)
+			hops[h] = flowLabels("udp", 40001, 5001, "hop", strconv.Itoa(h), "node_id", strconv.Itoa(h+1))
 		}
 		var m string
 		defer func() {
@@ -452,17 +451,17 @@ func TestSoftEndToEnd(t *testing.T) {
 		eventually(t, 10*time.Second, "3-hop path at the collector", func() (bool, string) {
 			m = f.scrape(t)
 			for h := range hops {
-				if !hops[h].MatchString(m) {
+				if _, ok := metricValue(m, "intcollector_flow_hop_max_latency_seconds", hops[h]); !ok {
 					return false, fmt.Sprintf("hop %d (node %d) missing", h, h+1)
 				}
 			}
 			return true, ""
 		})
 		for h := range hops {
-			lat, _ := strconv.ParseUint(hops[h].FindStringSubmatch(m)[1], 10, 64)
-			t.Logf("hop %d node %d: max latency %d ns", h, h+1, lat)
-			if lat == 0 || lat > uint64(time.Second) {
-				t.Errorf("hop %d: max latency %d ns", h, lat)
+			lat, _ := metricValue(m, "intcollector_flow_hop_max_latency_seconds", hops[h])
+			t.Logf("hop %d node %d: max latency %g s", h, h+1, lat)
+			if lat <= 0 || lat > 1 {
+				t.Errorf("hop %d: max latency %g s", h, lat)
 			}
 		}
 		if n := f.reports.count(3, func(r *collector.IndividualJSON) bool {
@@ -493,9 +492,9 @@ func TestSoftEndToEnd(t *testing.T) {
 			t.Fatalf("h2 received %d bytes, not the %d h1 sent", len(b), len(data))
 		}
 		t.Logf("4 MiB over TCP through the shaped fabric in %v", time.Since(st))
-		re := regexp.MustCompile(`intcollector_flow_hop_max_latency_ns\{src="10.0.1.1",dst="10.0.2.1",proto="6",src_port="40003",dst_port="5002",hop="2",node_id="3"`)
 		eventually(t, 10*time.Second, "TCP flow's 3-hop path at the collector", func() (bool, string) {
-			return re.MatchString(f.scrape(t)), ""
+			_, ok := metricValue(f.scrape(t), "intcollector_flow_hop_max_latency_seconds", flowLabels("tcp", 40003, 5002, "hop", "2", "node_id", "3"))
+			return ok, ""
 		})
 	})
 
@@ -551,15 +550,15 @@ func (f *fabric) warmUp(t *testing.T, ctx context.Context, wait time.Duration) (
 func (f *fabric) startNodes(t *testing.T, dp string) {
 	t.Helper()
 	l := f.lab
-	l.start("c", "intcollector", f.reports.line, "--listen", ":32766", "--metrics", "127.0.0.1:9273",
-		"--gnmi", "127.0.0.1:9340", "--json", "--int-dscp", "32", "--int-dscp-mask", "32")
+	l.start("c", "intcollector", f.reports.line, "--listen", ":32766", "--metrics", "127.0.0.1:23266",
+		"--gnmi", "127.0.0.1:23267", "--flow-metrics", "100", "--json", "--int-dscp", "32", "--int-dscp-mask", "32")
 	f.metrics = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
 		return l.dialer("c")(ctx, addr)
 	}}, Timeout: 5 * time.Second}
 	for i, s := range switches {
 		l.start(s, "intd", nil, append([]string{"run", "--dataplane", dp, "--interfaces", "p1,p2", "--insecure",
 			"--addr", "127.0.0.1:9339", "--save", "", "--target", s, "--node-id", strconv.Itoa(i + 1),
-			"--state-interval", "200ms"}, f.nodeArgs[s]...)...)
+			"--state-interval", "200ms", "--metrics", "127.0.0.1:23268"}, f.nodeArgs[s]...)...)
 		conn, err := grpc.NewClient("passthrough:///127.0.0.1:9339", grpc.WithTransportCredentials(insecure.NewCredentials()),
 			grpc.WithContextDialer(l.dialer(s)))
 		if err != nil {
@@ -591,8 +590,8 @@ func (f *fabric) checkDropsAndCounters(t *testing.T, counters map[string]func() 
 			tx.Write(payload(1<<50, 100))
 			return f.reports.count(2, drop29) > 0, ""
 		})
-		if m := f.scrape(t); !regexp.MustCompile(`intcollector_drop_reports_total\{reason="29"\} [1-9]`).MatchString(m) {
-			t.Errorf("collector metrics lack reason 29 drops")
+		if v, _ := metricValue(f.scrape(t), "intcollector_drop_reports_total", map[string]string{"node_id": "2", "reason": "ROUTING_MISS"}); v == 0 {
+			t.Errorf("collector metrics lack node 2's routing-miss (29) drops")
 		}
 	})
 	t.Run("route restored", func(t *testing.T) {
@@ -602,6 +601,35 @@ func (f *fabric) checkDropsAndCounters(t *testing.T, counters map[string]func() 
 			time.Sleep(20 * time.Millisecond)
 			return sink.has(seq), ""
 		})
+	})
+	t.Run("node metrics", func(t *testing.T) {
+		// Each switch's intd serves its gNMI counters on /metrics.
+		for _, s := range switches {
+			c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
+				return f.dialer(s)(ctx, addr)
+			}}, Timeout: 5 * time.Second}
+			var text string
+			eventually(t, 5*time.Second, s+" /metrics counting packets", func() (bool, string) {
+				tx.Write(payload(1<<48, 64))
+				resp, err := c.Get("http://127.0.0.1:23268/metrics")
+				if err != nil {
+					return false, err.Error()
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				text = string(b)
+				in, _ := metricValue(text, "intd_interface_in_packets_total", map[string]string{"interface": "p1"})
+				node, _ := metricValue(text, "intd_node_in_packets_total", nil)
+				return in > 0 && node >= in, fmt.Sprintf("p1 %v, node %v", in, node)
+			})
+			if path, err := exec.LookPath("promtool"); err == nil {
+				cmd := exec.Command(path, "check", "metrics")
+				cmd.Stdin = strings.NewReader(text)
+				if out, err := cmd.CombinedOutput(); err != nil {
+					t.Errorf("%s: promtool check metrics: %v\n%s", s, err, out)
+				}
+			}
+		}
 	})
 	t.Run("subscribe counters", func(t *testing.T) {
 		for _, s := range switches {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"regexp"
 	"strconv"
 	"testing"
 	"time"
@@ -116,28 +115,26 @@ func TestEBPFEndToEnd(t *testing.T) {
 	})
 
 	t.Run("path", func(t *testing.T) {
-		flow := `src="10.0.1.1",dst="10.0.2.1",proto="17",src_port="40001",dst_port="5001"`
-		var hops [3]*regexp.Regexp
+		var hops [3]map[string]string
 		for h := range hops {
-			hops[h] = regexp.MustCompile(`intcollector_flow_hop_max_latency_ns\{` + flow + `,hop="` + strconv.Itoa(h) +
-				`",node_id="` + strconv.Itoa(h+1) + `",ingress_if="\d+",egress_if="\d+"\} (\d+)`)
+			hops[h] = flowLabels("udp", 40001, 5001, "hop", strconv.Itoa(h), "node_id", strconv.Itoa(h+1))
 		}
 		var m string
 		eventually(t, 10*time.Second, "3-hop path at the collector", func() (bool, string) {
 			tx.Write(payload(1<<61, 64))
 			m = f.scrape(t)
 			for h := range hops {
-				if !hops[h].MatchString(m) {
+				if _, ok := metricValue(m, "intcollector_flow_hop_max_latency_seconds", hops[h]); !ok {
 					return false, fmt.Sprintf("hop %d (node %d) missing", h, h+1)
 				}
 			}
 			return true, ""
 		})
 		for h := range hops {
-			lat, _ := strconv.ParseUint(hops[h].FindStringSubmatch(m)[1], 10, 64)
-			t.Logf("hop %d node %d: max latency %d ns", h, h+1, lat)
-			if lat == 0 || lat > uint64(time.Second) {
-				t.Errorf("hop %d: max latency %d ns", h, lat)
+			lat, _ := metricValue(m, "intcollector_flow_hop_max_latency_seconds", hops[h])
+			t.Logf("hop %d node %d: max latency %g s", h, h+1, lat)
+			if lat <= 0 || lat > 1 {
+				t.Errorf("hop %d: max latency %g s", h, lat)
 			}
 		}
 		hist := map[int]int{}

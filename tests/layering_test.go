@@ -26,12 +26,23 @@ var allowed = map[string][]string{
 	"dataplane/wire":      {"dataplane/wire"},
 	"dataplane/report":    {"dataplane/wire"},
 	"dataplane/collector": {"dataplane/wire"},
+	// The collector's Prometheus exporter names drop reasons by sai's
+	// table; the collector itself stays free of sai and Prometheus.
+	"dataplane/collector/metrics": {"dataplane/collector", "dataplane/wire", "sai"},
 	// Backends implement sai.Backend, so they see sai's types.
 	"dataplane/": {"sai", "dataplane/"},
-	// Build information shared by the commands, and the build tools of
-	// deploy/, stand apart from the node.
-	"cmd/internal/": {},
+	// Build information and the /metrics server shared by the commands,
+	// and the build tools of deploy/, stand apart from the node.
+	"cmd/internal/": {"cmd/internal/"},
 	"deploy/":       {},
+}
+
+// forbidden lists, per package, outside imports it must not have: the
+// packet codecs and the collector's report path stay free of Prometheus
+// (the collector's exporter is its own package).
+var forbidden = map[string][]string{
+	"dataplane/wire":      {"github.com/prometheus/"},
+	"dataplane/collector": {"github.com/prometheus/"},
 }
 
 func layerOf(pkg string) (string, []string) {
@@ -73,6 +84,11 @@ func TestLayering(t *testing.T) {
 		}
 		checked++
 		for _, imp := range p.Imports {
+			for _, f := range forbidden[pkg] {
+				if strings.HasPrefix(imp, f) {
+					t.Errorf("%s imports %s", pkg, imp)
+				}
+			}
 			if !strings.HasPrefix(imp, module) {
 				continue
 			}

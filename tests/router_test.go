@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"regexp"
 	"strconv"
 	"sync"
 	"syscall"
@@ -478,8 +477,8 @@ func TestINTRouters(t *testing.T) {
 	for _, dp := range dataplaneNames {
 		t.Run(dp, func(t *testing.T) {
 			r := newRouters(t)
-			r.lab.start("c", "intcollector", r.reports.line, "--listen", "10.0.9.2:32766", "--metrics", "127.0.0.1:9273",
-				"--gnmi", "127.0.0.1:9340", "--json", "--int-dscp", strconv.Itoa(collidingDSCP), "--int-dscp-mask", "63")
+			r.lab.start("c", "intcollector", r.reports.line, "--listen", "10.0.9.2:32766", "--metrics", "127.0.0.1:23266",
+				"--gnmi", "127.0.0.1:23267", "--flow-metrics", "100", "--json", "--int-dscp", strconv.Itoa(collidingDSCP), "--int-dscp-mask", "63")
 			r.metrics = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
 				return r.dialer("c")(ctx, addr)
 			}}, Timeout: 5 * time.Second}
@@ -516,19 +515,21 @@ func TestINTRouters(t *testing.T) {
 				}
 			})
 			t.Run("collector paths", func(t *testing.T) {
-				flows := []string{`proto="6",src_port="40200",dst_port="5003"`}
-				for ci := range classes {
-					flows = append(flows, fmt.Sprintf(`proto="17",src_port="%d",dst_port="5001"`, 41000+ci))
+				type flow struct {
+					proto        string
+					sport, dport int
 				}
-				var m string
+				flows := []flow{{"tcp", 40200, 5003}}
+				for ci := range classes {
+					flows = append(flows, flow{"udp", 41000 + ci, 5001})
+				}
 				eventually(t, 10*time.Second, "path r1, r2 of every flow at the collector", func() (bool, string) {
-					m = r.scrape()
+					m := r.scrape()
 					for _, f := range flows {
 						for hop, node := range []int{1, 2} {
-							re := regexp.MustCompile(`intcollector_flow_hop_max_latency_ns\{src="10.0.1.1",dst="10.0.2.1",` +
-								regexp.QuoteMeta(f) + `,hop="` + strconv.Itoa(hop) + `",node_id="` + strconv.Itoa(node) + `"`)
-							if !re.MatchString(m) {
-								return false, fmt.Sprintf("flow %s: hop %d (r%d) missing", f, hop, node)
+							labels := flowLabels(f.proto, f.sport, f.dport, "hop", strconv.Itoa(hop), "node_id", strconv.Itoa(node))
+							if _, ok := metricValue(m, "intcollector_flow_hop_max_latency_seconds", labels); !ok {
+								return false, fmt.Sprintf("flow %v: hop %d (r%d) missing", f, hop, node)
 							}
 						}
 					}
@@ -558,7 +559,7 @@ func TestINTRouters(t *testing.T) {
 }
 
 func (r *routers) scrape() string {
-	resp, err := r.metrics.Get("http://127.0.0.1:9273/metrics")
+	resp, err := r.metrics.Get("http://127.0.0.1:23266/metrics")
 	if err != nil {
 		return ""
 	}

@@ -2,11 +2,7 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"io"
-	"net/http"
 	"net/netip"
-	"regexp"
 	"strconv"
 	"testing"
 	"time"
@@ -31,7 +27,7 @@ import (
 func TestLabEndToEnd(t *testing.T) {
 	c := collector.New(collector.Config{})
 	c.Decoder().Parser.DSCP, c.Decoder().Parser.DSCPMask = lab.DSCPValue, lab.DSCPMask
-	s, err := start(c, &serveConfig{listen: "127.0.0.1:0", metrics: "127.0.0.1:0", gnmi: "127.0.0.1:0", exportFlows: 100})
+	s, err := start(c, &serveConfig{listen: "127.0.0.1:0", metrics: "127.0.0.1:0", gnmi: "127.0.0.1:0", exportFlows: 100, flowMetrics: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,43 +152,37 @@ func TestLabEndToEnd(t *testing.T) {
 	if f.Drops == 0 {
 		t.Errorf("no drop reports for the udp flow")
 	}
-	resp, err := http.Get("http://" + s.httpLn.Addr().String() + "/metrics")
-	if err != nil {
-		t.Fatal(err)
+	fams := parseMetrics(t, scrapeText(t, s))
+	flow := func(proto string, sport, dport int, kv ...string) map[string]string {
+		m := map[string]string{"src": "10.0.1.1", "dst": "10.0.2.1", "protocol": proto, "src_port": strconv.Itoa(sport), "dst_port": strconv.Itoa(dport)}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
 	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	re := regexp.MustCompile(`intcollector_flow_hop_latency_ns\{src="10.0.1.1",dst="10.0.2.1",proto="17",src_port="40002",dst_port="5001",hop="1",node_id="2"[^}]*\} [1-9]`)
-	if !re.Match(body) {
-		t.Errorf("metrics lack s2's hop latency for the udp flow")
+	positive := func(name string, labels map[string]string) {
+		t.Helper()
+		if v, ok := sample(fams, name, labels); !ok || v <= 0 {
+			t.Errorf("metrics: %s%v = %v (found %v), want > 0", name, labels, v, ok)
+		}
 	}
 	for h := 0; h < 3; h++ {
-		re := regexp.MustCompile(fmt.Sprintf(`intcollector_flow_hop_latency_ns\{src="10.0.1.1",dst="10.0.2.1",proto="17",src_port="40002",dst_port="5001",hop="%d",node_id="%d"[^}]*\} [1-9]`, h, h+1))
-		if !re.Match(body) {
-			t.Errorf("metrics lack hop %d (node %d) latency for the udp flow", h, h+1)
-		}
+		hop := []string{"hop", strconv.Itoa(h), "node_id", strconv.Itoa(h + 1)}
+		positive("intcollector_flow_hop_latency_seconds", flow("udp", 40002, 5001, hop...))
+		positive("intcollector_flow_hop_latency_seconds", flow("tcp", 40001, 80, hop...))
+		// Every switch's hops are in its latency histogram.
+		positive("intcollector_hop_latency_seconds", map[string]string{"node_id": strconv.Itoa(h + 1)})
 	}
-	if !regexp.MustCompile(`intcollector_flow_hop_congestion_total\{src="10.0.1.1",dst="10.0.2.1",proto="17",src_port="40002",dst_port="5001",hop="1",node_id="2"[^}]*\} [1-9]`).Match(body) {
-		t.Errorf("metrics lack s2's congestion reports for the udp flow")
+	positive("intcollector_flow_hop_congestion_reports_total", flow("udp", 40002, 5001, "hop", "1", "node_id", "2"))
+	positive("intcollector_flow_drop_reports_total", flow("udp", 40002, 5001, "reason", "ROUTING_MISS"))
+	positive("intcollector_flow_congestion_reports_total", flow("udp", 40002, 5001))
+	positive("intcollector_drop_reports_total", map[string]string{"node_id": "2", "reason": "ROUTING_MISS"})
+	positive("intcollector_queue_congestion_reports_total", map[string]string{"node_id": "2"})
+	positive("intcollector_end_to_end_latency_seconds", map[string]string{"node_id": "3"})
+	if v, ok := sample(fams, "intcollector_flow_path_changes_total", flow("udp", 40002, 5001)); !ok || v != 0 {
+		t.Errorf("metrics: udp flow path changes %v (found %v), want 0", v, ok)
 	}
-	if !regexp.MustCompile(`intcollector_flow_path_changes_total\{src="10.0.1.1",dst="10.0.2.1",proto="17",src_port="40002",dst_port="5001"\} 0\n`).Match(body) {
-		t.Errorf("metrics: udp flow path changes not 0")
-	}
-	for h := 0; h < 3; h++ {
-		re := regexp.MustCompile(fmt.Sprintf(`intcollector_flow_hop_latency_ns\{src="10.0.1.1",dst="10.0.2.1",proto="6",src_port="40001",dst_port="80",hop="%d",node_id="%d"[^}]*\} [1-9]`, h, h+1))
-		if !re.Match(body) {
-			t.Errorf("metrics lack hop %d (node %d) latency for the tcp flow", h, h+1)
-		}
-	}
-	labels := `src="10.0.1.1",dst="10.0.2.1",proto="17",src_port="40002",dst_port="5001"`
-	for _, re := range []*regexp.Regexp{
-		regexp.MustCompile(`intcollector_flow_drops_total\{` + regexp.QuoteMeta(labels) + `,reason="` + strconv.Itoa(int(sai.DropRoutingMiss)) + `"\} [1-9]`),
-		regexp.MustCompile(`intcollector_flow_congestion_total\{` + regexp.QuoteMeta(labels) + `\} [1-9]`),
-	} {
-		if !re.Match(body) {
-			t.Errorf("metrics lack %s", re)
-		}
-	}
+	promtoolCheck(t, scrapeText(t, s))
 
 	// The same through the collector's gNMI.
 	conn, err := grpc.NewClient(s.gnmiLn.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))

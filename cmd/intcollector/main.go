@@ -11,9 +11,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 
 	"github.com/intd-project/intd/cmd/internal/buildinfo"
 	"github.com/intd-project/intd/dataplane/collector"
+	"github.com/intd-project/intd/dataplane/wire"
 )
 
 func main() {
@@ -56,6 +58,8 @@ func versionMain(args []string, stdout, stderr io.Writer) int {
 func decodeMain(args []string) int {
 	fs := flag.NewFlagSet("decode", flag.ExitOnError)
 	port := fs.Uint("report-port", 32766, "UDP destination port of telemetry reports")
+	var m marking
+	m.flags(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: intcollector decode [flags] FILE.pcap")
 		fs.PrintDefaults()
@@ -72,9 +76,43 @@ func decodeMain(args []string) int {
 	}
 	defer f.Close()
 	d := collector.NewFrameDecoder(uint16(*port))
+	if err := m.apply(&d.Parser); err != nil {
+		fmt.Fprintln(os.Stderr, "intcollector:", err)
+		return 2
+	}
 	if err := d.DecodePcap(f, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "intcollector:", err)
 		return 1
 	}
 	return 0
+}
+
+// marking is how INT v2.1 is marked in the decoded packets (all off by
+// default: INT over TCP/UDP is then found by its shim alone).
+type marking struct {
+	udpPort, dscp, dscpMask, greProto uint
+	probe                             string
+}
+
+func (m *marking) flags(fs *flag.FlagSet) {
+	fs.UintVar(&m.udpPort, "int-udp-port", 0, "UDP port marking INT v2.1 in embedded packets (0: detect)")
+	fs.UintVar(&m.dscp, "int-dscp", 0, "DSCP value marking INT v2.1 over TCP/UDP")
+	fs.UintVar(&m.dscpMask, "int-dscp-mask", 0, "DSCP mask for -int-dscp (0: detect by the shim)")
+	fs.StringVar(&m.probe, "int-probe-marker", "", "64-bit probe marker announcing INT v2.1 after TCP/UDP, e.g. 0xaaaaaaaabbbbbbbb")
+	fs.UintVar(&m.greProto, "int-gre-proto", 0, "GRE protocol type announcing INT v2.1 (0: none)")
+}
+
+func (m *marking) apply(p *wire.Parser) error {
+	if m.udpPort > 0xffff || m.dscp > 0x3f || m.dscpMask > 0x3f || m.greProto > 0xffff {
+		return fmt.Errorf("-int-udp-port, -int-gre-proto (0-65535), -int-dscp and -int-dscp-mask (0-63) out of range")
+	}
+	p.UDPPort, p.DSCP, p.DSCPMask, p.GREProto = uint16(m.udpPort), uint8(m.dscp), uint8(m.dscpMask), uint16(m.greProto)
+	if m.probe != "" {
+		v, err := strconv.ParseUint(m.probe, 0, 64)
+		if err != nil || v == 0 {
+			return fmt.Errorf("-int-probe-marker %q: not a non-zero 64-bit number", m.probe)
+		}
+		p.ProbeMarker = v
+	}
+	return nil
 }

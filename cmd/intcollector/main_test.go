@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -60,7 +58,7 @@ func sinkReport(t *testing.T, seq uint32) []byte {
 
 func TestServe(t *testing.T) {
 	c := collector.New(collector.Config{})
-	s, err := start(c, &serveConfig{listen: "127.0.0.1:0", metrics: "127.0.0.1:0", gnmi: "127.0.0.1:0", exportFlows: 10})
+	s, err := start(c, &serveConfig{listen: "127.0.0.1:0", metrics: "127.0.0.1:0", gnmi: "127.0.0.1:0", exportFlows: 10, flowMetrics: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,23 +72,33 @@ func TestServe(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 
-	resp, err := http.Get("http://" + s.httpLn.Addr().String() + "/metrics")
-	if err != nil {
-		t.Fatal(err)
+	fams := parseMetrics(t, scrapeText(t, s))
+	fl := map[string]string{"src": "10.0.0.1", "dst": "10.0.0.2", "protocol": "udp", "src_port": "1111", "dst_port": "2222"}
+	with := func(kv ...string) map[string]string {
+		m := map[string]string{}
+		for k, v := range fl {
+			m[k] = v
+		}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
 	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	fl := `src="10.0.0.1",dst="10.0.0.2",proto="17",src_port="1111",dst_port="2222"`
-	for _, want := range []string{
-		`intcollector_flow_hop_latency_ns{` + fl + `,hop="0",node_id="1",ingress_if="1",egress_if="2"} 100`,
-		`intcollector_flow_hop_latency_ns{` + fl + `,hop="2",node_id="3",ingress_if="1",egress_if="2"} 300`,
-		`intcollector_flow_hop_latency_ns{` + fl + `,hop="3",node_id="4",ingress_if="0",egress_if="0"} 400`,
-		`intcollector_flow_drops_total{` + fl + `,reason="132"} 2`,
-		`intcollector_flow_congestion_total{` + fl + `} 2`,
-		`intcollector_reports_lost_total 1`,
+	for _, want := range []struct {
+		name   string
+		labels map[string]string
+		v      float64
+	}{
+		{"intcollector_flow_hop_latency_seconds", with("hop", "0", "node_id", "1", "ingress_interface", "1", "egress_interface", "2"), 100e-9},
+		{"intcollector_flow_hop_latency_seconds", with("hop", "2", "node_id", "3", "ingress_interface", "1", "egress_interface", "2"), 300e-9},
+		{"intcollector_flow_hop_latency_seconds", with("hop", "3", "node_id", "4", "ingress_interface", "0", "egress_interface", "0"), 400e-9},
+		{"intcollector_flow_drop_reports_total", with("reason", "UPF_DL_PDR_MISS"), 2},
+		{"intcollector_flow_congestion_reports_total", fl, 2},
+		{"intcollector_drop_reports_total", map[string]string{"node_id": "4", "reason": "UPF_DL_PDR_MISS"}, 2},
+		{"intcollector_reports_lost_total", nil, 1},
 	} {
-		if !strings.Contains(string(body), want+"\n") {
-			t.Errorf("metrics: missing %s", want)
+		if v, ok := sample(fams, want.name, want.labels); !ok || v != want.v {
+			t.Errorf("metrics: %s%v = %v (found %v), want %v", want.name, want.labels, v, ok, want.v)
 		}
 	}
 

@@ -2,14 +2,11 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"sync"
@@ -19,8 +16,12 @@ import (
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"google.golang.org/grpc"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/intd-project/intd/cmd/internal/logging"
+	"github.com/intd-project/intd/cmd/internal/promserve"
 	"github.com/intd-project/intd/dataplane/collector"
+	"github.com/intd-project/intd/dataplane/collector/metrics"
 )
 
 type serveConfig struct {
@@ -28,28 +29,41 @@ type serveConfig struct {
 	listen, metrics, gnmi string
 	json                  bool
 	maxFlows, exportFlows int
+	flowMetrics           int
 	batch                 int
-	intUDPPort            uint
-	intDSCP, intDSCPMask  uint
+	marking               marking
 }
+
+// Default addresses: reports on the Telemetry Report port from anywhere;
+// /metrics and gNMI on loopback, on ports neither IANA nor the
+// Prometheus exporter list assigns (docs/metrics.md).
+const (
+	defaultListen  = ":32766"
+	defaultMetrics = "127.0.0.1:23266"
+	defaultGNMI    = "127.0.0.1:23267"
+)
 
 func serveMain(args []string) int {
 	var cfg serveConfig
 	var logLevel, logFormat string
 	fs := flag.NewFlagSet("intcollector", flag.ExitOnError)
-	fs.StringVar(&cfg.listen, "listen", ":32766", "UDP address receiving telemetry reports")
-	fs.StringVar(&cfg.metrics, "metrics", ":9273", "HTTP address serving /metrics (empty disables)")
-	fs.StringVar(&cfg.gnmi, "gnmi", ":9340", "gNMI address (insecure; empty disables)")
+	fs.StringVar(&cfg.listen, "listen", defaultListen, "UDP address receiving telemetry reports")
+	fs.StringVar(&cfg.metrics, "metrics", defaultMetrics, "HTTP address serving Prometheus /metrics (empty disables)")
+	fs.StringVar(&cfg.gnmi, "gnmi", defaultGNMI, "gNMI address (insecure; empty disables)")
 	fs.BoolVar(&cfg.json, "json", false, "write every decoded report as a JSON line on stdout")
 	fs.IntVar(&cfg.maxFlows, "max-flows", 65536, "flow table size (least recently updated flows are evicted)")
-	fs.IntVar(&cfg.exportFlows, "export-flows", 1000, "most recently updated flows exported over gNMI and /metrics")
+	fs.IntVar(&cfg.exportFlows, "export-flows", 1000, "most recently updated flows exported over gNMI")
+	fs.IntVar(&cfg.flowMetrics, "flow-metrics", 0, fmt.Sprintf("flows with the most reports given their own /metrics series (0-%d; 0: none)", metrics.MaxFlowSeries))
 	fs.IntVar(&cfg.batch, "batch", collector.DefaultBatch, "datagrams read per recvmmsg call")
-	fs.UintVar(&cfg.intUDPPort, "int-udp-port", 0, "UDP port marking INT v2.1 in embedded packets (0: detect)")
-	fs.UintVar(&cfg.intDSCP, "int-dscp", 0, "DSCP value marking INT v2.1 over TCP/UDP")
-	fs.UintVar(&cfg.intDSCPMask, "int-dscp-mask", 0, "DSCP mask for -int-dscp (0: detect by the shim)")
+	cfg.marking.flags(fs)
 	fs.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&logFormat, "log-format", "text", "log format of every line on standard error: text or json")
 	fs.Parse(args)
+	c := collector.New(collector.Config{MaxFlows: cfg.maxFlows})
+	if err := cfg.marking.apply(&c.Decoder().Parser); err != nil {
+		fmt.Fprintln(os.Stderr, "intcollector:", err)
+		return 2
+	}
 	log, err := logging.New(logLevel, logFormat, os.Stderr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "intcollector:", err)
@@ -58,10 +72,6 @@ func serveMain(args []string) int {
 	defer logging.RouteProcess(log)()
 	cfg.log = log
 
-	c := collector.New(collector.Config{MaxFlows: cfg.maxFlows})
-	d := c.Decoder()
-	d.Parser.UDPPort = uint16(cfg.intUDPPort)
-	d.Parser.DSCP, d.Parser.DSCPMask = uint8(cfg.intDSCP), uint8(cfg.intDSCPMask)
 	if cfg.json {
 		w := bufio.NewWriter(os.Stdout)
 		enc := json.NewEncoder(w)
@@ -89,8 +99,8 @@ func serveMain(args []string) int {
 		return 1
 	}
 	attrs := []any{"reports", s.reports}
-	if s.httpLn != nil {
-		attrs = append(attrs, "metrics", "http://"+s.httpLn.Addr().String()+"/metrics")
+	if s.metrics != nil {
+		attrs = append(attrs, "metrics", "http://"+s.metrics.Addr().String()+"/metrics")
 	}
 	if s.gnmiLn != nil {
 		attrs = append(attrs, "gnmi", s.gnmiLn.Addr().String())
@@ -108,10 +118,9 @@ func serveMain(args []string) int {
 type service struct {
 	c       *collector.Collector
 	recv    *collector.Receiver
-	httpLn  net.Listener
+	metrics *promserve.Server
 	gnmiLn  net.Listener
 	grpc    *grpc.Server
-	http    *http.Server
 	wg      sync.WaitGroup
 	reports string
 }
@@ -120,6 +129,16 @@ func start(c *collector.Collector, cfg *serveConfig) (*service, error) {
 	log := cfg.log
 	if log == nil {
 		log = slog.Default()
+	}
+	var reg *prometheus.Registry
+	if cfg.metrics != "" {
+		exp, err := metrics.New(c, cfg.flowMetrics)
+		if err != nil {
+			return nil, fmt.Errorf("--flow-metrics: %w", err)
+		}
+		if reg, err = promserve.Registry("intcollector", exp); err != nil {
+			return nil, err
+		}
 	}
 	r, err := collector.Listen(cfg.listen, cfg.batch)
 	if err != nil {
@@ -133,24 +152,13 @@ func start(c *collector.Collector, cfg *serveConfig) (*service, error) {
 			log.Error("receiving reports", "err", err.Error())
 		}
 	}()
-	if cfg.metrics != "" {
-		ln, err := net.Listen("tcp", cfg.metrics)
+	if reg != nil {
+		m, err := promserve.Listen(cfg.metrics, reg, log)
 		if err != nil {
 			s.stop()
 			return nil, fmt.Errorf("metrics (--metrics): %w", err)
 		}
-		s.httpLn = ln
-		mux := http.NewServeMux()
-		mux.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) {
-			w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-			collector.WriteMetrics(w, c.Snapshot(cfg.exportFlows))
-		})
-		s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-		go func() {
-			if err := s.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				log.Error("serving metrics", "err", err.Error())
-			}
-		}()
+		s.metrics = m
 	}
 	if cfg.gnmi != "" {
 		ln, err := net.Listen("tcp", cfg.gnmi)
@@ -172,8 +180,8 @@ func start(c *collector.Collector, cfg *serveConfig) (*service, error) {
 
 func (s *service) stop() {
 	s.recv.Close()
-	if s.http != nil {
-		s.http.Shutdown(context.Background())
+	if s.metrics != nil {
+		s.metrics.Close()
 	}
 	if s.grpc != nil {
 		s.grpc.Stop()

@@ -38,6 +38,7 @@ type labOptions struct {
 	SaveDir       string
 	StateInterval time.Duration
 	LogLevel      string
+	Metrics       string
 }
 
 func parseLabArgs(args []string, stderr io.Writer) (*labOptions, error) {
@@ -73,6 +74,7 @@ flags:
 	fs.StringVar(&o.SaveDir, "save-dir", "", "directory the running configuration of each switch is saved to (SWITCH.json) after every Set and loaded from at start (empty: not saved)")
 	fs.DurationVar(&o.StateInterval, "state-interval", time.Second, "how often state and counters are published over gNMI")
 	fs.StringVar(&o.LogLevel, "log-level", "warn", "log level: debug, info, warn, error")
+	fs.StringVar(&o.Metrics, "metrics", "", "HTTP address serving the switches' counters as Prometheus /metrics (label target), e.g. 127.0.0.1:23268 (empty: off)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -240,6 +242,17 @@ func labCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	li, err := startLab(ctx, o, log)
 	if err != nil {
 		return err
+	}
+	if o.Metrics != "" {
+		m, err := serveMetrics(o.Metrics, li.srv, log)
+		if err != nil {
+			li.lis.Close()
+			li.srv.Close()
+			li.lab.Close()
+			return err
+		}
+		defer m.Close()
+		fmt.Fprintf(stdout, "intd lab: Prometheus metrics on http://%s/metrics\n", m.Addr())
 	}
 	li.banner(stdout, o.Collector)
 	if o.Duration > 0 {

@@ -52,6 +52,7 @@ type runOptions struct {
 	LogFormat            string        `json:"log-format"`
 	SonicConfigDB        string        `json:"sonic-config-db"`
 	SonicDBConfig        string        `json:"sonic-db-config"`
+	Metrics              string        `json:"metrics"`
 
 	// given holds the names of the settings given by flag or file.
 	given map[string]bool
@@ -111,6 +112,7 @@ func runFlags(o *runOptions) *flag.FlagSet {
 	fs.StringVar(&o.LogFormat, "log-format", "text", "log format of every line intd writes: text or json")
 	fs.StringVar(&o.SonicConfigDB, "sonic-config-db", "", "SONiC CONFIG_DB's Redis (host:port or unix socket path, e.g. /var/run/redis/redis.sock): its DTEL tables and DTEL_FLOW_WATCHLIST ACL rules own the configuration (gNMI Set is refused); see docs/sonic.md")
 	fs.StringVar(&o.SonicDBConfig, "sonic-db-config", "", "SONiC's database_config.json (e.g. /var/run/redis/sonic-db/database_config.json): where CONFIG_DB, STATE_DB and COUNTERS_DB are")
+	fs.StringVar(&o.Metrics, "metrics", "", "HTTP address serving the counters as Prometheus /metrics, e.g. 127.0.0.1:23268 (empty: off)")
 	return fs
 }
 
@@ -489,6 +491,13 @@ func run(ctx context.Context, o *runOptions, log *slog.Logger) (err error) {
 		done := make(chan struct{})
 		go func() { src.Run(sctx, srv); close(done) }()
 		defer func() { stop(); <-done }()
+	}
+	if o.Metrics != "" {
+		m, err := serveMetrics(o.Metrics, srv, log)
+		if err != nil {
+			return err
+		}
+		defer m.Close()
 	}
 	kept, err := dropCaps(dp.keep)
 	if err != nil {

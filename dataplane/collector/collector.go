@@ -1,9 +1,7 @@
 package collector
 
 import (
-	"cmp"
 	"errors"
-	"slices"
 	"sync"
 	"time"
 	"unsafe"
@@ -60,6 +58,8 @@ type HopState struct {
 	byStack bool
 	ttl     uint8
 	first   uint64
+	// node caches the node's NodeStats (nil until the first latency).
+	node *NodeStats
 }
 
 // DropCount is the number of drops with one reason.
@@ -154,12 +154,16 @@ type Counters struct {
 	FlowsEvicted    uint64
 	NoFlow          uint64 // reports without a decodable flow
 	SourcesOverflow uint64
+	NodesOverflow   uint64 // samples not aggregated per node: node table full
+	QueuesOverflow  uint64 // Q reports not counted per queue: queue table full
 }
 
 // Config bounds the collector's memory.
 type Config struct {
 	MaxFlows   int // flow table size (default 65536)
 	MaxSources int // (node, hw_id) sequence trackers (default 4096)
+	MaxNodes   int // per-node aggregates (default 4096)
+	MaxQueues  int // per-queue congestion counters (default 16384)
 }
 
 // Collector aggregates decoded reports into per-flow state. Handle* methods
@@ -175,6 +179,8 @@ type Collector struct {
 	head    int32 // most recently updated
 	tail    int32 // least recently updated
 	sources map[uint64]*SourceState
+	nodes   map[uint32]*NodeStats
+	queues  map[QueueKey]*QueueStats
 	// lastSrc caches the last sources lookup (key lastSrcKey).
 	lastSrc    *SourceState
 	lastSrcKey uint64
@@ -192,6 +198,12 @@ func New(cfg Config) *Collector {
 	if cfg.MaxSources <= 0 {
 		cfg.MaxSources = 4096
 	}
+	if cfg.MaxNodes <= 0 {
+		cfg.MaxNodes = 4096
+	}
+	if cfg.MaxQueues <= 0 {
+		cfg.MaxQueues = 16384
+	}
 	return &Collector{
 		cfg:     cfg,
 		dec:     NewDecoder(),
@@ -199,6 +211,8 @@ func New(cfg Config) *Collector {
 		head:    -1,
 		tail:    -1,
 		sources: make(map[uint64]*SourceState),
+		nodes:   make(map[uint32]*NodeStats),
+		queues:  make(map[QueueKey]*QueueStats),
 	}
 }
 
@@ -247,9 +261,11 @@ func (c *Collector) HandleReport(r *Report) {
 	if dropped {
 		c.c.Drops++
 		c.c.DropReasons[r.DropReason]++
+		c.nodeDrop(r.NodeID, r.DropReason)
 	}
 	if r.Q {
 		c.c.Congestion++
+		c.queueCongestion(r)
 	}
 	if src := c.source(r); src != nil {
 		src.Reports++
@@ -336,14 +352,14 @@ func (c *Collector) mdPath(f *FlowState, r *Report) {
 		}
 		h.byStack = true
 		lat := hopLatency(m)
-		h.updateLat(m, lat, c.now)
+		c.updateLat(h, m, lat)
 		e2e += lat
 	}
 	if changed && f.PathComplete && f.NHops != 0 {
 		f.PathChanges++
 	}
 	f.NHops, f.PathComplete = total, true
-	f.E2E.add(e2e)
+	c.pathLatency(f, e2e)
 }
 
 // mdPathRaw is mdPath for a report whose hops were left in r.raw: each hop
@@ -405,7 +421,7 @@ func (c *Collector) mdPathRaw(f *FlowState, r *Report) {
 			}
 		}
 		if hasLat {
-			h.Latency.add(lat)
+			c.hopLatency(h, lat)
 		}
 		if o := l.q; o >= 0 {
 			if x := be32(q, o); x != wire.Unavailable32 {
@@ -424,14 +440,14 @@ func (c *Collector) mdPathRaw(f *FlowState, r *Report) {
 		}
 		h.byStack = true
 		lat := hopLatency(&r.MD)
-		h.updateLat(&r.MD, lat, now)
+		c.updateLat(h, &r.MD, lat)
 		e2e += lat
 	}
 	if changed && f.PathComplete && f.NHops != 0 {
 		f.PathChanges++
 	}
 	f.NHops, f.PathComplete = total, true
-	f.E2E.add(e2e)
+	c.pathLatency(f, e2e)
 }
 
 // partialPath handles an INT-MD report from a transit node (I set) or a
@@ -473,7 +489,7 @@ func (c *Collector) partialPath(f *FlowState, r *Report, dropped bool) {
 			return // not on the known path: the sink's next report will tell
 		}
 	}
-	f.nodeEvent(i, r, dropped, c.now)
+	c.nodeEvent(f, i, r, dropped)
 }
 
 // nodeHop handles a report without an INT-MD stack (INT-MX, postcards,
@@ -505,20 +521,20 @@ func (c *Collector) nodeHop(f *FlowState, r *Report, dropped bool) {
 		f.Path[i] = h
 		f.NHops++
 	}
-	f.nodeEvent(i, r, dropped, c.now)
+	c.nodeEvent(f, i, r, dropped)
 	if !f.PathComplete && !r.INT.Present && r.MD.Valid&(wire.InstHopLatency|wire.InstEgressTimestamp) != 0 {
-		f.E2E.add(f.pathLatency())
+		c.pathLatency(f, f.lastHopsLatency())
 	}
 }
 
 // nodeEvent applies the reporting node's own metadata and its congestion
 // and drop flags to hop i.
-func (f *FlowState) nodeEvent(i int, r *Report, dropped bool, now int64) {
+func (c *Collector) nodeEvent(f *FlowState, i int, r *Report, dropped bool) {
 	h := &f.Path[i]
 	if r.HasMD {
-		h.update(&r.MD, now)
+		c.updateLat(h, &r.MD, hopLatency(&r.MD))
 	} else {
-		h.LastSeen = now
+		h.LastSeen = c.now
 	}
 	if r.Q {
 		h.Congestion++
@@ -550,28 +566,25 @@ func hopLatency(m *wire.HopMetadata) uint64 {
 	return 0
 }
 
-// update adds a hop's metadata to its statistics.
-func (h *HopState) update(m *wire.HopMetadata, now int64) {
-	h.updateLat(m, hopLatency(m), now)
-}
-
-// updateLat is update with the hop latency (hopLatency(m)) known.
-func (h *HopState) updateLat(m *wire.HopMetadata, lat uint64, now int64) {
+// updateLat adds a hop's metadata to its statistics, with its latency
+// (hopLatency(m)) known.
+func (c *Collector) updateLat(h *HopState, m *wire.HopMetadata, lat uint64) {
 	v := m.Valid
 	if v&wire.InstL1Ports != 0 {
 		h.IngressPort, h.EgressPort = m.IngressPort, m.EgressPort
 	}
 	if v&(wire.InstHopLatency|wire.InstIngressTimestamp|wire.InstEgressTimestamp) != 0 {
-		h.Latency.add(lat)
+		c.hopLatency(h, lat)
 	}
 	if v&wire.InstQueue != 0 {
 		h.QueueID = m.QueueID
 		h.Queue.add(uint64(m.QueueOccupancy))
 	}
-	h.LastSeen = now
+	h.LastSeen = c.now
 }
 
-func (f *FlowState) pathLatency() uint64 {
+// lastHopsLatency is the sum of the hops' last latencies.
+func (f *FlowState) lastHopsLatency() uint64 {
 	var s uint64
 	for i := 0; i < f.NHops; i++ {
 		s += f.Path[i].Latency.Last
@@ -700,9 +713,7 @@ func (c *Collector) Snapshot(maxFlows int) *Snapshot {
 	for _, src := range c.sources {
 		s.Sources = append(s.Sources, *src)
 	}
-	slices.SortFunc(s.Sources, func(a, b SourceState) int {
-		return cmp.Or(cmp.Compare(a.NodeID, b.NodeID), cmp.Compare(a.HWID, b.HWID), cmp.Compare(a.Version, b.Version))
-	})
+	sortSources(s.Sources)
 	for i := c.head; i >= 0 && (maxFlows <= 0 || len(s.Flows) < maxFlows); i = c.flows[i].next {
 		s.Flows = append(s.Flows, c.flows[i])
 	}

@@ -1,11 +1,8 @@
 package collector
 
 import (
-	"bytes"
-	"fmt"
 	"net/netip"
 	"slices"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -116,39 +113,113 @@ func TestMalformedCounted(t *testing.T) {
 	}
 }
 
-func TestMetrics(t *testing.T) {
+// TestAggregates checks the per-node latency histograms, drops by node
+// and reason, congestion by queue and the flow count that /metrics
+// exports.
+func TestAggregates(t *testing.T) {
 	c := New(Config{})
 	c.HandlePacket(testPayload(t, 1), 1)
-	var b bytes.Buffer
-	if err := WriteMetrics(&b, c.Snapshot(0)); err != nil {
-		t.Fatal(err)
+	a := c.Aggregates()
+	if a.Flows != 1 || a.FlowCapacity != 65536 || a.Counters.ReportsV2 != 3 {
+		t.Fatalf("flows %d of %d, reports %d", a.Flows, a.FlowCapacity, a.Counters.ReportsV2)
 	}
-	out := b.String()
-	fl := `src="10.0.0.1",dst="10.0.0.2",proto="17",src_port="40000",dst_port="5001"`
-	for _, want := range []string{
-		"# TYPE intcollector_reports_total counter",
-		`intcollector_reports_total{version="2.0"} 3`,
-		`intcollector_drop_reports_total{reason="71"} 1`,
-		`intcollector_flow_hop_latency_ns{` + fl + `,hop="0",node_id="1",ingress_if="1",egress_if="2"} 1000`,
-		`intcollector_flow_hop_latency_ns{` + fl + `,hop="2",node_id="3",ingress_if="1",egress_if="2"} 3000`,
-		`intcollector_flow_drops_total{` + fl + `,reason="71"} 1`,
-		`intcollector_flow_congestion_total{` + fl + `} 1`,
-		`intcollector_malformed_total{kind="truncated"} 0`,
-		`intcollector_source_reports_total{node_id="4",hw_id="5",version="2.0"} 3`,
+	nodes := map[uint32]NodeStats{}
+	for _, n := range a.Nodes {
+		nodes[n.NodeID] = n
+	}
+	if len(nodes) != 4 {
+		t.Fatalf("nodes %v, want 1 to 4", nodes)
+	}
+	// Hop latencies 1000, 2000 and 3000 ns from the stack; the sink (node
+	// 4) reported 4000 ns in its flow report and 50,000 in its
+	// intermediate congestion report.
+	for id, want := range map[uint32]struct {
+		count, sum uint64
+		buckets    map[int]uint64
+	}{
+		1: {1, 1000, map[int]uint64{0: 1}},
+		2: {1, 2000, map[int]uint64{1: 1}},
+		3: {1, 3000, map[int]uint64{2: 1}},
+		4: {2, 54000, map[int]uint64{2: 1, 5: 1}},
 	} {
-		if !strings.Contains(out, want+"\n") {
-			t.Errorf("missing %s", want)
+		h := nodes[id].HopLatency
+		if h.Count != want.count || h.Sum != want.sum {
+			t.Errorf("node %d hop latency: %d samples, sum %d; want %d, %d", id, h.Count, h.Sum, want.count, want.sum)
+		}
+		for b, n := range h.Buckets {
+			if n != want.buckets[b] {
+				t.Errorf("node %d hop latency bucket %d (<= %d ns) = %d, want %d", id, b, bounds[b], n, want.buckets[b])
+			}
 		}
 	}
-	// Every sample line is "name{labels} value" or "name value".
-	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
-		if strings.HasPrefix(l, "#") {
-			continue
+	// The path's end-to-end latency counts at its sink only.
+	if p := nodes[4].PathLatency; p.Count != 1 || p.Sum != 10000 || p.Buckets[3] != 1 {
+		t.Errorf("node 4 path latency %+v, want one 10 µs sample", p)
+	}
+	if p := nodes[1].PathLatency; p.Count != 0 {
+		t.Errorf("node 1 path latency %+v, want none", p)
+	}
+	if d := nodes[4].Drops; d == nil || d[71] != 1 || nodes[1].Drops != nil {
+		t.Errorf("drops: node 4 %v, node 1 %v", d, nodes[1].Drops)
+	}
+	want := QueueStats{QueueKey: QueueKey{NodeID: 4, Port: -1, Queue: 3}, Congestion: 1, Occupancy: 5000}
+	if len(a.Queues) != 1 || a.Queues[0] != want {
+		t.Errorf("queues %+v, want %+v", a.Queues, want)
+	}
+}
+
+func TestHistogramBuckets(t *testing.T) {
+	var h Histogram
+	for _, ns := range []uint64{0, 1, 1000, 1001, 2500, 2501, 1e9, 1e9 + 1, 1 << 63} {
+		h.observe(ns)
+	}
+	want := map[int]uint64{0: 3, 1: 2, 2: 1, len(LatencyBuckets) - 1: 1, len(LatencyBuckets): 2}
+	for b, n := range h.Buckets {
+		if n != want[b] {
+			t.Errorf("bucket %d = %d, want %d", b, n, want[b])
 		}
-		var v uint64
-		if _, err := fmt.Sscan(l[strings.LastIndexByte(l, ' ')+1:], &v); err != nil {
-			t.Errorf("bad line %q", l)
+	}
+	if h.Count != 9 {
+		t.Errorf("count %d", h.Count)
+	}
+	// Every value lands in the first bucket whose bound holds it.
+	for ns := uint64(0); ns < 3e9; ns = ns*5/4 + 1 {
+		var g Histogram
+		g.observe(ns)
+		i := slices.Index(g.Buckets[:], 1)
+		if i < len(LatencyBuckets) && ns > LatencyBuckets[i] || i > 0 && ns <= LatencyBuckets[i-1] {
+			t.Fatalf("%d ns in bucket %d", ns, i)
 		}
+	}
+}
+
+func TestTopFlows(t *testing.T) {
+	c := New(Config{})
+	// Flow i gets i+1 sink reports.
+	for i := 0; i < 6; i++ {
+		for n := 0; n <= i; n++ {
+			frame := mdFrame(t, testHops(), testInst, 0)
+			frame[wire.EthernetLen+wire.IPv4MinLen+1] = byte(i)
+			b, _ := wire.AppendGroupHeader(nil, wire.GroupHeader{Version: 2, Seq: uint32(n), NodeID: 4})
+			h := wire.ReportHeader{Type: wire.RepINT, InType: wire.InEthernet, TrackedFlow: true, RepMdBits: wire.RepHopLatency}
+			b, _ = wire.AppendReport(b, &h, &wire.ReportMetadata{HopLatency: 1}, nil, frame)
+			c.HandlePacket(b, int64(i*10+n))
+		}
+	}
+	top := c.TopFlows(3)
+	if len(top) != 3 {
+		t.Fatalf("%d flows", len(top))
+	}
+	for k, want := range []uint64{6, 5, 4} {
+		if top[k].Reports != want {
+			t.Errorf("top %d: %d reports, want %d", k, top[k].Reports, want)
+		}
+	}
+	if all := c.TopFlows(100); len(all) != 6 || all[5].Reports != 1 {
+		t.Errorf("TopFlows(100): %d flows", len(all))
+	}
+	if c.TopFlows(0) != nil {
+		t.Error("TopFlows(0) not empty")
 	}
 }
 

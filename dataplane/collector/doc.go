@@ -4,8 +4,23 @@
 // latency and queue occupancy, end-to-end latency, first and last seen,
 // drops by reason, congestion events, and report loss from sequence gaps
 // per (node, hw_id). The flow table is bounded (LRU eviction). Malformed
-// input is counted by kind of error. It knows packets, not gNMI;
-// cmd/intcollector exposes it.
+// input is counted by kind of error. Independently of flows, it keeps per
+// node histograms of hop latency and of the end-to-end latency of the
+// paths the node ends, drops by reason, and congested-queue reports per
+// (node, egress port, queue) (Aggregates): what a dashboard needs without
+// a series per flow. It knows packets, not gNMI or Prometheus;
+// cmd/intcollector exposes it, over Prometheus through the metrics
+// subpackage.
+//
+// The histograms are plain counters updated under the collector's lock
+// (one bucket index from the sample's bit length, one compare), with each
+// hop's NodeStats cached in its HopState, and are turned into Prometheus
+// histograms at scrape time. Cached client_golang Observer children (one
+// per node) were measured too: their atomic updates cost more on this
+// path. BenchmarkDecodeAggregate -cpu 1, 2,000,000 iterations, five
+// interleaved rounds, load average 1.7-1.9: without the histograms 10.07M
+// reports/cpu-s (10.04-10.13M); with them 8.62M (8.53-8.69M, 0.86); with
+// Observer children instead 6.31M (5.74-6.40M, 0.63). 0 allocs/op in all.
 //
 // A flow's path comes from the reports that describe all of it: the sink's
 // INT-MD reports (an embedded INT-MD stack; I, Q and D clear). Reports

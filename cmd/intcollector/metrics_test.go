@@ -1,0 +1,238 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"net/http"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/intd-project/intd/dataplane/collector"
+	"github.com/intd-project/intd/dataplane/wire"
+)
+
+// scrapeText GETs /metrics from the service as Prometheus would.
+func scrapeText(t *testing.T, s *service) []byte {
+	t.Helper()
+	resp, err := http.Get("http://" + s.metrics.Addr().String() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("scrape: %s, %v", resp.Status, err)
+	}
+	return b
+}
+
+func parseMetrics(t *testing.T, text []byte) map[string]*dto.MetricFamily {
+	t.Helper()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(bytes.NewReader(text))
+	if err != nil {
+		t.Fatalf("parsing the scrape: %v", err)
+	}
+	return fams
+}
+
+// sample is the value of the first sample of family name whose labels
+// include labels.
+func sample(fams map[string]*dto.MetricFamily, name string, labels map[string]string) (float64, bool) {
+next:
+	for _, m := range fams[name].GetMetric() {
+		have := map[string]string{}
+		for _, l := range m.Label {
+			have[l.GetName()] = l.GetValue()
+		}
+		for k, v := range labels {
+			if have[k] != v {
+				continue next
+			}
+		}
+		switch {
+		case m.Counter != nil:
+			return m.Counter.GetValue(), true
+		case m.Gauge != nil:
+			return m.Gauge.GetValue(), true
+		case m.Histogram != nil:
+			return float64(m.Histogram.GetSampleCount()), true
+		}
+	}
+	return 0, false
+}
+
+// seriesCount counts the series of an exposition (histograms: one per
+// bucket, plus sum and count).
+func seriesCount(fams map[string]*dto.MetricFamily) int {
+	n := 0
+	for _, mf := range fams {
+		for _, m := range mf.Metric {
+			switch {
+			case m.Histogram != nil:
+				n += len(m.Histogram.Bucket) + 3 // +Inf, sum, count
+			case m.Summary != nil:
+				n += len(m.Summary.Quantile) + 2
+			default:
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// promtoolCheck runs `promtool check metrics` (Prometheus' linter) on a
+// scrape, as a subtest that skips when promtool is not installed.
+func promtoolCheck(t *testing.T, text []byte) {
+	t.Helper()
+	t.Run("promtool", func(t *testing.T) {
+		path, err := exec.LookPath("promtool")
+		if err != nil {
+			t.Skip("promtool not installed (Debian package prometheus): the exposition lint is skipped")
+		}
+		cmd := exec.Command(path, "check", "metrics")
+		cmd.Stdin = bytes.NewReader(text)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("promtool check metrics: %v\n%s", err, out)
+		}
+	})
+}
+
+// sendFlows sends one sink report per flow (n flows, 3-hop paths through
+// nodes 1 to 3, sink 4; every tenth with a drop and a congestion report)
+// and waits until the collector has them all.
+func sendFlows(t *testing.T, s *service, c *collector.Collector, n int) {
+	t.Helper()
+	u, err := net.Dial("udp", s.reports)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Close()
+	sent := 0
+	for i := 0; i < n; i++ {
+		b := flowReport(t, uint32(i+1), wire.FlowKey{Proto: wire.ProtoUDP, SrcPort: uint16(1024 + i%60000), DstPort: 53}, byte(i>>8), byte(i), i%10 == 0)
+		u.Write(b)
+		sent++
+		if sent%500 == 0 { // let the collector keep up on a busy machine
+			waitPackets(t, c, uint64(sent))
+		}
+	}
+	waitPackets(t, c, uint64(sent))
+}
+
+func waitPackets(t *testing.T, c *collector.Collector, n uint64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for c.Aggregates().Counters.Packets < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("collector received %d of %d report packets", c.Aggregates().Counters.Packets, n)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// flowReport is a v2.0 report packet from sink node 4 for a UDP flow from
+// 10.1.a.b: its flow report with a 3-hop INT-MD stack, and with extra a
+// drop report (routing miss) and a congestion report (port 2, queue 1).
+func flowReport(t *testing.T, seq uint32, k wire.FlowKey, a, b byte, extra bool) []byte {
+	inst := wire.InstNodeID | wire.InstL1Ports | wire.InstHopLatency | wire.InstQueue
+	hopLen := inst.Words() * 4
+	intLen := wire.MDHeaderLen + 3*hopLen
+	f := make([]byte, wire.EthernetLen+wire.IPv4MinLen+wire.UDPLen+wire.ShimLen+intLen)
+	wire.PutEthernet(f, [6]byte{2}, [6]byte{2}, wire.EtherTypeIPv4)
+	ip := f[wire.EthernetLen:]
+	wire.IPv4Header{TotalLen: uint16(len(ip)), TTL: 64, Proto: k.Proto, Src: [4]byte{10, 1, a, b}, Dst: [4]byte{10, 2, 0, 1}}.Put(ip)
+	wire.UDPHeader{SrcPort: k.SrcPort, DstPort: k.DstPort, Length: uint16(len(ip) - 20)}.Put(ip[20:])
+	sh := ip[28:]
+	wire.Shim{Type: wire.TypeMD, Length: uint8(intLen / 4)}.Put(sh)
+	wire.MDHeader{Version: 2, HopML: uint8(inst.Words()), RemainingHops: 4, Instructions: inst}.Put(sh[4:])
+	off := 4 + wire.MDHeaderLen
+	for _, n := range []uint32{3, 2, 1} {
+		m := wire.HopMetadata{NodeID: n, IngressPort: 1, EgressPort: 2, HopLatency: n*1000 + uint32(b), QueueOccupancy: n, Valid: inst}
+		k, err := wire.PutHop(sh[off:], inst, 0, &m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		off += k
+	}
+	p, _ := wire.AppendGroupHeader(nil, wire.GroupHeader{Version: 2, Seq: seq, NodeID: 4})
+	h := wire.ReportHeader{Type: wire.RepINT, InType: wire.InEthernet, TrackedFlow: true, RepMdBits: wire.RepHopLatency}
+	p, _ = wire.AppendReport(p, &h, &wire.ReportMetadata{HopLatency: 500}, nil, f)
+	if extra {
+		h = wire.ReportHeader{Type: wire.RepINT, InType: wire.InEthernet, Dropped: true, RepMdBits: wire.RepDrop}
+		p, _ = wire.AppendReport(p, &h, &wire.ReportMetadata{DropReason: 29}, nil, f[:42])
+		h = wire.ReportHeader{Type: wire.RepINT, InType: wire.InEthernet, Congested: true, RepMdBits: wire.RepL1Ports | wire.RepQueue}
+		p, _ = wire.AppendReport(p, &h, &wire.ReportMetadata{EgressPort: 2, QueueID: 1, QueueOccupancy: 900}, nil, f[:42])
+	}
+	return p
+}
+
+// TestMetricsScale: 10,000 flows through a running collector keep the
+// default scrape under 1,000 series, report the real flow table size,
+// and pass promtool's lint; with --flow-metrics the per-flow series are
+// bounded by it.
+func TestMetricsScale(t *testing.T) {
+	c := collector.New(collector.Config{})
+	s, err := start(c, &serveConfig{listen: "127.0.0.1:0", metrics: "127.0.0.1:0", batch: collector.DefaultBatch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.stop()
+	const flows = 10000
+	sendFlows(t, s, c, flows)
+	text := scrapeText(t, s)
+	fams := parseMetrics(t, text)
+	n := seriesCount(fams)
+	t.Logf("%d flows: %d series, %d bytes per scrape", flows, n, len(text))
+	if n >= 1000 {
+		t.Errorf("%d series for %d flows, want under 1,000", n, flows)
+	}
+	if v, _ := sample(fams, "intcollector_flows", nil); v != flows {
+		t.Errorf("intcollector_flows = %v, want %d", v, flows)
+	}
+	if v, _ := sample(fams, "intcollector_drop_reports_total", map[string]string{"node_id": "4", "reason": "ROUTING_MISS"}); v != flows/10 {
+		t.Errorf("routing-miss drops at node 4 = %v, want %d", v, flows/10)
+	}
+	if v, _ := sample(fams, "intcollector_hop_latency_seconds", map[string]string{"node_id": "2"}); v != flows {
+		t.Errorf("node 2 hop latency samples = %v, want %d", v, flows)
+	}
+	for _, name := range []string{"intcollector_build_info", "process_cpu_seconds_total", "go_goroutines"} {
+		if fams[name] == nil {
+			t.Errorf("no %s", name)
+		}
+	}
+	if v, ok := sample(fams, "intcollector_build_info", map[string]string{}); !ok || v != 1 {
+		t.Errorf("intcollector_build_info = %v", v)
+	}
+	for name := range fams {
+		if strings.HasPrefix(name, "intcollector_flow_") {
+			t.Errorf("per-flow series %s without --flow-metrics", name)
+		}
+	}
+	promtoolCheck(t, text)
+
+	s2, err := start(c, &serveConfig{listen: "127.0.0.1:0", metrics: "127.0.0.1:0", batch: collector.DefaultBatch, flowMetrics: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.stop()
+	text = scrapeText(t, s2)
+	fams = parseMetrics(t, text)
+	if got := len(fams["intcollector_flow_reports_total"].GetMetric()); got != 100 {
+		t.Errorf("--flow-metrics 100: %d flows with series", got)
+	}
+	t.Logf("--flow-metrics 100: %d series, %d bytes", seriesCount(fams), len(text))
+	promtoolCheck(t, text)
+
+	if _, err := start(c, &serveConfig{listen: "127.0.0.1:0", metrics: "127.0.0.1:0", flowMetrics: 1001}); err == nil ||
+		!strings.Contains(err.Error(), "--flow-metrics") {
+		t.Errorf("--flow-metrics 1001: %v", err)
+	}
+}
