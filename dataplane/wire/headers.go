@@ -75,6 +75,9 @@ type Parser struct {
 	// TCPBeforeOptions puts INT right after the fixed 20-byte TCP header
 	// instead of after the options; the spec lets a domain pick either.
 	TCPBeforeOptions bool
+	// NoINT finds the tunnel headers but never INT, whatever the
+	// markings say: for packets from outside the INT domain.
+	NoINT bool
 }
 
 // Packet is what Parse learns about a frame: offsets into the frame and a
@@ -238,7 +241,7 @@ func (c *Parser) parseL3(b []byte, off int, p *Packet) error {
 }
 
 func (c *Parser) parseL4(b []byte, off int, dscp uint8, p *Packet) error {
-	dscpMarked := c.DSCPMask != 0 && dscp&c.DSCPMask == c.DSCP
+	dscpMarked := c.DSCPMask != 0 && dscp&c.DSCPMask == c.DSCP && !c.NoINT
 	switch p.Proto {
 	case ProtoUDP:
 		if len(b) < off+UDPLen {
@@ -249,7 +252,7 @@ func (c *Parser) parseL4(b []byte, off int, dscp uint8, p *Packet) error {
 		p.Flow.SrcPort, p.Flow.DstPort = sport, dport
 		next := off + UDPLen
 		switch {
-		case c.UDPPort != 0 && dport == c.UDPPort:
+		case c.UDPPort != 0 && dport == c.UDPPort && !c.NoINT:
 			return c.parseShim(b, next, EncapUDPPort, p)
 		case c.VXLANGPEPort != 0 && dport == c.VXLANGPEPort:
 			return c.parseGPE(b, next, p)
@@ -283,7 +286,7 @@ func (c *Parser) parseMarked(b []byte, off int, dscpMarked bool, p *Packet) erro
 	if dscpMarked {
 		return c.parseShim(b, off, EncapDSCP, p)
 	}
-	if c.ProbeMarker != 0 && len(b) >= off+ProbeLen+ShimLen &&
+	if c.ProbeMarker != 0 && !c.NoINT && len(b) >= off+ProbeLen+ShimLen &&
 		binary.BigEndian.Uint64(b[off:]) == c.ProbeMarker {
 		return c.parseShim(b, off+ProbeLen, EncapProbe, p)
 	}
@@ -363,7 +366,7 @@ func (c *Parser) parseGRE(b []byte, off int, p *Packet) error {
 		return ErrTruncated
 	}
 	p.Tunnel = off
-	if c.GREProto == 0 || binary.BigEndian.Uint16(b[off+2:]) != c.GREProto {
+	if c.NoINT || c.GREProto == 0 || binary.BigEndian.Uint16(b[off+2:]) != c.GREProto {
 		return nil
 	}
 	s, err := DecodeGREShim(b[off+n:])
@@ -378,7 +381,7 @@ func (c *Parser) parseGPE(b []byte, off int, p *Packet) error {
 		return ErrTruncated
 	}
 	p.Tunnel = off
-	if b[off]&0x04 == 0 || b[off+3] != GPENextProtoINT {
+	if c.NoINT || b[off]&0x04 == 0 || b[off+3] != GPENextProtoINT {
 		return nil // plain VXLAN, or GPE without INT
 	}
 	// Walk the chain of INT shims; the one INT nodes act on is MD or MX.
@@ -412,6 +415,9 @@ func (c *Parser) parseGeneve(b []byte, off int, p *Packet) error {
 		return ErrTruncated
 	}
 	p.Tunnel = off
+	if c.NoINT {
+		return nil
+	}
 	for at := off + GeneveLen; at+4 <= optEnd; {
 		o, err := DecodeGeneveOption(b[at:optEnd])
 		if err != nil {

@@ -449,6 +449,29 @@ type SourceOptions struct {
 	ProbeMarker uint64 // EncapProbe
 }
 
+// TCPSourceOverhead is the most INT a source marking as opt says adds to
+// a TCP segment over a path of hops INT-MD hops (of hopWords words each;
+// none for INT-MX): the shim and INT header, the stack, and what the
+// marking adds (the probe marker; with UDP-port marking the UDP header of
+// NPT 2, which TCP always gets). 0 when opt marks nothing. An MSS that
+// leaves this much room under the MTU lets every segment carry INT.
+func TCPSourceOverhead(typ HeaderType, hops, hopWords int, opt *SourceOptions) int {
+	n := ShimLen + MDHeaderLen // MX header: the same 12 bytes
+	if typ == TypeMD {
+		n += hops * hopWords * 4
+	}
+	switch opt.Encap {
+	case EncapDSCP:
+	case EncapProbe:
+		n += ProbeLen
+	case EncapUDPPort:
+		n += UDPLen
+	default:
+		return 0
+	}
+	return n
+}
+
 // InsertINT is the INT source step for INT over TCP/UDP: it inserts the
 // shim and the pre-encoded INT header plus source metadata hdr (an INT-MD
 // header with the source's hop, or an INT-MX header with source-inserted

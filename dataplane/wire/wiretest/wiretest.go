@@ -79,3 +79,18 @@ func UDPFrame(src, dst string, sport, dport uint16, payload []byte, csum bool) [
 	copy(l4[wire.UDPLen:], payload)
 	return IPFrame(src, dst, wire.ProtoUDP, 0, l4, csum)
 }
+
+// SYNFrame is a TCP segment without payload carrying the options opts
+// (padded with end-of-options to a multiple of 4 bytes) and flags (SYN
+// 0x02, SYN-ACK 0x12), over IPv4 or IPv6 by the family of src.
+func SYNFrame(src, dst string, sport, dport uint16, dscp, flags uint8, opts []byte) []byte {
+	n := (len(opts) + 3) &^ 3
+	l4 := make([]byte, wire.TCPMinLen+n)
+	_ = wire.TCPHeader{SrcPort: sport, DstPort: dport, Seq: 1000, Flags: flags, Window: 64240}.Put(l4)
+	l4[12] = byte((wire.TCPMinLen+n)/4) << 4
+	copy(l4[wire.TCPMinLen:], opts)
+	return IPFrame(src, dst, wire.ProtoTCP, dscp, l4, true)
+}
+
+// MSSOption is a TCP MSS option (kind 2, length 4).
+func MSSOption(mss uint16) []byte { return []byte{2, 4, byte(mss >> 8), byte(mss)} }

@@ -1,0 +1,52 @@
+package wire_test
+
+import (
+	"testing"
+
+	"github.com/intd-project/intd/dataplane/wire"
+	"github.com/intd-project/intd/dataplane/wire/wiretest"
+)
+
+// TestParserNoINT: a parser for packets from outside the INT domain finds
+// no INT however the packet is marked, and still finds its tunnel header.
+func TestParserNoINT(t *testing.T) {
+	hdr := make([]byte, wire.MDHeaderLen)
+	_ = wire.MDHeader{Version: 2, HopML: 1, RemainingHops: 4, Instructions: wire.InstNodeID}.Put(hdr)
+	insert := func(f []byte, opt wire.SourceOptions) []byte {
+		g := make([]byte, len(f), len(f)+64)
+		copy(g, f)
+		var p wire.Packet
+		if err := (&wire.Parser{}).Parse(g, &p); err != nil {
+			t.Fatal(err)
+		}
+		out, err := wire.InsertINT(g, &p, wire.TypeMD, hdr, &opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	tcp := wiretest.TCPFrame("10.0.1.1", "10.0.2.1", 1, 80, 0, []byte("x"))
+	udp := wiretest.UDPFrame("10.0.1.1", "10.0.2.1", 1, 53, []byte("x"), true)
+	gpe := wiretest.UDPFrame("10.0.1.1", "10.0.2.1", 1, wire.PortVXLANGPE, []byte{wire.GPEFlagI | wire.GPEFlagP, 0, 0, wire.GPENextProtoINT,
+		0, 0, 1, 0, 0x10, 3, 0, 3, 0x20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, true)
+	marked := &wire.Parser{DSCP: 0x17, DSCPMask: 0x3f, UDPPort: 5000, VXLANGPEPort: wire.PortVXLANGPE}
+	edge := *marked
+	edge.NoINT = true
+	for _, c := range []struct {
+		name string
+		f    []byte
+		tun  bool
+	}{
+		{"DSCP", insert(tcp, wire.SourceOptions{Encap: wire.EncapDSCP, DSCP: 0x17, Mask: 0x3f}), false},
+		{"UDP port", insert(udp, wire.SourceOptions{Encap: wire.EncapUDPPort, UDPPort: 5000, NPT: wire.NPTUDPPort}), false},
+		{"VXLAN-GPE", gpe, true},
+	} {
+		var p wire.Packet
+		if err := marked.Parse(c.f, &p); err != nil || p.INT < 0 {
+			t.Fatalf("%s: the marked parser finds no INT: %v", c.name, err)
+		}
+		if err := edge.Parse(c.f, &p); err != nil || p.INT >= 0 || (p.Tunnel >= 0) != c.tun {
+			t.Errorf("%s: NoINT parser: err %v, INT at %d, tunnel at %d", c.name, err, p.INT, p.Tunnel)
+		}
+	}
+}
