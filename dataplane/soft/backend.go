@@ -274,6 +274,11 @@ func (s *Switch) recompile(t sai.ObjectType) {
 		if d.GeneveOptionClass != 0 {
 			c.parser.GenevePort = wire.PortGeneve
 		}
+		c.edgeParser = wire.Parser{GREProto: c.parser.GREProto, VXLANGPEPort: c.parser.VXLANGPEPort,
+			GenevePort: c.parser.GenevePort, NoINT: true}
+		c.dscp = d.IntL4DSCP
+		c.remark, c.remarkDSCP = d.IntEndpointEnable && d.IntL4DSCP.Mask != 0, d.IntL4DSCPRemark
+		c.malformedDrop = d.MalformedAction == sai.MalformedDrop
 		switch {
 		case d.IntL4DSCP.Mask != 0:
 			c.src = wire.SourceOptions{Encap: wire.EncapDSCP, DSCP: d.IntL4DSCP.Value, Mask: d.IntL4DSCP.Mask}
@@ -287,7 +292,22 @@ func (s *Switch) recompile(t sai.ObjectType) {
 	for oid, o := range s.objs {
 		switch a := o.attrs.(type) {
 		case sai.IntSessionAttrs:
-			sessions[oid] = newSession(oid, a, s.sessStats[oid])
+			se := newSession(oid, a, s.sessStats[oid])
+			if a.ClampTCPMSS {
+				typ := wire.TypeMD
+				if a.Mode == sai.IntModeMX {
+					typ = wire.TypeMX
+				}
+				se.clamp = wire.TCPSourceOverhead(typ, int(a.MaxHopCount), se.hopML, &c.src)
+			}
+			sessions[oid] = se
+		case sai.ReportSessionAttrs:
+			if c.telemetry == nil {
+				c.telemetry = map[collector]struct{}{}
+			}
+			for i, d := range a.Destinations {
+				c.telemetry[collector{d.IP, a.DstPort(i)}] = struct{}{}
+			}
 		case sai.QueueReportAttrs:
 			q := s.qrStats[oid]
 			q.a = a
@@ -331,6 +351,9 @@ type session struct {
 	dsWords int
 	hopML   int // words
 	stats   *sai.IntSessionStats
+	// clamp is the INT a full-sized TCP segment gets at MaxHopCount hops
+	// (ClampTCPMSS; 0: off): SYN MSS options leave room for it.
+	clamp int
 }
 
 func newSession(oid sai.OID, a sai.IntSessionAttrs, st *sai.IntSessionStats) *session {

@@ -1,6 +1,7 @@
 package soft
 
 import (
+	"bytes"
 	"errors"
 	"net/netip"
 	"testing"
@@ -101,32 +102,66 @@ func TestForwardingDrops(t *testing.T) {
 }
 
 // TestMalformedINT feeds a transit node INT headers with a bad version, a
-// length beyond the packet and a Hop ML too small for the bitmap.
+// length beyond the packet and a Hop ML too small for the bitmap: by
+// default they are forwarded unchanged (but for the TTL) and counted, with
+// MalformedDrop dropped and counted.
 func TestMalformedINT(t *testing.T) {
-	l := newLine(t, lineOpts{session: specSession, match: port80()})
-	l.send(tcpFrame("10.0.1.1", "10.0.2.1", 1, 80, 0, []byte("payload")))
-	good := l.taps[0].last(t)
-	p := parse(t, dscpParser, good)
-	corrupt := []func(f []byte){
-		func(f []byte) { f[p.INT] = 0x30 },   // version 3
-		func(f []byte) { f[p.Shim+1] = 200 }, // shim length past the end
-		func(f []byte) { f[p.INT+2] = 1 },    // Hop ML 1 < 2 words asked
-		func(f []byte) { f[p.Shim] = 0x70 },  // header type 7
-		func(f []byte) { f[p.Shim+1] = 1 },   // shorter than the header
-		func(f []byte) { f[p.INT] = 0x27 },   // E, M and a reserved bit: still valid
-	}
-	before := l.h2().count()
-	for _, c := range corrupt {
-		f := append([]byte(nil), good...)
-		c(f)
-		l.sw[1].Receive(0, f)
-	}
-	st, _ := l.sw[1].Stats(t.Context())
-	if st.Node.IntMalformedDrop != 5 || st.Drops[sai.DropUnknown] != 5 {
-		t.Fatalf("malformed drops %d, unknown drops %d", st.Node.IntMalformedDrop, st.Drops[sai.DropUnknown])
-	}
-	if got := l.h2().count() - before; got != 1 {
-		t.Fatalf("%d frames reached h2, want 1", got)
+	for _, drop := range []bool{false, true} {
+		l := newLine(t, lineOpts{session: specSession, match: port80(), dtel: func(i int, a *sai.DTelAttrs) {
+			if drop {
+				a.MalformedAction = sai.MalformedDrop
+			}
+		}})
+		l.send(tcpFrame("10.0.1.1", "10.0.2.1", 1, 80, 0, []byte("payload")))
+		good := l.taps[0].last(t)
+		p := parse(t, dscpParser, good)
+		corrupt := []func(f []byte){
+			func(f []byte) { f[p.INT] = 0x30 },   // version 3
+			func(f []byte) { f[p.Shim+1] = 200 }, // shim length past the end
+			func(f []byte) { f[p.INT+2] = 1 },    // Hop ML 1 < 2 words asked
+			func(f []byte) { f[p.Shim] = 0x70 },  // header type 7
+			func(f []byte) { f[p.Shim+1] = 1 },   // shorter than the header
+			func(f []byte) { f[p.INT] = 0x27 },   // E, M and a reserved bit: still valid
+		}
+		before := l.h2().count()
+		var sent [][]byte
+		for _, c := range corrupt {
+			f := append([]byte(nil), good...)
+			c(f)
+			sent = append(sent, f)
+			l.sw[1].Receive(0, f)
+		}
+		st, _ := l.sw[1].Stats(t.Context())
+		got := l.h2().frames[before:]
+		c, in := st.Node, st.Interfaces["p1"]
+		if drop {
+			if c.IntMalformedDrop != 5 || st.Drops[sai.DropUnknown] != 5 || c.IntMalformedForward != 0 || in.IntMalformedDrop != 5 {
+				t.Fatalf("drop: malformed drops %d (p1 %d), unknown drops %d, forwarded %d", c.IntMalformedDrop, in.IntMalformedDrop, st.Drops[sai.DropUnknown], c.IntMalformedForward)
+			}
+			if len(got) != 1 {
+				t.Fatalf("drop: %d frames reached h2, want 1", len(got))
+			}
+		} else {
+			if c.IntMalformedForward != 5 || in.IntMalformedForward != 5 || c.IntMalformedDrop != 0 || c.DroppedPackets != 0 || c.IntTransited != 2 {
+				t.Fatalf("forward: counters %+v", c)
+			}
+			if len(got) != 6 {
+				t.Fatalf("forward: %d frames reached h2, want 6", len(got))
+			}
+			// Through s2 and s3 (the sink): unchanged but for the TTL.
+			for i, f := range []int{0, 1, 2, 3, 4} {
+				if want := expectTTL(sent[f], 2); !bytes.Equal(got[i], want) {
+					t.Errorf("forward: malformed frame %d changed:\n got %x\nwant %x", f, got[i], want)
+				}
+			}
+			s3, _ := l.sw[2].Stats(t.Context())
+			if s3.Node.IntMalformedForward != 5 || s3.Node.IntStripped != 2 {
+				t.Fatalf("forward: sink counters %+v", s3.Node)
+			}
+		}
+		if c.InPackets != c.OutPackets+c.DroppedPackets {
+			t.Errorf("drop %v: in %d != out %d + dropped %d", drop, c.InPackets, c.OutPackets, c.DroppedPackets)
+		}
 	}
 }
 

@@ -89,8 +89,9 @@ func TestPacketIntervalINT(t *testing.T) {
 	if w.MatchedPackets != uint64(len(sampleSteps)) || w.UnsampledPackets != uint64(unsampled) {
 		t.Errorf("watchlist stats %+v, want %d matched, %d unsampled", w, len(sampleSteps), unsampled)
 	}
-	if n := st.IntSessions[l.sess].PacketsInitiated; n != uint64(acted) {
-		t.Errorf("INT initiated on %d packets, want %d", n, acted)
+	if ss := st.IntSessions[l.sess]; ss.PacketsInitiated != uint64(acted) || ss.NotInitiatedSampled != uint64(unsampled) ||
+		ss.NotInitiated() != uint64(unsampled) {
+		t.Errorf("session stats %+v, want %d initiated, %d not initiated (sampled)", ss, acted, unsampled)
 	}
 	// The sink saw INT exactly on the instrumented packets.
 	if n := len(l.rec[1].kind(report.KindFlow)); n != acted {

@@ -324,24 +324,41 @@ func (s *Switch) receive(in int, frame []byte, rx, now int64) {
 	b.data = b.store[:len(frame)]
 	copy(b.data, frame)
 	b.in, b.tIn, b.out = in, rx, -1
-	if err := c.parser.Parse(b.data, &b.pkt); err != nil {
-		if s.innerParser.Parse(b.data, &b.pkt) == nil {
-			// Only the INT headers are bad (version, length, type).
-			s.malformed(b)
+	// A packet from outside the INT domain (through a sink port) is never
+	// INT, whatever its DSCP or ports say.
+	edge := c.sink[in]
+	pr := &c.parser
+	if edge {
+		pr = &c.edgeParser
+	}
+	bad := false
+	if err := pr.Parse(b.data, &b.pkt); err != nil {
+		if s.innerParser.Parse(b.data, &b.pkt) != nil {
+			s.dropPkt(b, in, sai.DropUnknown, false)
 			return
 		}
-		s.dropPkt(b, in, sai.DropUnknown, false)
-		return
+		// Only the INT headers (version, length, type) or a tunnel's
+		// options are bad; from outside the domain, a plain packet.
+		bad = !edge
 	}
 	if b.pkt.INT >= 0 && b.pkt.INTType == wire.TypeMD && c.dtel != nil {
 		h := b.data[b.pkt.INT:]
 		inst := wire.Instructions(binary.BigEndian.Uint16(h[4:]))
 		if int(h[2]&0x1f) < inst.Words() {
-			s.malformed(b) // Hop ML cannot hold what the bitmap asks for
-			return
+			bad = true // Hop ML cannot hold what the bitmap asks for
+			_ = s.innerParser.Parse(b.data, &b.pkt)
 		}
 	}
-	ent, op, rt, out := s.lookup(c, b)
+	var ent *wlEntry
+	op, rt, out := sai.FlowOpNop, -1, -1
+	if bad {
+		if !s.malformed(b, c) {
+			return
+		}
+		rt, out = s.route(&b.pkt, b.pkt.Flow.Hash(0))
+	} else {
+		ent, op, rt, out = s.lookup(c, b)
+	}
 	b.entry, b.op = ent, op
 	if ent != nil {
 		ent.stats.MatchedPackets++
@@ -355,6 +372,9 @@ func (s *Switch) receive(in int, frame []byte, rx, now int64) {
 		s.dropPkt(b, in, sai.DropIPTTLZero, false)
 		return
 	}
+	if edge && c.remark && !c.sink[out] {
+		s.remark(b, c)
+	}
 	if r := &s.routes[rt]; r.rewrite {
 		copy(b.data[0:6], r.prefix.NextHopMAC[:])
 		copy(b.data[6:12], s.ports[out].cfg.MAC[:])
@@ -363,14 +383,43 @@ func (s *Switch) receive(in int, frame []byte, rx, now int64) {
 	s.enqueue(b, now)
 }
 
-// malformed drops a packet whose INT headers are invalid. The INT spec
-// gives a node no way to process such a stack, and forwarding it would hand
-// the receiver garbage after its L4 header.
-func (s *Switch) malformed(b *pbuf) {
+// malformed handles a packet from inside the domain that carries the INT
+// marking but does not parse as INT: forwarded unchanged as a plain packet
+// (MalformedForward; never watched, so never given INT) or dropped
+// (MalformedDrop, reason 0), counted either way. It returns false when b
+// was dropped.
+func (s *Switch) malformed(b *pbuf, c *compiled) bool {
+	if !c.malformedDrop {
+		s.node.IntMalformedForward++
+		s.ports[b.in].ctr.IntMalformedForward++
+		return true
+	}
 	s.node.IntMalformedDrop++
 	s.ports[b.in].ctr.IntMalformedDrop++
-	b.pkt.INT = -1
 	s.dropPkt(b, b.in, sai.DropUnknown, false)
+	return false
+}
+
+// remark rewrites the DSCP of a packet entering the INT domain when it
+// carries the INT marking, keeping ECN, so that no node downstream takes
+// it for INT (INT v2.1, DSCP marking); counted on the ingress port. A
+// source then saves the new DSCP in the shim.
+func (s *Switch) remark(b *pbuf, c *compiled) {
+	p := &b.pkt
+	if p.L3 < 0 || !c.dscp.Matches(dscpOf(b.data, p)) {
+		return
+	}
+	h := b.data[p.L3:]
+	old := binary.BigEndian.Uint16(h)
+	if p.IPVersion == 4 {
+		nw := old&0xff03 | uint16(c.remarkDSCP)<<2
+		binary.BigEndian.PutUint16(h, nw)
+		binary.BigEndian.PutUint16(h[10:], wire.UpdateChecksum(binary.BigEndian.Uint16(h[10:]), old, nw))
+	} else {
+		binary.BigEndian.PutUint16(h, old&0xf03f|uint16(c.remarkDSCP)<<6)
+	}
+	s.node.DSCPRemarked++
+	s.ports[b.in].ctr.DSCPRemarked++
 }
 
 // decTTL decrements the IP TTL / hop limit; false means it reached zero.
@@ -586,8 +635,19 @@ func (s *Switch) egress(b *pbuf) {
 		send = s.sink(b, c, p, t)
 	case b.pkt.INT >= 0 && c.transit:
 		s.transit(b, c, p, t)
-	case b.pkt.INT < 0 && b.op == sai.FlowOpInt && c.endpoint && !c.sink[b.out] && b.entry.sess != nil:
-		s.source(b, c, p, t)
+	case b.pkt.INT < 0 && c.endpoint && !c.sink[b.out] && b.entry != nil && b.entry.sess != nil &&
+		b.entry.act.FlowOp == sai.FlowOpInt:
+		// The flow's SYNs are clamped whether or not this packet is
+		// sampled: every segment that gets INT later needs the room.
+		if se := b.entry.sess; se.clamp > 0 && b.pkt.Proto == wire.ProtoTCP {
+			wire.ClampMSS(b.data, b.pkt.L4, wire.MSSFor(p.cfg.MTU, b.pkt.IPVersion, se.clamp))
+		}
+		if b.op == sai.FlowOpInt {
+			s.source(b, c, p, t)
+		}
+	}
+	if send && c.endpoint && c.sink[b.out] && b.pkt.INT < 0 && b.pkt.Proto == wire.ProtoTCP && b.pkt.L4 >= 0 {
+		s.clampReply(b, c)
 	}
 	if b.op == sai.FlowOpPostcard && c.postcard {
 		s.node.Postcards++
@@ -606,6 +666,23 @@ func (s *Switch) egress(b *pbuf) {
 		}
 	}
 	s.release(b)
+}
+
+// clampReply lowers the MSS of a SYN-ACK (or SYN) leaving the domain
+// through a sink port when the reverse flow is watched with INT under a
+// session that clamps: the sender outside, whose segment size comes from
+// this option, then sends segments that have room for INT at this
+// source. The room is reckoned against the MTU of the port the reply came
+// in through, where that flow leaves (symmetric routing).
+func (s *Switch) clampReply(b *pbuf, c *compiled) {
+	if b.data[b.pkt.L4+13]&0x02 == 0 {
+		return
+	}
+	e := s.replyEntry(c, b)
+	if e == nil || e.act.FlowOp != sai.FlowOpInt || e.sess == nil || e.sess.clamp == 0 {
+		return
+	}
+	wire.ClampMSS(b.data, b.pkt.L4, wire.MSSFor(s.ports[b.in].cfg.MTU, b.pkt.IPVersion, e.sess.clamp))
 }
 
 func (s *Switch) queueReport(b *pbuf, c *compiled, q *qrState, t int64) {

@@ -20,6 +20,7 @@ type compiled struct {
 	queueReport bool
 	nodeID      uint32
 	parser      wire.Parser
+	edgeParser  wire.Parser // packets from outside the domain: tunnels, never INT
 	src         wire.SourceOptions // Encap 0: no TCP/UDP marking
 	sink        []bool             // by port index
 	qr          []*qrState         // by port index (queue 0)
@@ -27,6 +28,21 @@ type compiled struct {
 	needDSCP    bool
 	needFlags   bool
 	needInner   bool
+	// remark: user packets entering the domain whose DSCP carries the
+	// INT marking (dscp) get remarkDSCP (INT v2.1 DSCP marking).
+	remark        bool
+	remarkDSCP    uint8
+	dscp          sai.DSCPMatch
+	malformedDrop bool
+	// telemetry holds the collectors (report session destinations):
+	// report packets to them are never watched.
+	telemetry map[collector]struct{}
+}
+
+// collector is a report destination: address and UDP port.
+type collector struct {
+	ip   netip.Addr
+	port uint16
 }
 
 // wlEntry is a compiled watchlist entry.
@@ -85,6 +101,9 @@ func (slot *cacheSlot) sample(now int64, p *wire.Packet) sai.FlowOp {
 	}
 	if slot.acted && now-slot.last < slot.interval {
 		slot.entry.stats.UnsampledPackets++
+		if slot.op == sai.FlowOpInt && slot.entry.sess != nil {
+			slot.entry.sess.stats.NotInitiatedSampled++
+		}
 		return sai.FlowOpNop
 	}
 	slot.acted, slot.last = true, now
@@ -239,11 +258,7 @@ func (s *Switch) lookup(c *compiled, b *pbuf) (*wlEntry, sai.FlowOp, int, int) {
 	p := &b.pkt
 	k := matchKey{in: uint16(b.in), flow: p.Flow}
 	if c.needDSCP && p.L3 >= 0 {
-		if p.IPVersion == 4 {
-			k.dscp = b.data[p.L3+1] >> 2
-		} else {
-			k.dscp = uint8(binary.BigEndian.Uint16(b.data[p.L3:])>>4) >> 2
-		}
+		k.dscp = dscpOf(b.data, p)
 	}
 	if c.needFlags && p.Flow.Proto == wire.ProtoTCP {
 		at := p.L4 + 13
@@ -271,10 +286,12 @@ func (s *Switch) lookup(c *compiled, b *pbuf) (*wlEntry, sai.FlowOp, int, int) {
 		return slot.entry, op, int(slot.route), int(slot.port)
 	}
 	var ent *wlEntry
-	for _, e := range c.entries {
-		if e.match(&k) {
-			ent = e
-			break
+	if !c.isTelemetry(&k.flow) {
+		for _, e := range c.entries {
+			if e.match(&k) {
+				ent = e
+				break
+			}
 		}
 	}
 	op := sai.FlowOpNop
@@ -292,4 +309,44 @@ func (s *Switch) lookup(c *compiled, b *pbuf) (*wlEntry, sai.FlowOp, int, int) {
 		op = slot.sample(b.tIn, p)
 	}
 	return ent, op, route, port
+}
+
+// isTelemetry reports whether f is a telemetry report to a collector of
+// one of the report sessions: this node's or another node's, never watched.
+func (c *compiled) isTelemetry(f *wire.FlowKey) bool {
+	if f.Proto != wire.ProtoUDP || len(c.telemetry) == 0 {
+		return false
+	}
+	_, ok := c.telemetry[collector{f.Dst, f.DstPort}]
+	return ok
+}
+
+// replyEntry is the watchlist entry matching the reverse of b's flow as
+// it would enter through b's egress port (b leaves through a sink port: a
+// reply to a flow from outside the domain), with b's own DSCP and TCP
+// flags; nil when none.
+func (s *Switch) replyEntry(c *compiled, b *pbuf) *wlEntry {
+	p := &b.pkt
+	f := p.Flow
+	k := matchKey{in: uint16(b.out), flow: wire.FlowKey{Src: f.Dst, Dst: f.Src, SrcPort: f.DstPort, DstPort: f.SrcPort, Proto: f.Proto}}
+	if c.needDSCP {
+		k.dscp = dscpOf(b.data, p)
+	}
+	if c.needFlags {
+		k.flags = b.data[p.L4+13]
+	}
+	for _, e := range c.entries {
+		if e.match(&k) {
+			return e
+		}
+	}
+	return nil
+}
+
+// dscpOf is the DSCP of the IP packet p in data.
+func dscpOf(data []byte, p *wire.Packet) uint8 {
+	if p.IPVersion == 4 {
+		return data[p.L3+1] >> 2
+	}
+	return uint8(binary.BigEndian.Uint16(data[p.L3:])>>4) >> 2
 }
