@@ -20,7 +20,7 @@ type compiled struct {
 	queueReport bool
 	nodeID      uint32
 	parser      wire.Parser
-	edgeParser  wire.Parser // packets from outside the domain: tunnels, never INT
+	edgeParser  wire.Parser        // packets from outside the domain: tunnels, never INT
 	src         wire.SourceOptions // Encap 0: no TCP/UDP marking
 	sink        []bool             // by port index
 	qr          []*qrState         // by port index (queue 0)

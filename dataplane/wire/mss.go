@@ -15,10 +15,11 @@ const (
 // checksum incrementally (RFC 1624; an option at an odd offset from the
 // header counts byte-swapped). It returns the option's value before and
 // whether it changed anything: nothing changes for other segments, for a
-// SYN without an MSS option, or for options that do not parse (the walk
-// stops at the end-of-options kind or a length below 2 or past the header).
+// SYN without an MSS option, for options that do not parse (the walk stops
+// at the end-of-options kind or a length below 2 or past the header), or
+// when mss is 0 (MSSFor found no room).
 func ClampMSS(pkt []byte, l4 int, mss uint16) (uint16, bool) {
-	if l4 < 0 || len(pkt) < l4+TCPMinLen || pkt[l4+13]&tcpFlagSY == 0 {
+	if mss == 0 || l4 < 0 || len(pkt) < l4+TCPMinLen || pkt[l4+13]&tcpFlagSY == 0 {
 		return 0, false
 	}
 	end := l4 + int(pkt[l4+12]>>4)*4

@@ -27,6 +27,7 @@ func TestClampMSS(t *testing.T) {
 		{"MSS after SACK-permitted and window scale", 0x02, cat(sack, ws, wiretest.MSSOption(65495)), 1220, 65495, true},
 		{"MSS already small enough", 0x02, wiretest.MSSOption(536), 1380, 536, false},
 		{"no MSS option", 0x02, cat(sack, nop, ws), 1380, 0, false},
+		{"no room: MSS 0 leaves it", 0x02, wiretest.MSSOption(1460), 0, 0, false},
 		{"not a SYN", 0x10, wiretest.MSSOption(1460), 1380, 0, false},
 		{"bad option length stops the walk", 0x02, cat([]byte{8, 1}, wiretest.MSSOption(1460)), 1380, 0, false},
 		{"end of options before MSS", 0x02, cat([]byte{0, 0, 0, 0}, wiretest.MSSOption(1460)), 1380, 0, false},
