@@ -38,6 +38,8 @@ const (
 	fPathChange  = 1 << 9
 	fQueueChange = 1 << 10
 	fWlIfx       = 1 << 11
+	fRemark      = 1 << 12
+	fTelemetry   = 1 << 13
 )
 
 // cfg.tunnels, as in bpf/intd.c.
@@ -400,6 +402,11 @@ func (d *Dataplane) compileLocked() error {
 		set(dt.FlowReport.OnQueueChange, fQueueChange)
 		c.NodeId = dt.SwitchID
 		c.DscpVal, c.DscpMask = dt.IntL4DSCP.Value, dt.IntL4DSCP.Mask
+		set(dt.IntEndpointEnable && dt.IntL4DSCP.Mask != 0, fRemark)
+		c.Remark = dt.IntL4DSCPRemark
+		if dt.MalformedAction == sai.MalformedDrop {
+			c.MalformedDrop = 1
+		}
 		c.UdpPort, c.Npt = dt.IntUDPDstPort, uint8(dt.IntUDPNPT)
 		c.FlowInterval = uint64(dt.FlowReport.Interval)
 		c.LatShift = latShift(dt.FlowReport.HopLatencyChange)
@@ -417,14 +424,29 @@ func (d *Dataplane) compileLocked() error {
 		// loaded as one word.
 		c.Probe = binary.NativeEndian.Uint64(binary.BigEndian.AppendUint64(nil, dt.ProbeMarker))
 	}
+	var src wire.SourceOptions // the source's marking, for ClampTCPMSS
+	switch {
+	case dt == nil:
+	case dt.IntL4DSCP.Mask != 0:
+		src.Encap = wire.EncapDSCP
+	case dt.IntUDPDstPort != 0:
+		src.Encap = wire.EncapUDPPort
+	case dt.ProbeMarker != 0:
+		src.Encap = wire.EncapProbe
+	}
 	for oid, i := range d.sessIdx {
 		a := d.objects[oid].attrs.(sai.IntSessionAttrs)
 		s := intdSession{
 			Inst: uint16(a.Instructions), Domain: a.DomainSpecificID, DsInst: a.DSInstruction, DsFlags: a.DSFlags,
 			MaxHops: a.MaxHopCount, HopMl: uint8(wire.Instructions(a.Instructions).Words() + bits.OnesCount16(a.DSInstruction)),
 		}
+		typ := wire.TypeMD
 		if a.Mode == sai.IntModeMX {
 			s.Mode = 1
+			typ = wire.TypeMX
+		}
+		if a.ClampTCPMSS {
+			s.Clamp = uint16(wire.TCPSourceOverhead(typ, int(a.MaxHopCount), int(s.HopMl), &src))
 		}
 		if a.Discard {
 			s.Discard = 1
@@ -491,6 +513,11 @@ func (d *Dataplane) compileLocked() error {
 	if err := d.writeEntries(base, wlBytes); err != nil {
 		return err
 	}
+	if n, err := d.writeTelemetry(); err != nil {
+		return err
+	} else if n > 0 {
+		c.Flags |= fTelemetry
+	}
 	for oid, i := range d.qrIdx {
 		a := d.objects[oid].attrs.(sai.QueueReportAttrs)
 		q := intdQrCfg{Depth: a.DepthThreshold, Latency: uint32(min(a.LatencyThreshold.Nanoseconds(), 1<<32-1)),
@@ -518,6 +545,49 @@ func (d *Dataplane) compileLocked() error {
 		d.reportErr = p.Configure(d.reportConfig(dt))
 	}
 	return nil
+}
+
+// writeTelemetry writes the collectors of the report sessions (address and
+// effective UDP port) into the telemetry map, whose traffic the watchlist
+// never matches, and returns how many there are.
+func (d *Dataplane) writeTelemetry() (int, error) {
+	want := map[intdTelKey]bool{}
+	for _, o := range d.objects {
+		a, ok := o.attrs.(sai.ReportSessionAttrs)
+		if !ok {
+			continue
+		}
+		for i, dst := range a.Destinations {
+			k := intdTelKey{Port: a.DstPort(i)}
+			b := dst.IP.As16() // IPv4 as ::ffff:a.b.c.d, as the program keys it
+			for j := range k.Addr {
+				k.Addr[j] = binary.NativeEndian.Uint32(b[4*j:])
+			}
+			want[k] = true
+		}
+	}
+	var k intdTelKey
+	var stale []intdTelKey
+	it := d.objs.Telemetry.Iterate()
+	for it.Next(&k, new(uint8)) {
+		if !want[k] {
+			stale = append(stale, k)
+		}
+	}
+	if err := it.Err(); err != nil {
+		return 0, fmt.Errorf("ebpf: telemetry map: %w", err)
+	}
+	for _, k := range stale {
+		if err := d.objs.Telemetry.Delete(k); err != nil {
+			return 0, fmt.Errorf("ebpf: telemetry map: %w", err)
+		}
+	}
+	for k := range want {
+		if err := d.objs.Telemetry.Put(k, uint8(1)); err != nil {
+			return 0, fmt.Errorf("ebpf: telemetry map (%d collectors, at most 256): %w", len(want), err)
+		}
+	}
+	return len(want), nil
 }
 
 // ReportError returns the error of the last reporting configuration.
@@ -561,20 +631,24 @@ const (
 	cGSO
 	cFlowGen
 	cDropGen
+	cMalformedFwd
+	cRemarked
+	nCounters = 32
 )
 
-func toCounters(c *[16]uint64) sai.Counters {
+func toCounters(c *[nCounters]uint64) sai.Counters {
 	return sai.Counters{
 		InPackets: c[cIn], OutPackets: c[cOut], DroppedPackets: c[cDrop],
 		IntInserted: c[cInserted], IntTransited: c[cTransited], IntStripped: c[cStripped],
 		EBitSet: c[cEBit], MBitSet: c[cMBit], IntMalformedDrop: c[cMalformed], Postcards: c[cPostcard],
+		IntMalformedForward: c[cMalformedFwd], DSCPRemarked: c[cRemarked],
 	}
 }
 
 // RawCounters returns the summed BPF counters of an interface slot (for
 // tests and debugging): index as in bpf/intd.c.
-func (d *Dataplane) rawCounters(slot int) [16]uint64 {
-	var out [16]uint64
+func (d *Dataplane) rawCounters(slot int) [nCounters]uint64 {
+	var out [nCounters]uint64
 	var per []intdCounters
 	if err := d.objs.Ctrs.Lookup(uint32(slot), &per); err != nil {
 		return out
@@ -603,7 +677,7 @@ func (d *Dataplane) Stats(ctx context.Context) (sai.Stats, error) {
 		ReportSessions: map[sai.OID]sai.ReportSessionStats{},
 		QueueReports:   map[sai.OID]sai.QueueReportStats{},
 	}
-	var node [16]uint64
+	var node [nCounters]uint64
 	for slot := 0; slot < maxSlots; slot++ {
 		if !d.slots[slot] {
 			continue
@@ -647,7 +721,9 @@ func (d *Dataplane) Stats(ctx context.Context) (sai.Stats, error) {
 		if err := d.objs.SessStatsMap.Lookup(uint32(i), &per); err == nil {
 			for _, v := range per {
 				s.PacketsInitiated += v.Initiated
-				s.NotInitiatedNoRoom += v.NotInitiated
+				s.NotInitiatedNoRoom += v.NoRoom
+				s.NotInitiatedUnsupported += v.Unsupported
+				s.NotInitiatedSampled += v.Sampled
 			}
 		}
 		st.IntSessions[oid] = s

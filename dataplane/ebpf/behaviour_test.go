@@ -24,7 +24,8 @@ type setup struct {
 	dt      func(a *sai.DTelAttrs)
 	sess    *sai.IntSessionAttrs
 	match   sai.WatchlistMatch
-	sink    bool
+	sink    bool // "lo", where frames leave, is a sink port
+	edge    bool // "in", where they come from, is a sink (edge) port
 	mtu     int
 	noEntry bool
 }
@@ -36,7 +37,10 @@ func (s setup) apply(t testing.TB, b sai.Backend) {
 	d.IntEndpointEnable, d.IntTransitEnable, d.PostcardEnable = true, true, true
 	d.IntL4DSCP = sai.DSCPMatch{Value: 0x17, Mask: 0x3f}
 	if s.sink {
-		d.SinkPortList = []string{"lo"}
+		d.SinkPortList = append(d.SinkPortList, "lo")
+	}
+	if s.edge {
+		d.SinkPortList = append(d.SinkPortList, "in")
 	}
 	if s.dt != nil {
 		s.dt(&d)
@@ -144,6 +148,8 @@ func behaviourCases(t *testing.T, tcp80, tcp81, udp53, udp0 []byte, l3 int) []be
 		a.IntUDPDstPort, a.IntUDPNPT = 5000, sai.NPTUDPPayload
 	}
 	ipLen := len(tcp80) - wire.EthernetLen
+	malformed := bytes.Clone(transitIn)
+	malformed[wire.EthernetLen+l3+20+4] = 0x30 // version 3
 	cases := []behaviourCase{
 		{"source MD over TCP (DSCP)", setup{sess: &mdSession, match: port80()}, tcp80,
 			insertINT(t, tcp80, mdSession, wire.SourceOptions{Encap: wire.EncapDSCP, DSCP: 0x17, Mask: 0x3f})},
@@ -164,11 +170,8 @@ func behaviourCases(t *testing.T, tcp80, tcp81, udp53, udp0 []byte, l3 int) []be
 		{"sink of a UDP-port INT packet restores the port", setup{sink: true, dt: udpPort},
 			insertINT(t, udp53, mdSession, wire.SourceOptions{Encap: wire.EncapUDPPort, UDPPort: 5000, NPT: wire.NPTUDPPort}), udp53},
 		{"sink discards D-bit packets", setup{sink: true}, intFrame(t, tcp80, mdSession, 1, true), nil},
-		{"malformed INT dropped", setup{}, func() []byte {
-			f := bytes.Clone(transitIn)
-			f[wire.EthernetLen+l3+20+4] = 0x30 // version 3
-			return f
-		}(), nil},
+		{"malformed INT forwarded unchanged", setup{}, malformed, malformed},
+		{"malformed INT dropped (DROP)", setup{dt: func(a *sai.DTelAttrs) { a.MalformedAction = sai.MalformedDrop }}, malformed, nil},
 	}
 	// The M-bit source case: headers but not this hop fit.
 	{

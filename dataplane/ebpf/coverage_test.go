@@ -124,6 +124,7 @@ func onCPU(t testing.TB) (undo func()) {
 // and the next breach gets a fresh quota.
 func TestQueueReportQuota(t *testing.T) {
 	n := newBPFNode(t)
+	n.in = 1 // lo, where intd_ingress runs: the latency is measured
 	n.setMTU(1500)
 	setup{dt: func(a *sai.DTelAttrs) { a.QueueReportEnable = true }}.apply(t, n)
 	qr, err := n.Create(sai.QueueReportAttrs{Port: "lo", LatencyThreshold: 1, ResetThreshold: 1, BreachQuota: 3})

@@ -107,11 +107,18 @@ type node interface {
 	name() string
 }
 
-// bpfNode runs frames through intd_egress with BPF_PROG_TEST_RUN on lo.
+// bpfNode runs frames through intd_egress with BPF_PROG_TEST_RUN on lo,
+// as if they came in through "in" (ifindex inIfindex), a port that exists
+// only in the maps: the soft node's ports are "in" and "lo" too.
 type bpfNode struct {
 	*Dataplane
 	rec *recorder
+	in  uint32 // ingress ifindex of process: inIfindex, 1 (lo), 0 (the host)
 }
+
+// inIfindex is the ifindex of the ebpf node's "in" port: BPF_PROG_TEST_RUN
+// takes any ingress ifindex, the egress device must exist (lo).
+const inIfindex = 65000
 
 // skbCtx is the head of struct __sk_buff up to ifindex.
 type skbCtx struct {
@@ -128,7 +135,20 @@ func newBPFNode(t testing.TB) *bpfNode {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Close() })
-	return &bpfNode{Dataplane: d, rec: rec}
+	n := &bpfNode{Dataplane: d, rec: rec, in: inIfindex}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	slot := slices.Index(d.slots[:], false)
+	i := &iface{cfg: Interface{Name: "in", ID: portID, L2ID: l2ID}, ifindex: inIfindex, mtu: 1500, slot: slot}
+	if err := d.objs.Ctrs.Put(uint32(slot), make([]intdCounters, ebpf.MustPossibleCPU())); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.objs.Ifaces.Put(uint32(inIfindex), d.ifaceValue(i)); err != nil {
+		t.Fatal(err)
+	}
+	d.slots[slot] = true
+	d.ifaces["in"] = i
+	return n
 }
 
 func (n *bpfNode) name() string { return "ebpf" }
@@ -142,9 +162,15 @@ func (n *bpfNode) setMTU(mtu int) {
 }
 
 func runProg(t testing.TB, p *ebpf.Program, frame []byte) (uint32, []byte) {
+	return runProgFrom(t, p, frame, 1)
+}
+
+// runProgFrom runs p on lo for a frame that came in on ifindex in (0: sent
+// by the host).
+func runProgFrom(t testing.TB, p *ebpf.Program, frame []byte, in uint32) (uint32, []byte) {
 	t.Helper()
 	out := make([]byte, len(frame)+2048)
-	opts := &ebpf.RunOptions{Data: frame, DataOut: out, Context: skbCtx{IngressIfindex: 1, Ifindex: 1}}
+	opts := &ebpf.RunOptions{Data: frame, DataOut: out, Context: skbCtx{IngressIfindex: in, Ifindex: 1}}
 	ret, err := p.Run(opts)
 	if err != nil {
 		t.Fatalf("test run: %v", err)
@@ -154,7 +180,7 @@ func runProg(t testing.TB, p *ebpf.Program, frame []byte) (uint32, []byte) {
 
 func (n *bpfNode) process(t testing.TB, frame []byte) []byte {
 	t.Helper()
-	ret, out := runProg(t, n.objs.IntdEgress, frame)
+	ret, out := runProgFrom(t, n.objs.IntdEgress, frame, n.in)
 	switch ret {
 	case 0: // TC_ACT_OK
 		return out

@@ -14,32 +14,33 @@ import (
 )
 
 type intdCfg struct {
-	_            structs.HostLayout
-	Flags        uint32
-	NodeId       uint32
-	TimeOffset   uint64
-	FlowInterval uint64
-	WlGen        uint32
-	WlCount      uint16
-	UdpPort      uint16
-	DscpVal      uint8
-	DscpMask     uint8
-	Npt          uint8
-	LatShift     uint8
-	WlBase       uint8
-	Tunnels      uint8
-	Pad          [2]uint8
-	Netns        uint32
-	GsoDev       uint32
-	GsoPeer      uint32
-	GreProto     uint16
-	Pad2         uint16
-	Probe        uint64
+	_             structs.HostLayout
+	Flags         uint32
+	NodeId        uint32
+	TimeOffset    uint64
+	FlowInterval  uint64
+	WlGen         uint32
+	WlCount       uint16
+	UdpPort       uint16
+	DscpVal       uint8
+	DscpMask      uint8
+	Npt           uint8
+	LatShift      uint8
+	WlBase        uint8
+	Tunnels       uint8
+	Remark        uint8
+	MalformedDrop uint8
+	Netns         uint32
+	GsoDev        uint32
+	GsoPeer       uint32
+	GreProto      uint16
+	Pad2          uint16
+	Probe         uint64
 }
 
 type intdCounters struct {
 	_ structs.HostLayout
-	C [16]uint64
+	C [32]uint64
 }
 
 type intdDetour struct {
@@ -128,7 +129,8 @@ type intdIngSlot struct {
 	Ifindex uint32
 	L2Id    uint32
 	L1Id    uint16
-	Pad     uint16
+	Sink    uint8
+	Slot    uint8
 }
 
 type intdQrCfg struct {
@@ -174,13 +176,13 @@ type intdScratch struct {
 		_         [3]byte
 		Tunnel    uint32
 		TcpFlags  uint8
+		Npt2Flags uint8
 		CsumFlags uint8
 		V6        uint8
 		Ext       uint8
 		Itype     uint8
 		Npt       uint8
 		ShimWords uint8
-		_         [1]byte
 		ShimVal   uint16
 		Ver       uint8
 		Hdr0      uint8
@@ -210,8 +212,14 @@ type intdScratch struct {
 	Op        uint8
 	Miss      uint8
 	Unsampled uint8
-	Pad       [2]uint8
-	_         [7]byte
+	Edge      uint8
+	EntryOp   uint8
+	_         [3]byte
+	InSlot    uint32
+	WlIn      uint32
+	Walk      uint32
+	Pad2      uint32
+	_         [4]byte
 	WlAcc     [16]uint64
 	LastKey   intdFlowKey
 	_         [4]byte
@@ -228,9 +236,11 @@ type intdScratch struct {
 }
 
 type intdSessStats struct {
-	_            structs.HostLayout
-	Initiated    uint64
-	NotInitiated uint64
+	_           structs.HostLayout
+	Initiated   uint64
+	NoRoom      uint64
+	Unsupported uint64
+	Sampled     uint64
 }
 
 type intdSession struct {
@@ -243,6 +253,15 @@ type intdSession struct {
 	MaxHops uint8
 	Discard uint8
 	HopMl   uint8
+	Clamp   uint16
+	Pad     uint16
+}
+
+type intdTelKey struct {
+	_    structs.HostLayout
+	Addr [4]uint32
+	Port uint16
+	Pad  uint16
 }
 
 type intdWlBm struct {
@@ -258,7 +277,7 @@ type intdWlCache struct {
 	FlowOp     uint8
 	Session    uint8
 	Act        uint8
-	Pad        uint8
+	EntryOp    uint8
 	IntervalUs uint32
 	LastAct    uint64
 }
@@ -325,11 +344,13 @@ const (
 	intdMapFlows         = "flows"
 	intdMapIfaces        = "ifaces"
 	intdMapIngMap        = "ing_map"
+	intdMapOwnDrop       = "own_drop"
 	intdMapQrCfgMap      = "qr_cfg_map"
 	intdMapQrStateMap    = "qr_state_map"
 	intdMapScratchMap    = "scratch_map"
 	intdMapSessStatsMap  = "sess_stats_map"
 	intdMapSessions      = "sessions"
+	intdMapTelemetry     = "telemetry"
 	intdMapWatchlist     = "watchlist"
 	intdMapWlCacheMap    = "wl_cache_map"
 	intdMapWlIfx         = "wl_ifx"
@@ -412,11 +433,13 @@ type intdMapSpecs struct {
 	Flows        *ebpf.MapSpec `ebpf:"flows"`
 	Ifaces       *ebpf.MapSpec `ebpf:"ifaces"`
 	IngMap       *ebpf.MapSpec `ebpf:"ing_map"`
+	OwnDrop      *ebpf.MapSpec `ebpf:"own_drop"`
 	QrCfgMap     *ebpf.MapSpec `ebpf:"qr_cfg_map"`
 	QrStateMap   *ebpf.MapSpec `ebpf:"qr_state_map"`
 	ScratchMap   *ebpf.MapSpec `ebpf:"scratch_map"`
 	SessStatsMap *ebpf.MapSpec `ebpf:"sess_stats_map"`
 	Sessions     *ebpf.MapSpec `ebpf:"sessions"`
+	Telemetry    *ebpf.MapSpec `ebpf:"telemetry"`
 	Watchlist    *ebpf.MapSpec `ebpf:"watchlist"`
 	WlCacheMap   *ebpf.MapSpec `ebpf:"wl_cache_map"`
 	WlIfx        *ebpf.MapSpec `ebpf:"wl_ifx"`
@@ -467,11 +490,13 @@ type intdMaps struct {
 	Flows        *ebpf.Map `ebpf:"flows"`
 	Ifaces       *ebpf.Map `ebpf:"ifaces"`
 	IngMap       *ebpf.Map `ebpf:"ing_map"`
+	OwnDrop      *ebpf.Map `ebpf:"own_drop"`
 	QrCfgMap     *ebpf.Map `ebpf:"qr_cfg_map"`
 	QrStateMap   *ebpf.Map `ebpf:"qr_state_map"`
 	ScratchMap   *ebpf.Map `ebpf:"scratch_map"`
 	SessStatsMap *ebpf.Map `ebpf:"sess_stats_map"`
 	Sessions     *ebpf.Map `ebpf:"sessions"`
+	Telemetry    *ebpf.Map `ebpf:"telemetry"`
 	Watchlist    *ebpf.Map `ebpf:"watchlist"`
 	WlCacheMap   *ebpf.Map `ebpf:"wl_cache_map"`
 	WlIfx        *ebpf.Map `ebpf:"wl_ifx"`
@@ -496,11 +521,13 @@ func (m *intdMaps) Close() error {
 		m.Flows,
 		m.Ifaces,
 		m.IngMap,
+		m.OwnDrop,
 		m.QrCfgMap,
 		m.QrStateMap,
 		m.ScratchMap,
 		m.SessStatsMap,
 		m.Sessions,
+		m.Telemetry,
 		m.Watchlist,
 		m.WlCacheMap,
 		m.WlIfx,

@@ -6,11 +6,13 @@
  *   intd_ingress  tc ingress: remembers the ingress time of the packet in a
  *                 per-CPU slot (forwarding runs ingress -> egress on one CPU
  *                 without deferral), keyed by a fingerprint of the IP header.
- *   intd_egress   tc egress: malformed INT drop, sink (report, strip, D-bit
+ *   intd_egress   tc egress: packets from outside the INT domain (through a
+ *                 sink port, or sent by the host) are never INT; malformed
+ *                 INT forwarded or dropped; sink (report, strip, D-bit
  *                 discard), transit (push metadata, E/M bits), watchlist
- *                 lookup, source (insert shim + INT-MD/MX), postcards and
- *                 queue reports; per-flow report filter; events to a ring
- *                 buffer.
+ *                 lookup, DSCP re-mark at the edge, TCP MSS clamp, source
+ *                 (insert shim + INT-MD/MX), postcards and queue reports;
+ *                 per-flow report filter; events to a ring buffer.
  *   intd_gso      tc ingress of the GSO detour veth's peer: the source step
  *                 on each software segment of a watched GSO super-packet,
  *                 then redirect to its egress device.
@@ -54,6 +56,8 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define F_PATH_CHANGE (1 << 9)
 #define F_QUEUE_CHANGE (1 << 10)
 #define F_WL_IFX (1 << 11) /* some watchlist entry matches the ingress port */
+#define F_REMARK (1 << 12) /* endpoint with DSCP marking: re-mark colliding DSCPs entering the domain */
+#define F_TELEMETRY (1 << 13) /* report sessions: traffic to their collectors is never watched */
 
 /* cfg.tunnels: INT v2.1 over VXLAN-GPE (UDP 4790, next protocol 0x82),
  * Geneve (UDP 6081, option class 0x0103) and GRE over IPv4 (cfg.gre_proto) */
@@ -113,7 +117,9 @@ enum {
 	C_GSO,
 	C_FLOW_GEN,
 	C_DROP_GEN,
-	NCTR = 16,
+	C_MALFORMED_FWD,
+	C_REMARKED,
+	NCTR = 32,
 };
 
 struct cfg {
@@ -130,7 +136,8 @@ struct cfg {
 	__u8 lat_shift;      /* latency bucket = latency >> lat_shift */
 	__u8 wl_base;        /* 0 or 1: active half of the watchlist */
 	__u8 tunnels;        /* TUN_*: INT in these tunnels */
-	__u8 pad[2];
+	__u8 remark;         /* DSCP for packets entering the domain with the marking's (F_REMARK) */
+	__u8 malformed_drop; /* 1: drop marked packets that are not INT; 0: forward them */
 	__u32 netns;         /* inode of intd's network namespace */
 	__u32 gso_dev;       /* ifindex of the detour veth's sending side, 0: none */
 	__u32 gso_peer;      /* ifindex of its receiving side (intd_gso) */
@@ -158,6 +165,8 @@ struct session {
 	__u8 max_hops;
 	__u8 discard;
 	__u8 hop_ml; /* words: baseline + domain specific */
+	__u16 clamp; /* bytes of INT a full-sized TCP segment gets: SYN MSS leaves room; 0 off */
+	__u16 pad;
 };
 
 struct wl_entry {
@@ -229,7 +238,7 @@ struct wl_cache {
 	__u8 flow_op;
 	__u8 session; /* of the entry: a hit needs no watchlist lookup */
 	__u8 act;
-	__u8 pad;
+	__u8 entry_op; /* the entry's flow op before sampling */
 	__u32 interval_us; /* of the entry */
 	__u64 last_act;    /* bpf_ktime_get_ns() the flow op last acted, 0: never */
 };
@@ -238,9 +247,19 @@ struct counters {
 	__u64 c[NCTR];
 };
 
+/* Watched packets given INT, and left without it by reason. */
 struct sess_stats {
 	__u64 initiated;
-	__u64 not_initiated;
+	__u64 no_room;     /* headers beyond the egress MTU */
+	__u64 unsupported; /* nothing to carry INT or no room the kernel would make */
+	__u64 sampled;     /* skipped by the entry's packet-interval */
+};
+
+/* A collector: report packets to it are never watched. */
+struct tel_key {
+	__u32 addr[4]; /* IPv4 as ::ffff:a.b.c.d */
+	__u16 port;
+	__u16 pad;
 };
 
 struct wl_stats {
@@ -275,7 +294,8 @@ struct ing_slot {
 	__u32 ifindex;
 	__u32 l2_id; /* ids of the ingress interface */
 	__u16 l1_id;
-	__u16 pad;
+	__u8 sink; /* the ingress interface is a sink (edge) port */
+	__u8 slot;
 };
 
 /* detour is what a GSO super-packet's segments need at the peer of the
@@ -333,6 +353,7 @@ struct pkt {
 	__u8 tun;   /* ENC_GPE, ENC_GENEVE, ENC_GRE: the packet is in such a tunnel */
 	__u32 tunnel; /* offset of the tunnel header when tun */
 	__u8 tcp_flags;
+	__u8 npt2_flags; /* NPT 2 over TCP: the flags of the TCP header behind the stack */
 	__u8 csum_flags;
 	__u8 v6;
 	__u8 ext; /* IPv6 extension headers before the L4 header */
@@ -368,8 +389,13 @@ struct scratch {
 	__u32 slot;
 	__u8 op;
 	__u8 miss; /* classify missed the flow cache */
-	__u8 unsampled; /* packet-interval left this packet alone */
-	__u8 pad[2];
+	__u8 unsampled; /* the flow op packet-interval kept from this packet, 0: none */
+	__u8 edge; /* from outside the INT domain: sink port or the host */
+	__u8 entry_op; /* the matching entry's flow op before sampling */
+	__u32 in_slot; /* counter slot of the ingress interface (0: the host, unknown) */
+	__u32 wl_in; /* ingress ifindex wl_match matches */
+	__u32 walk; /* syn_clamp's offset in the TCP options */
+	__u32 pad2;
 	__u64 wl_acc[WL_WORDS]; /* wl_match's intersection */
 	/* The last flow classified on this CPU and its cached verdict: bulk
 	 * flows skip the flow cache's hash lookup. */
@@ -570,6 +596,23 @@ struct {
 	__uint(max_entries, 1 << 20);
 } events SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, struct tel_key);
+	__type(value, __u8);
+} telemetry SEC(".maps");
+
+/* The skb intd_egress or intd_gso dropped last on this CPU (the kernel
+ * frees it right after the program returns): intd_kfree_skb leaves it,
+ * counted already. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} own_drop SEC(".maps");
+
 /* Generated Go types for userspace. */
 struct event *unused_event __attribute__((unused));
 struct flow_key *unused_flow_key __attribute__((unused));
@@ -684,12 +727,30 @@ static __always_inline void cnt(struct scratch *s, int i)
 		c->c[i & (NCTR - 1)]++;
 }
 
+static __always_inline void cnt_at(__u32 slot, int i)
+{
+	struct counters *c = bpf_map_lookup_elem(&ctrs, &slot);
+	if (c)
+		c->c[i & (NCTR - 1)]++;
+}
+
 static __always_inline void cnt_drop(struct scratch *s, __u32 reason)
 {
 	__u64 *d = bpf_map_lookup_elem(&drops, &reason);
 	if (d)
 		(*d)++;
 	cnt(s, C_DROP);
+}
+
+/* shot drops the packet; intd_kfree_skb leaves this drop alone (counted
+ * here, if at all). */
+static __always_inline int shot(struct __sk_buff *skb)
+{
+	__u32 zero = 0;
+	__u64 *o = bpf_map_lookup_elem(&own_drop, &zero);
+	if (o)
+		*o = (__u64)(long)bpf_cast_to_kern_ctx(skb);
+	return TC_ACT_SHOT;
 }
 
 static __always_inline __u32 inst_words(__u16 inst)
@@ -803,6 +864,7 @@ static __always_inline int parse(struct __sk_buff *skb, struct scratch *s)
 		return -1;
 	struct pkt *p = &s->p;
 	struct cfg *c = &s->c;
+	int edge = s->edge; /* from outside the domain: tunnels, never INT */
 	__builtin_memset(p, 0, sizeof(*p));
 	/* Direct packet access (a helper call per load costs more): the
 	 * headers are in the linear part, or are pulled there once. */
@@ -917,7 +979,7 @@ static __always_inline int parse(struct __sk_buff *skb, struct scratch *s)
 		p->l4len = 4 + ((flags & 0x2000) ? 4 : 0) + ((flags & 0x1000) ? 4 : 0);
 		p->tun = ENC_GRE;
 		p->tunnel = l4;
-		if ((((__u16)t[2] << 8) | t[3]) != c->gre_proto)
+		if (edge || (((__u16)t[2] << 8) | t[3]) != c->gre_proto)
 			return 0;
 		p->shim = l4 + p->l4len;
 		p->encap = ENC_GRE;
@@ -952,7 +1014,7 @@ static __always_inline int parse(struct __sk_buff *skb, struct scratch *s)
 			return 0;
 		p->tun = ENC_GPE;
 		p->tunnel = l4 + 8;
-		if (g[3] != GPE_NP_INT)
+		if (edge || g[3] != GPE_NP_INT)
 			return 0;
 		p->shim = l4 + 16;
 		p->encap = ENC_GPE;
@@ -964,6 +1026,8 @@ static __always_inline int parse(struct __sk_buff *skb, struct scratch *s)
 			return 0;
 		p->tun = ENC_GENEVE;
 		p->tunnel = l4 + 8;
+		if (edge)
+			return 0;
 		__u32 o = l4 + 16, oend = l4 + 16 + (g[0] & 0x3f) * 4;
 		for (int i = 0; i < 4; i++) {
 			if (o + 4 > oend || o > 0xff)
@@ -984,6 +1048,8 @@ static __always_inline int parse(struct __sk_buff *skb, struct scratch *s)
 		if (!p->shim)
 			return 0;
 		p->encap = ENC_GENEVE;
+	} else if (edge) {
+		return 0;
 	} else if (c->dscp_mask && ((p->tos >> 2) & c->dscp_mask) == c->dscp_val) {
 		p->shim = l4 + (p->l4len & 0x3c);
 		p->encap = ENC_DSCP;
@@ -1054,11 +1120,14 @@ hdr:
 	if (p->npt == 1) {
 		p->dport = p->shim_val;
 	} else if (p->npt == 2) {
-		__u8 o[4];
+		__u8 o[14];
 		p->proto = (__u8)p->shim_val;
 		p->sport = p->dport = 0;
-		if ((p->proto == IPPROTO_TCP || p->proto == IPPROTO_UDP) &&
-		    bpf_skb_load_bytes(skb, p->shim + 4 + p->shim_words * 4, o, 4) == 0) {
+		if (p->proto == IPPROTO_TCP && bpf_skb_load_bytes(skb, p->shim + 4 + p->shim_words * 4, o, 14) == 0) {
+			p->sport = ((__u16)o[0] << 8) | o[1];
+			p->dport = ((__u16)o[2] << 8) | o[3];
+			p->npt2_flags = o[13];
+		} else if (p->proto == IPPROTO_UDP && bpf_skb_load_bytes(skb, p->shim + 4 + p->shim_words * 4, o, 4) == 0) {
 			p->sport = ((__u16)o[0] << 8) | o[1];
 			p->dport = ((__u16)o[2] << 8) | o[3];
 		}
@@ -1510,8 +1579,8 @@ static __always_inline void sample(struct scratch *s, struct wl_cache *mv)
 	need_time(s);
 	__u64 last = mv->last_act;
 	if (last && s->now - last < (__u64)mv->interval_us * 1000) {
+		s->unsampled = s->op;
 		s->op = OP_NOP;
-		s->unsampled = 1;
 		return;
 	}
 	mv->last_act = s->now;
@@ -1580,9 +1649,10 @@ static __always_inline __u32 ctz64(__u64 x)
 }
 
 /* wl_match returns the index (priority order) of the first watchlist
- * entry of the active half that matches the parsed packet, or WL_NONE.
+ * entry of the active half that matches the parsed packet as it came in
+ * through ifindex s->wl_in, or WL_NONE.
  * Global: verified once, apart from intd_egress. */
-GLOBAL int wl_match(struct __sk_buff *skb, struct scratch *s)
+GLOBAL int wl_match(struct scratch *s)
 {
 	if (!s)
 		return WL_NONE;
@@ -1601,7 +1671,7 @@ GLOBAL int wl_match(struct __sk_buff *skb, struct scratch *s)
 	if (c->flags & F_WL_FLAGS)
 		bm_and(acc, small_set(half, WLS_FLAGS + (p->proto == IPPROTO_TCP ? p->tcp_flags : 0)));
 	if (c->flags & F_WL_IFX) {
-		__u64 ik = ((__u64)half << 32) | skb->ingress_ifindex;
+		__u64 ik = ((__u64)half << 32) | s->wl_in;
 		b = bpf_map_lookup_elem(&wl_ifx, &ik);
 		bm_and(acc, b ? b : small_set(half, WLS_IFX_ANY));
 	}
@@ -1626,6 +1696,7 @@ static __always_inline int classify(struct __sk_buff *skb, struct scratch *s)
 	struct pkt *p = &s->p;
 	struct cfg *c = &s->c;
 	s->op = OP_NOP;
+	s->entry_op = OP_NOP;
 	if (!c->wl_count)
 		return 0;
 	struct flow_key k = {.sport = p->sport, .dport = p->dport, .proto = p->proto,
@@ -1660,13 +1731,26 @@ static __always_inline int classify(struct __sk_buff *skb, struct scratch *s)
 		s->e.act = wc->act;
 		s->e.stats = wc->stats;
 		s->op = wc->flow_op;
+		s->entry_op = wc->entry_op;
 		if (wc->interval_us && s->op != OP_NOP)
 			sample(s, wc == &s->last ? bpf_map_lookup_elem(&wl_cache_map, &k) : wc);
 		return 1;
 	}
 	s->miss = 1;
 	__u32 hit = WL_NONE;
-	__u32 i = wl_match(skb, s);
+	__u32 i = WL_NONE;
+	int tel = 0;
+	if ((c->flags & F_TELEMETRY) && p->proto == IPPROTO_UDP) {
+		/* Telemetry reports to a collector (this node's or another
+		 * node's) are never watched. */
+		struct tel_key tk = {.port = p->dport};
+		__builtin_memcpy(tk.addr, p->daddr, 16);
+		tel = bpf_map_lookup_elem(&telemetry, &tk) != 0;
+	}
+	if (!tel) {
+		s->wl_in = skb->ingress_ifindex;
+		i = wl_match(s);
+	}
 	if (i < MAX_WL) {
 		__u32 idx = base + i;
 		struct wl_entry *e = bpf_map_lookup_elem(&watchlist, &idx);
@@ -1684,18 +1768,152 @@ static __always_inline int classify(struct __sk_buff *skb, struct scratch *s)
 		nc.act = s->e.act;
 		nc.stats = s->e.stats;
 		nc.flow_op = s->e.flow_op;
+		nc.entry_op = s->e.flow_op;
 		if (nc.flow_op != OP_NOP && s->e.sample_pct < 100 && (flow_hash(&k) >> 32) % 100 >= s->e.sample_pct)
 			nc.flow_op = OP_NOP;
 		nc.interval_us = s->e.interval_us;
 		nc.last_act = prev;
 	}
 	s->op = nc.flow_op;
+	s->entry_op = nc.entry_op;
 	if (nc.interval_us && nc.flow_op != OP_NOP)
 		sample(s, &nc);
 	bpf_map_update_elem(&wl_cache_map, &k, &nc, BPF_ANY);
 	s->last = nc;
 	s->last_key = k;
 	return hit != WL_NONE;
+}
+
+/* ---- the domain's edge ---- */
+
+/* remark writes cfg.remark as the DSCP of a packet entering the domain
+ * whose DSCP carries the INT marking (ECN kept; IPv4 header checksum
+ * fixed), so that no node downstream takes it for INT (INT v2.1, DSCP
+ * marking); counted on the ingress interface. A source then saves the new
+ * DSCP in the shim. */
+GLOBAL int remark(struct __sk_buff *skb, struct scratch *s)
+{
+	if (!s)
+		return -1;
+	struct pkt *p = &s->p;
+	__u8 tos = (s->c.remark << 2) | (p->tos & 3);
+	__u8 *d = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
+	if (ip_set(p, d + L3, end, tos, p->ip_len))
+		return -1;
+	p->tos = tos;
+	cnt_at(s->in_slot, C_REMARKED);
+	return 0;
+}
+
+/* syn_clamp lowers the MSS option of a TCP SYN or SYN-ACK (header at
+ * s->p.l4) so that a full-sized segment has room for the INT a session
+ * adds at its maximum hop count (session.clamp bytes) under an MTU: MSS <=
+ * MTU - IP header (20, IPv6 40) - TCP header (20) - clamp. The segment is
+ * either a watched flow's at its source (reply 0: the entry classify found,
+ * this egress MTU), or leaves the domain through a sink port (reply 1): the
+ * watchlist entry is the one the reverse flow matches as it would come in
+ * through this egress port, and the MTU that of the port the reply came in
+ * through, by which that flow leaves (symmetric routing). The TCP checksum
+ * is updated incrementally (an odd offset in the header counts
+ * byte-swapped; nothing to do for CHECKSUM_PARTIAL, which the helper
+ * knows). It returns 1 when it lowered the MSS. */
+GLOBAL int syn_clamp(struct __sk_buff *skb, struct scratch *s, int reply)
+{
+	if (!s)
+		return 0;
+	struct pkt *p = &s->p;
+	__u8 t[64];
+	__u32 l4 = p->l4;
+	if (l4 > 0xff || bpf_skb_load_bytes(skb, l4, t, 20))
+		return 0;
+	if (!(t[13] & 0x02))
+		return 0;
+	__u64 olen = (t[12] >> 4) * 4;
+	if (olen <= 20)
+		return 0;
+	olen -= 20;
+	BOUND(olen, 0x3f);
+	if (olen == 0 || olen > 40 || bpf_skb_load_bytes(skb, l4 + 20, t + 20, olen))
+		return 0;
+	__u32 sid = s->e.session;
+	__u32 mtu = s->ifc.mtu;
+	if (reply) {
+		struct iface *ii = iface_of(s->h.in_ifindex);
+		if (!ii)
+			return 0;
+		mtu = ii->mtu;
+		__u32 a[4], pt = p->sport;
+		__u8 fl = p->tcp_flags;
+		__builtin_memcpy(a, p->saddr, 16);
+		__builtin_memcpy(p->saddr, p->daddr, 16);
+		__builtin_memcpy(p->daddr, a, 16);
+		p->sport = p->dport;
+		p->dport = pt;
+		p->tcp_flags = t[13];
+		s->wl_in = s->h.out_ifindex;
+		__u32 i = wl_match(s);
+		__builtin_memcpy(p->daddr, p->saddr, 16);
+		__builtin_memcpy(p->saddr, a, 16);
+		p->dport = p->sport;
+		p->sport = pt;
+		p->tcp_flags = fl;
+		if (i >= MAX_WL)
+			return 0;
+		__u32 idx = (s->c.wl_base ? MAX_WL : 0) + i;
+		struct wl_entry *e = bpf_map_lookup_elem(&watchlist, &idx);
+		if (!e || e->flow_op != OP_INT)
+			return 0;
+		sid = e->session;
+	}
+	struct session *se = bpf_map_lookup_elem(&sessions, &sid);
+	if (!se || !se->clamp)
+		return 0;
+	__s32 lim = (__s32)mtu - (p->v6 ? 40 : 20) - 20 - se->clamp;
+	if (lim <= 0)
+		return 0;
+	if (lim > 0xffff)
+		lim = 0xffff;
+	/* The options: end of list (0), no-op (1), else kind and length. */
+	/* The offset goes through memory: the verifier forgets its value,
+	 * so that every round of the walk is verified once. */
+	__u32 end = 20 + olen;
+	s->walk = 20;
+	__u32 o = 0;
+	int found = 0;
+	for (int i = 0; i < 40; i++) {
+		o = *(volatile __u32 *)&s->walk;
+		if (o + 1 >= end)
+			return 0;
+		__u8 kind = t[o & 63];
+		if (kind == 0)
+			return 0;
+		__u32 n = 1;
+		if (kind != 1) {
+			n = t[(o + 1) & 63];
+			if (n < 2 || o + n > end)
+				return 0;
+			if (kind == 2 && n == 4) {
+				found = 1;
+				break;
+			}
+		}
+		*(volatile __u32 *)&s->walk = o + n;
+	}
+	if (!found)
+		return 0;
+	__u32 at = o + 2;
+	__u16 old = ((__u16)t[at & 63] << 8) | t[(at + 1) & 63];
+	if (old <= lim)
+		return 0;
+	__u16 nv = bpf_htons(lim), ov = bpf_htons(old);
+	if (bpf_skb_store_bytes(skb, l4 + at, &nv, 2, 0))
+		return 0;
+	if (at & 1) {
+		nv = __builtin_bswap16(nv);
+		ov = __builtin_bswap16(ov);
+	}
+	bpf_l4_csum_replace(skb, l4 + 16, ov, nv, 2);
+	return 1;
 }
 
 /* ---- roles ---- */
@@ -1762,13 +1980,13 @@ static __always_inline int detour(struct __sk_buff *skb, struct scratch *s, stru
 	__u32 out = h->out_ifindex;
 	__u32 zero = 0;
 	if (!s->c.gso_dev || out > 0xffff || !out)
-		goto plain;
+		goto unsupported;
 	if (p->ipproto == IPPROTO_TCP) {
 		__u32 reserve = fixed + (se->mode == 0 ? (__u32)se->max_hops * se->hop_ml * 4 : 0);
 		__u32 hdrs = p->ihl + p->l4len + reserve;
 		__u32 mtu = s->ifc.mtu;
 		if (mtu < hdrs + 256)
-			goto plain;
+			goto no_room;
 		__u32 want = mtu - hdrs;
 		__u32 gso = skb->gso_size;
 		if (gso > want) {
@@ -1777,7 +1995,7 @@ static __always_inline int detour(struct __sk_buff *skb, struct scratch *s, stru
 			 * keeps the lower size and restores the packet. */
 			__s32 d = gso - want;
 			if (bpf_skb_adjust_room(skb, d, BPF_ADJ_ROOM_NET, 0))
-				goto plain;
+				goto unsupported;
 			if (bpf_skb_adjust_room(skb, -d, BPF_ADJ_ROOM_NET, BPF_F_ADJ_ROOM_FIXED_GSO))
 				return TC_ACT_SHOT;
 		}
@@ -1800,12 +2018,12 @@ static __always_inline int detour(struct __sk_buff *skb, struct scratch *s, stru
 	}
 	__u32 *seq = bpf_map_lookup_elem(&detour_seq, &zero);
 	if (!seq)
-		goto plain;
+		goto unsupported;
 	__u32 n = __sync_fetch_and_add(seq, 1);
 	__u32 idx = n & (MAX_DETOUR - 1);
 	struct detour *r = bpf_map_lookup_elem(&detours, &idx);
 	if (!r)
-		goto plain;
+		goto unsupported;
 	__u32 mark = ((n & 0xffff) << 16) | out;
 	r->mark = mark;
 	r->orig_mark = skb->mark;
@@ -1825,8 +2043,11 @@ static __always_inline int detour(struct __sk_buff *skb, struct scratch *s, stru
 	skb->mark = mark;
 	cnt(s, C_GSO);
 	return bpf_redirect(s->c.gso_dev, 0);
-plain:
-	ss->not_initiated++;
+no_room:
+	ss->no_room++;
+	return TC_ACT_OK;
+unsupported:
+	ss->unsupported++;
 	return TC_ACT_OK;
 }
 
@@ -1862,18 +2083,18 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 		pre = 8;
 		fixed += 8;
 	} else {
-		ss->not_initiated++;
+		ss->unsupported++; /* no marking to announce INT with */
 		return TC_ACT_OK;
 	}
 	if (npt == 2 && p->ext) {
 		/* The new UDP header would go behind IPv6 extension headers,
 		 * whose last next-header field this does not rewrite. */
-		ss->not_initiated++;
+		ss->unsupported++;
 		return TC_ACT_OK;
 	}
 	if (npt != 2 && !p->l4len) {
 		/* INT over TCP/UDP needs a TCP or UDP header to follow. */
-		ss->not_initiated++;
+		ss->unsupported++;
 		return TC_ACT_OK;
 	}
 	if (skb->gso_size || csum_pending(skb))
@@ -1881,7 +2102,7 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 	__u32 mtu = s->ifc.mtu;
 	__u32 room = mtu > p->ip_len ? mtu - p->ip_len : 0;
 	if (fixed > room) {
-		ss->not_initiated++;
+		ss->no_room++;
 		return TC_ACT_OK;
 	}
 	__u32 hopw = 0;
@@ -1935,7 +2156,7 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 		if (r == -2)
 			return TC_ACT_SHOT;
 		if (r) {
-			ss->not_initiated++;
+			ss->unsupported++;
 			return TC_ACT_OK;
 		}
 		bpf_skb_store_bytes(skb, at, u, 8, 0);
@@ -1962,13 +2183,13 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 			/* The tunnel header's next protocol goes into the shim
 			 * (GPE, GRE); Geneve's INT option header is the shim. */
 			if (bpf_skb_load_bytes(skb, p->tunnel, tb, 4)) {
-				ss->not_initiated++;
+				ss->unsupported++;
 				return TC_ACT_OK;
 			}
 			__u8 type = se->mode == 0 ? 1 : 3;
 			if (p->tun == ENC_GENEVE) {
 				if (ilen / 4 > 31 || (tb[0] & 0x3f) + n / 4 > 63) {
-					ss->not_initiated++;
+					ss->unsupported++; /* Geneve's option lengths */
 					return TC_ACT_OK;
 				}
 				shim[0] = GENEVE_CLASS_INT >> 8;
@@ -2007,14 +2228,14 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 		__u64 len = n;
 		BOUND(len, 0xfc);
 		if (len < 16 || len > 152) {
-			ss->not_initiated++;
+			ss->unsupported++;
 			return TC_ACT_OK;
 		}
 		int r = make_room(skb, at, n, fixed_len(p));
 		if (r == -2)
 			return TC_ACT_SHOT;
 		if (r) {
-			ss->not_initiated++;
+			ss->unsupported++;
 			return TC_ACT_OK;
 		}
 		/* shim + INT written directly after the L4 header, then the
@@ -2322,6 +2543,7 @@ static __always_inline int strip(struct __sk_buff *skb, struct scratch *s)
 		tos = (p->tos & 0x03) | (p->shim_val & 0xfc);
 	if (ip_set(p, iph, end, tos, p->ip_len - ilen))
 		return -1;
+	p->tos = tos;
 	if (l4_fix(skb, p, acc, seg, seg - ilen))
 		return -1;
 	/* Move what lies between the fixed IP header and the shim down over
@@ -2358,11 +2580,14 @@ static __always_inline int sink(struct __sk_buff *skb, struct scratch *s)
 	if (strip(skb, s)) {
 		cnt(s, C_MALFORMED);
 		cnt_drop(s, 0);
-		return TC_ACT_SHOT;
+		return shot(skb);
 	}
 	cnt(s, C_STRIPPED);
 	if (discard)
-		return TC_ACT_SHOT;
+		return shot(skb);
+	/* The TCP header is where it was (NPT 2: where the UDP header was). */
+	if (s->p.proto == IPPROTO_TCP && ((s->p.tcp_flags | s->p.npt2_flags) & 0x02))
+		syn_clamp(skb, s, 1);
 	cnt(s, C_OUT);
 	return TC_ACT_OK;
 }
@@ -2449,6 +2674,8 @@ int intd_ingress(struct __sk_buff *skb)
 	sl->ifindex = ifx;
 	sl->l1_id = ifc->l1_id;
 	sl->l2_id = ifc->l2_id;
+	sl->sink = ifc->sink;
+	sl->slot = ifc->slot;
 	return TC_ACT_OK;
 }
 
@@ -2473,39 +2700,59 @@ int intd_egress(struct __sk_buff *skb)
 	}
 	s->c = *c;
 	s->ifc = *ifc;
+	/* The ingress interface. A packet from outside the INT domain -
+	 * through a sink (edge) port, or sent by the host itself (no ingress
+	 * interface) - is never INT, whatever its DSCP or ports say. */
+	__u32 in = skb->ingress_ifindex;
+	__u32 l1_in = 0, l2_in = 0, known = 0;
+	struct ing_slot *sl = bpf_map_lookup_elem(&ing_map, &zero);
+	s->edge = !in;
+	s->in_slot = 0;
+	if (sl && in && sl->ifindex == in) {
+		/* intd_ingress of this CPU saw the packet's ingress port last. */
+		l1_in = sl->l1_id;
+		l2_in = sl->l2_id;
+		s->edge = sl->sink;
+		s->in_slot = sl->slot;
+		known = 1;
+	} else if (in) {
+		struct iface *ii = iface_of(in);
+		if (ii) {
+			l1_in = ii->l1_id;
+			l2_in = ii->l2_id;
+			s->edge = ii->sink;
+			s->in_slot = ii->slot;
+			known = 1;
+		}
+	}
 	int pr = parse(skb, s);
 	if (pr < 0) {
 		cnt(s, C_OUT);
 		return TC_ACT_OK;
 	}
-	if (pr > 0) {
-		cnt(s, C_MALFORMED);
-		cnt_drop(s, 0);
-		return TC_ACT_SHOT;
+	if (pr > 0 && s->c.malformed_drop) {
+		/* Marked but not INT, from inside the domain: dropped,
+		 * counted on the ingress interface (reason 0). */
+		cnt_at(s->in_slot, C_MALFORMED);
+		cnt_at(s->in_slot, C_DROP);
+		__u64 *dr = bpf_map_lookup_elem(&drops, &zero);
+		if (dr)
+			(*dr)++;
+		return shot(skb);
 	}
 	struct hop *h = &s->h;
 	__builtin_memset(h, 0, sizeof(*h));
 	h->node = s->c.node_id;
 	h->l1_out = ifc->l1_id;
 	h->l2_out = ifc->l2_id;
-	h->in_ifindex = skb->ingress_ifindex;
+	h->in_ifindex = in;
 	h->out_ifindex = ifx;
 	h->valid = 0x8000; /* node id; queue: need_occ; time: need_time */
 	h->occ = 0;
-	struct ing_slot *sl = bpf_map_lookup_elem(&ing_map, &zero);
-	if (sl && h->in_ifindex && sl->ifindex == h->in_ifindex) {
-		/* intd_ingress of this CPU saw the packet's ingress port last. */
-		h->l1_in = sl->l1_id;
-		h->l2_in = sl->l2_id;
+	if (known) {
+		h->l1_in = l1_in;
+		h->l2_in = l2_in;
 		h->valid |= 0x4000 | 0x0200; /* L1 and L2 interfaces */
-	} else if (h->in_ifindex) {
-		__u32 in = h->in_ifindex;
-		struct iface *ii = iface_of(in);
-		if (ii) {
-			h->l1_in = ii->l1_id;
-			h->l2_in = ii->l2_id;
-			h->valid |= 0x4000 | 0x0200; /* L1 and L2 interfaces */
-		}
 	}
 	s->t_in = 0;
 	if (sl && sl->ifindex == h->in_ifindex && sl->ts) {
@@ -2518,12 +2765,21 @@ int intd_egress(struct __sk_buff *skb)
 	}
 	int qr = s->ifc.qr && (s->c.flags & F_QUEUE);
 
+	if (pr > 0) {
+		/* Marked but not INT, from inside the domain: forwarded as it
+		 * is (never watched, so never given INT). */
+		cnt_at(s->in_slot, C_MALFORMED_FWD);
+		if (qr)
+			queue_report(skb, s, 0);
+		cnt(s, C_OUT);
+		return TC_ACT_OK;
+	}
 	if (s->p.shim) {
 		if (s->ifc.sink && (s->c.flags & F_ENDPOINT))
 			return sink(skb, s);
 		if (s->c.flags & F_TRANSIT) {
 			if (transit(skb, s) != TC_ACT_OK)
-				return TC_ACT_SHOT;
+				return shot(skb);
 		}
 		if (qr)
 			queue_report(skb, s, 1);
@@ -2531,6 +2787,9 @@ int intd_egress(struct __sk_buff *skb)
 		return TC_ACT_OK;
 	}
 	int watched = classify(skb, s);
+	if (s->edge && (s->c.flags & F_REMARK) && !s->ifc.sink &&
+	    ((s->p.tos >> 2) & s->c.dscp_mask) == s->c.dscp_val)
+		remark(skb, s); /* entering the domain: after the watchlist saw it */
 	if (watched) {
 		__u32 si = s->e.stats & (MAX_WL - 1);
 		struct wl_stats *ws = bpf_map_lookup_elem(&wl_stats_map, &si);
@@ -2540,6 +2799,12 @@ int intd_egress(struct __sk_buff *skb)
 			if (s->unsampled)
 				ws->unsampled++;
 		}
+		if (s->unsampled == OP_INT) {
+			__u32 sid = s->e.session;
+			struct sess_stats *ss = bpf_map_lookup_elem(&sess_stats_map, &sid);
+			if (ss)
+				ss->sampled++;
+		}
 		if (s->miss && (s->c.flags & F_DROP) && (s->e.act & (ACT_DROP_REPORT | ACT_TAIL_DROP))) {
 			struct flow_key k = {.sport = s->p.sport, .dport = s->p.dport, .proto = s->p.proto};
 			__builtin_memcpy(k.src, s->p.saddr, 16);
@@ -2548,21 +2813,29 @@ int intd_egress(struct __sk_buff *skb)
 			struct drop_watch dw = {.ts = s->now, .in_ifindex = h->in_ifindex, .act = s->e.act};
 			bpf_map_update_elem(&drop_watch_map, &k, &dw, BPF_ANY);
 		}
-		if (s->op == OP_INT && (s->c.flags & F_ENDPOINT) && !s->ifc.sink) {
-			int r = source(skb, s);
-			if (r == TC_ACT_REDIRECT) {
-				/* GSO detour: the segments count as they leave. */
-				if (qr)
-					queue_report(skb, s, watched);
-				return r;
+		if (s->entry_op == OP_INT && (s->c.flags & F_ENDPOINT) && !s->ifc.sink) {
+			/* The flow's SYNs are clamped whether or not this packet
+			 * is sampled: every segment given INT later needs room. */
+			if (s->p.ipproto == IPPROTO_TCP && (s->p.tcp_flags & 0x02))
+				syn_clamp(skb, s, 0);
+			if (s->op == OP_INT) {
+				int r = source(skb, s);
+				if (r == TC_ACT_REDIRECT) {
+					/* GSO detour: the segments count as they leave. */
+					if (qr)
+						queue_report(skb, s, watched);
+					return r;
+				}
+				if (r != TC_ACT_OK)
+					return shot(skb);
 			}
-			if (r != TC_ACT_OK)
-				return TC_ACT_SHOT;
 		} else if (s->op == OP_POSTCARD && (s->c.flags & F_POSTCARD)) {
 			cnt(s, C_POSTCARD);
 			flow_event(skb, s, (s->e.act & ACT_REPORT_ALL) ? EVF_REPORT_ALL : 0);
 		}
 	}
+	if (s->ifc.sink && (s->c.flags & F_ENDPOINT) && s->p.ipproto == IPPROTO_TCP && (s->p.tcp_flags & 0x02))
+		syn_clamp(skb, s, 1); /* a reply leaving the domain */
 	if (qr)
 		queue_report(skb, s, watched);
 	cnt(s, C_OUT);
@@ -2582,12 +2855,12 @@ int intd_gso(struct __sk_buff *skb)
 	__u32 idx = (mark >> 16) & (MAX_DETOUR - 1);
 	struct iface *ifc = iface_of(out);
 	if (!ifc)
-		return TC_ACT_SHOT; /* not from detour() */
+		return shot(skb); /* not from detour() */
 	struct detour *r = bpf_map_lookup_elem(&detours, &idx);
 	struct scratch *s = scratch();
 	struct cfg *c = bpf_map_lookup_elem(&cfg_map, &zero);
 	if (!r || !s || !c)
-		return TC_ACT_SHOT;
+		return shot(skb);
 	s->slot = ifc->slot;
 	if (r->mark != mark) {
 		/* The record was reused (more than MAX_DETOUR super-packets in
@@ -2598,6 +2871,8 @@ int intd_gso(struct __sk_buff *skb)
 	skb->mark = r->orig_mark;
 	s->c = *c;
 	s->ifc = *ifc;
+	/* The super-packet had no INT: its segments neither. */
+	s->edge = 1;
 	if (parse(skb, s) || s->p.shim)
 		return bpf_redirect(out, 0);
 	__u64 now = bpf_ktime_get_ns();
@@ -2625,7 +2900,7 @@ int intd_gso(struct __sk_buff *skb)
 	s->e.act = r->act;
 	s->e.stats = r->stats;
 	if (source(skb, s) != TC_ACT_OK)
-		return TC_ACT_SHOT;
+		return shot(skb);
 	return bpf_redirect(out, 0);
 }
 
@@ -2644,6 +2919,11 @@ int intd_kfree_skb(struct bpf_raw_tracepoint_args *ctx)
 	struct cfg *c = bpf_map_lookup_elem(&cfg_map, &zero);
 	if (!c || !(c->flags & F_DROP))
 		return 0;
+	__u64 *own = bpf_map_lookup_elem(&own_drop, &zero);
+	if (own && *own == ctx->args[0]) {
+		*own = 0; /* intd_egress or intd_gso dropped it: counted there */
+		return 0;
+	}
 	struct sk_buff *skb = (struct sk_buff *)ctx->args[0];
 	__u32 kreason = (__u32)ctx->args[2];
 	unsigned char *head = 0;
@@ -2710,8 +2990,8 @@ int intd_kfree_skb(struct bpf_raw_tracepoint_args *ctx)
 		dw = 0;
 	/* A packet carrying INT was watched by its source: transit and sink
 	 * nodes report its drops without an entry of their own. */
-	int intpkt = (c->dscp_mask && ((tos >> 2) & c->dscp_mask) == c->dscp_val) ||
-		     (c->udp_port && k.proto == IPPROTO_UDP && k.dport == c->udp_port);
+	int intpkt = !ifc->sink && ((c->dscp_mask && ((tos >> 2) & c->dscp_mask) == c->dscp_val) ||
+				    (c->udp_port && k.proto == IPPROTO_UDP && k.dport == c->udp_port));
 	__u32 kr = kreason & 511;
 	__u32 *m = bpf_map_lookup_elem(&drop_reasons, &kr);
 	__u32 reason = m && *m ? *m - 1 : 0;
