@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"net"
 	"os/exec"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"github.com/vishvananda/netlink"
@@ -22,17 +24,48 @@ import (
 
 // benchProg measures one program on fresh copies of frame with
 // BPF_PROG_TEST_RUN (repeat 1, so every run sees the original packet) and
-// reports the kernel-measured ns per packet.
+// reports the kernel-measured ns per packet. The frame comes in through
+// "in" (a port inside the domain) and leaves through lo.
 func benchProg(b *testing.B, p *ebpf.Program, frame []byte) {
 	var total time.Duration
 	for i := 0; i < b.N; i++ {
-		_, d, err := p.Benchmark(bytes.Clone(frame), 1, nil)
+		d, err := timedRun(p, bytes.Clone(frame), inIfindex)
 		if err != nil {
 			b.Fatal(err)
 		}
 		total += d
 	}
 	b.ReportMetric(float64(total.Nanoseconds())/float64(b.N), "ns/pkt")
+}
+
+// timedRun runs p once on frame, with an skb context that came in on
+// ifindex in and leaves through lo, and returns the kernel's run time
+// (Program.Benchmark takes no context, and Program.Run returns no time).
+func timedRun(p *ebpf.Program, frame []byte, in uint32) (time.Duration, error) {
+	ctx := skbCtx{IngressIfindex: in, Ifindex: 1}
+	// union bpf_attr, the BPF_PROG_TEST_RUN member.
+	attr := struct {
+		progFd, retval, dataSizeIn, dataSizeOut uint32
+		dataIn, dataOut                         uint64
+		repeat, duration, ctxSizeIn, ctxSizeOut uint32
+		ctxIn, ctxOut                           uint64
+		flags, cpu, batchSize, _                uint32
+	}{
+		progFd: uint32(p.FD()), dataSizeIn: uint32(len(frame)), dataIn: uint64(uintptr(unsafe.Pointer(&frame[0]))),
+		repeat: 1, ctxSizeIn: uint32(unsafe.Sizeof(ctx)), ctxIn: uint64(uintptr(unsafe.Pointer(&ctx))),
+	}
+	for {
+		_, _, errno := unix.Syscall(unix.SYS_BPF, unix.BPF_PROG_TEST_RUN, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr))
+		runtime.KeepAlive(frame)
+		runtime.KeepAlive(&ctx)
+		switch errno {
+		case 0:
+			return time.Duration(attr.duration), nil
+		case unix.EINTR:
+			continue
+		}
+		return 0, fmt.Errorf("BPF_PROG_TEST_RUN: %w", errno)
+	}
 }
 
 // BenchmarkProgram: source, transit and sink cost per packet against
@@ -86,7 +119,7 @@ func BenchmarkClassifyMiss(b *testing.B) {
 			}
 			var total time.Duration
 			for i := 0; i < b.N; i++ {
-				_, d, err := node.objs.IntdEgress.Benchmark(frames[i], 1, nil)
+				d, err := timedRun(node.objs.IntdEgress, frames[i], inIfindex)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -76,8 +76,10 @@
 // IPv6 flow label and payload length, protocol):
 // forwarding runs ingress to egress synchronously on one CPU, so the
 // egress program finds it for the same packet. intd_egress then, per
-// packet: drops malformed INT (version, length, type, Hop ML; counted as
-// IntMalformedDrop, reason 0); on a sink port reports and strips INT
+// packet: never parses a packet from outside the domain as INT (below);
+// forwards marked packets that do not parse as INT (version, length, type,
+// Hop ML) as they are, or drops them (below); on a sink port reports and
+// strips INT
 // (restoring DSCP or the UDP port, NPT 2 removes the added UDP header) and
 // discards D-bit packets; else on an INT packet pushes this hop's metadata
 // (transit), or sets E at Remaining Hop Count 0 or M when the egress MTU
@@ -87,7 +89,12 @@
 // the MTU: headers that do not fit are not inserted, a hop that does not
 // fit gets M); postcards for flow op POSTCARD (a GSO super-packet, one
 // packet to the kernel until a device segments it, gets one postcard,
-// the packet itself untouched); queue reports. Headers are
+// the packet itself untouched); queue reports. Watched packets left
+// without INT count by reason (IntSessionStats): no room (headers beyond
+// the egress MTU, or below the GSO detour's minimum), unsupported (no
+// marking for it, no L4 header, NPT 2 behind IPv6 extension headers, no
+// detour, room the kernel would not make, Geneve option lengths), sampled
+// (the entry's packet-interval; counted at classification). Headers are
 // parsed with direct packet access. Room is made with
 // bpf_skb_adjust_room(BPF_ADJ_ROOM_NET) after the fixed IPv4 or IPv6
 // header and the L4 header is moved down with direct packet access; INT,
@@ -150,6 +157,59 @@
 // count (tcp_gro_receive flushes when seq + payload length differs from
 // the next segment's seq). TestGSO checks this with GRO on the routers'
 // veths (and a control stream that GRO does merge).
+//
+// # The domain's edge
+//
+// Sink ports face hosts outside the INT domain, and so does the node's own
+// stack. A packet that came in through a sink port (its ingress interface's
+// sink flag, from intd_ingress's per-CPU slot or the ifaces map) or that
+// the host sent (tc egress sees it with ingress ifindex 0) is never parsed
+// as INT: tunnels are found, INT is not, whatever its DSCP, UDP port or
+// probe marker (no transit, no sink, no malformed drop). On an INT
+// endpoint with DSCP marking, such a packet whose DSCP carries the marking
+// and that leaves through a port that is not a sink (it enters the domain)
+// gets cfg.remark (DTel IntL4DSCPRemark) as DSCP - ECN kept, IPv4 header
+// checksum updated, IPv6 traffic class - counted in DSCPRemarked on the
+// node and the ingress interface (the host's packets count on the node
+// only), after the watchlist saw the DSCP it came with and before the
+// source step, whose shim then saves the new DSCP (INT v2.1, DSCP
+// marking). A packet from inside the domain that carries the marking but
+// does not parse as INT is forwarded as it is - never watched, never given
+// INT - and counted (IntMalformedForward), or with DTel MalformedDrop
+// dropped and counted once (IntMalformedDrop and reason 0, on the ingress
+// interface): every packet intd_egress or intd_gso drops is remembered per
+// CPU (the kernel skb) and intd_kfree_skb, which runs right after, leaves
+// it alone (it used to count such a drop again as ACL_DENY and report it).
+// The kfree_skb tracepoint also takes no packet from a sink port for INT.
+// UDP packets to a collector (any report session's destination address
+// and effective port, in the telemetry hash map, up to 256) match no
+// watchlist entry: telemetry reports, this node's or another's, never get
+// INT.
+//
+// TCP MSS clamp (IntSessionAttrs.ClampTCPMSS; session.clamp is the INT a
+// full-sized segment gets at the session's maximum hop count, computed by
+// wire.TCPSourceOverhead): syn_clamp lowers the MSS option of a SYN or
+// SYN-ACK to MTU - IP header (20, IPv6 40) - TCP header (20) - clamp and
+// updates the TCP checksum with bpf_l4_csum_replace (byte-swapped for an
+// option at an odd offset; nothing to do for CHECKSUM_PARTIAL), (a) for a
+// flow whose entry has flow op INT (wl_cache.entry_op: before sampling,
+// so a sampled-out SYN is clamped too) at the source's egress, against its
+// MTU; (b) for a segment leaving the domain through a sink port (after the
+// sink strips it, if it carried INT) whose reverse flow - as it would come
+// in through that port, with the segment's DSCP and TCP flags - matches
+// such an entry in wl_match, against the MTU of the interface the segment
+// came in through, which the watched flow leaves by (symmetric routing):
+// the watched sender outside takes its segment size from that option.
+// syn_clamp and remark are global functions (verified once, called for
+// the few packets that need them); the option walk keeps its offset in
+// memory, so the verifier checks each of its 40 rounds once. TestBehaviourEdge
+// runs all of this through both backends (EF, AF41, CS6 and colliding
+// DSCPs from the edge and the host, marked garbage on fabric and edge
+// ports with either action, INT packets from the edge to a sink port,
+// reports under a watch-all entry, SYN and SYN-ACK clamps in both
+// directions), byte for byte, with the counters and in = out + dropped;
+// TestVerifierBudget logs the instructions the verifier processes
+// (intd_egress about 434k of the 1M limit, 405k before).
 //
 // IPv6 is handled like IPv4 (source with DSCP marking in the traffic
 // class, UDP-port marking NPT 1 and NPT 2, transit, sink, postcards, drop
@@ -233,7 +293,7 @@
 // TestBehaviour runs the shared INT cases (source over TCP/UDP/UDP
 // without checksum, MX, MTU limits and M bit, unwatched traffic, transit
 // push, E bit, M bit, sink strip to the original bytes, UDP-port restore,
-// D-bit discard, malformed drop) through intd_egress with
+// D-bit discard, malformed forward and drop) through intd_egress with
 // BPF_PROG_TEST_RUN and through a one-switch soft dataplane, comparing
 // both with packets built by dataplane/wire; TestSinkReport checks the
 // reported frame equals soft's; TestWatchlistPriority checks priorities

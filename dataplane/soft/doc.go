@@ -30,14 +30,49 @@
 // MTU are not inserted (IntSessionStats.NotInitiatedNoRoom); headers that
 // fit without the source's hop get M. Transit sets E at Remaining Hop
 // Count 0 and M when the MTU leaves no room. Unknown domain-specific
-// metadata and reserved bits are filled with all ones. Malformed INT
-// (version, length, type, Hop ML smaller than the bitmap) is dropped and
-// counted (IntMalformedDrop, reason 0). INT-MX hops report their metadata
+// metadata and reserved bits are filled with all ones. Watched packets
+// left without INT count by reason (IntSessionStats): no room, unsupported
+// (no marking for it, no L4 header, insertion refused), sampled
+// (PacketInterval). INT-MX hops report their metadata
 // as KindFlow events; postcards (flow op POSTCARD) report without touching
 // the packet. A watchlist PacketInterval limits INT and postcards to the
 // first packet of a flow and then one per interval, remembered in the flow
 // cache slot (a flow evicted by a colliding flow starts over);
 // the other packets pass untouched and count as UnsampledPackets.
+//
+// The domain's edge: sink ports face hosts outside the INT domain. A frame
+// received on one is never parsed as INT (wire.Parser.NoINT: tunnels are
+// found, INT is not), whatever its DSCP, ports or probe marker say. On an
+// INT endpoint with DSCP marking, such a frame whose DSCP carries the
+// marking and which leaves through a port that is not a sink (it enters
+// the domain) gets DTel IntL4DSCPRemark as DSCP (ECN kept, IPv4 checksum
+// updated), counted in DSCPRemarked on the node and the ingress port,
+// after the watchlist saw its DSCP and before any source step, whose shim
+// then saves the new DSCP (INT v2.1, DSCP marking: user traffic must not
+// look like INT inside the domain). The switch never sees what its host
+// sends: AF_PACKET ports skip outgoing frames, which leave without it. A
+// frame from any other port that carries the marking but does not parse
+// as INT (version, length, type, Hop ML smaller than the bitmap) is
+// forwarded as a plain packet - never watched, never given INT - and
+// counted (IntMalformedForward, node and ingress port); with DTel
+// MalformedDrop it is dropped and counted (IntMalformedDrop, reason 0, no
+// drop report). UDP packets to a collector (any report session's
+// destination address and effective port) match no watchlist entry:
+// telemetry reports, this node's or another's, never get INT.
+//
+// TCP MSS clamp (IntSessionAttrs.ClampTCPMSS): the MSS option of a SYN or
+// SYN-ACK is lowered to MTU - IP header (20, IPv6 40) - TCP header (20) -
+// the INT a full-sized segment gets from the session at MaxHopCount hops
+// (wire.TCPSourceOverhead: shim and header, MaxHopCount hops of metadata
+// for MD, the probe marker or the NPT 2 UDP header the marking adds), with
+// the TCP checksum updated incrementally (wire.ClampMSS), (a) for a flow
+// whose entry has flow op INT under such a session, at the source's egress
+// against its MTU, sampled packet or not; (b) for a segment leaving the
+// domain through a sink port whose reverse flow - as it would come in
+// through that port, with the segment's own DSCP and TCP flags - matches
+// such an entry, against the MTU of the port the segment came in through,
+// which the watched flow leaves by (symmetric routing): the watched
+// sender outside takes its segment size from this option.
 //
 // Metadata: node id (DTel SwitchID), level-1 port ids (PortConfig.ID),
 // level-2 ids (PortConfig.L2ID), hop latency in ns (departure minus
