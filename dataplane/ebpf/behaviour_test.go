@@ -442,7 +442,8 @@ func TestPacketInterval(t *testing.T) {
 			t.Fatalf("%s: no INT after the interval", n.name())
 		}
 		st, _ = n.Stats(t.Context())
-		if w := st.Watchlist[e]; w.MatchedPackets != 6 || w.UnsampledPackets != 3 || st.IntSessions[sess].PacketsInitiated != 3 {
+		if w := st.Watchlist[e]; w.MatchedPackets != 6 || w.UnsampledPackets != 3 || st.IntSessions[sess].PacketsInitiated != 3 ||
+			st.IntSessions[sess].NotInitiatedSampled != 3 || st.IntSessions[sess].NotInitiated() != 3 {
 			t.Fatalf("%s: entry %+v, session %+v", n.name(), w, st.IntSessions[sess])
 		}
 	}

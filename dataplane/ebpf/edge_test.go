@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/intd-project/intd/dataplane/report"
 	"github.com/intd-project/intd/dataplane/wire"
 	"github.com/intd-project/intd/dataplane/wire/wiretest"
 	"github.com/intd-project/intd/sai"
@@ -34,6 +35,7 @@ type edgeCase struct {
 	remarked   bool
 	malfFwd    bool
 	malfDrop   bool
+	dropReport bool // one drop report, reason 0, not unwatched
 	unwatched  bool
 	collectors []netip.Addr // report session destinations (port 32766)
 }
@@ -81,7 +83,7 @@ func edgeCases(t *testing.T, a, b string) []edgeCase {
 	dscp := wire.SourceOptions{Encap: wire.EncapDSCP, DSCP: 0x17, Mask: 0x3f}
 	src := func(f []byte) []byte { return insertINT(t, f, clampSession, dscp) }
 	remark10 := func(d *sai.DTelAttrs) { d.IntL4DSCPRemark = 10 }
-	drop := func(d *sai.DTelAttrs) { d.MalformedAction = sai.MalformedDrop }
+	drop := func(d *sai.DTelAttrs) { d.MalformedAction, d.DropReportEnable = sai.MalformedDrop, true }
 	edge := setup{sess: &clampSession, match: port80(), mtu: 1500, edge: true}
 	edgeRemark := edge
 	edgeRemark.dt = remark10
@@ -121,7 +123,7 @@ func edgeCases(t *testing.T, a, b string) []edgeCase {
 		edgeCase{name: "marked garbage on a fabric port: forwarded unchanged", s: fabric, from: fromFabric,
 			in: garbage, want: garbage, malfFwd: true},
 		edgeCase{name: "marked garbage on a fabric port (DROP): dropped", s: setup{sess: &clampSession, match: port80(), mtu: 1500, dt: drop},
-			from: fromFabric, in: garbage, malfDrop: true},
+			from: fromFabric, in: garbage, malfDrop: true, dropReport: true},
 		edgeCase{name: "marked garbage from the edge (DROP): never parsed, re-marked", s: setup{sess: &clampSession, match: port80(), mtu: 1500, dt: drop, edge: true},
 			from: fromEdge, in: garbage, want: setDSCP(garbage, 0, 0), remarked: true},
 	)
@@ -247,6 +249,15 @@ func runEdge(t *testing.T, cases []edgeCase) {
 				in := one(!host)
 				if nc.InPackets != in || nc.OutPackets+nc.DroppedPackets != 1 {
 					t.Errorf("%s: in %d, out %d, dropped %d: want in %d = out + dropped = 1", n.name(), nc.InPackets, nc.OutPackets, nc.DroppedPackets, in)
+				}
+				var drops []report.Event
+				for _, ev := range recorderOf(n).wait(t, int(one(c.dropReport))) {
+					if ev.Kind == report.KindDrop {
+						drops = append(drops, ev)
+					}
+				}
+				if len(drops) != int(one(c.dropReport)) || c.dropReport && (drops[0].DropReason != 0 || drops[0].Unwatched) {
+					t.Errorf("%s: drop reports %+v", n.name(), drops)
 				}
 				if c.unwatched {
 					for oid, w := range st.Watchlist {

@@ -141,6 +141,16 @@ func TestMalformedINT(t *testing.T) {
 			if len(got) != 1 {
 				t.Fatalf("drop: %d frames reached h2, want 1", len(got))
 			}
+			// Reported like the drop of an INT packet, reason 0.
+			evs := l.rec[1].kind(report.KindDrop)
+			if len(evs) != 5 {
+				t.Fatalf("drop: %d drop reports, want 5", len(evs))
+			}
+			for _, ev := range evs {
+				if ev.DropReason != uint8(sai.DropUnknown) || ev.Unwatched || ev.Hop.EgressPort != 2 || ev.Flow.DstPort != 80 {
+					t.Errorf("drop report %+v", ev)
+				}
+			}
 		} else {
 			if c.IntMalformedForward != 5 || in.IntMalformedForward != 5 || c.IntMalformedDrop != 0 || c.DroppedPackets != 0 || c.IntTransited != 2 {
 				t.Fatalf("forward: counters %+v", c)

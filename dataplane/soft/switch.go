@@ -352,10 +352,11 @@ func (s *Switch) receive(in int, frame []byte, rx, now int64) {
 	var ent *wlEntry
 	op, rt, out := sai.FlowOpNop, -1, -1
 	if bad {
+		rt, out = s.route(&b.pkt, b.pkt.Flow.Hash(0))
+		b.out = out
 		if !s.malformed(b, c) {
 			return
 		}
-		rt, out = s.route(&b.pkt, b.pkt.Flow.Hash(0))
 	} else {
 		ent, op, rt, out = s.lookup(c, b)
 	}
@@ -386,8 +387,8 @@ func (s *Switch) receive(in int, frame []byte, rx, now int64) {
 // malformed handles a packet from inside the domain that carries the INT
 // marking but does not parse as INT: forwarded unchanged as a plain packet
 // (MalformedForward; never watched, so never given INT) or dropped
-// (MalformedDrop, reason 0), counted either way. It returns false when b
-// was dropped.
+// (MalformedDrop, reason 0, reported like the drop of an INT packet),
+// counted either way. It returns false when b was dropped.
 func (s *Switch) malformed(b *pbuf, c *compiled) bool {
 	if !c.malformedDrop {
 		s.node.IntMalformedForward++
@@ -396,7 +397,15 @@ func (s *Switch) malformed(b *pbuf, c *compiled) bool {
 	}
 	s.node.IntMalformedDrop++
 	s.ports[b.in].ctr.IntMalformedDrop++
-	s.dropPkt(b, b.in, sai.DropUnknown, false)
+	s.countDrop(b.in, sai.DropUnknown)
+	if c.dropReport && s.reporter != nil {
+		ev := s.event(report.KindDrop, b, s.clock.Now())
+		ev.Unwatched = false // it claims to be INT: its source watched it
+		ev.DropReason = uint8(sai.DropUnknown)
+		s.fillHop(b, c, b.tIn, &ev.Hop)
+		s.emit(ev)
+	}
+	s.release(b)
 	return false
 }
 

@@ -2730,16 +2730,6 @@ int intd_egress(struct __sk_buff *skb)
 		cnt(s, C_OUT);
 		return TC_ACT_OK;
 	}
-	if (pr > 0 && s->c.malformed_drop) {
-		/* Marked but not INT, from inside the domain: dropped,
-		 * counted on the ingress interface (reason 0). */
-		cnt_at(s->in_slot, C_MALFORMED);
-		cnt_at(s->in_slot, C_DROP);
-		__u64 *dr = bpf_map_lookup_elem(&drops, &zero);
-		if (dr)
-			(*dr)++;
-		return shot(skb);
-	}
 	struct hop *h = &s->h;
 	__builtin_memset(h, 0, sizeof(*h));
 	h->node = s->c.node_id;
@@ -2765,6 +2755,21 @@ int intd_egress(struct __sk_buff *skb)
 	}
 	int qr = s->ifc.qr && (s->c.flags & F_QUEUE);
 
+	if (pr > 0 && s->c.malformed_drop) {
+		/* Marked but not INT, from inside the domain: dropped, counted
+		 * on the ingress interface (reason 0) and reported like the
+		 * drop of an INT packet. */
+		cnt_at(s->in_slot, C_MALFORMED);
+		cnt_at(s->in_slot, C_DROP);
+		__u64 *dr = bpf_map_lookup_elem(&drops, &zero);
+		if (dr)
+			(*dr)++;
+		if (s->c.flags & F_DROP) {
+			cnt_at(s->in_slot, C_DROP_GEN);
+			emit(skb, s, EV_DROP, 0);
+		}
+		return shot(skb);
+	}
 	if (pr > 0) {
 		/* Marked but not INT, from inside the domain: forwarded as it
 		 * is (never watched, so never given INT). */
