@@ -65,6 +65,22 @@ func TestEdgeDSCP(t *testing.T) {
 		binary.BigEndian.PutUint16(f[wire.EthernetLen+10:], wire.IPv4HeaderChecksum(f[wire.EthernetLen:wire.EthernetLen+20]))
 		sent, want = append(sent, f), append(want, expectTTL(withDSCP(f, 10), 3))
 	}
+	// INT a host inserted itself is user data here: not transited, not
+	// stripped, re-marked like any colliding packet.
+	hostINT := func() []byte {
+		f := tcpFrame("10.0.1.1", "10.0.2.1", 1234, 81, 0, []byte("INT from a host"))
+		g := make([]byte, len(f), len(f)+64)
+		copy(g, f)
+		p := parse(t, &wire.Parser{}, g)
+		hdr := make([]byte, wire.MDHeaderLen)
+		_ = wire.MDHeader{Version: 2, HopML: 1, RemainingHops: 4, Instructions: wire.InstNodeID}.Put(hdr)
+		out, err := wire.InsertINT(g, &p, wire.TypeMD, hdr, &wire.SourceOptions{Encap: wire.EncapDSCP, DSCP: 0x17, Mask: 0x3f})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}()
+	sent, want = append(sent, hostINT), append(want, expectTTL(withDSCP(hostINT, 10), 3))
 	before := l.h2().count()
 	for _, f := range sent {
 		l.send(f)
@@ -79,8 +95,8 @@ func TestEdgeDSCP(t *testing.T) {
 		}
 	}
 	st1, _ := l.sw[0].Stats(t.Context())
-	if st1.Node.DSCPRemarked != 3 || st1.Interfaces["p1"].DSCPRemarked != 3 || st1.Node.IntInserted != 4 {
-		t.Errorf("s1: remarked %d (p1 %d), inserted %d; want 3, 3, 4", st1.Node.DSCPRemarked, st1.Interfaces["p1"].DSCPRemarked, st1.Node.IntInserted)
+	if st1.Node.DSCPRemarked != 4 || st1.Interfaces["p1"].DSCPRemarked != 4 || st1.Node.IntInserted != 4 {
+		t.Errorf("s1: remarked %d (p1 %d), inserted %d; want 4, 4, 4", st1.Node.DSCPRemarked, st1.Interfaces["p1"].DSCPRemarked, st1.Node.IntInserted)
 	}
 	for i, sw := range l.sw {
 		st, _ := sw.Stats(t.Context())
