@@ -307,8 +307,6 @@ func TestBehaviourIPv6(t *testing.T) {
 	})
 }
 
-func transitIn(t *testing.T, f []byte) []byte { return intFrame(t, f, mdSession, 2, false) }
-
 // TestSinkReport: the sink's report carries the stack with this node's hop
 // on top, exactly as the software dataplane reports it.
 func TestSinkReport(t *testing.T) {

@@ -368,12 +368,11 @@ func BenchmarkForwardingCostUDP(b *testing.B) {
 		return s.Runtime, s.RunCount
 	}
 	type prog struct {
-		name   string
-		p      *ebpf.Program
-		t0     time.Duration
-		n0     uint64
-		ns     float64
-		ignore bool
+		name string
+		p    *ebpf.Program
+		t0   time.Duration
+		n0   uint64
+		ns   float64
 	}
 	progs := []*prog{{name: "pass", p: pass}}
 	for i, role := range []string{"source", "transit", "sink"} {

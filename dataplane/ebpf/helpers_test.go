@@ -27,13 +27,10 @@ func needRoot(t testing.TB) {
 
 // Test frames come from wiretest, shared by both dataplanes' tests.
 var (
-	macA, macB = wiretest.SrcMAC, wiretest.DstMAC
-	ipv4Frame  = wiretest.IPv4Frame
-	tcpFrame   = wiretest.TCPFrame
-	udpFrame   = wiretest.UDPFrame
+	ipv4Frame = wiretest.IPv4Frame
+	tcpFrame  = wiretest.TCPFrame
+	udpFrame  = wiretest.UDPFrame
 )
-
-func ip4(s string) [4]byte { return netip.MustParseAddr(s).As4() }
 
 // recorder keeps copies of report events.
 type recorder struct {

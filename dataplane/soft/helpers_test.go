@@ -15,13 +15,10 @@ import (
 
 // Test frames come from wiretest, shared by both dataplanes' tests.
 var (
-	macH1, macH2 = wiretest.SrcMAC, wiretest.DstMAC
-	ipv4Frame    = wiretest.IPv4Frame
-	tcpFrame     = wiretest.TCPFrame
-	udpFrame     = wiretest.UDPFrame
+	ipv4Frame = wiretest.IPv4Frame
+	tcpFrame  = wiretest.TCPFrame
+	udpFrame  = wiretest.UDPFrame
 )
-
-func ip4(s string) [4]byte { return netip.MustParseAddr(s).As4() }
 
 // tunnelFrame wraps inner (an Ethernet frame) in IPv4/UDP and a tunnel
 // header: "gpe" (next protocol Ethernet), "geneve" or "vxlan".
