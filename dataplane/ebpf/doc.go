@@ -208,8 +208,14 @@
 // ports with either action, INT packets from the edge to a sink port,
 // reports under a watch-all entry, SYN and SYN-ACK clamps in both
 // directions), byte for byte, with the counters and in = out + dropped;
+// TestEdgeEndToEnd does it in namespaces with kernel forwarding (h1 - r1 -
+// r2 - r3 - h2: EF, AF41, CS6 and colliding UDP from h1, marked datagrams
+// the routers send themselves, marked garbage from a fabric port dropped
+// at r2 and counted once with one drop report, a report to the collector
+// under a watch-all entry, a TCP transfer with TSO off at h1 whose SYN and
+// SYN-ACK carry the clamped MSS and whose every data segment gets INT).
 // TestVerifierBudget logs the instructions the verifier processes
-// (intd_egress about 434k of the 1M limit, 405k before).
+// (intd_egress about 421k of the 1M limit, 405k before).
 //
 // IPv6 is handled like IPv4 (source with DSCP marking in the traffic
 // class, UDP-port marking NPT 1 and NPT 2, transit, sink, postcards, drop
@@ -429,4 +435,16 @@
 // int-on-1ms 4.39, 4.16; int-on-10ms 7.63, 6.97; int-on-1s 8.53, 6.77;
 // int-xd (postcards from all three routers for every packet, packets
 // untouched) 8.02, 7.92, 0.95 of int-off.
+//
+// The domain's edge (edge and ingress lookup before parsing, DSCP re-mark,
+// MSS clamp, telemetry exclusion, malformed forward) costs nothing
+// measurable on these paths: BenchmarkProgram since runs its packets as
+// come in through a fabric port ("in", a context with the ingress
+// ifindex; before, it ran them as sent by the host, which now never are
+// INT), and with that harness for both, interleaved, 3 runs each, load
+// 3.3-3.8, ns/pkt median (min-max), before (the code before the edge) ->
+// after: pass 76 (73-85) -> 81 (73-83), unwatched 133 (121-145) -> 137
+// (135-142), source 318 (308-328) -> 300 (298-320), transit 297 (268-307)
+// -> 274 (262-276), sink 368 (361-399) -> 387 (361-400). The verifier
+// processes 421k instructions of intd_egress (405k before).
 package ebpf
