@@ -98,8 +98,6 @@ func (o *Orchestrator) translate(cfg *gen.Device) (*intent, error) {
 	switch {
 	case nc.NodeId != nil:
 		nodeID = *nc.NodeId
-	case o.defaults.NodeID != 0:
-		nodeID = o.defaults.NodeID
 	case enabled:
 		// Every node of a domain would otherwise report the same id.
 		for _, r := range []struct {

@@ -26,14 +26,6 @@ import (
 	"github.com/intd-project/intd/sai"
 )
 
-// NodeDefaults are node settings used when the configuration leaves them
-// out.
-type NodeDefaults struct {
-	// NodeID is used when /int/node/config/node-id is absent; 0 means no
-	// default, so an enabled node must be given a node-id.
-	NodeID uint32
-}
-
 // Option configures an Orchestrator.
 type Option func(*Orchestrator)
 
@@ -44,11 +36,6 @@ func WithLogger(l *slog.Logger) Option {
 			o.log = l
 		}
 	}
-}
-
-// WithNodeDefaults sets defaults for node settings.
-func WithNodeDefaults(d NodeDefaults) Option {
-	return func(o *Orchestrator) { o.defaults = d }
 }
 
 // WithDataplaneName sets the name reported in /int/node/state/dataplane.
@@ -63,7 +50,6 @@ type Orchestrator struct {
 	b         sai.Backend
 	caps      sai.Capabilities
 	log       *slog.Logger
-	defaults  NodeDefaults
 	dataplane string
 
 	// applyMu serializes Apply; it guards everything below up to mu.

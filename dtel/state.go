@@ -42,9 +42,6 @@ func (o *Orchestrator) intState(dev *gen.Device, s snapshot, st *sai.Stats) {
 	if in != nil {
 		copyLeaves(ns, in.GetNode().GetConfig())
 		ns.PopulateDefaults()
-		if ns.NodeId == nil && o.defaults.NodeID != 0 {
-			ns.NodeId = ptr(o.defaults.NodeID)
-		}
 	}
 	if o.dataplane != "" {
 		ns.Dataplane = ptr(o.dataplane)

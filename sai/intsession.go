@@ -15,16 +15,16 @@ func InstructionBit(n int) Instruction { return Instruction(1) << (15 - n) }
 
 // Instruction bits. The comment names the SAI collect flag it generalises.
 const (
-	InstNodeID             Instruction = 1 << (15 - 0)  // bit 0: node id (COLLECT_SWITCH_ID)
-	InstL1Interfaces       Instruction = 1 << (15 - 1)  // bit 1: level 1 ingress+egress interface ids, 16 bits each (COLLECT_SWITCH_PORTS)
-	InstHopLatency         Instruction = 1 << (15 - 2)  // bit 2: hop latency
-	InstQueue              Instruction = 1 << (15 - 3)  // bit 3: queue id (8) + occupancy (24) (COLLECT_QUEUE_INFO)
-	InstIngressTimestamp   Instruction = 1 << (15 - 4)  // bit 4: 8 bytes (COLLECT_INGRESS_TIMESTAMP)
-	InstEgressTimestamp    Instruction = 1 << (15 - 5)  // bit 5: 8 bytes (COLLECT_EGRESS_TIMESTAMP)
-	InstL2Interfaces       Instruction = 1 << (15 - 6)  // bit 6: level 2 ingress+egress interface ids, 8 bytes
-	InstEgressTxUtil       Instruction = 1 << (15 - 7)  // bit 7: egress interface tx utilisation
-	InstBuffer             Instruction = 1 << (15 - 8)  // bit 8: buffer id (8) + occupancy (24)
-	InstChecksumComplement Instruction = 1 << (15 - 15) // bit 15: checksum complement (MD only, always last)
+	InstNodeID             Instruction = 1 << (15 - 0) // bit 0: node id (COLLECT_SWITCH_ID)
+	InstL1Interfaces       Instruction = 1 << (15 - 1) // bit 1: level 1 ingress+egress interface ids, 16 bits each (COLLECT_SWITCH_PORTS)
+	InstHopLatency         Instruction = 1 << (15 - 2) // bit 2: hop latency
+	InstQueue              Instruction = 1 << (15 - 3) // bit 3: queue id (8) + occupancy (24) (COLLECT_QUEUE_INFO)
+	InstIngressTimestamp   Instruction = 1 << (15 - 4) // bit 4: 8 bytes (COLLECT_INGRESS_TIMESTAMP)
+	InstEgressTimestamp    Instruction = 1 << (15 - 5) // bit 5: 8 bytes (COLLECT_EGRESS_TIMESTAMP)
+	InstL2Interfaces       Instruction = 1 << (15 - 6) // bit 6: level 2 ingress+egress interface ids, 8 bytes
+	InstEgressTxUtil       Instruction = 1 << (15 - 7) // bit 7: egress interface tx utilisation
+	InstBuffer             Instruction = 1 << (15 - 8) // bit 8: buffer id (8) + occupancy (24)
+	InstChecksumComplement Instruction = 1             // bit 15: checksum complement (MD only, always last)
 
 	// InstReserved are bits 9..14.
 	InstReserved Instruction = 0x007e

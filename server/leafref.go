@@ -87,7 +87,7 @@ func compileLeafref(s string) (*lrPath, error) {
 			s = s[3:]
 		}
 		if p.up == 0 {
-			return nil, fmt.Errorf("leafref path %q is neither absolute nor relative with ..", s)
+			return nil, fmt.Errorf("leafref path %q is neither absolute nor relative with ../", s)
 		}
 	}
 	for _, n := range strings.Split(s, "/") {

@@ -143,11 +143,13 @@ func (s *schema) joinPaths(prefix, p *gpb.Path) ([]*gpb.PathElem, string, error)
 func elemsOf(p *gpb.Path) ([]*gpb.PathElem, error) {
 	// Clients that send both (as gnmi_cli does) mean the same path: elem
 	// wins.
-	if len(p.GetElement()) == 0 || len(p.GetElem()) > 0 {
+	//lint:ignore SA1019 the deprecated form is what those clients send
+	elements := p.GetElement()
+	if len(elements) == 0 || len(p.GetElem()) > 0 {
 		return p.GetElem(), nil
 	}
-	out := make([]*gpb.PathElem, 0, len(p.GetElement()))
-	for _, s := range p.GetElement() {
+	out := make([]*gpb.PathElem, 0, len(elements))
+	for _, s := range elements {
 		sp, err := ygot.StringToStructuredPath("/" + s)
 		if err != nil || len(sp.GetElem()) != 1 {
 			return nil, badPath("cannot parse path element %q", s)

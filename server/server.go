@@ -28,16 +28,15 @@ import (
 )
 
 type options struct {
-	statePoll        time.Duration
-	defaultTarget    string
-	log              *slog.Logger
-	tls              *tls.Config
-	creds            *Credentials
-	maxPending       int
-	defaultSample    time.Duration
-	minSample        time.Duration
-	targetDefSample  time.Duration
-	grpcServerOption []grpc.ServerOption
+	statePoll       time.Duration
+	defaultTarget   string
+	log             *slog.Logger
+	tls             *tls.Config
+	creds           *Credentials
+	maxPending      int
+	defaultSample   time.Duration
+	minSample       time.Duration
+	targetDefSample time.Duration
 }
 
 // Option configures a Server.
@@ -74,11 +73,6 @@ func WithMaxPending(n int) Option { return func(o *options) { o.maxPending = n }
 // Defaults: 10s, 10ms, 10s.
 func WithSampleIntervals(def, min, targetDefined time.Duration) Option {
 	return func(o *options) { o.defaultSample, o.minSample, o.targetDefSample = def, min, targetDefined }
-}
-
-// WithGRPCServerOptions adds options to the gRPC server Serve creates.
-func WithGRPCServerOptions(opts ...grpc.ServerOption) Option {
-	return func(o *options) { o.grpcServerOption = append(o.grpcServerOption, opts...) }
 }
 
 // Server is a gNMI server for one or more targets, each backed by an
@@ -261,7 +255,6 @@ func (s *Server) GRPCServer() *grpc.Server {
 	if s.o.creds != nil {
 		opts = append(opts, grpc.ChainUnaryInterceptor(s.unaryAuth), grpc.ChainStreamInterceptor(s.streamAuth))
 	}
-	opts = append(opts, s.o.grpcServerOption...)
 	gs := grpc.NewServer(opts...)
 	gpb.RegisterGNMIServer(gs, s)
 	reflection.Register(gs)

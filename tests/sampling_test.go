@@ -37,10 +37,10 @@ func (f *fabric) unsampled(t *testing.T) uint64 {
 		t.Fatalf("gNMI Get unsampled-packets: %v", err)
 	}
 	for _, n := range r.GetNotification() {
-		for _, u := range n.GetUpdate() {
-			v, err := strconv.ParseUint(strings.Trim(string(u.GetVal().GetJsonIetfVal()), `"`), 10, 64)
+		if u := n.GetUpdate(); len(u) > 0 {
+			v, err := strconv.ParseUint(strings.Trim(string(u[0].GetVal().GetJsonIetfVal()), `"`), 10, 64)
 			if err != nil {
-				t.Fatalf("unsampled-packets %s: %v", u.GetVal(), err)
+				t.Fatalf("unsampled-packets %s: %v", u[0].GetVal(), err)
 			}
 			return v
 		}

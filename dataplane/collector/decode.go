@@ -236,23 +236,6 @@ func (d *Decoder) resetReport(r *Report) {
 	r.INT.Hops = d.hops[:0]
 }
 
-// setMD converts report baseline metadata into hop metadata with Valid bits
-// for the fields RepMdBits selected.
-func setMD(m *wire.HopMetadata, bits uint16, md *wire.ReportMetadata) {
-	*m = wire.HopMetadata{
-		IngressPort: md.IngressPort, EgressPort: md.EgressPort,
-		HopLatency: md.HopLatency,
-		QueueID:    md.QueueID, QueueOccupancy: md.QueueOccupancy,
-		IngressTimestamp: md.IngressTimestamp, EgressTimestamp: md.EgressTimestamp,
-		L2IngressPort: md.L2IngressPort, L2EgressPort: md.L2EgressPort,
-		TxUtilization: md.TxUtilization,
-		BufferID:      md.BufferID, BufferOccupancy: md.BufferOccupancy,
-	}
-	m.Valid = wire.Instructions(bits) & (wire.InstL1Ports | wire.InstHopLatency | wire.InstQueue |
-		wire.InstIngressTimestamp | wire.InstEgressTimestamp | wire.InstL2Ports |
-		wire.InstTxUtilization | wire.InstBuffer)
-}
-
 func (d *Decoder) decodeTR05(payload []byte, h Handler) (int, error) {
 	t, err := wire.DecodeTR05(payload)
 	if err != nil {

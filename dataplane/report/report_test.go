@@ -379,8 +379,7 @@ func TestMTUShortensInner(t *testing.T) {
 	cfg.Sessions[0].TruncateSize = 2000
 	p, c := newTest(t, cfg)
 	big := make([]byte, 1400)
-	var ev Event
-	ev = Event{Kind: KindFlow, Packet: big, INT: -1, ReportAll: true}
+	ev := Event{Kind: KindFlow, Packet: big, INT: -1, ReportAll: true}
 	p.Report(&ev)
 	st := p.Stats()
 	reps := finish(t, p, c)

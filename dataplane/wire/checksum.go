@@ -75,9 +75,6 @@ func Fold(acc uint32) uint16 {
 	return uint16(acc)
 }
 
-// Checksum returns the Internet checksum (complement of the folded sum).
-func Checksum(acc uint32, b []byte) uint16 { return ^Fold(Sum(acc, b)) }
-
 // UpdateChecksum returns the checksum after a 16-bit word covered by it
 // changed from old to new: HC' = ~(~HC + ~m + m') (RFC 1624 eqn. 3).
 func UpdateChecksum(cksum, old, new uint16) uint16 {

@@ -197,14 +197,6 @@ const (
 	GPEFlagP = 0x04
 )
 
-// DecodeVXLANGPE reads a VXLAN-GPE header.
-func DecodeVXLANGPE(b []byte) (VXLANGPE, error) {
-	if len(b) < VXLANLen {
-		return VXLANGPE{}, ErrTruncated
-	}
-	return VXLANGPE{Flags: b[0], NextProto: b[3], VNI: binary.BigEndian.Uint32(b[4:]) >> 8}, nil
-}
-
 // Put writes h into b[:8].
 func (h VXLANGPE) Put(b []byte) error {
 	if len(b) < VXLANLen {
@@ -226,21 +218,6 @@ type Geneve struct {
 	Protocol uint16
 	VNI      uint32
 	Version  uint8
-}
-
-// DecodeGeneve reads a Geneve header.
-func DecodeGeneve(b []byte) (Geneve, error) {
-	if len(b) < GeneveLen {
-		return Geneve{}, ErrTruncated
-	}
-	return Geneve{
-		Version:  b[0] >> 6,
-		OptLen:   b[0] & 0x3f,
-		OAM:      b[1]&0x80 != 0,
-		Critical: b[1]&0x40 != 0,
-		Protocol: binary.BigEndian.Uint16(b[2:]),
-		VNI:      binary.BigEndian.Uint32(b[4:]) >> 8,
-	}, nil
 }
 
 // Put writes h into b[:8].
