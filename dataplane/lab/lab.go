@@ -19,6 +19,9 @@ import (
 	"github.com/intd-project/intd/sai"
 )
 
+// DefaultCollector is where `intd lab` sends reports by default.
+const DefaultCollector = "127.0.0.1:32766"
+
 // Options configure a lab.
 type Options struct {
 	// Topology defaults to DefaultTopology.
