@@ -15,23 +15,21 @@ import (
 	"github.com/intd-project/intd/server"
 )
 
-// The ebpf dataplane: tc/eBPF programs on the --interfaces, the kernel
+// ebpfDataplane is tc/eBPF programs on the --interfaces, the kernel
 // forwards (run it with net.ipv4.ip_forward=1), reports go out over UDP
 // through the kernel's own stack. See dataplane/ebpf.
-func init() {
-	dataplanes["ebpf"] = &dataplaneKind{
-		summary: "tc/eBPF programs, the kernel forwards (default; Linux 6.2+ with BTF, CAP_BPF, CAP_PERFMON, CAP_NET_ADMIN)",
-		check: func() error {
-			return ebpfCheck(kernelRelease(), fileExists("/sys/kernel/btf/vmlinux"), haveCap)
-		},
-		// Loading programs is over once attached; configuration and state
-		// only update and read maps, which kernels before 6.5 allow
-		// without CAP_BPF only when unprivileged BPF is enabled (most
-		// distributions disable it). Detaching at exit changes qdiscs and
-		// links (CAP_NET_ADMIN).
-		keep: []capability{capBPF, capNetAdmin},
-		open: newEBPFDataplane,
-	}
+var ebpfDataplane = &dataplaneKind{
+	summary: "tc/eBPF programs, the kernel forwards (default; Linux 6.2+ with BTF, CAP_BPF, CAP_PERFMON, CAP_NET_ADMIN)",
+	check: func() error {
+		return ebpfCheck(kernelRelease(), fileExists("/sys/kernel/btf/vmlinux"), haveCap)
+	},
+	// Loading programs is over once attached; configuration and state
+	// only update and read maps, which kernels before 6.5 allow
+	// without CAP_BPF only when unprivileged BPF is enabled (most
+	// distributions disable it). Detaching at exit changes qdiscs and
+	// links (CAP_NET_ADMIN).
+	keep: []capability{capBPF, capNetAdmin},
+	open: newEBPFDataplane,
 }
 
 // ebpfCheck names what keeps the ebpf dataplane from running on a kernel

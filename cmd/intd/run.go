@@ -70,9 +70,11 @@ type dataplaneKind struct {
 	open func(interfaces []string) (server.Applier, error)
 }
 
-// dataplanes are the --dataplane values, registered by the files that
-// implement them.
-var dataplanes = map[string]*dataplaneKind{}
+// dataplanes are the --dataplane values.
+var dataplanes = map[string]*dataplaneKind{
+	"ebpf": ebpfDataplane,
+	"soft": softDataplane,
+}
 
 const defaultDataplane = "ebpf"
 
@@ -512,12 +514,20 @@ func run(ctx context.Context, o *runOptions, log *slog.Logger) (err error) {
 			log.Info("INT active", "roles", roles, "node-id", running.GetInt().GetNode().GetConfig().GetNodeId())
 		}
 	}
+	// A dataplane that can stop on its own (a socket failed) says so on
+	// failed; nil (never ready) otherwise.
+	var failed <-chan error
+	if f, ok := applier.(interface{ Failed() <-chan error }); ok {
+		failed = f.Failed()
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(lis) }()
 	select {
 	case <-ctx.Done():
 		log.Info("shutting down")
 		return nil
+	case err := <-failed:
+		return fmt.Errorf("dataplane %s stopped: %w", o.Dataplane, err)
 	case err := <-errc:
 		if err != nil {
 			return fmt.Errorf("serving gNMI: %w", err)

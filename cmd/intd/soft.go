@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 
 	"github.com/intd-project/intd/dataplane/afpacket"
@@ -15,31 +14,29 @@ import (
 	"github.com/intd-project/intd/server"
 )
 
-// The soft dataplane: the software INT switch on AF_PACKET sockets of the
+// softDataplane is the software INT switch on AF_PACKET sockets of the
 // --interfaces, forwarding by the namespace's kernel routing and neighbour
 // tables (see dataplane/afpacket, which also says what it changes on the
 // host and restores at exit).
-func init() {
-	dataplanes["soft"] = &dataplaneKind{
-		summary: "software switch on AF_PACKET sockets, intd forwards (any Linux kernel; CAP_NET_RAW, CAP_NET_ADMIN)",
-		check: func() error {
-			var missing []string
-			for _, c := range []capability{capNetRaw, capNetAdmin} {
-				if !haveCap(c) {
-					missing = append(missing, capName(c))
-				}
+var softDataplane = &dataplaneKind{
+	summary: "software switch on AF_PACKET sockets, intd forwards (any Linux kernel; CAP_NET_RAW, CAP_NET_ADMIN)",
+	check: func() error {
+		var missing []string
+		for _, c := range []capability{capNetRaw, capNetAdmin} {
+			if !haveCap(c) {
+				missing = append(missing, capName(c))
 			}
-			if len(missing) > 0 {
-				return fmt.Errorf("the soft dataplane needs %s: run intd as root, or grant them", strings.Join(missing, " and "))
-			}
-			return nil
-		},
-		// The packet sockets are open once set up (CAP_NET_RAW is only
-		// checked when opening them); host settings are restored at exit
-		// (CAP_NET_ADMIN).
-		keep: []capability{capNetAdmin},
-		open: newSoftDataplane,
-	}
+		}
+		if len(missing) > 0 {
+			return fmt.Errorf("the soft dataplane needs %s: run intd as root, or grant them", strings.Join(missing, " and "))
+		}
+		return nil
+	},
+	// The packet sockets are open once set up (CAP_NET_RAW is only
+	// checked when opening them); host settings are restored at exit
+	// (CAP_NET_ADMIN).
+	keep: []capability{capNetAdmin},
+	open: newSoftDataplane,
 }
 
 // softApplier is the dtel orchestrator over an afpacket.Dataplane; Close
@@ -48,10 +45,16 @@ func init() {
 // host settings.
 type softApplier struct {
 	*dtel.Orchestrator
-	dp *afpacket.Dataplane
+	dp     *afpacket.Dataplane
+	failed chan error
 }
 
 func (a *softApplier) Close() error { return a.dp.Close() }
+
+// Failed receives the error that stopped forwarding (a socket failed: an
+// interface went away); run returns it, so that intd exits non-zero and a
+// supervisor restarts it.
+func (a *softApplier) Failed() <-chan error { return a.failed }
 
 func newSoftDataplane(ifaces []string) (server.Applier, error) {
 	if len(ifaces) == 0 {
@@ -62,19 +65,18 @@ func newSoftDataplane(ifaces []string) (server.Applier, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Run ends when Close (on every way out of run.go) stops it, or when
-	// a socket fails.
+	a := &softApplier{
+		Orchestrator: dtel.New(dp, dtel.WithLogger(log), dtel.WithDataplaneName("soft")),
+		dp:           dp,
+		failed:       make(chan error, 1),
+	}
+	// Run ends when Close (on every way out of run) stops it, or when a
+	// socket fails.
 	go func() {
 		if err := dp.Run(context.Background()); err != nil {
-			// A socket failed (an interface went away): stop cleanly,
-			// non-zero, so that a supervisor restarts intd.
-			log.Error("dataplane stopped", "err", err)
-			if err := dp.Close(); err != nil {
-				log.Error("closing the dataplane", "err", err)
-			}
-			os.Exit(1)
+			a.failed <- err
 		}
 	}()
 	log.Info("soft dataplane on AF_PACKET", "interfaces", ifaces, "routes", dp.Routes())
-	return &softApplier{Orchestrator: dtel.New(dp, dtel.WithLogger(log), dtel.WithDataplaneName("soft")), dp: dp}, nil
+	return a, nil
 }
