@@ -21,6 +21,7 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
+	"github.com/intd-project/intd/dataplane/internal/ethtool"
 	"github.com/intd-project/intd/dataplane/report"
 	"github.com/intd-project/intd/dataplane/soft"
 	"github.com/intd-project/intd/dtel"
@@ -252,7 +253,7 @@ func rules(t *testing.T, ns netns.NsHandle) string {
 func gro(t *testing.T, ns netns.NsHandle, name string) bool {
 	t.Helper()
 	var on bool
-	inNS(t, ns, func() (err error) { on, err = GetOffload(name, GRO); return err })
+	inNS(t, ns, func() (err error) { on, err = ethtool.GetOffload(name, ethtool.GRO); return err })
 	return on
 }
 
@@ -292,7 +293,7 @@ func TestForwardsOnce(t *testing.T) {
 	sysctl(t, r, "net.ipv4.ip_forward=1", "net.ipv6.conf.all.forwarding=1")
 	// GRO on, as on a NIC, to see it turned off and back on.
 	for _, p := range []string{"s1", "s2"} {
-		inNS(t, r, func() error { return SetOffload(p, true, GRO) })
+		inNS(t, r, func() error { return ethtool.SetOffload(p, true, ethtool.GRO) })
 	}
 	before := rules(t, r)
 

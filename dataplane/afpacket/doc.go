@@ -109,9 +109,9 @@
 // 9-13 µs including a 1.5 µs copy back into place (BenchmarkSegment,
 // 5-7 GB/s, zero allocations; shared 2-core VM at load average 6).
 //
-// Offloads: a router must see what is on the wire. SetOffload switches
-// GRO/LRO/TSO/GSO/tx checksum like `ethtool -K` (GetOffload reads them);
-// New turns GRO and LRO off on its ports (Host settings). Hosts next to the
+// Offloads: a router must see what is on the wire. New turns GRO and LRO
+// off on its ports like `ethtool -K` (package dataplane/internal/ethtool)
+// and restores them at exit (Host settings). Hosts next to the
 // switch keep their default offloads: their super-packets are segmented as
 // above.
 //

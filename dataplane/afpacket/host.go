@@ -11,6 +11,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/intd-project/intd/dataplane/internal/ethtool"
 	"github.com/intd-project/intd/dataplane/internal/hostlock"
 )
 
@@ -58,7 +59,7 @@ type hostSettings struct {
 
 type offloadChange struct {
 	iface string
-	o     Offload
+	o     ethtool.Offload
 }
 
 // removeStaleRules deletes intd's forwarding rules whose interface no
@@ -109,17 +110,17 @@ func takeOver(ifaces []string, log *slog.Logger) (*hostSettings, error) {
 			log.Info("host setting changed; restored at exit", "interface", name, "setting", familyName(fam)+" rule",
 				"added", ruleString(r), "why", "the kernel must not forward a second copy of what intd forwards")
 		}
-		for _, o := range []Offload{GRO, LRO} {
+		for _, o := range []ethtool.Offload{ethtool.GRO, ethtool.LRO} {
 			// Merged frames are cut again (Port.Segments), so an offload
 			// that stays on costs work, not correctness.
-			on, err := GetOffload(name, o)
+			on, err := ethtool.GetOffload(name, o)
 			if err != nil || !on {
 				if err != nil && !errors.Is(err, unix.EOPNOTSUPP) {
 					log.Warn("could not read an offload setting", "interface", name, "setting", o.String(), "err", err)
 				}
 				continue
 			}
-			if err := SetOffload(name, false, o); err != nil {
+			if err := ethtool.SetOffload(name, false, o); err != nil {
 				log.Warn("could not turn an offload off", "interface", name, "setting", o.String(), "err", err)
 				continue
 			}
@@ -139,7 +140,7 @@ func (h *hostSettings) restore() error {
 	var errs []error
 	for i := len(h.offloads) - 1; i >= 0; i-- {
 		c := h.offloads[i]
-		if err := SetOffload(c.iface, true, c.o); err != nil {
+		if err := ethtool.SetOffload(c.iface, true, c.o); err != nil {
 			errs = append(errs, err)
 			h.log.Error("could not restore a host setting", "interface", c.iface, "setting", c.o.String(), "err", err)
 			continue

@@ -17,6 +17,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/intd-project/intd/dataplane/internal/ethtool"
 	"github.com/intd-project/intd/dtel"
 	"github.com/intd-project/intd/gen"
 	"github.com/intd-project/intd/sai"
@@ -236,7 +237,7 @@ func BenchmarkIperf3(b *testing.B) {
 				// Without INT, but r1 segments in software as the GSO
 				// detour does: the per-segment forwarding cost alone.
 				if err := e.in("r1", func() error {
-					return setFeatures("r1-r2", func(f string) bool { return strings.HasSuffix(f, "-segmentation") }, false)
+					return ethtool.SetFeatures("r1-r2", func(f string) bool { return strings.HasSuffix(f, "-segmentation") }, false)
 				}); err != nil {
 					b.Fatal(err)
 				}

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/net/icmp"
 	"golang.org/x/net/ipv4"
 
+	"github.com/intd-project/intd/dataplane/internal/ethtool"
 	"github.com/intd-project/intd/dataplane/report"
 	"github.com/intd-project/intd/dataplane/wire"
 	"github.com/intd-project/intd/dtel"
@@ -467,7 +468,7 @@ func TestChecksumCompletedAtEgress(t *testing.T) {
 			r[1] = l.router(t, "r2", []string{"r2-r1", "r2-r3"}, nil, routerConfig(2, "", false))
 			r[2] = l.router(t, "r3", []string{"r3-r2", "r3-h2"}, nil, routerConfig(3, "r3-h2", false))
 			if err := l.in("r1", func() error {
-				return setFeatures("r1-r2", func(f string) bool { return strings.HasPrefix(f, "tx-checksum") }, false)
+				return ethtool.SetFeatures("r1-r2", func(f string) bool { return strings.HasPrefix(f, "tx-checksum") }, false)
 			}); err != nil {
 				t.Fatal(err)
 			}

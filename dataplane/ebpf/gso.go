@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"unsafe"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/intd-project/intd/dataplane/internal/ethtool"
 	"github.com/intd-project/intd/dataplane/internal/hostlock"
 )
 
@@ -97,10 +97,10 @@ func (g *gsoDetour) setup(d *Dataplane) error {
 		return strings.HasPrefix(f, "tx-") && (strings.HasSuffix(f, "-segmentation") ||
 			strings.HasPrefix(f, "tx-checksum") || f == "tx-gso-list" || f == "tx-gso-partial")
 	}
-	if err := setFeatures(g.dev, tx, false); err != nil {
+	if err := ethtool.SetFeatures(g.dev, tx, false); err != nil {
 		return fmt.Errorf("ebpf: GSO detour: %s: %w", g.dev, err)
 	}
-	if err := setFeatures(g.peer, func(f string) bool { return strings.HasPrefix(f, "rx-gro") || f == "rx-lro" }, false); err != nil {
+	if err := ethtool.SetFeatures(g.peer, func(f string) bool { return strings.HasPrefix(f, "rx-gro") || f == "rx-lro" }, false); err != nil {
 		return fmt.Errorf("ebpf: GSO detour: %s: %w", g.peer, err)
 	}
 	for _, n := range []string{g.dev, g.peer} {
@@ -171,126 +171,4 @@ func (g *gsoDetour) close() error {
 		return fmt.Errorf("ebpf: GSO detour: delete %s: %w", g.dev, err)
 	}
 	return nil
-}
-
-// ethtool ioctl commands and string set (linux/ethtool.h).
-const (
-	ethtoolGSTRINGS   = 0x1b
-	ethtoolGSSETINFO  = 0x37
-	ethtoolGFEATURES  = 0x3a
-	ethtoolSFEATURES  = 0x3b
-	ethSSFeatures     = 4
-	ethGStringLen     = 32
-	ethtoolFlagsWords = 8 // feature blocks read at most: 256 features
-)
-
-// ifreqPtr is struct ifreq with ifr_data. data is a real pointer, not a
-// uintptr, so the garbage collector keeps (and moves) what it points to.
-type ifreqPtr struct {
-	name [unix.IFNAMSIZ]byte
-	data unsafe.Pointer
-	_    [24 - unsafe.Sizeof(uintptr(0))]byte
-}
-
-func ethtool(fd int, ifname string, data unsafe.Pointer) error {
-	var r ifreqPtr
-	copy(r.name[:unix.IFNAMSIZ-1], ifname)
-	r.data = data
-	if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SIOCETHTOOL, uintptr(unsafe.Pointer(&r))); e != 0 {
-		return e
-	}
-	return nil
-}
-
-// featureNames returns the device's ethtool feature names, by bit
-// (ETHTOOL_GSSET_INFO, ETHTOOL_GSTRINGS), through the socket fd.
-func featureNames(fd int, ifname string) ([]string, error) {
-	var info struct {
-		cmd, _ uint32
-		mask   uint64
-		n      uint32
-	}
-	info.cmd, info.mask = ethtoolGSSETINFO, 1<<ethSSFeatures
-	if err := ethtool(fd, ifname, unsafe.Pointer(&info)); err != nil {
-		return nil, fmt.Errorf("ETHTOOL_GSSET_INFO: %w", err)
-	}
-	n := int(info.n)
-	if n == 0 || n > 32*ethtoolFlagsWords {
-		return nil, fmt.Errorf("ETHTOOL_GSSET_INFO: %d features", n)
-	}
-	strs := make([]byte, 12+n*ethGStringLen)
-	*(*[3]uint32)(unsafe.Pointer(&strs[0])) = [3]uint32{ethtoolGSTRINGS, ethSSFeatures, uint32(n)}
-	if err := ethtool(fd, ifname, unsafe.Pointer(&strs[0])); err != nil {
-		return nil, fmt.Errorf("ETHTOOL_GSTRINGS: %w", err)
-	}
-	names := make([]string, n)
-	for i := range names {
-		b := strs[12+i*ethGStringLen : 12+(i+1)*ethGStringLen]
-		names[i] = string(b[:max(0, strings.IndexByte(string(b), 0))])
-	}
-	return names, nil
-}
-
-// setFeatures turns the device's features whose ethtool names match
-// accepts on or off (ETHTOOL_SFEATURES, as `ethtool -K dev name off`), in
-// the calling thread's network namespace.
-func setFeatures(ifname string, match func(string) bool, on bool) error {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
-	names, err := featureNames(fd, ifname)
-	if err != nil {
-		return err
-	}
-	var set struct {
-		cmd, size uint32
-		blocks    [ethtoolFlagsWords]struct{ valid, requested uint32 }
-	}
-	set.cmd, set.size = ethtoolSFEATURES, uint32((len(names)+31)/32)
-	any := false
-	for i, name := range names {
-		if match(name) {
-			set.blocks[i/32].valid |= 1 << (i % 32)
-			if on {
-				set.blocks[i/32].requested |= 1 << (i % 32)
-			}
-			any = true
-		}
-	}
-	if !any {
-		return nil
-	}
-	if err := ethtool(fd, ifname, unsafe.Pointer(&set)); err != nil {
-		return fmt.Errorf("ETHTOOL_SFEATURES: %w", err)
-	}
-	return nil
-}
-
-// activeFeatures returns the names of the device's active features (for
-// tests).
-func activeFeatures(ifname string) (map[string]bool, error) {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer unix.Close(fd)
-	names, err := featureNames(fd, ifname)
-	if err != nil {
-		return nil, err
-	}
-	var get struct {
-		cmd, size uint32
-		blocks    [ethtoolFlagsWords]struct{ available, requested, active, never uint32 }
-	}
-	get.cmd, get.size = ethtoolGFEATURES, ethtoolFlagsWords
-	if err := ethtool(fd, ifname, unsafe.Pointer(&get)); err != nil {
-		return nil, err
-	}
-	out := map[string]bool{}
-	for i, name := range names {
-		out[name] = get.blocks[i/32].active&(1<<(i%32)) != 0
-	}
-	return out, nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/intd-project/intd/dataplane/internal/ethtool"
 	"github.com/intd-project/intd/dataplane/wire"
 )
 
@@ -188,18 +189,18 @@ func testGSO(t *testing.T, hostMTU int, gro bool) {
 			break
 		}
 		if err := e.in(x[0], func() error {
-			return setFeatures(x[1], func(f string) bool { return f == "rx-gro" }, true)
+			return ethtool.SetFeatures(x[1], func(f string) bool { return f == "rx-gro" }, true)
 		}); err != nil {
 			t.Fatalf("GRO on %s: %v", x[1], err)
 		}
-		if err := e.in(x[2], func() error { return setFeatures(x[3], tso, false) }); err != nil {
+		if err := e.in(x[2], func() error { return ethtool.SetFeatures(x[3], tso, false) }); err != nil {
 			t.Fatalf("TSO off on %s: %v", x[3], err)
 		}
 	}
 	// Offloads stay on where the stream starts, and the detour pair has
 	// them off on its sending side.
 	if err := e.in("h1", func() error {
-		f, err := activeFeatures("h1-r1")
+		f, err := ethtool.ActiveFeatures("h1-r1")
 		if err == nil && (!f["tx-tcp-segmentation"] || !f["tx-generic-segmentation"]) {
 			t.Errorf("h1-r1 without TSO/GSO: %v", f)
 		}
@@ -208,11 +209,11 @@ func testGSO(t *testing.T, hostMTU int, gro bool) {
 		t.Fatal(err)
 	}
 	if err := e.in("r1", func() error {
-		f, err := activeFeatures(e.r[0].gso.dev)
+		f, err := ethtool.ActiveFeatures(e.r[0].gso.dev)
 		if err == nil && (f["tx-tcp-segmentation"] || f["tx-checksum-ip-generic"]) {
 			t.Errorf("%s: segmentation or checksum offload on: %v", e.r[0].gso.dev, f)
 		}
-		g, err2 := activeFeatures(e.r[0].gso.peer)
+		g, err2 := ethtool.ActiveFeatures(e.r[0].gso.peer)
 		if err2 == nil && g["rx-gro"] {
 			t.Errorf("%s: GRO on", e.r[0].gso.peer)
 		}
@@ -223,7 +224,7 @@ func testGSO(t *testing.T, hostMTU int, gro bool) {
 	// Control: GRO on r2-r3 merges the unwatched stream h2 -> h1, sent
 	// segmented (h2 without TSO/GSO).
 	if err := e.in("h2", func() error {
-		return setFeatures("h2-r3", func(f string) bool { return strings.HasSuffix(f, "-segmentation") }, false)
+		return ethtool.SetFeatures("h2-r3", func(f string) bool { return strings.HasSuffix(f, "-segmentation") }, false)
 	}); err != nil {
 		t.Fatal(err)
 	}
