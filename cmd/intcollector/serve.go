@@ -83,9 +83,7 @@ func serveMain(args []string) int {
 		}
 		go func() {
 			for range time.Tick(100 * time.Millisecond) {
-				c.Lock()
-				w.Flush()
-				c.Unlock()
+				c.Do(func() { w.Flush() })
 			}
 		}()
 	}

@@ -220,21 +220,34 @@ func New(cfg Config) *Collector {
 // before use.
 func (c *Collector) Decoder() *Decoder { return c.dec }
 
-// Lock and Unlock let a receiver hold the collector across a batch of
-// HandlePacketLocked calls.
-func (c *Collector) Lock()   { c.mu.Lock() }
-func (c *Collector) Unlock() { c.mu.Unlock() }
+// Do calls fn while no packet is being handled (OnReport is not
+// running), e.g. to flush what OnReport writes.
+func (c *Collector) Do(fn func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	fn()
+}
 
 // HandlePacket decodes one report packet (UDP payload) received at now
 // (unix ns) and aggregates its reports.
 func (c *Collector) HandlePacket(payload []byte, now int64) {
 	c.mu.Lock()
-	c.HandlePacketLocked(payload, now)
+	c.handlePacketLocked(payload, now)
 	c.mu.Unlock()
 }
 
-// HandlePacketLocked is HandlePacket with the collector already locked.
-func (c *Collector) HandlePacketLocked(payload []byte, now int64) {
+// HandlePackets is HandlePacket for n packets, packet(i) for i in [0, n),
+// taking the lock once.
+func (c *Collector) HandlePackets(n int, packet func(i int) []byte, now int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := 0; i < n; i++ {
+		c.handlePacketLocked(packet(i), now)
+	}
+}
+
+// handlePacketLocked is HandlePacket with the collector already locked.
+func (c *Collector) handlePacketLocked(payload []byte, now int64) {
 	c.now = now
 	c.c.Packets++
 	_, err := c.dec.decodeRaw(payload, c, c.OnReport == nil)

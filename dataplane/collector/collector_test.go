@@ -249,7 +249,7 @@ func BenchmarkDecodeAggregate(b *testing.B) {
 	cpu0 := cpuTime()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		c.HandlePacketLocked(pkts[i&1], int64(i))
+		c.handlePacketLocked(pkts[i&1], int64(i))
 	}
 	b.StopTimer()
 	reportRate(b, b.N*per, cpuTime()-cpu0)

@@ -129,10 +129,6 @@ func (c *Collector) Serve(r *Receiver) error {
 			return err
 		}
 		now := time.Now().UnixNano()
-		c.mu.Lock()
-		for i := 0; i < n; i++ {
-			c.HandlePacketLocked(r.Packet(i), now)
-		}
-		c.mu.Unlock()
+		c.HandlePackets(n, r.Packet, now)
 	}
 }

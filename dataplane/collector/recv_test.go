@@ -137,11 +137,7 @@ func BenchmarkReceiveLoopback(b *testing.B) {
 		if got == 0 {
 			first = time.Now()
 		}
-		c.Lock()
-		for i := 0; i < n; i++ {
-			c.HandlePacketLocked(r.Packet(i), 0)
-		}
-		c.Unlock()
+		c.HandlePackets(n, r.Packet, 0)
 		got += n
 		read.Store(int64(got))
 		last = time.Now()
