@@ -50,6 +50,7 @@ require (
 	github.com/dennwc/varint v1.0.0 // indirect
 	github.com/emirpasic/gods v1.18.1 // indirect
 	github.com/fxamacker/cbor/v2 v2.9.1 // indirect
+	github.com/fzipp/gocyclo v0.6.0 // indirect
 	github.com/go-git/gcfg v1.5.1-0.20230307220236-3a3c6141e376 // indirect
 	github.com/go-git/go-billy/v5 v5.7.0 // indirect
 	github.com/go-git/go-git/v5 v5.16.5 // indirect
@@ -126,6 +127,7 @@ require (
 
 tool (
 	github.com/cilium/ebpf/cmd/bpf2go
+	github.com/fzipp/gocyclo/cmd/gocyclo
 	github.com/goreleaser/nfpm/v2/cmd/nfpm
 	github.com/openconfig/ygot/generator
 	honnef.co/go/tools/cmd/staticcheck
