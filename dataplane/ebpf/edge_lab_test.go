@@ -13,6 +13,7 @@ import (
 	"golang.org/x/net/ipv4"
 	"golang.org/x/sys/unix"
 
+	"github.com/intd-project/intd/dataplane/internal/ethtool"
 	"github.com/intd-project/intd/dataplane/report"
 	"github.com/intd-project/intd/dataplane/wire"
 	"github.com/intd-project/intd/sai"
@@ -199,7 +200,7 @@ func TestEdgeEndToEnd(t *testing.T) {
 
 	// TCP h1 -> h2 with TSO/GSO off at h1: full-sized segments.
 	if err := l.in("h1", func() error {
-		return setFeatures("h1-r1", func(f string) bool { return strings.HasSuffix(f, "-segmentation") }, false)
+		return ethtool.SetFeatures("h1-r1", func(f string) bool { return strings.HasSuffix(f, "-segmentation") }, false)
 	}); err != nil {
 		t.Fatal(err)
 	}
