@@ -110,36 +110,5 @@
 //
 // # Performance
 //
-// On the 2-core development machine (AMD EPYC, shared), fake applier,
-// through gRPC on 127.0.0.1:
-//
-//	go test -run '^$' -bench 'SetWatchlist|GetFullState|SampleFanout$' -benchmem -benchtime 3x ./server/
-//	go test -run '^$' -bench OnChange -benchtime 300x ./server/
-//	go test -run '^$' -bench SampleFanoutScale -benchtime 10x ./server/
-//
-//	Set replacing a 1000-entry watchlist, end to end   0.33-0.38 s/op, 109 MB, 1.7 M allocs
-//	  (was 1.03-1.1 s, 430 MB, 6.9 M allocs; ygot's leafref walk was 2/3)
-//	Get all state (1000 entries), view cached           40 ms PROTO, 61 ms JSON_IETF
-//	Get all state right after a state publish          104 ms PROTO, 98 ms JSON_IETF
-//	ON_CHANGE latency, state poll to client (1 leaf)    p50 0.26 ms, p99 1.0 ms
-//	SAMPLE, 50 subscribers x 1000 counters/s,           0.32 CPU-s/s with the clients
-//	  in-process clients decoding (SampleFanout)        (was 0.56), rounds p99 1.09 s apart
-//	SAMPLE, 100 subscribers x 10,000 counters/s         1.01 M leaves/s delivered,
-//	  (SampleFanoutScale, clients in a child process)   server 0.78 CPU-s/s, clients 0.11;
-//	                                                    rounds p50 1.005 s, p99 1.35 s apart,
-//	                                                    a round delivered in p50 0.04 ms,
-//	                                                    p99 19 ms (2 responses of <= 1 MiB)
-//	  same with 1 subscriber                            server 0.79 CPU-s/s
-//	  before the shared rounds                          118 k leaves/s of the 1 M asked,
-//	                                                    server 1.9 CPU-s/s (both cores),
-//	                                                    rounds p50 7.9 s, p99 13.9 s apart
-//
-// At 100 x 10,000 the subscribers now cost next to nothing measurable (1
-// subscriber or 100: the same server CPU); what remains is publishing the
-// state of 10,000 entries every second: the fake applier's State builds
-// a 10,000-entry ygot tree, ygot.TogNMINotifications flattens it, and the
-// diff against the previous flattening, with the garbage collection that
-// follows (about 0.75 CPU-s/s). A flattener that walks the generated
-// structs directly, or an Applier that reports changed counters only,
-// would be the next step.
+// Measured figures and their history: docs/performance.md.
 package server

@@ -15,12 +15,8 @@
 // The histograms are plain counters updated under the collector's lock
 // (one bucket index from the sample's bit length, one compare), with each
 // hop's NodeStats cached in its HopState, and are turned into Prometheus
-// histograms at scrape time. Cached client_golang Observer children (one
-// per node) were measured too: their atomic updates cost more on this
-// path. BenchmarkDecodeAggregate -cpu 1, 2,000,000 iterations, five
-// interleaved rounds, load average 1.7-1.9: without the histograms 10.07M
-// reports/cpu-s (10.04-10.13M); with them 8.62M (8.53-8.69M, 0.86); with
-// Observer children instead 6.31M (5.74-6.40M, 0.63). 0 allocs/op in all.
+// histograms at scrape time (cheaper on this path than client_golang's
+// atomic Observers).
 //
 // A flow's path comes from the reports that describe all of it: the sink's
 // INT-MD reports (an embedded INT-MD stack; I, Q and D clear). Reports
@@ -35,48 +31,5 @@
 // node's first ingress timestamp (or arrival). FlowState.PathComplete says
 // whether the path came from a sink report.
 //
-// Figures (2-core shared AMD EPYC VM; reports/cpu-s divides by the
-// process CPU time):
-//
-//	go test -run '^$' -bench DecodeAggregate -cpu 1 -count 5 ./dataplane/collector/
-//	  5.3-7.8M reports/cpu-s over ten runs, median 6.5M (3.2-5.4M, median
-//	  4.6M, for the previous code interleaved in the same session, load
-//	  average 0.8-0.9), 0 allocs/op (sink reports with a 3-hop INT-MD
-//	  stack, 8 per packet). Load-independent: 1693 instructions per
-//	  report, down from 2259 (callgrind, GODEBUG=asyncpreemptoff=1
-//	  GOGC=off, (Ir at -test.benchtime 60000x - Ir at 10000x) / 50000 /
-//	  8; 3117 before the earlier round). This round: sink reports' hops
-//	  decoded straight into the flow path when the collector decodes for
-//	  itself (no OnReport: Report.raw instead of INT.Hops, mdPathRaw; the
-//	  exported Report and Handler are unchanged; 2259 -> 1874), and report
-//	  inner packets of the common shape (Ethernet or bare IPv4, TCP/UDP,
-//	  no parser, INT 0.5 or INT 2016 marking matching) decoded without
-//	  wire.Parser and wire.Packet, finding only the flow key, TTL and an
-//	  unmarked INT v2.1 stack (innerFast; -> 1693). Both are checked
-//	  against the reference paths by differential tests on the fuzz
-//	  corpus, crafted stacks and random mutations (fastpath_test.go). What
-//	  is left per report (callgrind, self cost): fused hop decode and path
-//	  aggregation (mdPathRaw, 3 hops and the sink's) ~410, report walk and
-//	  Report reset (decodeV2) ~310, inner packet (innerFast) ~235, stack
-//	  header (decodeV21) ~155,
-//	  report metadata fields ~100, unmarked INT v2.1 detection
-//	  (looksV21Shim) ~70, flow index and LRU ~195, HandleReport ~65, the
-//	  sink's hop (updateLat) ~35. By instruction count the 5M/s/core
-//	  target needs about 1400-1800 on this machine; 1693 is inside that
-//	  range, and the quiet-core runs above meet it. Next candidates: a
-//	  cheaper LRU touch (clock bits), one Report reset for what a report
-//	  can set instead of the whole struct, hashing the flow key from the
-//	  packet bytes before building netip.Addr values, the fast inner path
-//	  for DSCP-marked INT (Parser.DSCPMask set: currently the parser path).
-//	go test -run '^$' -bench ReceiveLoopback -benchtime 200000x ./dataplane/collector/
-//	  1.57-2.10M reports/s received on 127.0.0.1 over five runs, 0% lost,
-//	  0 allocs/op; the receiver thread handles 2.2-3.1M reports/cpu-s
-//	  (recvmmsg batches of 256, SO_RCVBUFFORCE 8 MB). Before: 0.70M/s with
-//	  13.6% lost (batches of 64, one write per datagram). The sender uses
-//	  sendmmsg with UDP GSO messages (32 datagrams of 8 reports each) and
-//	  keeps at most 1024 datagrams in flight, so the figure is the
-//	  receiver's loss-free rate; unpaced, the sender takes the CPU the
-//	  receiver needs on two shared cores and 80% is lost in the socket.
-//	  No separate reader goroutine: the receiver thread is not the
-//	  bottleneck, and a hand-off would add work on the same two cores.
+// Measured figures and their history: docs/performance.md.
 package collector

@@ -293,7 +293,7 @@
 // Stats come from per-CPU array maps (per interface slot, per drop
 // reason, per watchlist entry, per session) summed at read time.
 //
-// # Tests and figures
+// # Tests
 //
 // Tests need root (they load BPF programs) and skip otherwise.
 // TestBehaviour runs the shared INT cases (source over TCP/UDP/UDP
@@ -322,129 +322,5 @@
 // runs three `intd run --dataplane ebpf` processes configured only over
 // gNMI. The package's tests take about 15 s.
 //
-// Figures, measured on the shared 2-core AMD EPYC VM (SRSO "Safe RET"
-// mitigation: every kernel and BPF function return is costly, so helper
-// and subprogram calls dominate), load average 1.5-4 from other builds;
-// before = commit 163a2e4 (GSO not instrumented), after = this version,
-// run interleaved:
-//
-//	sudo go test ./dataplane/ebpf -run '^$' -bench Program -benchtime 20000x
-//
-//	BPF_PROG_TEST_RUN, 64-byte TCP payload,  before (3 runs)   after (3 runs)
-//	fresh packet per run (cold caches), ns/pkt
-//	pass (returns TC_ACT_OK)                 122-131           124-136
-//	egress, unwatched                        420-553           296-360
-//	egress, source (node id + queue)         903-1256          609-749
-//	egress, transit                          1168-1246         640-698
-//	egress, sink                             1160-1260         890-916
-//
-//	sudo go test ./dataplane/ebpf -run '^$' -bench ForwardingCostUDP -benchtime 200000x
-//
-//	kernel BPF run-time statistics during      before (3 runs)   after (3 runs)
-//	real forwarding, warm caches: 64-byte UDP
-//	h1 -> h2 through r1-r3, ns per run
-//	intd_pass on h2's ingress (baseline)       111-131           92-98
-//	source egress, over pass                   1661-1927         1080-1166
-//	transit egress, over pass                  1245-1309         583-630
-//	sink egress, over pass (reports about      8542-10559        1573-1845
-//	  2 in 3 packets: 256 ns latency buckets)
-//	ingress                                    299-355           234-261
-//
-// Then the L4 checksum written directly instead of with two
-// bpf_l4_csum_replace calls, and transit, sink and strip inlined into
-// intd_egress (inlining parse or build_hop too exceeds the verifier's
-// 1M-instruction limit); before = commit f3fefcc, after = this version,
-// interleaved, load 1.4-2.3, Program 4 runs, ForwardingCostUDP 4 runs:
-//
-//	                        before (ns)        after (ns)
-//	Program pass            128-150            115-133
-//	Program source          600-886            548-756
-//	Program transit         629-776            568-676
-//	Program sink            778-1053           593-816
-//	Forwarding source       1050-1170          961-988
-//	Forwarding transit      578-632            489-513
-//	Forwarding sink         1636-1952          1541-1646
-//
-// The 100 ns target over pass is not met: 3-6x over in the cold
-// benchmark, 6-16x in real forwarding. What is left per packet: the flow
-// cache's LRU hash lookup on a new flow, bpf_skb_adjust_room (in the veth
-// lab the source's skbs come from local sockets with 2 bytes of headroom
-// or are TCP clones, so every insertion reallocates the head: about 600 ns
-// of the source's figure), bpf_ktime_get_ns, the subprogram calls (parse,
-// classify, build_hop, source, filter, emit) and, at the sink, the per-flow filter and the 512-byte
-// event copy. A fair warm PROG_TEST_RUN with repeat is not possible for
-// source, transit and sink: their effect is not idempotent (the second run
-// sees an INT packet), hence ForwardingCostUDP.
-//
-//	sudo go test ./dataplane/ebpf -run '^$' -bench Iperf3 -benchtime 1x
-//
-//	TCP h1 -> h2 through r1-r3 (veth, iperf3 3 s), Gbit/s, 2 runs
-//	before: int-off 7.97, 9.49   int-on 7.26, 8.69 (0.91): bulk TCP
-//	        (GSO super-packets) carried no INT
-//	after:  int-off 7.9-8.6   int-off-segmented 1.8-2.3   int-on 0.62-0.76
-//
-// With every segment instrumented, INT on is 0.08-0.09 of int-off: the
-// 0.9 target is missed, structurally. int-off forwards 64 KiB GSO
-// super-packets through every hop; INT over TCP requires r1 to segment
-// (int-off-segmented: the same with TSO/GSO off on r1-r2, no intd, is
-// already 0.23-0.27 of int-off), and the detour veth, the source, transit
-// and sink programs, 8% more segments (GSO size lowered for 8 hops of
-// metadata) and the sink's reports (latency-sensitivity 8 in this lab's
-// configuration reports about every other packet; 17 gives int-on
-// 0.78-0.93) take it to 0.33-0.4 of int-off-segmented. The profile of an
-// int-on run is flat kernel per-packet forwarding (routing, veth xmit,
-// netif_receive, tc), not one hot spot.
-//
-// Second round: the clock read only when something needs time; parse,
-// classify, source, sink and the filter inlined (build_hop branch-free);
-// the sink's checksum sum and the filter's stack walk in place. Medians of
-// 8 alternated, CPU-pinned runs (Program, ns/pkt): pass 137 -> 133,
-// unwatched 312 -> 212, source 708 -> 511, transit 620 -> 468, sink 784 ->
-// 572. The floor (BenchmarkFloor, bpf/floor.c: the one adjust_room each
-// role needs), over empty: source +24 B 135, transit +20 B 125, sink -56 B
-// 95, one clock read 40: the 100 ns target is below the floor here.
-//
-//	sudo go test ./dataplane/ebpf -run '^$' -bench 'Program|Floor' -benchtime 20000x -count 3
-//
-// Iperf3 after it, with per-flow packet sampling (watchlist
-// packet-interval), Gbit/s: int-off 6.8-10.2, int-off-segmented 2.3,
-// int-on 1.06, int-on-1ms 3.3-3.7, int-on-10ms 6.7, int-on-1s 8.5-8.6.
-// The programs cost little; the suspicion was that an instrumented
-// super-packet's segments, delayed by the detour, arrive behind later
-// super-packets of the flow. Measured since, it is not so: with iperf3
-// pinned to one CPU (-A 0 at both ends), 1 and 10 ms sampling, h2's
-// TcpExtTCPOFOQueue stayed 0, and a per-flow hold (the flow's next
-// packets sent through the detour veth the other way, whole, for 1 ms, so
-// they queue behind the segments in the CPU's backlog) made no difference
-// in 2x2 alternated runs; it was not kept. The retransmits of every mode,
-// INT off included, come from the two CPUs' backlogs (ACK-clocked sends
-// run on the other CPU). What an instrumented super-packet costs is its
-// segments: each crosses the detour, r2, r3 and h2 on its own.
-//
-// Third round (set-based watchlist of 1024 entries, IPv6 extension
-// headers, the checksum detour), medians of 3 runs, ns/pkt: pass 144,
-// unwatched 265, source 595, transit 555, sink 675; floor over empty:
-// source +24 B 142, transit +20 B 141, sink -56 B 94, clock 36. A new flow
-// (BenchmarkClassifyMiss: classification and an LRU insert) 1238 ns with
-// 1 entry, 1453 with 1024; a cached one 250 / 293.
-//
-//	sudo go test ./dataplane/ebpf -run '^$' -bench ClassifyMiss -benchtime 20000x
-//
-// Iperf3 (the routers' hop-latency threshold 100 µs), Gbit/s, 2 runs:
-// int-off 7.54, 9.30; int-off-segmented 2.05, 1.97; int-on 0.83, 0.96;
-// int-on-1ms 4.39, 4.16; int-on-10ms 7.63, 6.97; int-on-1s 8.53, 6.77;
-// int-xd (postcards from all three routers for every packet, packets
-// untouched) 8.02, 7.92, 0.95 of int-off.
-//
-// The domain's edge (edge and ingress lookup before parsing, DSCP re-mark,
-// MSS clamp, telemetry exclusion, malformed forward) costs nothing
-// measurable on these paths: BenchmarkProgram since runs its packets as
-// come in through a fabric port ("in", a context with the ingress
-// ifindex; before, it ran them as sent by the host, which now never are
-// INT), and with that harness for both, interleaved, 3 runs each, load
-// 3.3-3.8, ns/pkt median (min-max), before (the code before the edge) ->
-// after: pass 76 (73-85) -> 81 (73-83), unwatched 133 (121-145) -> 137
-// (135-142), source 318 (308-328) -> 300 (298-320), transit 297 (268-307)
-// -> 274 (262-276), sink 368 (361-399) -> 387 (361-400). The verifier
-// processes 421k instructions of intd_egress (405k before).
+// Measured figures and their history: docs/performance.md.
 package ebpf

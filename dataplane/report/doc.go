@@ -69,18 +69,7 @@
 //
 // # Figures
 //
-// Measured on the shared 2-core dev VM (AMD EPYC, load from other builds,
-// so expect ±2x noise; best of 3):
-//
-//	go test -run '^$' -bench 'FilterDecision|Exporter' -count 3 -cpu 1 ./dataplane/report/
-//	BenchmarkFilterDecision   207 ns/op   0 B/op  0 allocs/op   (10k flows, 3-hop INT-MD stack)
-//	BenchmarkExporter         196 ns/op   5.1M reports/s  0 allocs/op (2.3M/s under load)
-//
-//	go test -run '^$' -bench AccuracyReduction -benchtime 1x ./dataplane/report/
-//	10,000 flows, 5,000,000 packets, 30,000 injected anomalies (path changes,
-//	latency spikes and shifts, port changes, drops): 100.0% reported,
-//	79,614 reports = 62.8x fewer than per-packet reporting.
-//
+// Measured figures and their history: docs/performance.md.
 // TestAccuracy10kFlows asserts 100% on a 1,000,000-packet version
 // (16.8x reduction at 33 packets/s per flow).
 package report

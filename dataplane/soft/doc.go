@@ -87,28 +87,6 @@
 // implements ReportPipeline (report.Pipeline does) is configured from the
 // sai objects and feeds Stats.Reports / ReportSessions / QueueReports.
 //
-// Performance (pipeline only: Receive with an unlimited-rate port and no
-// Link, 3 hops of node id + queue, 64-byte payload, zero allocations per
-// packet, asserted by TestZeroAllocs):
-//
-//	GOMAXPROCS=1 go test ./dataplane/soft -run XXX -bench . -benchmem -benchtime 1000000x
-//
-//	benchmark        cpu-ns/pkt (median)   cpu-Mpps (median)   instr/pkt (before)   allocs
-//	Transit3Hops     175-234 (197)         4.3-5.7 (5.1)       1789 (2215)          0
-//	Source           206-246 (232)         4.1-4.9 (4.3)       1991 (2257)          0
-//	Sink             249-381 (289)         2.6-4.0 (3.5)       2526 (3057)          0
-//	Forward (no INT)  96-140 (104)         7.2-10.5 (9.6)       903                 0
-//
-// cpu-ns is the process CPU time (getrusage) per packet over five runs on
-// the shared 2-core AMD EPYC VM at load average 1.3-3 (wall-clock ns/op
-// is similar now but noisier); the same runs of the previous code gave
-// 211-253 (transit), 218-231 (source), 307-364 (sink). instr/pkt is the
-// load-independent callgrind count per packet ((Ir at 120000x - Ir at
-// 20000x) / 100000, GODEBUG=asyncpreemptoff=1). Transit meets 5 Mpps on
-// the median run (not on every loaded run); source and sink meet 3 Mpps
-// on the median run, sink not on the most loaded one. Forward used to patch the
-// TCP checksum instead of the port, so it measured the source path; it
-// now measures unwatched forwarding. The gains come from wire (PushHop,
-// Strip, InsertINT) and from the flow cache comparing keys field by field
-// instead of with the generated memequal on the 120-byte key.
+// The pipeline allocates nothing per packet (TestZeroAllocs). Measured
+// figures and their history: docs/performance.md.
 package soft

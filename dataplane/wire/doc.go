@@ -59,34 +59,10 @@
 //
 // # Performance
 //
-// Measured with
-//
-//	go test -run='^$' -bench=. -benchmem -cpu 1 -count=10 -benchtime=200ms ./dataplane/wire/
-//
-// (minimum of 10 runs, Go 1.26, AMD EPYC, 2 vCPUs shared with other
-// engineers, load average 1.5-3 during the run, so wall-clock figures still
-// carry contention). Instructions per op are load-independent: callgrind,
-// (Ir at 120000x - Ir at 20000x) / 100000 with GODEBUG=asyncpreemptoff=1,
-// and include the benchmark loop (frame copy, Packet copy):
-//
-//	benchmark                                    ns/op   instr/op (before)   allocs
-//	PushHop_5Fields_IPv4UDPChecksum              50      733  (1210)         0
-//	PushHop_5Fields_IPv4TCP                      48      708  (1177)         0
-//	DecodeMD_5Hops5Fields (parse + 5 x 5 fields) 175     1954 (2885)         0
-//	StripSink_5Hops_IPv4UDP                      58      681  (991)          0
-//	ReportEncode_Embedded3Hops                   49      563                 0
-//	ReportDecode_Embedded3Hops                   51      578  (602)          0
-//	ReportDecode_Embedded3Hops_WalkStack         265     2001 (2594)         0
-//	FlowKeyHash                                  26      101                 0
-//
-// The 60 ns push and 100 ns report-decode targets are met. What made the
-// difference: PutHop and DecodeHop are unrolled in bitmap order (no per-bit
-// loop and switch), PushHop has a fast path (IPv4/IPv6, not Geneve, hops
-// remaining, room, no checksum complement) that keeps offsets in
-// registers and sums the hop for the L4 checksum while writing it, and
-// Strip and InsertINT sum the bytes they move in 64-bit words. The general
-// paths stay as they were; FuzzPushHopFastPath, FuzzHopCodecReference and
-// FuzzSum64 check that the fast paths give identical bytes.
-//
-// TestZeroAllocs asserts the zero allocations with testing.AllocsPerRun.
+// PutHop and DecodeHop are unrolled in bitmap order, PushHop has a fast
+// path for the common case and Strip and InsertINT sum the bytes they move
+// in 64-bit words; FuzzPushHopFastPath, FuzzHopCodecReference and
+// FuzzSum64 check that the fast paths give the general paths' bytes.
+// TestZeroAllocs asserts the zero allocations. Measured figures and their
+// history: docs/performance.md.
 package wire
