@@ -23,7 +23,8 @@ const labReportSession = "collector"
 // level-1 ports, hop latency and queue occupancy, sink on host-facing
 // ports, INT source through watchlist entries on those ports' ingress,
 // queue reports on fabric ports, and flow, drop and queue events to the
-// collector (none when collector is invalid).
+// collector (none when collector is invalid). TestLabConfigEqualsLab
+// checks that dtel turns it into the objects lab.ConfigureSwitch creates.
 func labConfig(l *lab.Lab, name string, i int, collector netip.AddrPort) (*gen.Device, error) {
 	d := &gen.Device{}
 	root := d.GetOrCreateInt()
@@ -40,10 +41,7 @@ func labConfig(l *lab.Lab, name string, i int, collector netip.AddrPort) (*gen.D
 
 	fc := root.GetOrCreateFlowReportFilter().GetOrCreateConfig()
 	fc.ReportInterval = ygot.Uint32(1000) // ms
-	// A software switch's queueing jitter is microseconds, not the
-	// nanoseconds of an ASIC: with the 256 ns default nearly every packet
-	// of a flow sharing a busy queue would count as a latency change.
-	fc.HopLatencyThreshold = ygot.Uint32(100_000) // ns
+	fc.HopLatencyThreshold = ygot.Uint32(uint32(lab.HopLatencyChange.Nanoseconds()))
 	fc.ReportOnPathChange, fc.ReportOnPortChange, fc.ReportOnQueueChange = ygot.Bool(true), ygot.Bool(true), ygot.Bool(true)
 
 	if collector.IsValid() {

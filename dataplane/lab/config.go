@@ -23,18 +23,26 @@ const QueueLatencyThreshold = time.Millisecond
 // order, from 0) telemetry reports to an IPv4 collector.
 func ReportSource(i int) netip.Addr { return netip.AddrFrom4([4]byte{10, 255, 0, byte(i + 1)}) }
 
+// HopLatencyChange is the hop-latency change that makes `intd lab`'s
+// switches report a flow again. A software switch's queueing jitter is
+// microseconds, not the nanoseconds of an ASIC: with the 256 ns default
+// nearly every packet of a flow sharing a busy queue would count as a
+// latency change. New keeps the default, which the package's report tests
+// are written for.
+const HopLatencyChange = 100 * time.Microsecond
+
 // DefaultSession is the lab's INT session: node id, level-1 ports, hop
-// latency and queue occupancy at every hop.
+// latency and queue occupancy at every hop, TCP MSS clamped for the
+// metadata.
 func DefaultSession() sai.IntSessionAttrs {
 	return sai.IntSessionAttrs{Mode: sai.IntModeMD, MaxHopCount: 8,
-		Instructions: sai.InstNodeID | sai.InstL1Interfaces | sai.InstHopLatency | sai.InstQueue}
+		Instructions: sai.InstNodeID | sai.InstL1Interfaces | sai.InstHopLatency | sai.InstQueue,
+		ClampTCPMSS:  true}
 }
 
-// configure applies the default INT configuration to every switch through
-// its sai.Backend: DSCP 0x17 marking, INT source on host-facing ports
-// (watchlist on the ingress port), sink on host-facing ports, transit
-// everywhere, queue reports on fabric ports, and a report session to
-// collector when set.
+// configure applies the default INT configuration to every switch
+// through its sai.Backend (ConfigureSwitch), with reports to collector
+// when set.
 func (l *Lab) configure(collector string) error {
 	var dst netip.AddrPort
 	if collector != "" {
@@ -44,54 +52,72 @@ func (l *Lab) configure(collector string) error {
 		}
 	}
 	for i, name := range l.order {
-		b := l.switches[name]
-		d := sai.DefaultDTelAttrs()
-		d.SwitchID = l.NodeID(name)
-		d.IntEndpointEnable, d.IntTransitEnable = true, true
-		d.DropReportEnable, d.QueueReportEnable = true, true
-		d.IntL4DSCP = sai.DSCPMatch{Value: DSCPValue, Mask: DSCPMask}
-		d.SinkPortList = l.HostPorts(name)
-		if _, err := b.Create(d); err != nil {
-			return fmt.Errorf("lab: %s: %w", name, err)
+		if err := l.ConfigureSwitch(l.switches[name], i, dst, 0); err != nil {
+			return err
 		}
-		if dst.IsValid() {
-			rs := sai.DefaultReportSessionAttrs()
-			rs.SrcIP = ReportSource(i)
-			if dst.Addr().Is6() {
-				rs.SrcIP = netip.IPv6Loopback()
-			}
-			rs.Destinations = []sai.ReportDestination{{IP: dst.Addr(), UDPPort: dst.Port()}}
-			rso, err := b.Create(rs)
-			if err != nil {
-				return fmt.Errorf("lab: %s: %w", name, err)
-			}
-			for _, et := range []sai.EventType{sai.EventFlowState, sai.EventDropReport,
-				sai.EventQueueReportThresholdBreach, sai.EventQueueReportTailDrop} {
-				if _, err := b.Create(sai.EventAttrs{Type: et, ReportSession: rso}); err != nil {
-					return fmt.Errorf("lab: %s: %w", name, err)
-				}
-			}
+	}
+	return nil
+}
+
+// ConfigureSwitch creates, through b, the lab's default INT configuration
+// of the i-th switch (topology order, from 0): DSCP 0x17 marking, INT
+// source on host-facing ports (watchlist on the ingress port), sink on
+// host-facing ports, transit everywhere, queue reports on fabric ports,
+// and a report session to collector when it is valid. hopLatencyChange
+// sets the flow report filter's (0: sai's default). `intd lab` states the
+// same configuration in YANG.
+func (l *Lab) ConfigureSwitch(b sai.Backend, i int, dst netip.AddrPort, hopLatencyChange time.Duration) error {
+	name := l.order[i]
+	d := sai.DefaultDTelAttrs()
+	d.SwitchID = l.NodeID(name)
+	d.IntEndpointEnable, d.IntTransitEnable = true, true
+	d.DropReportEnable, d.QueueReportEnable = true, true
+	d.IntL4DSCP = sai.DSCPMatch{Value: DSCPValue, Mask: DSCPMask}
+	d.SinkPortList = l.HostPorts(name)
+	if hopLatencyChange != 0 {
+		d.FlowReport.HopLatencyChange = hopLatencyChange
+	}
+	if _, err := b.Create(d); err != nil {
+		return fmt.Errorf("lab: %s: %w", name, err)
+	}
+	if dst.IsValid() {
+		rs := sai.DefaultReportSessionAttrs()
+		rs.SrcIP = ReportSource(i)
+		if dst.Addr().Is6() {
+			rs.SrcIP = netip.IPv6Loopback()
 		}
-		for _, p := range l.FabricPorts(name) {
-			if _, err := b.Create(sai.QueueReportAttrs{Port: p, LatencyThreshold: QueueLatencyThreshold,
-				BreachQuota: sai.DefaultBreachQuota, TailDrop: true}); err != nil {
-				return fmt.Errorf("lab: %s: %w", name, err)
-			}
-		}
-		hostPorts := l.HostPorts(name)
-		if len(hostPorts) == 0 {
-			continue
-		}
-		sess, err := b.Create(DefaultSession())
+		rs.Destinations = []sai.ReportDestination{{IP: dst.Addr(), UDPPort: dst.Port()}}
+		rso, err := b.Create(rs)
 		if err != nil {
 			return fmt.Errorf("lab: %s: %w", name, err)
 		}
-		for _, p := range hostPorts {
-			if _, err := b.Create(sai.WatchlistEntryAttrs{Priority: 10, Match: sai.WatchlistMatch{InPort: p},
-				Action: sai.WatchlistAction{FlowOp: sai.FlowOpInt, IntSession: sess, FlowSamplePercent: 100,
-					DropReportEnable: true, TailDropReportEnable: true}}); err != nil {
+		for _, et := range []sai.EventType{sai.EventFlowState, sai.EventDropReport,
+			sai.EventQueueReportThresholdBreach, sai.EventQueueReportTailDrop} {
+			if _, err := b.Create(sai.EventAttrs{Type: et, ReportSession: rso}); err != nil {
 				return fmt.Errorf("lab: %s: %w", name, err)
 			}
+		}
+	}
+	for _, p := range l.FabricPorts(name) {
+		if _, err := b.Create(sai.QueueReportAttrs{Port: p, LatencyThreshold: QueueLatencyThreshold,
+			BreachQuota: sai.DefaultBreachQuota, TailDrop: true}); err != nil {
+			return fmt.Errorf("lab: %s: %w", name, err)
+		}
+	}
+	hostPorts := l.HostPorts(name)
+	if len(hostPorts) == 0 {
+		return nil
+	}
+	sess, err := b.Create(DefaultSession())
+	if err != nil {
+		return fmt.Errorf("lab: %s: %w", name, err)
+	}
+	for j, p := range hostPorts {
+		// One entry per host port, the first port's first.
+		if _, err := b.Create(sai.WatchlistEntryAttrs{Priority: uint16(len(hostPorts) - j), Match: sai.WatchlistMatch{InPort: p},
+			Action: sai.WatchlistAction{FlowOp: sai.FlowOpInt, IntSession: sess, FlowSamplePercent: 100,
+				DropReportEnable: true, TailDropReportEnable: true}}); err != nil {
+			return fmt.Errorf("lab: %s: %w", name, err)
 		}
 	}
 	return nil
