@@ -450,6 +450,31 @@ func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
 	return os.Rename(f.Name(), path)
 }
 
+// CertHosts are the names and addresses a certificate of a server
+// listening on addr should cover: the host name, every address of the
+// node's interfaces (link-local ones aside, they need a zone), and the
+// listen host when one is named.
+func CertHosts(addr string) []string {
+	var hosts []string
+	if h, err := os.Hostname(); err == nil && h != "" {
+		hosts = append(hosts, h)
+	}
+	if host, _, err := net.SplitHostPort(addr); err == nil && host != "" {
+		if ip := net.ParseIP(host); ip == nil || !ip.IsUnspecified() {
+			hosts = append(hosts, host)
+		}
+	}
+	if addrs, err := net.InterfaceAddrs(); err == nil {
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && !n.IP.IsLinkLocalUnicast() {
+				hosts = append(hosts, n.IP.String())
+			}
+		}
+	}
+	slices.Sort(hosts)
+	return slices.Compact(hosts)
+}
+
 // Fingerprint is the SHA-256 of a certificate's DER encoding, as
 // colon-separated hex pairs (openssl x509 -noout -fingerprint -sha256).
 func Fingerprint(der []byte) string {

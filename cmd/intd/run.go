@@ -278,30 +278,6 @@ func prepareState(o *runOptions) error {
 	return nil
 }
 
-// certHosts are the names and addresses a generated certificate covers:
-// the host name, every address of the node's interfaces (link-local ones
-// aside, they need a zone), and the listen host when one is named.
-func certHosts(addr string) []string {
-	var hosts []string
-	if h, err := os.Hostname(); err == nil && h != "" {
-		hosts = append(hosts, h)
-	}
-	if host, _, err := net.SplitHostPort(addr); err == nil && host != "" {
-		if ip := net.ParseIP(host); ip == nil || !ip.IsUnspecified() {
-			hosts = append(hosts, host)
-		}
-	}
-	if addrs, err := net.InterfaceAddrs(); err == nil {
-		for _, a := range addrs {
-			if n, ok := a.(*net.IPNet); ok && !n.IP.IsLinkLocalUnicast() {
-				hosts = append(hosts, n.IP.String())
-			}
-		}
-	}
-	slices.Sort(hosts)
-	return slices.Compact(hosts)
-}
-
 // initialConfig is the configuration a node starts with when nothing is
 // saved: the --startup-config file, or an empty one (INT idle), with
 // --node-id set in it.
@@ -312,20 +288,7 @@ func initialConfig(startupFile string, nodeID uint) (*gen.Device, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--startup-config: %w", err)
 		}
-		// Checked here as JSON of the schema; the server checks the rest
-		// (references, constraints) as it checks a Set.
-		var doc any
-		if err := json.Unmarshal(data, &doc); err != nil {
-			return nil, fmt.Errorf("--startup-config %s: not JSON: %w", startupFile, err)
-		}
-		root, err := gen.RootEntry()
-		if err != nil {
-			return nil, err
-		}
-		if err := gen.CheckJSON(root, doc, ""); err != nil {
-			return nil, fmt.Errorf("--startup-config %s: %w", startupFile, err)
-		}
-		if err := gen.Unmarshal(data, cfg); err != nil {
+		if cfg, err = gen.ParseConfig(data); err != nil {
 			return nil, fmt.Errorf("--startup-config %s: %w", startupFile, err)
 		}
 	}
@@ -548,7 +511,7 @@ func tlsConfig(o *runOptions, log *slog.Logger) (*tls.Config, error) {
 		log.Info("TLS certificate", "file", o.TLSCert, "sha256-fingerprint", server.Fingerprint(cfg.Certificates[0].Certificate[0]))
 		return cfg, nil
 	}
-	hosts := certHosts(o.Addr)
+	hosts := server.CertHosts(o.Addr)
 	cert, created, err := server.StateCert(o.StateDir, hosts)
 	if err != nil {
 		return nil, err
