@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -84,7 +85,7 @@ func (a *ebpfApplier) Close() error {
 	return errors.Join(err, a.pipe.Close())
 }
 
-func newEBPFDataplane(ifaces []string) (server.Applier, error) {
+func newEBPFDataplane(_ context.Context, ifaces []string) (server.Applier, error) {
 	if len(ifaces) == 0 {
 		return nil, errors.New("--interfaces is required (comma-separated interface names)")
 	}

@@ -67,7 +67,9 @@ type dataplaneKind struct {
 	// keep are the capabilities the dataplane still needs once it is set
 	// up (to apply configuration, and to undo its changes at exit).
 	keep []capability
-	open func(interfaces []string) (server.Applier, error)
+	// open sets the dataplane up; what it runs ends with ctx or when the
+	// applier (an io.Closer) is closed.
+	open func(ctx context.Context, interfaces []string) (server.Applier, error)
 }
 
 // dataplanes are the --dataplane values.
@@ -424,7 +426,7 @@ func run(ctx context.Context, o *runOptions, log *slog.Logger) (err error) {
 	}
 	defer lis.Close() // Serve owns it once called; closing twice is harmless
 
-	applier, err := dp.open(ifaces)
+	applier, err := dp.open(ctx, ifaces)
 	if err != nil {
 		return fmt.Errorf("dataplane %s: %w", o.Dataplane, err)
 	}

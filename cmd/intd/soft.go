@@ -56,7 +56,7 @@ func (a *softApplier) Close() error { return a.dp.Close() }
 // supervisor restarts it.
 func (a *softApplier) Failed() <-chan error { return a.failed }
 
-func newSoftDataplane(ifaces []string) (server.Applier, error) {
+func newSoftDataplane(ctx context.Context, ifaces []string) (server.Applier, error) {
 	if len(ifaces) == 0 {
 		return nil, errors.New("--interfaces is required (comma-separated interface names)")
 	}
@@ -70,10 +70,10 @@ func newSoftDataplane(ifaces []string) (server.Applier, error) {
 		dp:           dp,
 		failed:       make(chan error, 1),
 	}
-	// Run ends when Close (on every way out of run) stops it, or when a
-	// socket fails.
+	// Run ends with ctx, when Close (on every way out of run) stops it, or
+	// when a socket fails.
 	go func() {
-		if err := dp.Run(context.Background()); err != nil {
+		if err := dp.Run(ctx); err != nil {
 			a.failed <- err
 		}
 	}()
