@@ -180,42 +180,8 @@ func (cfg *Config) Validate() error {
 			return fmt.Errorf("report: session %q listed twice", s.Name)
 		}
 		names[s.Name] = true
-		if !s.Src.IsValid() {
-			return fmt.Errorf("report: session %q: invalid source %v", s.Name, s.Src)
-		}
-		if len(s.Collectors) == 0 {
-			return fmt.Errorf("report: session %q has no collector", s.Name)
-		}
-		seen := map[netip.AddrPort]bool{}
-		for _, c := range s.Collectors {
-			if !c.Addr.IsValid() || c.Addr.Port() == 0 {
-				return fmt.Errorf("report: session %q: invalid collector %v", s.Name, c.Addr)
-			}
-			if c.Addr.Addr().Unmap().Is4() != s.Src.Unmap().Is4() {
-				return fmt.Errorf("report: session %q: collector %v and source %v differ in family", s.Name, c.Addr, s.Src)
-			}
-			if seen[c.Addr] {
-				return fmt.Errorf("report: session %q: collector %v listed twice", s.Name, c.Addr)
-			}
-			seen[c.Addr] = true
-		}
-		if s.TruncateSize < 0 || s.TruncateSize > maxTruncate {
-			return fmt.Errorf("report: session %q: truncate size %d out of range", s.Name, s.TruncateSize)
-		}
-		if s.MTU != 0 && (s.MTU < minMTU || s.MTU > maxMTU) {
-			return fmt.Errorf("report: session %q: MTU %d out of range %d..%d", s.Name, s.MTU, minMTU, maxMTU)
-		}
-		if s.Format != FormatV2 && s.Format != FormatV05 {
-			return fmt.Errorf("report: session %q: bad format %d", s.Name, s.Format)
-		}
-		if s.Format == FormatV05 && s.MaxReports > 1 {
-			return fmt.Errorf("report: session %q: coalescing needs format 2.0", s.Name)
-		}
-		if s.MaxReports < 0 || s.MaxReports > maxReportsPerPkt {
-			return fmt.Errorf("report: session %q: max reports %d out of range", s.Name, s.MaxReports)
-		}
-		if s.MaxDelay < 0 || s.MaxDelay > maxCoalesceDelay {
-			return fmt.Errorf("report: session %q: max delay %v out of range", s.Name, s.MaxDelay)
+		if err := s.validate(); err != nil {
+			return err
 		}
 	}
 	for e, r := range cfg.Events {
@@ -242,6 +208,48 @@ func (cfg *Config) Validate() error {
 		if q.ResetThreshold > q.LatencyThreshold && q.LatencyThreshold != 0 {
 			return fmt.Errorf("report: queue report for port %d queue %d: reset threshold above trigger", q.Port, q.Queue)
 		}
+	}
+	return nil
+}
+
+// validate checks one session's settings.
+func (s *Session) validate() error {
+	if !s.Src.IsValid() {
+		return fmt.Errorf("report: session %q: invalid source %v", s.Name, s.Src)
+	}
+	if len(s.Collectors) == 0 {
+		return fmt.Errorf("report: session %q has no collector", s.Name)
+	}
+	seen := map[netip.AddrPort]bool{}
+	for _, c := range s.Collectors {
+		if !c.Addr.IsValid() || c.Addr.Port() == 0 {
+			return fmt.Errorf("report: session %q: invalid collector %v", s.Name, c.Addr)
+		}
+		if c.Addr.Addr().Unmap().Is4() != s.Src.Unmap().Is4() {
+			return fmt.Errorf("report: session %q: collector %v and source %v differ in family", s.Name, c.Addr, s.Src)
+		}
+		if seen[c.Addr] {
+			return fmt.Errorf("report: session %q: collector %v listed twice", s.Name, c.Addr)
+		}
+		seen[c.Addr] = true
+	}
+	if s.TruncateSize < 0 || s.TruncateSize > maxTruncate {
+		return fmt.Errorf("report: session %q: truncate size %d out of range", s.Name, s.TruncateSize)
+	}
+	if s.MTU != 0 && (s.MTU < minMTU || s.MTU > maxMTU) {
+		return fmt.Errorf("report: session %q: MTU %d out of range %d..%d", s.Name, s.MTU, minMTU, maxMTU)
+	}
+	if s.Format != FormatV2 && s.Format != FormatV05 {
+		return fmt.Errorf("report: session %q: bad format %d", s.Name, s.Format)
+	}
+	if s.Format == FormatV05 && s.MaxReports > 1 {
+		return fmt.Errorf("report: session %q: coalescing needs format 2.0", s.Name)
+	}
+	if s.MaxReports < 0 || s.MaxReports > maxReportsPerPkt {
+		return fmt.Errorf("report: session %q: max reports %d out of range", s.Name, s.MaxReports)
+	}
+	if s.MaxDelay < 0 || s.MaxDelay > maxCoalesceDelay {
+		return fmt.Errorf("report: session %q: max delay %v out of range", s.Name, s.MaxDelay)
 	}
 	return nil
 }
