@@ -13,10 +13,6 @@ import (
 	"strings"
 )
 
-func init() {
-	register("completion", "print a bash or zsh completion script (intd completion bash|zsh)", completionCmd)
-}
-
 // Values of enumerated flags, completed after the flag. Other string
 // flags complete file names when their name says they take a file.
 var flagValues = map[string][]string{
@@ -46,7 +42,7 @@ var flagLine = regexp.MustCompile(`^  -([A-Za-z0-9][-A-Za-z0-9_.]*)(?: (\S+))?$`
 // prints: what the completion offers is what the command accepts.
 func completionTable() ([]subCommand, error) {
 	var subs []subCommand
-	for name, c := range commands {
+	for name, c := range commands() {
 		var out bytes.Buffer
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel() // nothing may start: -h only prints

@@ -153,7 +153,7 @@ func TestCompletionZsh(t *testing.T) {
 // TestHelp: -h of every subcommand prints its usage and is not an
 // error (intd exits 0), and the usages say what they take.
 func TestHelp(t *testing.T) {
-	for name := range commands {
+	for name := range commands() {
 		var out, errOut bytes.Buffer
 		if err := dispatch(context.Background(), []string{name, "-h"}, &out, &errOut); err != nil {
 			t.Errorf("intd %s -h: %v", name, err)

@@ -20,10 +20,6 @@ import (
 	"github.com/intd-project/intd/server"
 )
 
-func init() {
-	register("lab", "run an in-process INT fabric (h1 - s1 - s2 - s3 - h2) with gNMI on 127.0.0.1:9339", labCmd)
-}
-
 // labOptions are `intd lab`'s flags.
 type labOptions struct {
 	Addr          string

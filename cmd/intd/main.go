@@ -8,8 +8,6 @@
 //	intd version           print the version, commit, build date and Go version
 //	intd completion SHELL  print a bash or zsh completion script
 //	intd help [SUBCOMMAND]
-//
-// Further subcommands (e.g. `intd lab`) register themselves in commands.
 package main
 
 import (
@@ -24,20 +22,23 @@ import (
 	"syscall"
 )
 
-// command is one subcommand. Files adding subcommands call register from
-// an init function (the in-process lab will add "lab" this way).
+// command is one subcommand.
 type command struct {
 	summary string
 	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
-var commands = map[string]command{}
-
-func register(name, summary string, run func(ctx context.Context, args []string, stdout, stderr io.Writer) error) {
-	if _, dup := commands[name]; dup {
-		panic("intd: subcommand registered twice: " + name)
+// commands are the subcommands. A function rather than a variable: the
+// completion script lists them.
+func commands() map[string]command {
+	return map[string]command{
+		"run":        {"serve one INT node over gNMI", runCmd},
+		"lab":        {"run an in-process INT fabric (h1 - s1 - s2 - s3 - h2) with gNMI on 127.0.0.1:9339", labCmd},
+		"sonic":      {"translate SONiC config_db.json DTel tables to intd's YANG and back", sonicCmd},
+		"passwd":     {"read a password on stdin, print a credentials-file line for USER", passwdCmd},
+		"version":    {"print the version, commit, build date and Go version", versionCmd},
+		"completion": {"print a bash or zsh completion script (intd completion bash|zsh)", completionCmd},
 	}
-	commands[name] = command{summary: summary, run: run}
 }
 
 func main() {
@@ -72,7 +73,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case args[0] == "-version" || args[0] == "--version":
 		args = append([]string{"version"}, args[1:]...)
 	}
-	c, ok := commands[args[0]]
+	c, ok := commands()[args[0]]
 	if !ok {
 		usage(stderr)
 		return fmt.Errorf("unknown subcommand %q", args[0])
@@ -86,13 +87,14 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: intd SUBCOMMAND [flags]   (intd help SUBCOMMAND for its flags)\n\nsubcommands:")
-	names := make([]string, 0, len(commands))
-	for n := range commands {
+	cmds := commands()
+	names := make([]string, 0, len(cmds))
+	for n := range cmds {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
+		fmt.Fprintf(w, "  %-10s %s\n", n, cmds[n].summary)
 	}
 	fmt.Fprintf(w, "\nintd run --dataplane values:%s\n", dataplaneUsage())
 }

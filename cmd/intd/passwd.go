@@ -13,10 +13,6 @@ import (
 	"github.com/intd-project/intd/server"
 )
 
-func init() {
-	register("passwd", "read a password on stdin, print a credentials-file line for USER", passwdCmd)
-}
-
 func passwdCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("intd passwd", flag.ContinueOnError)
 	fs.SetOutput(stderr)

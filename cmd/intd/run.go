@@ -25,10 +25,6 @@ import (
 	"github.com/intd-project/intd/server"
 )
 
-func init() {
-	register("run", "serve one INT node over gNMI", runCmd)
-}
-
 // runOptions are `intd run`'s settings; a --config file sets the same
 // names (JSON object keys equal to the flag names), flags override it.
 type runOptions struct {

@@ -18,10 +18,6 @@ import (
 	"github.com/intd-project/intd/server/sonic"
 )
 
-func init() {
-	register("sonic", "translate SONiC config_db.json DTel tables to intd's YANG and back", sonicCmd)
-}
-
 // sonicSource is the CONFIG_DB source of `intd run --sonic-config-db` or
 // --sonic-db-config, nil without either.
 func sonicSource(o *runOptions, log *slog.Logger) (*sonic.Source, error) {

@@ -9,10 +9,6 @@ import (
 	"github.com/intd-project/intd/cmd/internal/buildinfo"
 )
 
-func init() {
-	register("version", "print the version, commit, build date and Go version", versionCmd)
-}
-
 func versionCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("intd version", flag.ContinueOnError)
 	fs.SetOutput(stderr)
