@@ -51,9 +51,9 @@ type softApplier struct {
 
 func (a *softApplier) Close() error { return a.dp.Close() }
 
-// Failed receives the error that stopped forwarding (a socket failed: an
-// interface went away); run returns it, so that intd exits non-zero and a
-// supervisor restarts it.
+// Failed receives the error that stopped forwarding (a socket failed);
+// run returns it, so that intd exits non-zero and a supervisor restarts
+// it.
 func (a *softApplier) Failed() <-chan error { return a.failed }
 
 func newSoftDataplane(ctx context.Context, ifaces []string) (server.Applier, error) {
