@@ -76,10 +76,16 @@
 // the cache but requires a prefix target, has no SAMPLE,
 // heartbeat_interval or suppress_redundant, and stops a stalled client
 // only with a send timeout; subscribe.go is the layer that adds them over
-// the same cache and match. SAMPLE sends every sample_interval (0:
-// WithSampleIntervals' default) the covered leaves, and deletes for leaves
-// gone since the previous sample; TARGET_DEFINED samples leaves under a
-// 'counters' container and sends the others on change. A sample round is
+// the same cache and match. SAMPLE sends every sample_interval the covered leaves, and deletes
+// for leaves gone since the previous sample; an interval below
+// WithSampleIntervals' minimum is refused (INVALID_ARGUMENT), 0 gets the
+// minimum. TARGET_DEFINED samples leaves under a 'counters' container and
+// sends the others on change; it refuses a sample_interval. updates_only
+// makes ONCE send only the sync_response, and POLL answer only the polls
+// that follow. A STREAM ends only when the client cancels it: a client
+// half-closing its side keeps its subscription. A POLL ends, once every
+// poll is answered, when the client half-closes (no poll can follow); a
+// second SubscriptionList on it is INVALID_ARGUMENT, as on a STREAM. A sample round is
 // shared (sample.go): all samplers of one path, filter, encoding and
 // echoed target use one cache walk and one encoding per cache generation
 // (publish), as few SubscribeResponses of up to 1 MiB as the leaves'

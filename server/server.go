@@ -34,7 +34,6 @@ type options struct {
 	tls             *tls.Config
 	creds           *Credentials
 	maxPending      int
-	defaultSample   time.Duration
 	minSample       time.Duration
 	targetDefSample time.Duration
 }
@@ -67,12 +66,12 @@ func WithCredentials(c *Credentials) Option { return func(o *options) { o.creds 
 // disconnected with RESOURCE_EXHAUSTED. Default 65536.
 func WithMaxPending(n int) Option { return func(o *options) { o.maxPending = n } }
 
-// WithSampleIntervals sets the interval used for SAMPLE subscriptions that
-// ask for 0 (def), the smallest interval honoured (min), and the interval
-// at which TARGET_DEFINED subscriptions sample counters (targetDefined).
-// Defaults: 10s, 10ms, 10s.
-func WithSampleIntervals(def, min, targetDefined time.Duration) Option {
-	return func(o *options) { o.defaultSample, o.minSample, o.targetDefSample = def, min, targetDefined }
+// WithSampleIntervals sets the shortest sample interval supported (min):
+// SAMPLE subscriptions asking for less are refused, those asking for 0 get
+// it; and the interval at which TARGET_DEFINED subscriptions sample
+// counters (targetDefined). Defaults: 10ms, 10s.
+func WithSampleIntervals(min, targetDefined time.Duration) Option {
+	return func(o *options) { o.minSample, o.targetDefSample = min, targetDefined }
 }
 
 // Server is a gNMI server for one or more targets, each backed by an
@@ -103,7 +102,6 @@ func New(opts ...Option) (*Server, error) {
 	o := options{
 		statePoll:       time.Second,
 		maxPending:      65536,
-		defaultSample:   10 * time.Second,
 		minSample:       10 * time.Millisecond,
 		targetDefSample: 10 * time.Second,
 	}
@@ -115,6 +113,9 @@ func New(opts ...Option) (*Server, error) {
 	}
 	if o.statePoll <= 0 {
 		return nil, errors.New("state poll interval must be positive")
+	}
+	if o.minSample <= 0 || o.targetDefSample <= 0 {
+		return nil, errors.New("sample intervals must be positive")
 	}
 	if o.maxPending < 1 {
 		return nil, errors.New("max pending updates must be positive")

@@ -85,15 +85,28 @@ func (s *Server) Subscribe(stream gpb.GNMI_SubscribeServer) error {
 	switch sl.GetMode() {
 	case gpb.SubscriptionList_ONCE:
 		go func() {
-			if ss.walkAll() == nil {
+			// updates_only: ONCE sends only the sync_response (§3.5.1.2).
+			if sl.GetUpdatesOnly() || ss.walkAll() == nil {
 				ss.q.insert(ctx, "", 0, syncResponse, true)
 			}
 			ss.q.close()
 		}()
 		return <-sendErr
 	case gpb.SubscriptionList_POLL:
-		go ss.pollLoop()
-		return <-sendErr
+		pollErr := make(chan error, 1)
+		go func() { pollErr <- ss.pollLoop(sl.GetUpdatesOnly()) }()
+		select {
+		case err := <-sendErr:
+			return err
+		case err := <-pollErr:
+			if err != nil {
+				cancel()
+				return err
+			}
+			// The client half-closed: every poll it sent is answered
+			// once the queue drains.
+			return <-sendErr
+		}
 	case gpb.SubscriptionList_STREAM:
 		return ss.stream_(sl, sendErr)
 	}
@@ -116,10 +129,22 @@ func (ss *session) compile(sl *gpb.SubscriptionList) error {
 			return err
 		}
 		sample := time.Duration(min(sub.GetSampleInterval(), uint64(math.MaxInt64)))
-		if sample == 0 {
-			sample = s.o.defaultSample
+		if sl.GetMode() == gpb.SubscriptionList_STREAM {
+			switch sub.GetMode() {
+			case gpb.SubscriptionMode_SAMPLE:
+				// §3.5.1.5.2: 0 is the lowest interval the target supports;
+				// a shorter one than that is refused.
+				if sample == 0 {
+					sample = s.o.minSample
+				} else if sample < s.o.minSample {
+					return status.Errorf(codes.InvalidArgument, "sample_interval %v of %s is below the shortest supported, %v", sample, orRoot(pathString(elems)), s.o.minSample)
+				}
+			case gpb.SubscriptionMode_TARGET_DEFINED:
+				if sample != 0 {
+					return status.Errorf(codes.InvalidArgument, "TARGET_DEFINED subscription to %s gives a sample_interval: the target chooses it; use SAMPLE to set one", orRoot(pathString(elems)))
+				}
+			}
 		}
-		sample = max(sample, s.o.minSample)
 		hb := time.Duration(min(sub.GetHeartbeatInterval(), uint64(math.MaxInt64)))
 		if hb > 0 {
 			hb = max(hb, s.o.minSample)
@@ -162,24 +187,34 @@ func (ss *session) sendLoop() error {
 	}
 }
 
-func (ss *session) pollLoop() {
+// pollLoop answers the initial poll (only a sync_response with
+// updates_only) and then every Poll request, until the client half-closes
+// (nil) or sends something other than a Poll (INVALID_ARGUMENT).
+func (ss *session) pollLoop(updatesOnly bool) error {
 	defer ss.q.close()
 	for first := true; ; first = false {
 		if !first {
 			req, err := ss.stream.Recv()
+			if err == io.EOF {
+				return nil
+			}
 			if err != nil {
-				return
+				return err
 			}
 			if req.GetPoll() == nil {
-				// Only Poll messages may follow on a POLL subscription.
-				continue
+				if req.GetSubscribe() != nil {
+					return status.Error(codes.InvalidArgument, "a POLL subscription cannot be changed: only Poll requests may follow its SubscriptionList; open a new Subscribe RPC")
+				}
+				return status.Error(codes.InvalidArgument, "only Poll requests may follow the SubscriptionList of a POLL subscription")
 			}
 		}
-		if ss.walkAll() != nil {
-			return
+		if !(first && updatesOnly) {
+			if err := ss.walkAll(); err != nil {
+				return nil // the queue is closed: the send side reports why
+			}
 		}
 		if ss.q.insert(ss.ctx, "", 0, syncResponse, true) != nil {
-			return
+			return nil
 		}
 	}
 }
@@ -251,18 +286,23 @@ func (ss *session) stream_(sl *gpb.SubscriptionList, sendErr chan error) error {
 			}
 		}
 	}()
-	select {
-	case err := <-sendErr:
-		cancel()
-		ss.q.close()
-		return err
-	case err := <-recvErr:
-		cancel()
-		ss.q.close()
-		if err == io.EOF {
-			return nil
+	for {
+		select {
+		case err := <-sendErr:
+			cancel()
+			ss.q.close()
+			return err
+		case err := <-recvErr:
+			if err == io.EOF {
+				// A half-close is not a cancellation (§3.5.1.1): the
+				// subscription streams on until the RPC is cancelled.
+				recvErr = nil
+				continue
+			}
+			cancel()
+			ss.q.close()
+			return err
 		}
-		return err
 	}
 }
 

@@ -246,7 +246,7 @@ func TestSubscribeSample(t *testing.T) {
 	env := startServer(t, TargetOptions{})
 	const ctr = "/int/node/state/counters/in-packets"
 	// Plain SAMPLE: the unchanged value is sent every interval.
-	s := subscribeTo(t, env.client, subList(gpb.SubscriptionList_STREAM, sampleSub(t, ctr, 5*time.Millisecond)))
+	s := subscribeTo(t, env.client, subList(gpb.SubscriptionList_STREAM, sampleSub(t, ctr, 10*time.Millisecond)))
 	if got := s.untilSync(); got[ctr] != "100" {
 		t.Fatalf("initial sample %v", got)
 	}
@@ -258,7 +258,7 @@ func TestSubscribeSample(t *testing.T) {
 	}
 
 	// suppress_redundant: only changed values.
-	sub := sampleSub(t, "/int/node/state/counters", 5*time.Millisecond)
+	sub := sampleSub(t, "/int/node/state/counters", 10*time.Millisecond)
 	sub.SuppressRedundant = true
 	s2 := subscribeTo(t, env.client, subList(gpb.SubscriptionList_STREAM, sub))
 	if got := s2.untilSync(); len(got) != 2 {
@@ -284,7 +284,7 @@ func TestSubscribeSample(t *testing.T) {
 	}
 
 	// suppress_redundant with a heartbeat: unchanged values come back.
-	sub = sampleSub(t, ctr, 5*time.Millisecond)
+	sub = sampleSub(t, ctr, 10*time.Millisecond)
 	sub.SuppressRedundant = true
 	sub.HeartbeatInterval = uint64(20 * time.Millisecond)
 	s3 := subscribeTo(t, env.client, subList(gpb.SubscriptionList_STREAM, sub))
@@ -298,7 +298,7 @@ func TestSubscribeSample(t *testing.T) {
 
 func TestSubscribeSampleDeletes(t *testing.T) {
 	env := startServer(t, TargetOptions{})
-	s := subscribeTo(t, env.client, subList(gpb.SubscriptionList_STREAM, sampleSub(t, "/int/watchlist/entries/entry/state/counters", 5*time.Millisecond)))
+	s := subscribeTo(t, env.client, subList(gpb.SubscriptionList_STREAM, sampleSub(t, "/int/watchlist/entries/entry/state/counters", 10*time.Millisecond)))
 	if got := s.untilSync(); len(got) != 3 {
 		t.Fatalf("initial sample %v", got)
 	}
@@ -322,7 +322,7 @@ func TestSubscribeHeartbeatOnChange(t *testing.T) {
 }
 
 func TestSubscribeTargetDefined(t *testing.T) {
-	env := startServer(t, TargetOptions{}, WithSampleIntervals(time.Second, time.Millisecond, 5*time.Millisecond))
+	env := startServer(t, TargetOptions{}, WithSampleIntervals(time.Millisecond, 5*time.Millisecond))
 	s := subscribeTo(t, env.client, subList(gpb.SubscriptionList_STREAM, &gpb.Subscription{Path: gp(t, "/int/node/state"), Mode: gpb.SubscriptionMode_TARGET_DEFINED}))
 	got := s.untilSync()
 	if got["/int/node/state/node-id"] != "1" || got["/int/node/state/counters/in-packets"] != "100" {
