@@ -4,13 +4,23 @@
 package gen
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"math"
+	"regexp"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/openconfig/goyang/pkg/yang"
+	"github.com/openconfig/ygot/util"
 )
 
 var (
@@ -37,16 +47,22 @@ func RootEntry() (*yang.Entry, error) {
 // data path of the offending node, with list keys, e.g.
 // /intd-int:int/int-sessions/int-session[name=md]/config/mode.
 func ParseConfig(data []byte) (*Device, error) {
-	var doc any
-	if err := json.Unmarshal(data, &doc); err != nil {
+	doc, err := DecodeJSON(data)
+	if err != nil {
 		return nil, fmt.Errorf("config is not JSON: %w", err)
 	}
 	root, err := RootEntry()
 	if err != nil {
 		return nil, err
 	}
-	if err := CheckJSON(root, doc, ""); err != nil {
+	norm, changed, err := NormalizeJSON(root, doc, "", RFC7951)
+	if err != nil {
 		return nil, err
+	}
+	if changed {
+		if data, err = json.Marshal(norm); err != nil {
+			return nil, fmt.Errorf("config: %w", err)
+		}
 	}
 	dev := &Device{}
 	if err := Unmarshal(data, dev); err != nil {
@@ -58,47 +74,102 @@ func ParseConfig(data []byte) (*Device, error) {
 	return dev, nil
 }
 
-// CheckJSON walks an RFC 7951 JSON value against the schema entry it
-// belongs to and reports the first unknown node or invalid enumeration or
-// identity value with its data path. ygot's own unmarshalling reports these
-// without the path; everything else is left to it. prefix is the data path
+// DecodeJSON decodes one JSON value, keeping numbers as json.Number so
+// that integers of 64 bits and fractions are seen as sent.
+func DecodeJSON(data []byte) (any, error) {
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, err
+	}
+	if _, err := d.Token(); err != io.EOF {
+		return nil, errors.New("data after the JSON value")
+	}
+	return v, nil
+}
+
+// JSONRules selects which JSON spellings of leaf values are accepted.
+type JSONRules int
+
+const (
+	// RFC7951 reads JSON_IETF: integers of up to 32 bits are JSON
+	// numbers, 64-bit integers and decimal64 strings (numbers are taken
+	// too), identities "module:NAME" (or NAME), enumerations and strings
+	// JSON strings, booleans true or false, empty [null].
+	RFC7951 JSONRules = iota
+	// LegacyJSON reads gNMI's plain JSON encoding, which RFC 7159 leaves
+	// unconstrained: as RFC7951, and integers and decimal64 of any width
+	// may also be strings holding the number.
+	LegacyJSON
+)
+
+// CheckJSON walks an RFC 7951 JSON value (as encoding/json decodes it)
+// against the schema entry it belongs to and reports the first unknown
+// node or invalid leaf value with its data path. prefix is the data path
 // of v.
 func CheckJSON(e *yang.Entry, v any, prefix string) error {
+	_, _, err := NormalizeJSON(e, v, prefix, RFC7951)
+	return err
+}
+
+// NormalizeJSON checks a JSON value (from DecodeJSON, or encoding/json)
+// against the schema entry e it belongs to, as CheckJSON does, and returns
+// it in the RFC 7951 form ygot unmarshals: 64-bit integers and decimal64
+// as strings, smaller integers as numbers. changed reports whether any
+// value was rewritten (otherwise the result is v). Errors name the data
+// path (prefix is v's) and speak YANG: the node, the value, the type and
+// its restriction.
+func NormalizeJSON(e *yang.Entry, v any, prefix string, rules JSONRules) (out any, changed bool, err error) {
+	n := &normalizer{rules: rules}
+	out, err = n.node(e, v, prefix)
+	return out, n.changed, err
+}
+
+type normalizer struct {
+	rules   JSONRules
+	changed bool
+}
+
+func (n *normalizer) node(e *yang.Entry, v any, prefix string) (any, error) {
 	switch {
 	case e.IsList():
 		items, ok := v.([]any)
 		if !ok {
-			return fmt.Errorf("%s: want a JSON array for list %s", orRoot(prefix), e.Name)
+			return nil, fmt.Errorf("%s: want a JSON array for list %s", orRoot(prefix), e.Name)
 		}
-		for _, it := range items {
+		for i, it := range items {
 			obj, ok := it.(map[string]any)
 			if !ok {
-				return fmt.Errorf("%s: want JSON objects in list %s", orRoot(prefix), e.Name)
+				return nil, fmt.Errorf("%s: want JSON objects in list %s", orRoot(prefix), e.Name)
 			}
-			if err := checkMembers(e, obj, prefix+listKeys(e, obj)); err != nil {
-				return err
+			if err := n.members(e, obj, prefix+listKeys(e, obj)); err != nil {
+				return nil, err
 			}
+			items[i] = obj
 		}
-		return nil
+		return items, nil
 	case e.IsDir():
 		obj, ok := v.(map[string]any)
 		if !ok {
-			return fmt.Errorf("%s: want a JSON object for container %s", orRoot(prefix), e.Name)
+			return nil, fmt.Errorf("%s: want a JSON object for container %s", orRoot(prefix), e.Name)
 		}
-		return checkMembers(e, obj, prefix)
+		return obj, n.members(e, obj, prefix)
 	case e.IsLeafList():
 		items, ok := v.([]any)
 		if !ok {
-			return fmt.Errorf("%s: want a JSON array for leaf-list %s", orRoot(prefix), e.Name)
+			return nil, fmt.Errorf("%s: want a JSON array for leaf-list %s", orRoot(prefix), e.Name)
 		}
-		for _, it := range items {
-			if err := checkLeafValue(e, e.Type, it, prefix); err != nil {
-				return err
+		for i, it := range items {
+			nv, err := n.leaf(e, leafType(e), it, prefix)
+			if err != nil {
+				return nil, err
 			}
+			items[i] = nv
 		}
-		return nil
+		return items, nil
 	default:
-		return checkLeafValue(e, e.Type, v, prefix)
+		return n.leaf(e, leafType(e), v, prefix)
 	}
 }
 
@@ -109,7 +180,8 @@ func orRoot(p string) string {
 	return p
 }
 
-func checkMembers(e *yang.Entry, obj map[string]any, prefix string) error {
+// members checks (and normalizes in place) the members of a JSON object.
+func (n *normalizer) members(e *yang.Entry, obj map[string]any, prefix string) error {
 	names := make([]string, 0, len(obj))
 	for k := range obj {
 		names = append(names, k)
@@ -124,9 +196,11 @@ func checkMembers(e *yang.Entry, obj map[string]any, prefix string) error {
 		if child == nil {
 			return fmt.Errorf("%s/%s: unknown node", prefix, name)
 		}
-		if err := CheckJSON(child, obj[name], prefix+"/"+name); err != nil {
+		nv, err := n.node(child, obj[name], prefix+"/"+name)
+		if err != nil {
 			return err
 		}
+		obj[name] = nv
 	}
 	return nil
 }
@@ -139,53 +213,249 @@ func listKeys(e *yang.Entry, obj map[string]any) string {
 	return b.String()
 }
 
-func checkLeafValue(e *yang.Entry, t *yang.YangType, v any, path string) error {
-	if t == nil {
-		return nil
-	}
-	switch t.Kind {
-	case yang.Yint8, yang.Yint16, yang.Yint32, yang.Yuint8, yang.Yuint16, yang.Yuint32:
-		if _, ok := v.(float64); !ok {
-			return fmt.Errorf("%s: want a JSON number, got %s", path, jsonKind(v))
+// leafType is a leaf's type, a leafref's being its target's.
+func leafType(e *yang.Entry) *yang.YangType {
+	if e.Type != nil && e.Type.Kind == yang.Yleafref {
+		if t, err := util.ResolveIfLeafRef(e); err == nil && t != nil && t.Type != nil {
+			return t.Type
 		}
+	}
+	return e.Type
+}
+
+// leaf checks one leaf value of type t and returns its RFC 7951 form.
+func (n *normalizer) leaf(e *yang.Entry, t *yang.YangType, v any, path string) (any, error) {
+	if t == nil {
+		return v, nil
+	}
+	if t.Kind == yang.Yunion {
+		// The first member type that takes the value (RFC 7950 §9.12).
+		var errs []string
+		for _, m := range t.Type {
+			sub := &normalizer{rules: n.rules}
+			nv, err := sub.leaf(e, m, v, path)
+			if err == nil {
+				n.changed = n.changed || sub.changed
+				return nv, nil
+			}
+			errs = append(errs, typeName(m))
+		}
+		return nil, fmt.Errorf("%s: %s is not a valid %s", path, jsonText(v), strings.Join(dedup(errs), " or "))
+	}
+	nv, err := n.scalar(t, v)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return nv, nil
+}
+
+func dedup(l []string) []string {
+	var out []string
+	for _, s := range l {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// typeName names a type for messages: its typedef, else its built-in.
+func typeName(t *yang.YangType) string {
+	if t.Name != "" {
+		return t.Name
+	}
+	return t.Kind.String()
+}
+
+func (n *normalizer) scalar(t *yang.YangType, v any) (any, error) {
+	switch t.Kind {
+	case yang.Yint8, yang.Yint16, yang.Yint32, yang.Yint64, yang.Yuint8, yang.Yuint16, yang.Yuint32, yang.Yuint64:
+		return n.integer(t, v)
+	case yang.Ydecimal64:
+		s, ok := n.numberText(v, true)
+		if !ok {
+			return nil, fmt.Errorf("want a decimal number, got %s", jsonText(v))
+		}
+		num, err := yang.ParseDecimal(s, uint8(t.FractionDigits))
+		if err != nil {
+			return nil, fmt.Errorf("%s is not a decimal64 with %d fraction digits", s, t.FractionDigits)
+		}
+		if !inRange(t.Range, num) {
+			return nil, fmt.Errorf("%s is outside the range %s of %s", s, t.Range, typeName(t))
+		}
+		if _, isStr := v.(string); !isStr {
+			n.changed = true
+		}
+		return s, nil
 	case yang.Ybool:
 		if _, ok := v.(bool); !ok {
-			return fmt.Errorf("%s: want true or false, got %s", path, jsonKind(v))
+			return nil, fmt.Errorf("want true or false, got %s", jsonText(v))
+		}
+	case yang.Yempty:
+		if l, ok := v.([]any); !ok || len(l) != 1 || l[0] != nil {
+			return nil, fmt.Errorf("want [null] for an empty leaf, got %s", jsonText(v))
 		}
 	case yang.Yenum:
 		s, ok := v.(string)
 		if !ok || !t.Enum.IsDefined(s) {
-			return fmt.Errorf("%s: %v is not one of %s", path, v, strings.Join(t.Enum.Names(), ", "))
+			return nil, fmt.Errorf("%s is not one of %s", jsonText(v), strings.Join(t.Enum.Names(), ", "))
 		}
 	case yang.Yidentityref:
 		s, ok := v.(string)
 		if !ok || !identityDefined(t.IdentityBase, s) {
-			return fmt.Errorf("%s: %v is not an identity derived from %s", path, v, t.IdentityBase.Name)
-		}
-	case yang.Yunion:
-		// A union is valid when any member accepts the value.
-		var first error
-		for _, m := range t.Type {
-			err := checkLeafValue(e, m, v, path)
-			if err == nil {
-				return nil
+			base := "?"
+			if t.IdentityBase != nil {
+				base = t.IdentityBase.Name
 			}
-			if first == nil {
-				first = err
-			}
+			return nil, fmt.Errorf("%s is not an identity derived from %s", jsonText(v), base)
 		}
-		if first != nil && unionOfNamed(t) {
-			return first
+	case yang.Ystring:
+		s, ok := v.(string)
+		if !ok {
+			return nil, fmt.Errorf("want a string, got %s", jsonText(v))
+		}
+		if !inRange(t.Length, yang.FromInt(int64(utf8.RuneCountInString(s)))) {
+			return nil, fmt.Errorf("%q is not a valid %s: its length must be %s", s, typeName(t), t.Length)
+		}
+		if !matchesPatterns(t, s) {
+			return nil, fmt.Errorf("%q is not a valid %s", s, typeName(t))
+		}
+	case yang.Ybinary:
+		s, ok := v.(string)
+		if !ok {
+			return nil, fmt.Errorf("want a base64 string, got %s", jsonText(v))
+		}
+		b, err := base64.StdEncoding.DecodeString(s)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not base64", s)
+		}
+		if !inRange(t.Length, yang.FromInt(int64(len(b)))) {
+			return nil, fmt.Errorf("%d bytes of binary: the length must be %s", len(b), t.Length)
+		}
+	case yang.Ybits:
+		if _, ok := v.(string); !ok {
+			return nil, fmt.Errorf("want a string of bit names, got %s", jsonText(v))
 		}
 	}
-	return nil
+	return v, nil
 }
 
-// unionOfNamed reports whether every member of a union is an enumeration
-// or identityref, the only kinds checked here.
-func unionOfNamed(t *yang.YangType) bool {
-	for _, m := range t.Type {
-		if m.Kind != yang.Yenum && m.Kind != yang.Yidentityref {
+// integer checks an integer leaf value: integral, within its type's
+// bounds and range; the result is a json.Number for up to 32 bits, a
+// string for 64.
+func (n *normalizer) integer(t *yang.YangType, v any) (any, error) {
+	wide := t.Kind == yang.Yint64 || t.Kind == yang.Yuint64
+	// RFC 7951 §6.1: up to 32 bits a number, 64 bits a string; a 64-bit
+	// integer sent as a number is taken too.
+	s, ok := n.numberText(v, wide)
+	if !ok {
+		want := "a JSON number"
+		if wide {
+			want = "a string or number holding an integer"
+		}
+		return nil, fmt.Errorf("want %s, got %s", want, jsonText(v))
+	}
+	var num yang.Number
+	signed := false
+	switch t.Kind {
+	case yang.Yint8, yang.Yint16, yang.Yint32, yang.Yint64:
+		signed = true
+	}
+	if signed {
+		i, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return nil, notInteger(s, t, err)
+		}
+		num = yang.FromInt(i)
+	} else {
+		u, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			return nil, notInteger(s, t, err)
+		}
+		num = yang.FromUint(u)
+	}
+	if !inRange(kindRange(t.Kind), num) || !inRange(t.Range, num) {
+		r := t.Range
+		if len(r) == 0 {
+			r = kindRange(t.Kind)
+		}
+		return nil, fmt.Errorf("%s is outside the range %s of %s", s, r, typeName(t))
+	}
+	if wide {
+		if _, isStr := v.(string); !isStr {
+			n.changed = true
+		}
+		return s, nil
+	}
+	if _, isNum := v.(json.Number); !isNum {
+		n.changed = true
+	}
+	return json.Number(s), nil
+}
+
+func notInteger(s string, t *yang.YangType, err error) error {
+	if errors.Is(err, strconv.ErrRange) {
+		return fmt.Errorf("%s is outside the range of %s", s, t.Kind)
+	}
+	return fmt.Errorf("%s is not an integer (%s)", s, typeName(t))
+}
+
+// numberText returns the text of a numeric JSON value: a number, or a
+// string when the rules or the type (strOK) allow it.
+func (n *normalizer) numberText(v any, strOK bool) (string, bool) {
+	switch x := v.(type) {
+	case json.Number:
+		return x.String(), true
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64), true
+	case string:
+		if strOK || n.rules == LegacyJSON {
+			return x, true
+		}
+	}
+	return "", false
+}
+
+var kindRanges = map[yang.TypeKind]yang.YangRange{
+	yang.Yint8:   {{Min: yang.FromInt(math.MinInt8), Max: yang.FromInt(math.MaxInt8)}},
+	yang.Yint16:  {{Min: yang.FromInt(math.MinInt16), Max: yang.FromInt(math.MaxInt16)}},
+	yang.Yint32:  {{Min: yang.FromInt(math.MinInt32), Max: yang.FromInt(math.MaxInt32)}},
+	yang.Yint64:  {{Min: yang.FromInt(math.MinInt64), Max: yang.FromInt(math.MaxInt64)}},
+	yang.Yuint8:  {{Min: yang.FromUint(0), Max: yang.FromUint(math.MaxUint8)}},
+	yang.Yuint16: {{Min: yang.FromUint(0), Max: yang.FromUint(math.MaxUint16)}},
+	yang.Yuint32: {{Min: yang.FromUint(0), Max: yang.FromUint(math.MaxUint32)}},
+	yang.Yuint64: {{Min: yang.FromUint(0), Max: yang.FromUint(math.MaxUint64)}},
+}
+
+func kindRange(k yang.TypeKind) yang.YangRange { return kindRanges[k] }
+
+func inRange(r yang.YangRange, v yang.Number) bool {
+	return r.Contains(yang.YangRange{{Min: v, Max: v}})
+}
+
+var patterns sync.Map // pattern text -> *regexp.Regexp, or nil when Go cannot compile it
+
+// matchesPatterns reports whether s matches every pattern of t (POSIX
+// forms when the model gives them, as ygot does). A pattern Go's regexp
+// cannot compile is left to ygot's validation.
+func matchesPatterns(t *yang.YangType, s string) bool {
+	ps := t.POSIXPattern
+	if len(ps) == 0 {
+		ps = t.Pattern
+	}
+	for _, p := range ps {
+		var re *regexp.Regexp
+		if c, ok := patterns.Load(p); ok {
+			re, _ = c.(*regexp.Regexp)
+		} else {
+			expr := p
+			if len(t.POSIXPattern) == 0 {
+				expr = "^(" + p + ")$" // YANG (XSD) patterns are anchored
+			}
+			re, _ = regexp.Compile(expr)
+			patterns.Store(p, re)
+		}
+		if re != nil && !re.MatchString(s) {
 			return false
 		}
 	}
@@ -196,23 +466,61 @@ func identityDefined(base *yang.Identity, value string) bool {
 	if base == nil {
 		return false
 	}
-	local := value
-	if i := strings.IndexByte(value, ':'); i >= 0 {
-		local = value[i+1:]
+	mod, local, qualified := strings.Cut(value, ":")
+	if !qualified {
+		local = value
 	}
 	for _, id := range base.Values {
 		if id.Name == local {
-			return true
+			m := IdentityModule(id)
+			return !qualified || m == "" || mod == m
 		}
 	}
 	return false
+}
+
+// IdentityModule names the module that defines an identity, the prefix
+// RFC 7951 gives its values ("" when unknown). The schema ygot embeds
+// keeps no module of identities; the generated enumeration table does.
+func IdentityModule(id *yang.Identity) string {
+	identOnce.Do(func() {
+		identMods = map[string]string{}
+		for _, defs := range ΛEnum {
+			for _, d := range defs {
+				if d.DefiningModule != "" {
+					identMods[d.Name] = d.DefiningModule
+				}
+			}
+		}
+	})
+	return identMods[id.Name]
+}
+
+var (
+	identOnce sync.Once
+	identMods map[string]string
+)
+
+// jsonText renders a JSON value for a message.
+func jsonText(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case map[string]any:
+		return "an object"
+	}
+	b, err := json.Marshal(v)
+	if err != nil || len(b) > 80 {
+		return jsonKind(v)
+	}
+	return string(b)
 }
 
 func jsonKind(v any) string {
 	switch v.(type) {
 	case string:
 		return "a string"
-	case float64:
+	case float64, json.Number:
 		return "a number"
 	case bool:
 		return "a boolean"

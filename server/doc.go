@@ -47,6 +47,17 @@
 //
 // # Set
 //
+// Values (values.go) are read the same whatever their encoding, checked
+// against the leaf's YANG type with the data path in every message, and
+// handed to ygot as RFC 7951 JSON. JSON_IETF is RFC 7951: integers of up
+// to 32 bits are numbers, 64-bit integers strings (a number is taken
+// too), identities "module:NAME" or NAME, booleans true/false, empty
+// [null]. JSON (gNMI's plain encoding, whose RFC 7159 leaves spelling
+// open) is read the same way, except that an integer or decimal64 of any
+// width may also be a string holding it; PROTO scalars are read as JSON
+// reads the same value. A number with a fraction or an exponent is never
+// an integer; null is no value.
+//
 // Deletes, then replaces, then updates, in request order, on a deep copy
 // of the running configuration; missing config/<key> leaves of list
 // entries are filled from the keys; then the whole candidate is validated
@@ -61,7 +72,7 @@
 // validation failures, and for Apply errors that mark the configuration
 // refused (TargetOptions.InvalidErr, or an error with InvalidArgument()
 // true); NOT_FOUND for update/replace paths not in the schema;
-// UNIMPLEMENTED for ASCII, BYTES and proto values; ABORTED when Apply
+// UNIMPLEMENTED for ASCII, BYTES and protobuf message values; ABORTED when Apply
 // fails otherwise (nothing changed); INTERNAL when saving fails (the
 // dataplane is re-applied to the running configuration);
 // PERMISSION_DENIED for read-only users; FAILED_PRECONDITION when the

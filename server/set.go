@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -277,42 +276,9 @@ func (s *Server) setPath(cand *gen.Device, prefix *gpb.Path, u *gpb.Update, repl
 	if !isConfigEntry(r.entry) {
 		return status.Errorf(codes.InvalidArgument, "%s %s: config false (state) data cannot be written", op, where)
 	}
-	val := u.GetVal()
-	if val == nil {
-		return status.Errorf(codes.InvalidArgument, "%s %s: no value", op, where)
-	}
-	var raw []byte
-	switch v := val.GetValue().(type) {
-	case *gpb.TypedValue_JsonIetfVal:
-		raw = v.JsonIetfVal
-	case *gpb.TypedValue_JsonVal:
-		raw = v.JsonVal
-	case *gpb.TypedValue_AsciiVal, *gpb.TypedValue_BytesVal, *gpb.TypedValue_ProtoBytes, *gpb.TypedValue_AnyVal:
-		return status.Errorf(codes.Unimplemented, "%s %s: value encoding %T is not supported (use JSON, JSON_IETF or scalar values)", op, where, v)
-	case nil:
-		return status.Errorf(codes.InvalidArgument, "%s %s: empty value", op, where)
-	default:
-		if r.entry.IsDir() {
-			return status.Errorf(codes.InvalidArgument, "%s %s: a scalar value cannot set a container or list entry; use JSON", op, where)
-		}
-	}
-	if raw != nil {
-		var doc any
-		if err := json.Unmarshal(raw, &doc); err != nil {
-			return status.Errorf(codes.InvalidArgument, "%s %s: value is not JSON: %v", op, where, err)
-		}
-		check := doc
-		if r.entry.IsList() {
-			check = []any{doc}
-		}
-		if err := gen.CheckJSON(r.entry, check, pathString(r.path.Elem)); err != nil {
-			return status.Errorf(codes.InvalidArgument, "%s: %v", op, err)
-		}
-		if r.entry.IsDir() {
-			// ygot unmarshals containers from RFC 7951 JSON, which accepts
-			// the plain JSON encoding's unqualified names too.
-			val = &gpb.TypedValue{Value: &gpb.TypedValue_JsonIetfVal{JsonIetfVal: raw}}
-		}
+	val, err := normalizedValue(r.entry, u.GetVal(), op, where)
+	if err != nil {
+		return err
 	}
 	if replace {
 		if len(r.path.Elem) == 0 {
@@ -321,7 +287,7 @@ func (s *Server) setPath(cand *gen.Device, prefix *gpb.Path, u *gpb.Update, repl
 			return grpcError(codes.InvalidArgument, err, "%s %s", op, where)
 		}
 	}
-	if err := ytypes.SetNode(s.schema.root, cand, r.path, val, &ytypes.InitMissingElements{}, &ytypes.TolerateJSONInconsistencies{}); err != nil {
+	if err := ytypes.SetNode(s.schema.root, cand, r.path, val, &ytypes.InitMissingElements{}); err != nil {
 		return status.Errorf(codes.InvalidArgument, "%s %s: %v", op, where, status.Convert(err).Message())
 	}
 	return nil

@@ -1,0 +1,95 @@
+package server
+
+import (
+	"context"
+	"testing"
+
+	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	"google.golang.org/grpc/codes"
+)
+
+func jsonVal(s string) *gpb.TypedValue {
+	return &gpb.TypedValue{Value: &gpb.TypedValue_JsonVal{JsonVal: []byte(s)}}
+}
+
+// Set with the JSON encoding (gnmic's default) works on leaves and
+// leaf-lists of every type of the model, as JSON_IETF does (§2.3.1: JSON
+// MUST be supported).
+func TestSetJSONLeaves(t *testing.T) {
+	env := startServer(t, TargetOptions{})
+	ctx := context.Background()
+	cases := []struct {
+		name, path, val, want string
+	}{
+		{"uint8", "/int/node/config/latency-sensitivity", `3`, `3`},
+		{"uint16", "/int/marking/config/udp-port", `6000`, `6000`},
+		{"uint32", "/int/node/config/node-id", `5`, `5`},
+		{"uint64-number", "/int/marking/config/probe-marker", `12345`, `"12345"`},
+		{"uint64-string", "/int/marking/config/probe-marker", `"18446744073709551615"`, `"18446744073709551615"`},
+		{"uint32-string", "/int/node/config/node-id", `"6"`, `6`},
+		{"boolean", "/int/node/config/postcard", `true`, `true`},
+		{"enumeration", "/int/marking/config/l4-marking", `"PROBE_MARKER"`, `"PROBE_MARKER"`},
+		{"identityref", "/domain-specific-metadata/domain[domain-specific-id=4660]/fields/field[domain-metadata-bit-position=0]/config/domain-specific-metadata-field-id", `"METADATA_FIELD_SEQUENCE_NUMBER"`, `"intd-int-metadata-semantics:METADATA_FIELD_SEQUENCE_NUMBER"`},
+		{"identityref-leaf-list", "/int/int-sessions/int-session[name=mx-probe]/config/instructions", `["METADATA_FIELD_NODE_ID", "intd-int-metadata-semantics:METADATA_FIELD_HOP_LATENCY"]`, `["intd-int-metadata-semantics:METADATA_FIELD_NODE_ID","intd-int-metadata-semantics:METADATA_FIELD_HOP_LATENCY"]`},
+		{"string", "/int/watchlist/entries/entry[sequence-id=10]/config/description", `"via plain JSON"`, `"via plain JSON"`},
+		{"union", "/int/report-sessions/report-session[name=collector]/config/source-address", `"2001:db8::1"`, `"2001:db8::1"`},
+		{"leafref", "/int/watchlist/entries/entry[sequence-id=10]/actions/config/int-session", `"mx-probe"`, `"mx-probe"`},
+	}
+	for _, enc := range []string{"JSON", "JSON_IETF"} {
+		for _, tc := range cases {
+			t.Run(enc+"/"+tc.name, func(t *testing.T) {
+				val := jsonVal(tc.val)
+				if enc == "JSON_IETF" {
+					if tc.name == "uint32-string" {
+						t.Skip("RFC 7951: integers of up to 32 bits are numbers")
+					}
+					val = jsonIETF(tc.val)
+				}
+				p := gp(t, tc.path)
+				if _, err := env.client.Set(ctx, &gpb.SetRequest{Update: []*gpb.Update{{Path: p, Val: val}}}); err != nil {
+					t.Fatalf("Set %s = %s: %v", tc.path, tc.val, err)
+				}
+				if tc.want == "" {
+					return
+				}
+				if got := leafVal(t, env.client, tc.path); got != tc.want {
+					t.Errorf("%s = %s, want %s", tc.path, got, tc.want)
+				}
+			})
+		}
+	}
+}
+
+// Values that are not what the leaf's type allows are refused, with the
+// data path and the type in the message; integers are never truncated.
+func TestSetRefusesBadScalars(t *testing.T) {
+	env := startServer(t, TargetOptions{})
+	ctx := context.Background()
+	before := snapshotAll(t, env.client)
+	cases := []struct {
+		name, path string
+		val        *gpb.TypedValue
+	}{
+		{"fraction-json", "/int/node/config/node-id", jsonVal(`1.5`)},
+		{"fraction-json-ietf", "/int/node/config/node-id", jsonIETF(`1.5`)},
+		{"fraction-double", "/int/node/config/node-id", &gpb.TypedValue{Value: &gpb.TypedValue_DoubleVal{DoubleVal: 1.5}}},
+		{"fraction-in-container", "/int/node/config", jsonIETF(`{"node-id": 2.5}`)},
+		{"exponent", "/int/node/config/node-id", jsonVal(`1e3`)},
+		{"fraction-uint64", "/int/marking/config/probe-marker", jsonVal(`"1.5"`)},
+		{"negative-uint", "/int/node/config/node-id", jsonVal(`-1`)},
+		{"too-big-uint8", "/int/node/config/latency-sensitivity", jsonVal(`256`)},
+		{"string-uint32-ietf", "/int/node/config/node-id", jsonIETF(`"6"`)},
+		{"null-leaf", "/int/node/config/node-id", jsonIETF(`null`)},
+		{"bool-as-string", "/int/node/config/postcard", jsonVal(`"yes"`)},
+		{"identity-wrong-module", "/int/int-sessions/int-session[name=mx-probe]/config/instructions", jsonIETF(`["intd-int:METADATA_FIELD_NODE_ID"]`)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := env.client.Set(ctx, &gpb.SetRequest{Update: []*gpb.Update{{Path: gp(t, tc.path), Val: tc.val}}})
+			wantCode(t, err, codes.InvalidArgument)
+			if after := snapshotAll(t, env.client); after != before {
+				t.Errorf("a refused Set changed the tree")
+			}
+		})
+	}
+}

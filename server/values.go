@@ -1,0 +1,152 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/goyang/pkg/yang"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/intd-project/intd/gen"
+)
+
+// Values a client sends are read into one form whatever their encoding,
+// checked against the schema with the data path in every message, and
+// handed to ygot as RFC 7951 JSON. JSON_IETF follows RFC 7951 (a 64-bit
+// integer may also be a number); plain JSON is read the same way, except
+// that integers and decimal64 of any width may also be strings, since
+// RFC 7159 leaves numbers' spelling open; scalar TypedValues (PROTO) are
+// read as plain JSON would read the same value.
+
+// clientValue returns the JSON value a TypedValue carries, with the rules
+// to read it by.
+func clientValue(tv *gpb.TypedValue, op, where string) (any, gen.JSONRules, error) {
+	switch v := tv.GetValue().(type) {
+	case *gpb.TypedValue_JsonIetfVal:
+		doc, err := gen.DecodeJSON(v.JsonIetfVal)
+		if err != nil {
+			return nil, 0, status.Errorf(codes.InvalidArgument, "%s %s: value is not JSON: %v", op, where, err)
+		}
+		return doc, gen.RFC7951, nil
+	case *gpb.TypedValue_JsonVal:
+		doc, err := gen.DecodeJSON(v.JsonVal)
+		if err != nil {
+			return nil, 0, status.Errorf(codes.InvalidArgument, "%s %s: value is not JSON: %v", op, where, err)
+		}
+		return doc, gen.LegacyJSON, nil
+	case *gpb.TypedValue_AsciiVal, *gpb.TypedValue_BytesVal, *gpb.TypedValue_ProtoBytes, *gpb.TypedValue_AnyVal:
+		return nil, 0, status.Errorf(codes.Unimplemented, "%s %s: the %s encoding of values is not supported (use JSON, JSON_IETF or PROTO scalar values)", op, where, valueEncoding(tv))
+	case nil:
+		return nil, 0, status.Errorf(codes.InvalidArgument, "%s %s: no value", op, where)
+	}
+	doc, err := scalarJSON(tv)
+	if err != nil {
+		return nil, 0, status.Errorf(codes.InvalidArgument, "%s %s: %v", op, where, err)
+	}
+	return doc, gen.LegacyJSON, nil
+}
+
+func valueEncoding(tv *gpb.TypedValue) string {
+	switch tv.GetValue().(type) {
+	case *gpb.TypedValue_AsciiVal:
+		return "ASCII"
+	case *gpb.TypedValue_BytesVal:
+		return "BYTES"
+	}
+	return "protobuf message"
+}
+
+// scalarJSON is the JSON value of a scalar TypedValue.
+func scalarJSON(tv *gpb.TypedValue) (any, error) {
+	switch v := tv.GetValue().(type) {
+	case *gpb.TypedValue_StringVal:
+		return v.StringVal, nil
+	case *gpb.TypedValue_BoolVal:
+		return v.BoolVal, nil
+	case *gpb.TypedValue_UintVal:
+		return json.Number(strconv.FormatUint(v.UintVal, 10)), nil
+	case *gpb.TypedValue_IntVal:
+		return json.Number(strconv.FormatInt(v.IntVal, 10)), nil
+	case *gpb.TypedValue_DoubleVal:
+		return json.Number(strconv.FormatFloat(v.DoubleVal, 'f', -1, 64)), nil
+	case *gpb.TypedValue_FloatVal: //nolint:staticcheck // deprecated, still sent
+		return json.Number(strconv.FormatFloat(float64(v.FloatVal), 'f', -1, 32)), nil
+	case *gpb.TypedValue_DecimalVal: //nolint:staticcheck // deprecated, still sent
+		return json.Number(decimalText(v.DecimalVal.GetDigits(), v.DecimalVal.GetPrecision())), nil //nolint:staticcheck
+	case *gpb.TypedValue_LeaflistVal:
+		out := make([]any, 0, len(v.LeaflistVal.GetElement()))
+		for _, e := range v.LeaflistVal.GetElement() {
+			x, err := scalarJSON(e)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, x)
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("unsupported value type %T", tv.GetValue())
+}
+
+func decimalText(digits int64, precision uint32) string {
+	s := strconv.FormatInt(digits, 10)
+	if precision == 0 {
+		return s
+	}
+	neg := s[0] == '-'
+	if neg {
+		s = s[1:]
+	}
+	for uint32(len(s)) <= precision {
+		s = "0" + s
+	}
+	s = s[:len(s)-int(precision)] + "." + s[len(s)-int(precision):]
+	if neg {
+		s = "-" + s
+	}
+	return s
+}
+
+// normalizedValue checks a client's value for the node e at data path
+// where and returns it as RFC 7951 JSON, ready for ytypes.SetNode.
+func normalizedValue(e *yang.Entry, tv *gpb.TypedValue, op, where string) (*gpb.TypedValue, error) {
+	doc, rules, err := clientValue(tv, op, where)
+	if err != nil {
+		return nil, err
+	}
+	if e.IsDir() {
+		if _, isObj := doc.(map[string]any); !isObj {
+			if _, isJSON := tv.GetValue().(*gpb.TypedValue_JsonIetfVal); !isJSON {
+				if _, isJSON := tv.GetValue().(*gpb.TypedValue_JsonVal); !isJSON {
+					return nil, status.Errorf(codes.InvalidArgument, "%s %s: a scalar value cannot set a container or list entry; use JSON", op, where)
+				}
+			}
+		}
+	}
+	check := doc
+	if e.IsList() {
+		check = []any{doc} // one entry of the list
+	}
+	norm, changed, err := gen.NormalizeJSON(e, check, where, rules)
+	if err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "%s: %v", op, err)
+	}
+	if e.IsList() {
+		norm = norm.([]any)[0]
+	}
+	if !changed {
+		switch v := tv.GetValue().(type) {
+		case *gpb.TypedValue_JsonIetfVal:
+			return tv, nil
+		case *gpb.TypedValue_JsonVal:
+			return &gpb.TypedValue{Value: &gpb.TypedValue_JsonIetfVal{JsonIetfVal: v.JsonVal}}, nil
+		}
+	}
+	b, err := json.Marshal(norm)
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "%s %s: re-encoding the value: %v", op, where, err)
+	}
+	return &gpb.TypedValue{Value: &gpb.TypedValue_JsonIetfVal{JsonIetfVal: b}}, nil
+}
