@@ -161,7 +161,7 @@ func (n *normalizer) node(e *yang.Entry, v any, prefix string) (any, error) {
 			return nil, fmt.Errorf("%s: want a JSON array for leaf-list %s", orRoot(prefix), e.Name)
 		}
 		for i, it := range items {
-			nv, err := n.leaf(e, leafType(e), it, prefix)
+			nv, err := n.leaf(e, LeafType(e), it, prefix)
 			if err != nil {
 				return nil, err
 			}
@@ -169,7 +169,7 @@ func (n *normalizer) node(e *yang.Entry, v any, prefix string) (any, error) {
 		}
 		return items, nil
 	default:
-		return n.leaf(e, leafType(e), v, prefix)
+		return n.leaf(e, LeafType(e), v, prefix)
 	}
 }
 
@@ -213,8 +213,8 @@ func listKeys(e *yang.Entry, obj map[string]any) string {
 	return b.String()
 }
 
-// leafType is a leaf's type, a leafref's being its target's.
-func leafType(e *yang.Entry) *yang.YangType {
+// LeafType is a leaf's type, a leafref's being its target's.
+func LeafType(e *yang.Entry) *yang.YangType {
 	if e.Type != nil && e.Type.Kind == yang.Yleafref {
 		if t, err := util.ResolveIfLeafRef(e); err == nil && t != nil && t.Type != nil {
 			return t.Type

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"sort"
@@ -66,10 +67,26 @@ func valText(v *gpb.TypedValue) string {
 	return s
 }
 
+// gpbScalar renders a scalar as JSON text, without schema: numbers as
+// numbers.
 func gpbScalar(v *gpb.TypedValue) (string, error) {
-	b, err := json.Marshal(jsonScalar(v, false).GetJsonVal())
-	_ = b
-	return string(jsonScalar(v, false).GetJsonVal()), err
+	var x any
+	switch s := v.GetValue().(type) {
+	case *gpb.TypedValue_StringVal:
+		x = s.StringVal
+	case *gpb.TypedValue_BoolVal:
+		x = s.BoolVal
+	case *gpb.TypedValue_UintVal:
+		x = s.UintVal
+	case *gpb.TypedValue_IntVal:
+		x = s.IntVal
+	case *gpb.TypedValue_DoubleVal:
+		x = s.DoubleVal
+	default:
+		return fmt.Sprint(v), nil
+	}
+	b, err := json.Marshal(x)
+	return string(b), err
 }
 
 func keys(m map[string]string) []string {

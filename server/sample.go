@@ -233,7 +233,7 @@ func encodeRound(ns []*gpb.Notification, enc gpb.Encoding, echo string) []sample
 	for _, n := range ns {
 		u := n.GetUpdate()[0]
 		if enc != gpb.Encoding_PROTO {
-			u = &gpb.Update{Path: u.GetPath(), Val: jsonScalar(u.GetVal(), enc == gpb.Encoding_JSON_IETF)}
+			u = &gpb.Update{Path: u.GetPath(), Val: leafJSON(u.GetPath().GetElem(), u.GetVal(), enc == gpb.Encoding_JSON_IETF)}
 		}
 		us := proto.Size(u) + 4
 		if cur != nil && (cur.GetTimestamp() != n.GetTimestamp() || size+us > maxSampleBytes) {

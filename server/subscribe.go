@@ -2,11 +2,9 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"math"
-	"strconv"
 	"sync"
 	"time"
 
@@ -343,7 +341,7 @@ func (ss *session) response(n *gpb.Notification, filter func(*gpb.Path) bool) (s
 		p = &gpb.Path{Elem: u.GetPath().GetElem()}
 		val := u.GetVal()
 		if ss.enc != gpb.Encoding_PROTO {
-			val = jsonScalar(val, ss.enc == gpb.Encoding_JSON_IETF)
+			val = leafJSON(p.Elem, val, ss.enc == gpb.Encoding_JSON_IETF)
 		}
 		out.Update = []*gpb.Update{{Path: p, Val: val}}
 	case len(n.GetDelete()) == 1:
@@ -432,7 +430,7 @@ func (b *batcher) add(n *gpb.Notification) error {
 	}
 	for _, u := range n.GetUpdate() {
 		if b.ss.enc != gpb.Encoding_PROTO {
-			u = &gpb.Update{Path: u.GetPath(), Val: jsonScalar(u.GetVal(), b.ss.enc == gpb.Encoding_JSON_IETF)}
+			u = &gpb.Update{Path: u.GetPath(), Val: leafJSON(u.GetPath().GetElem(), u.GetVal(), b.ss.enc == gpb.Encoding_JSON_IETF)}
 		}
 		b.cur.Update = append(b.cur.Update, u)
 	}
@@ -473,49 +471,4 @@ func (ss *session) heartbeat(ctx context.Context, sub *leafSub) {
 			return
 		}
 	}
-}
-
-// jsonScalar re-encodes a scalar TypedValue as JSON (RFC 7951 rules for
-// JSON_IETF: 64-bit integers as strings).
-func jsonScalar(tv *gpb.TypedValue, ietf bool) *gpb.TypedValue {
-	var v any
-	switch x := tv.GetValue().(type) {
-	case *gpb.TypedValue_JsonVal, *gpb.TypedValue_JsonIetfVal:
-		return tv
-	case *gpb.TypedValue_StringVal:
-		v = x.StringVal
-	case *gpb.TypedValue_BoolVal:
-		v = x.BoolVal
-	case *gpb.TypedValue_UintVal:
-		if ietf {
-			v = strconv.FormatUint(x.UintVal, 10)
-		} else {
-			v = x.UintVal
-		}
-	case *gpb.TypedValue_IntVal:
-		if ietf {
-			v = strconv.FormatInt(x.IntVal, 10)
-		} else {
-			v = x.IntVal
-		}
-	case *gpb.TypedValue_DoubleVal:
-		v = x.DoubleVal
-	case *gpb.TypedValue_LeaflistVal:
-		l := make([]json.RawMessage, 0, len(x.LeaflistVal.GetElement()))
-		for _, e := range x.LeaflistVal.GetElement() {
-			j := jsonScalar(e, ietf)
-			l = append(l, json.RawMessage(append(j.GetJsonVal(), j.GetJsonIetfVal()...)))
-		}
-		v = l
-	default:
-		return tv
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return tv
-	}
-	if ietf {
-		return &gpb.TypedValue{Value: &gpb.TypedValue_JsonIetfVal{JsonIetfVal: b}}
-	}
-	return &gpb.TypedValue{Value: &gpb.TypedValue_JsonVal{JsonVal: b}}
 }

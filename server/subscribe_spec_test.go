@@ -1,7 +1,9 @@
 package server
 
 import (
+	"context"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,4 +97,44 @@ func TestSubscribePollSecondList(t *testing.T) {
 	}
 	_, err := s.next()
 	wantCode(t, err, codes.InvalidArgument)
+}
+
+// Subscribe encodes JSON and JSON_IETF values exactly as Get does (RFC
+// 7951: uint8/16/32 numbers, 64-bit strings, identities qualified by their
+// module in JSON_IETF), leaf by leaf over the whole tree.
+func TestSubscribeJSONMatchesGet(t *testing.T) {
+	env := startServer(t, TargetOptions{})
+	env.fake.setDrops(3, 7)
+	env.srv.RefreshState(context.Background())
+	for _, enc := range []gpb.Encoding{gpb.Encoding_JSON_IETF, gpb.Encoding_JSON} {
+		sl := subList(gpb.SubscriptionList_ONCE, onChange(t, "/"))
+		sl.Encoding = enc
+		got := subscribeTo(t, env.client, sl).untilSync()
+		if len(got) < 100 {
+			t.Fatalf("%v: only %d leaves", enc, len(got))
+		}
+		kinds := map[string]bool{}
+		for p, v := range got {
+			resp := get(t, env.client, &gpb.GetRequest{Path: []*gpb.Path{gp(t, p)}, Encoding: enc})
+			want := valText(resp.GetNotification()[0].GetUpdate()[0].GetVal())
+			if v != want {
+				t.Errorf("%v %s: Subscribe sent %s, Get %s", enc, p, v, want)
+			}
+			switch {
+			case strings.HasPrefix(v, `"intd-int-metadata-semantics:`):
+				kinds["qualified identity"] = true
+			case strings.HasPrefix(v, `"`):
+				kinds["string"] = true
+			case v == "true" || v == "false":
+				kinds["boolean"] = true
+			case strings.HasPrefix(v, "["):
+				kinds["leaf-list"] = true
+			default:
+				kinds["number"] = true
+			}
+		}
+		if len(kinds) < 4 || (enc == gpb.Encoding_JSON_IETF && !kinds["qualified identity"]) {
+			t.Errorf("%v: value kinds seen %v", enc, kinds)
+		}
+	}
 }
