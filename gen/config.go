@@ -215,13 +215,21 @@ func listKeys(e *yang.Entry, obj map[string]any) string {
 
 // LeafType is a leaf's type, a leafref's being its target's.
 func LeafType(e *yang.Entry) *yang.YangType {
-	if e.Type != nil && e.Type.Kind == yang.Yleafref {
-		if t, err := util.ResolveIfLeafRef(e); err == nil && t != nil && t.Type != nil {
-			return t.Type
-		}
+	if e.Type == nil || e.Type.Kind != yang.Yleafref {
+		return e.Type
 	}
-	return e.Type
+	if t, ok := leafrefTypes.Load(e); ok {
+		return t.(*yang.YangType)
+	}
+	t := e.Type
+	if target, err := util.ResolveIfLeafRef(e); err == nil && target != nil && target.Type != nil {
+		t = target.Type
+	}
+	leafrefTypes.Store(e, t)
+	return t
 }
+
+var leafrefTypes sync.Map // *yang.Entry -> *yang.YangType
 
 // leaf checks one leaf value of type t and returns its RFC 7951 form.
 func (n *normalizer) leaf(e *yang.Entry, t *yang.YangType, v any, path string) (any, error) {

@@ -19,8 +19,13 @@
 // # Datastore
 //
 // Each target keeps its running configuration (a gen.Device holding only
-// config) and the latest Applier.State (only config false data), polled
-// every WithStatePollInterval. A publish flattens whichever of the two
+// config, as clients set it and as it is saved) and the latest
+// Applier.State (only config false data), polled every
+// WithStatePollInterval. What is published is the configuration with the
+// YANG defaults in use filled in (defaults.go: RFC 7950 §7.6.1, the
+// leaves of top-level containers and of existing list entries), so that
+// Get returns a default in use and a leaf falling back to its default is
+// an update to that value for subscribers, not a delete. A publish flattens whichever of the two
 // changed into leaves (ygot.TogNMINotifications) and writes only the
 // changed leaves, and deletes for vanished ones, into the gNMI cache
 // (github.com/openconfig/gnmi/cache), whose client callback feeds

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -412,4 +413,56 @@ func TestDefaultTargetOption(t *testing.T) {
 	if got := leaves(resp)["/int/node/config/node-id"]; got != "2" {
 		t.Errorf("default target answered node-id %s, want s2's 2", got)
 	}
+}
+
+// A leaf whose YANG default is in use has that value (§3.3.4): in Get,
+// and for subscribers a leaf falling back to its default is an update to
+// the default, never only a delete (§3.5.2.3). The save file keeps only
+// what clients set.
+func TestDefaultsInUse(t *testing.T) {
+	save := t.TempDir() + "/running.json"
+	env := startServer(t, TargetOptions{SavePath: save})
+	ctx := context.Background()
+	s := subscribeTo(t, env.client, subList(gpb.SubscriptionList_STREAM, onChange(t, "/int/node/config/postcard"), onChange(t, "/int/watchlist/entries/entry[sequence-id=40]")))
+	s.untilSync()
+	set(t, env.client, &gpb.SetRequest{Update: []*gpb.Update{{Path: gp(t, "/int/node/config/postcard"), Val: &gpb.TypedValue{Value: &gpb.TypedValue_BoolVal{BoolVal: true}}}}})
+	s.until("postcard true", func(got map[string]string, _ *gpb.SubscribeResponse) bool { return got["/int/node/config/postcard"] == "true" })
+	set(t, env.client, &gpb.SetRequest{Delete: []*gpb.Path{gp(t, "/int/node/config/postcard")}})
+	r, err := s.next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := r.GetUpdate(); len(n.GetDelete()) != 0 || len(n.GetUpdate()) != 1 || n.GetUpdate()[0].GetVal().GetBoolVal() != false || pathString(n.GetUpdate()[0].GetPath().GetElem()) != "/int/node/config/postcard" {
+		t.Fatalf("postcard back to its default: %v, want one update to false", r)
+	}
+	if got := leafVal(t, env.client, "/int/node/config/postcard"); got != "false" {
+		t.Errorf("Get postcard %s, want its default false", got)
+	}
+	// A new list entry: its defaults are in use with it.
+	set(t, env.client, &gpb.SetRequest{Update: []*gpb.Update{{Path: gp(t, "/int/watchlist/entries/entry[sequence-id=40]/config/description"), Val: jsonIETF(`"forty"`)}}})
+	for p, want := range map[string]string{
+		"/int/watchlist/entries/entry[sequence-id=40]/actions/config/flow-op":     `"NOP"`,
+		"/int/watchlist/entries/entry[sequence-id=40]/actions/config/drop-report": "false",
+	} {
+		if got := leafVal(t, env.client, p); got != want {
+			t.Errorf("%s = %s, want its default %s", p, got, want)
+		}
+	}
+	s.until("entry 40's default flow-op", func(got map[string]string, _ *gpb.SubscribeResponse) bool {
+		return got["/int/watchlist/entries/entry[sequence-id=40]/actions/config/flow-op"] == `"NOP"`
+	})
+	// The Get of a whole subtree has them too.
+	resp := get(t, env.client, &gpb.GetRequest{Path: []*gpb.Path{gp(t, "/int/node/config")}, Type: gpb.GetRequest_CONFIG, Encoding: gpb.Encoding_PROTO})
+	if got := leaves(resp)["/int/node/config/postcard"]; got != "false" {
+		t.Errorf("postcard in a Get of its container: %q", got)
+	}
+	// Saved as set: no defaults written.
+	data, err := os.ReadFile(save)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), `"postcard"`) {
+		t.Errorf("defaults saved: %s", data)
+	}
+	_ = ctx
 }

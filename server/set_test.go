@@ -60,8 +60,10 @@ func TestSetOrderAndResults(t *testing.T) {
 	if got := leafVal(t, env.client, "/int/node/config/node-id"); got != "7" {
 		t.Errorf("node-id %s, want 7 (update after replace after delete)", got)
 	}
-	_, err = env.client.Get(ctx, &gpb.GetRequest{Path: []*gpb.Path{gp(t, "/int/node/config/drop-report")}})
-	wantCode(t, err, codes.NotFound) // removed by the replace
+	// Removed by the replace: back to its YANG default.
+	if got := leafVal(t, env.client, "/int/node/config/drop-report"); got != "false" {
+		t.Errorf("drop-report %s after the replace, want its default false", got)
+	}
 	if env.fake.applyCount() != 2 {
 		t.Errorf("%d applies, want 2 (start, one Set)", env.fake.applyCount())
 	}
@@ -194,12 +196,17 @@ func TestSetDeleteWildcardAndAbsent(t *testing.T) {
 	}
 	_, err := env.client.Get(ctx, &gpb.GetRequest{Path: []*gpb.Path{gp(t, "/int/report-sessions/report-session[name=collector]/collectors/collector")}})
 	wantCode(t, err, codes.NotFound)
-	// Deleting the root clears the configuration.
+	// Deleting the root clears the configuration: only defaults remain.
 	if _, err := env.client.Set(ctx, &gpb.SetRequest{Delete: []*gpb.Path{{}}}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = env.client.Get(ctx, &gpb.GetRequest{Type: gpb.GetRequest_CONFIG})
-	wantCode(t, err, codes.NotFound)
+	for _, p := range []string{"/int/watchlist/entries/entry", "/int/node/config/node-id", "/int/int-sessions"} {
+		_, err = env.client.Get(ctx, &gpb.GetRequest{Path: []*gpb.Path{gp(t, p)}, Type: gpb.GetRequest_CONFIG})
+		wantCode(t, err, codes.NotFound)
+	}
+	if got := leafVal(t, env.client, "/int/node/config/enabled"); got != "true" {
+		t.Errorf("enabled %s after deleting everything, want its default true", got)
+	}
 }
 
 func TestSetPersistence(t *testing.T) {

@@ -74,7 +74,10 @@ type target struct {
 
 	// mu serialises Set transactions and state publishing.
 	mu      sync.Mutex
-	running *gen.Device // configuration only
+	running *gen.Device // configuration only, as clients set it
+	// published is running with the defaults in use filled in: what Get
+	// and subscribers see.
+	published *gen.Device
 	state   *gen.Device // latest applier state (config false only)
 	lastTS  int64
 
@@ -226,7 +229,8 @@ func (t *target) nextTS() int64 {
 func (t *target) publishLocked(configChanged bool) error {
 	var n gpb.Notification
 	if configChanged || t.cfgLeaves == nil {
-		leaves, err := flatten(t.running, nil)
+		t.published = withDefaults(t.running)
+		leaves, err := flatten(t.published, nil)
 		if err != nil {
 			return fmt.Errorf("flattening configuration: %w", err)
 		}
@@ -243,7 +247,7 @@ func (t *target) publishLocked(configChanged bool) error {
 	}
 	diffLeaves(t.stLeaves, leaves, &n)
 	t.stLeaves = leaves
-	t.snap.Store(&snapshot{running: t.running, state: t.state})
+	t.snap.Store(&snapshot{running: t.published, state: t.state})
 	if len(n.Update)+len(n.Delete) == 0 {
 		return nil
 	}
