@@ -426,7 +426,9 @@ func TestDefaultsInUse(t *testing.T) {
 	s := subscribeTo(t, env.client, subList(gpb.SubscriptionList_STREAM, onChange(t, "/int/node/config/postcard"), onChange(t, "/int/watchlist/entries/entry[sequence-id=40]")))
 	s.untilSync()
 	set(t, env.client, &gpb.SetRequest{Update: []*gpb.Update{{Path: gp(t, "/int/node/config/postcard"), Val: &gpb.TypedValue{Value: &gpb.TypedValue_BoolVal{BoolVal: true}}}}})
-	s.until("postcard true", func(got map[string]string, _ *gpb.SubscribeResponse) bool { return got["/int/node/config/postcard"] == "true" })
+	s.until("postcard true", func(got map[string]string, _ *gpb.SubscribeResponse) bool {
+		return got["/int/node/config/postcard"] == "true"
+	})
 	set(t, env.client, &gpb.SetRequest{Delete: []*gpb.Path{gp(t, "/int/node/config/postcard")}})
 	r, err := s.next()
 	if err != nil {

@@ -78,8 +78,8 @@ type target struct {
 	// published is running with the defaults in use filled in: what Get
 	// and subscribers see.
 	published *gen.Device
-	state   *gen.Device // latest applier state (config false only)
-	lastTS  int64
+	state     *gen.Device // latest applier state (config false only)
+	lastTS    int64
 
 	// The leaves last written to the cache, by path string.
 	cfgLeaves, stLeaves map[string]*gpb.Update
