@@ -47,8 +47,25 @@
 // Paths: origin unset, "openconfig" or a module name (intd-int,
 // intd-int-metadata-semantics); module-qualified element names; "*" as a
 // key value or an element name, "..." for any number of levels, omitted
-// keys meaning "*". Syntax and key errors are INVALID_ARGUMENT; names not
-// in the schema and absent data NOT_FOUND.
+// keys meaning "*". The origin a client gives (in the prefix or the path)
+// is echoed in the prefix of the notifications answering it, in Get and
+// Subscribe alike (§2.7: data is identified by <origin, path>).
+//
+// One rule for paths, following the specification's tables: a path that
+// cannot be parsed, has bad keys, or names nodes the schema does not have
+// (or that the request's use_models exclude) is not a valid path:
+// INVALID_ARGUMENT in Get (§3.3.1), Subscribe (§3.5.2.4) and a Set's
+// delete; in a Set's update and replace §3.4.7 makes it NOT_FOUND. A
+// valid path without data is NOT_FOUND in Get (§3.3.4), sends nothing in
+// Subscribe (which goes on watching for it), and is silently accepted by
+// a delete (§3.4.6).
+//
+// use_models (§2.6) restricts Get and Subscribe to the nodes of the named
+// modules (each served module's nodes are its top-level containers and
+// all below them: none augments another), and leaves out leaves whose
+// identity values are defined by a module outside the set. A model that
+// is not served, or a version or organization other than Capabilities
+// lists, is INVALID_ARGUMENT.
 //
 // # Set
 //

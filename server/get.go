@@ -48,17 +48,16 @@ func (s *Server) Get(ctx context.Context, req *gpb.GetRequest) (*gpb.GetResponse
 	default:
 		return nil, status.Errorf(codes.InvalidArgument, "unknown data type %v", req.GetType())
 	}
-	for _, m := range req.GetUseModels() {
-		if !s.schema.modules[m.GetName()] {
-			return nil, status.Errorf(codes.InvalidArgument, "model %q is not served", m.GetName())
-		}
+	models, err := s.schema.useModels(req.GetUseModels())
+	if err != nil {
+		return nil, err
 	}
 	t, echo, err := s.targetFor(req.GetPrefix())
 	if err != nil {
 		return nil, err
 	}
 	sn := t.snap.Load()
-	view, err := sn.view(req.GetType())
+	view, err := sn.view(req.GetType(), models)
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "%v", err)
 	}
@@ -73,7 +72,7 @@ func (s *Server) Get(ctx context.Context, req *gpb.GetRequest) (*gpb.GetResponse
 		if err != nil {
 			return nil, err
 		}
-		rs, err := s.schema.resolve(elems)
+		rs, err := s.schema.resolve(elems, models)
 		if err != nil {
 			return nil, err
 		}

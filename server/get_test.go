@@ -323,8 +323,9 @@ func TestGetErrorsAndTarget(t *testing.T) {
 	ctx := context.Background()
 	_, err := env.client.Get(ctx, &gpb.GetRequest{Path: []*gpb.Path{gp(t, "/int/watchlist/entries/entry[sequence-id=99]")}})
 	wantCode(t, err, codes.NotFound)
+	// A path the schema does not have is not a valid path (§3.3.1).
 	_, err = env.client.Get(ctx, &gpb.GetRequest{Path: []*gpb.Path{gp(t, "/int/no-such-node")}})
-	wantCode(t, err, codes.NotFound)
+	wantCode(t, err, codes.InvalidArgument)
 	_, err = env.client.Get(ctx, &gpb.GetRequest{Path: []*gpb.Path{gp(t, "/int/node/config/node-id")}, Type: gpb.GetRequest_STATE})
 	wantCode(t, err, codes.NotFound)
 	_, err = env.client.Get(ctx, &gpb.GetRequest{Path: []*gpb.Path{gp(t, "/int/watchlist/entries/entry[seq=10]")}})

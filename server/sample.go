@@ -40,8 +40,10 @@ const (
 type roundKey struct {
 	query  string
 	filter int
+	models string
 	enc    gpb.Encoding
 	echo   string
+	origin string
 }
 
 // roundSlot holds the latest round of one roundKey, for as long as a
@@ -122,7 +124,7 @@ type sampler struct {
 }
 
 func newSampler(ss *session, sub *leafSub) *sampler {
-	k := roundKey{query: strings.Join(sub.query, "\x00"), filter: sub.filterKind, enc: ss.enc, echo: ss.echo}
+	k := roundKey{query: strings.Join(sub.query, "\x00"), filter: sub.kind, models: sub.models.key(), enc: ss.enc, echo: ss.echo, origin: sub.origin}
 	return &sampler{ss: ss, sub: sub, key: k, slot: ss.t.acquireSlot(k)}
 }
 
@@ -173,7 +175,7 @@ func (sm *sampler) build(gen uint64, prev *round) *round {
 	}
 	ss.srv.cache.Query(sub.query[0], sub.query[1:], func(_ []string, l *ctree.Leaf, v any) error {
 		n, ok := v.(*gpb.Notification)
-		if !ok || len(n.GetUpdate()) != 1 || !accept(n, sub.filter) {
+		if !ok || len(n.GetUpdate()) != 1 || !accept(n, sub) {
 			return nil
 		}
 		r.leaves = append(r.leaves, l)
@@ -195,14 +197,14 @@ func (sm *sampler) build(gen uint64, prev *round) *round {
 	if r.ids == 0 {
 		r.ids = leafSetIDs.Add(1)
 	}
-	r.msgs = encodeRound(r.ns, ss.enc, ss.echo)
+	r.msgs = encodeRound(r.ns, ss.enc, ss.prefix(sub))
 	return r
 }
 
 // encodeRound encodes cached one-update notifications as few responses:
 // consecutive leaves with one timestamp share a notification, up to
 // maxSampleBytes each.
-func encodeRound(ns []*gpb.Notification, enc gpb.Encoding, echo string) []sampleMsg {
+func encodeRound(ns []*gpb.Notification, enc gpb.Encoding, prefix *gpb.Path) []sampleMsg {
 	// Leaves published together share a timestamp but need not be
 	// adjacent in path order: group them (stable, in order of first
 	// appearance) so that each timestamp costs one notification.
@@ -240,10 +242,7 @@ func encodeRound(ns []*gpb.Notification, enc gpb.Encoding, echo string) []sample
 			flush()
 		}
 		if cur == nil {
-			cur = &gpb.Notification{Timestamp: n.GetTimestamp()}
-			if echo != "" {
-				cur.Prefix = &gpb.Path{Target: echo}
-			}
+			cur = &gpb.Notification{Timestamp: n.GetTimestamp(), Prefix: prefix}
 			size = 0
 		}
 		cur.Update = append(cur.Update, u)
@@ -302,11 +301,8 @@ func (sm *sampler) run(first bool) error {
 		if sm.exists(p) {
 			continue // deleted and created again: this round sent it
 		}
-		out := &gpb.Notification{Timestamp: now.UnixNano(), Delete: []*gpb.Path{{Elem: p.GetElem()}}}
-		if ss.echo != "" {
-			out.Prefix = &gpb.Path{Target: ss.echo}
-		}
-		if err := ss.q.insert(ss.ctx, pathString(p.GetElem()), now.UnixNano(), &gpb.SubscribeResponse{Response: &gpb.SubscribeResponse_Update{Update: out}}, true); err != nil {
+		out := &gpb.Notification{Timestamp: now.UnixNano(), Delete: []*gpb.Path{{Elem: p.GetElem()}}, Prefix: ss.prefix(sm.sub)}
+		if err := ss.q.insert(ss.ctx, sm.sub.origin+pathString(p.GetElem()), now.UnixNano(), &gpb.SubscribeResponse{Response: &gpb.SubscribeResponse_Update{Update: out}}, true); err != nil {
 			return err
 		}
 	}
@@ -316,7 +312,7 @@ func (sm *sampler) run(first bool) error {
 // sendChanged queues, for suppress_redundant, the leaves of r that are
 // new or whose value changed since prev.
 func (sm *sampler) sendChanged(prev, r *round) error {
-	b := &batcher{ss: sm.ss}
+	b := &batcher{ss: sm.ss, sub: sm.sub}
 	changed := func(old, n *gpb.Notification) bool {
 		if old == n {
 			return false

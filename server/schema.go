@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"sort"
@@ -82,9 +83,13 @@ func (r resolved) queryStrings() []string {
 }
 
 // pathError carries the gRPC code a malformed or unknown path maps to.
+// A path naming nodes the schema (or the request's use_models) does not
+// have is not a valid path: INVALID_ARGUMENT (§3.3.1, §3.5.2.4), except in
+// a Set's update and replace, where §3.4.7 makes it NOT_FOUND (setPath).
 type pathError struct {
-	code codes.Code
-	msg  string
+	code    codes.Code
+	msg     string
+	unknown bool // names a node the schema does not have
 }
 
 func (e *pathError) Error() string { return e.msg }
@@ -92,11 +97,132 @@ func (e *pathError) Error() string { return e.msg }
 func (e *pathError) GRPCStatus() *status.Status { return status.New(e.code, e.msg) }
 
 func badPath(format string, args ...any) error {
-	return &pathError{codes.InvalidArgument, fmt.Sprintf(format, args...)}
+	return &pathError{code: codes.InvalidArgument, msg: fmt.Sprintf(format, args...)}
 }
 
 func unknownPath(format string, args ...any) error {
-	return &pathError{codes.NotFound, fmt.Sprintf(format, args...)}
+	return &pathError{code: codes.InvalidArgument, msg: fmt.Sprintf(format, args...), unknown: true}
+}
+
+// asNotFound turns an unknown-path error into NOT_FOUND.
+func asNotFound(err error) error {
+	var pe *pathError
+	if errors.As(err, &pe) && pe.unknown {
+		return status.Error(codes.NotFound, pe.msg)
+	}
+	return err
+}
+
+// modelSet is the modules a Get or Subscribe may use (use_models, §2.6);
+// nil allows every served module.
+type modelSet map[string]bool
+
+// useModels checks a request's use_models against the served modules.
+func (s *schema) useModels(ms []*gpb.ModelData) (modelSet, error) {
+	if len(ms) == 0 {
+		return nil, nil
+	}
+	set := modelSet{}
+	for _, m := range ms {
+		name := m.GetName()
+		md := servedModel(name)
+		if md == nil {
+			return nil, status.Errorf(codes.InvalidArgument, "use_models: model %q is not served (see Capabilities)", name)
+		}
+		if v := m.GetVersion(); v != "" && v != md.GetVersion() {
+			return nil, status.Errorf(codes.InvalidArgument, "use_models: model %s version %q is not served (version %q is)", name, v, md.GetVersion())
+		}
+		if o := m.GetOrganization(); o != "" && o != md.GetOrganization() {
+			return nil, status.Errorf(codes.InvalidArgument, "use_models: model %s of organization %q is not served (%q's is)", name, o, md.GetOrganization())
+		}
+		set[name] = true
+	}
+	for name := range s.modules {
+		if !set[name] {
+			return set, nil
+		}
+	}
+	return nil, nil // every module: no restriction
+}
+
+func servedModel(name string) *gpb.ModelData {
+	for _, m := range modelData() {
+		if m.GetName() == name {
+			return m
+		}
+	}
+	return nil
+}
+
+// key names the set, for sharing work between requests with equal sets.
+func (m modelSet) key() string {
+	if m == nil {
+		return ""
+	}
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ",")
+}
+
+// allows reports whether a schema node may be used: it is defined in one
+// of the modules, and, for an identityref, its identities are too (values
+// from a module outside the set must not be sent, §2.6).
+func (m modelSet) allows(e *yang.Entry) bool {
+	if m == nil {
+		return true
+	}
+	if !m[entryModule(e)] {
+		return false
+	}
+	if e.IsDir() {
+		return true
+	}
+	return m.identitiesAllowed(gen.LeafType(e))
+}
+
+func (m modelSet) identitiesAllowed(t *yang.YangType) bool {
+	if t == nil {
+		return true
+	}
+	switch t.Kind {
+	case yang.Yunion:
+		for _, mt := range t.Type {
+			if !m.identitiesAllowed(mt) {
+				return false
+			}
+		}
+	case yang.Yidentityref:
+		if t.IdentityBase == nil {
+			return true
+		}
+		for _, id := range t.IdentityBase.Values {
+			if mod := gen.IdentityModule(id); mod != "" && !m[mod] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// allowsPath is allows for the schema node of a data path.
+func (m modelSet) allowsPath(p *gpb.Path) bool {
+	if m == nil {
+		return true
+	}
+	e := schemaEntry(p.GetElem())
+	return e != nil && m.allows(e)
+}
+
+// entryModule names the module defining a schema node: the module of its
+// top-level ancestor (the served modules augment none of each other).
+func entryModule(e *yang.Entry) string {
+	for e.Parent != nil && e.Parent.Parent != nil {
+		e = e.Parent
+	}
+	return theSchema.moduleOf[e.Name]
 }
 
 // acceptedOrigin reports whether origin names this server's data: unset,
@@ -169,10 +295,11 @@ func localName(n string) string {
 // resolve expands a path into concrete schema paths: element-name wildcards
 // ("*" one level, "..." any number of levels) are expanded against the
 // schema and missing list keys become "*".
-func (s *schema) resolve(elems []*gpb.PathElem) ([]resolved, error) {
+func (s *schema) resolve(elems []*gpb.PathElem, models modelSet) ([]resolved, error) {
 	var out []resolved
 	seen := map[string]bool{}
-	err := s.expand(s.root, elems, nil, false, false, &out, seen)
+	x := &expander{s: s, models: models, out: &out, seen: seen}
+	err := x.expand(s.root, elems, nil, false, false)
 	if err != nil && len(out) == 0 {
 		return nil, err
 	}
@@ -182,13 +309,22 @@ func (s *schema) resolve(elems []*gpb.PathElem) ([]resolved, error) {
 	return out, nil
 }
 
-func (s *schema) expand(e *yang.Entry, elems, acc []*gpb.PathElem, wild, lenient bool, out *[]resolved, seen map[string]bool) error {
+// expander holds what one resolve shares across its recursion.
+type expander struct {
+	s      *schema
+	models modelSet
+	out    *[]resolved
+	seen   map[string]bool
+}
+
+func (x *expander) expand(e *yang.Entry, elems, acc []*gpb.PathElem, wild, lenient bool) error {
+	s := x.s
 	if len(elems) == 0 {
 		p := &gpb.Path{Elem: append([]*gpb.PathElem(nil), acc...)}
 		key := pathString(p.Elem)
-		if !seen[key] {
-			seen[key] = true
-			*out = append(*out, resolved{path: p, entry: e, wild: wild})
+		if !x.seen[key] {
+			x.seen[key] = true
+			*x.out = append(*x.out, resolved{path: p, entry: e, wild: wild})
 		}
 		return nil
 	}
@@ -202,7 +338,10 @@ func (s *schema) expand(e *yang.Entry, elems, acc []*gpb.PathElem, wild, lenient
 			if len(pe.GetKey()) > 0 && !c.IsList() {
 				continue
 			}
-			if err := s.child(c, pe.GetKey(), elems[1:], acc, wild, true, out, seen); err != nil && first == nil {
+			if !x.models.allows(c) {
+				continue
+			}
+			if err := x.child(c, pe.GetKey(), elems[1:], acc, wild, true); err != nil && first == nil {
 				first = err
 			}
 		}
@@ -210,14 +349,14 @@ func (s *schema) expand(e *yang.Entry, elems, acc []*gpb.PathElem, wild, lenient
 	case "...":
 		if len(elems) == 1 {
 			// A trailing "..." is the subtree itself.
-			return s.expand(e, nil, acc, wild, lenient, out, seen)
+			return x.expand(e, nil, acc, wild, lenient)
 		}
-		first := s.expand(e, elems[1:], acc, wild, true, out, seen)
+		first := x.expand(e, elems[1:], acc, wild, true)
 		for _, c := range sortedChildren(e) {
-			if !c.IsDir() {
+			if !c.IsDir() || !x.models.allows(c) {
 				continue
 			}
-			if err := s.child(c, nil, elems, acc, wild, true, out, seen); err != nil && first == nil {
+			if err := x.child(c, nil, elems, acc, wild, true); err != nil && first == nil {
 				first = err
 			}
 		}
@@ -235,10 +374,13 @@ func (s *schema) expand(e *yang.Entry, elems, acc []*gpb.PathElem, wild, lenient
 	if c == nil {
 		return unknownPath("%s: no schema node %q under %s", pathString(append(acc, elems...)), name, orRoot(pathString(acc)))
 	}
-	return s.child(c, pe.GetKey(), elems[1:], acc, wild, lenient, out, seen)
+	if !x.models.allows(c) {
+		return unknownPath("%s: %s is outside the models in use_models (%s)", pathString(append(acc, elems...)), name, x.models.key())
+	}
+	return x.child(c, pe.GetKey(), elems[1:], acc, wild, lenient)
 }
 
-func (s *schema) child(c *yang.Entry, keys map[string]string, rest, acc []*gpb.PathElem, wild, lenient bool, out *[]resolved, seen map[string]bool) error {
+func (x *expander) child(c *yang.Entry, keys map[string]string, rest, acc []*gpb.PathElem, wild, lenient bool) error {
 	ne := &gpb.PathElem{Name: c.Name}
 	if c.IsList() {
 		names := strings.Fields(c.Key)
@@ -262,7 +404,7 @@ func (s *schema) child(c *yang.Entry, keys map[string]string, rest, acc []*gpb.P
 	if len(rest) > 0 && !c.IsDir() {
 		return unknownPath("%s is a leaf; the path continues below it", c.Name)
 	}
-	return s.expand(c, rest, append(acc, ne), wild, lenient, out, seen)
+	return x.expand(c, rest, append(acc, ne), wild, lenient)
 }
 
 func containsStr(l []string, s string) bool {

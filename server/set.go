@@ -218,7 +218,7 @@ func (s *Server) deletePath(cand *gen.Device, prefix, p *gpb.Path) error {
 	if err != nil {
 		return err
 	}
-	rs, err := s.schema.resolve(elems)
+	rs, err := s.schema.resolve(elems, nil)
 	if err != nil {
 		return err
 	}
@@ -264,9 +264,9 @@ func (s *Server) setPath(cand *gen.Device, prefix *gpb.Path, u *gpb.Update, repl
 			return status.Errorf(codes.InvalidArgument, "%s %s: wildcards are only allowed in delete", op, pathString(elems))
 		}
 	}
-	rs, err := s.schema.resolve(elems)
+	rs, err := s.schema.resolve(elems, nil)
 	if err != nil {
-		return err
+		return asNotFound(err) // §3.4.7: an update or replace of a path that is not valid
 	}
 	r := rs[0]
 	if len(rs) != 1 || r.wild {

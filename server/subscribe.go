@@ -32,11 +32,31 @@ type leafSub struct {
 	sample    time.Duration
 	suppress  bool
 	heartbeat time.Duration
-	// filter, when set, restricts which leaves the trigger covers;
-	// filterKind names it (filterNone, filterCounters, filterNonCounters).
-	filter     func(p *gpb.Path) bool
-	filterKind int
+	// origin is echoed in responses' prefix, as the client sent it (§2.7).
+	origin string
+	// Which leaves of the query the trigger covers: kind (filterNone,
+	// filterCounters, filterNonCounters) and models (use_models).
+	kind   int
+	models modelSet
 }
+
+// covers reports whether a leaf path the query matched belongs to sub.
+func (sub *leafSub) covers(p *gpb.Path) bool {
+	switch sub.kind {
+	case filterCounters:
+		if !isCounterPath(p) {
+			return false
+		}
+	case filterNonCounters:
+		if isCounterPath(p) {
+			return false
+		}
+	}
+	return sub.models.allowsPath(p)
+}
+
+// filtered reports whether covers may refuse a leaf the query matches.
+func (sub *leafSub) filtered() bool { return sub.kind != filterNone || sub.models != nil }
 
 type session struct {
 	srv    *Server
@@ -66,6 +86,10 @@ func (s *Server) Subscribe(stream gpb.GNMI_SubscribeServer) error {
 	if err := checkEncoding(enc); err != nil {
 		return err
 	}
+	models, err := s.schema.useModels(sl.GetUseModels())
+	if err != nil {
+		return err
+	}
 	t, echo, err := s.targetFor(sl.GetPrefix())
 	if err != nil {
 		return err
@@ -73,7 +97,7 @@ func (s *Server) Subscribe(stream gpb.GNMI_SubscribeServer) error {
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
 	ss := &session{srv: s, t: t, echo: echo, enc: enc, stream: stream, q: newOutQueue(s.o.maxPending), ctx: ctx}
-	if err := ss.compile(sl); err != nil {
+	if err := ss.compile(sl, models); err != nil {
 		return err
 	}
 
@@ -112,17 +136,17 @@ func (s *Server) Subscribe(stream gpb.GNMI_SubscribeServer) error {
 }
 
 // compile expands the subscriptions' paths and sets their triggers.
-func (ss *session) compile(sl *gpb.SubscriptionList) error {
+func (ss *session) compile(sl *gpb.SubscriptionList, models modelSet) error {
 	s := ss.srv
 	if len(sl.GetSubscription()) == 0 {
 		return status.Error(codes.InvalidArgument, "the SubscriptionList has no subscription")
 	}
 	for _, sub := range sl.GetSubscription() {
-		elems, _, err := s.schema.joinPaths(sl.GetPrefix(), sub.GetPath())
+		elems, origin, err := s.schema.joinPaths(sl.GetPrefix(), sub.GetPath())
 		if err != nil {
 			return err
 		}
-		rs, err := s.schema.resolve(elems)
+		rs, err := s.schema.resolve(elems, models)
 		if err != nil {
 			return err
 		}
@@ -149,15 +173,21 @@ func (ss *session) compile(sl *gpb.SubscriptionList) error {
 		}
 		for _, r := range rs {
 			q := append([]string{ss.t.name}, r.queryStrings()...)
+			base := leafSub{query: q, origin: origin, models: models}
+			with := func(f func(*leafSub)) *leafSub {
+				ls := base
+				f(&ls)
+				return &ls
+			}
 			switch sub.GetMode() {
 			case gpb.SubscriptionMode_ON_CHANGE:
-				ss.subs = append(ss.subs, &leafSub{query: q, onChange: true, heartbeat: hb})
+				ss.subs = append(ss.subs, with(func(l *leafSub) { l.onChange, l.heartbeat = true, hb }))
 			case gpb.SubscriptionMode_SAMPLE:
-				ss.subs = append(ss.subs, &leafSub{query: q, sample: sample, suppress: sub.GetSuppressRedundant(), heartbeat: hb})
+				ss.subs = append(ss.subs, with(func(l *leafSub) { l.sample, l.suppress, l.heartbeat = sample, sub.GetSuppressRedundant(), hb }))
 			case gpb.SubscriptionMode_TARGET_DEFINED:
 				ss.subs = append(ss.subs,
-					&leafSub{query: q, onChange: true, heartbeat: hb, filter: func(p *gpb.Path) bool { return !isCounterPath(p) }, filterKind: filterNonCounters},
-					&leafSub{query: q, sample: s.o.targetDefSample, filter: isCounterPath, filterKind: filterCounters})
+					with(func(l *leafSub) { l.onChange, l.heartbeat, l.kind = true, hb, filterNonCounters }),
+					with(func(l *leafSub) { l.sample, l.kind = s.o.targetDefSample, filterCounters }))
 			default:
 				return status.Errorf(codes.InvalidArgument, "unknown subscription mode %v", sub.GetMode())
 			}
@@ -320,20 +350,26 @@ func (c *matchClient) Update(v any) {
 	if !ok {
 		return
 	}
-	key, resp := c.ss.response(n, c.sub.filter)
+	key, resp := c.ss.response(n, c.sub)
 	if resp == nil {
 		return
 	}
 	c.ss.q.insert(c.ss.ctx, key, n.GetTimestamp(), resp, false)
 }
 
-// response builds the client's response for a cached one-leaf
-// notification, or nil when filter refuses it.
-func (ss *session) response(n *gpb.Notification, filter func(*gpb.Path) bool) (string, *gpb.SubscribeResponse) {
-	out := &gpb.Notification{Timestamp: n.GetTimestamp()}
-	if ss.echo != "" {
-		out.Prefix = &gpb.Path{Target: ss.echo}
+// prefix is the prefix of sub's notifications: the echoed target and
+// origin, or nil.
+func (ss *session) prefix(sub *leafSub) *gpb.Path {
+	if ss.echo == "" && sub.origin == "" {
+		return nil
 	}
+	return &gpb.Path{Target: ss.echo, Origin: sub.origin}
+}
+
+// response builds the client's response for a cached one-leaf
+// notification, or nil when sub does not cover it.
+func (ss *session) response(n *gpb.Notification, sub *leafSub) (string, *gpb.SubscribeResponse) {
+	out := &gpb.Notification{Timestamp: n.GetTimestamp(), Prefix: ss.prefix(sub)}
 	var p *gpb.Path
 	switch {
 	case len(n.GetUpdate()) == 1:
@@ -350,10 +386,10 @@ func (ss *session) response(n *gpb.Notification, filter func(*gpb.Path) bool) (s
 	default:
 		return "", nil
 	}
-	if filter != nil && !filter(p) {
+	if sub.filtered() && !sub.covers(p) {
 		return "", nil
 	}
-	return pathString(p.Elem), &gpb.SubscribeResponse{Response: &gpb.SubscribeResponse_Update{Update: out}}
+	return sub.origin + pathString(p.Elem), &gpb.SubscribeResponse{Response: &gpb.SubscribeResponse_Update{Update: out}}
 }
 
 // walk queues the current value of every cached leaf sub covers; visit,
@@ -366,20 +402,20 @@ func (ss *session) response(n *gpb.Notification, filter func(*gpb.Path) bool) (s
 // walk from overtaking a newer change.
 func (ss *session) walk(sub *leafSub, batch bool, visit func(l *ctree.Leaf, n *gpb.Notification) bool) error {
 	var err error
-	b := &batcher{ss: ss}
+	b := &batcher{ss: ss, sub: sub}
 	qerr := ss.srv.cache.Query(sub.query[0], sub.query[1:], func(_ []string, l *ctree.Leaf, v any) error {
 		n, ok := v.(*gpb.Notification)
 		if !ok {
 			return nil
 		}
 		if batch {
-			if !accept(n, sub.filter) || (visit != nil && !visit(l, n)) {
+			if !accept(n, sub) || (visit != nil && !visit(l, n)) {
 				return nil
 			}
 			err = b.add(n)
 			return err
 		}
-		key, resp := ss.response(n, sub.filter)
+		key, resp := ss.response(n, sub)
 		if resp == nil || (visit != nil && !visit(l, n)) {
 			return nil
 		}
@@ -395,13 +431,13 @@ func (ss *session) walk(sub *leafSub, batch bool, visit func(l *ctree.Leaf, n *g
 	return qerr
 }
 
-// accept reports whether a cached one-leaf notification passes filter.
-func accept(n *gpb.Notification, filter func(*gpb.Path) bool) bool {
+// accept reports whether sub covers a cached one-leaf notification.
+func accept(n *gpb.Notification, sub *leafSub) bool {
 	switch {
 	case len(n.GetUpdate()) == 1:
-		return filter == nil || filter(n.GetUpdate()[0].GetPath())
+		return !sub.filtered() || sub.covers(n.GetUpdate()[0].GetPath())
 	case len(n.GetDelete()) == 1:
-		return filter == nil || filter(n.GetDelete()[0])
+		return !sub.filtered() || sub.covers(n.GetDelete()[0])
 	}
 	return false
 }
@@ -411,6 +447,7 @@ const maxBatch = 512
 // batcher gathers one-leaf notifications with equal timestamps into one.
 type batcher struct {
 	ss  *session
+	sub *leafSub
 	cur *gpb.Notification
 }
 
@@ -423,10 +460,7 @@ func (b *batcher) add(n *gpb.Notification) error {
 		}
 	}
 	if b.cur == nil {
-		b.cur = &gpb.Notification{Timestamp: n.GetTimestamp()}
-		if b.ss.echo != "" {
-			b.cur.Prefix = &gpb.Path{Target: b.ss.echo}
-		}
+		b.cur = &gpb.Notification{Timestamp: n.GetTimestamp(), Prefix: b.ss.prefix(b.sub)}
 	}
 	for _, u := range n.GetUpdate() {
 		if b.ss.enc != gpb.Encoding_PROTO {

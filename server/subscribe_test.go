@@ -164,7 +164,7 @@ func TestSubscribeTargetEchoAndErrors(t *testing.T) {
 		code codes.Code
 	}{
 		{&gpb.SubscriptionList{Prefix: &gpb.Path{Target: "other"}, Subscription: []*gpb.Subscription{onChange(t, "/int")}}, codes.NotFound},
-		{subList(gpb.SubscriptionList_STREAM, onChange(t, "/int/bogus")), codes.NotFound},
+		{subList(gpb.SubscriptionList_STREAM, onChange(t, "/int/bogus")), codes.InvalidArgument},
 		{subList(gpb.SubscriptionList_STREAM, onChange(t, "/int/node[x=1]")), codes.InvalidArgument},
 		{&gpb.SubscriptionList{Encoding: gpb.Encoding_ASCII, Subscription: []*gpb.Subscription{onChange(t, "/int")}}, codes.Unimplemented},
 	} {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/goyang/pkg/yang"
 	"github.com/openconfig/ygot/ygot"
 	"google.golang.org/protobuf/proto"
 
@@ -106,7 +107,7 @@ type snapshot struct {
 	running, state *gen.Device
 	mu             sync.Mutex
 	dev            *gen.Device
-	views          map[gpb.GetRequest_DataType]*gen.Device
+	views          map[viewKey]*gen.Device
 }
 
 func (sn *snapshot) merged() (*gen.Device, error) {
@@ -125,7 +126,13 @@ func (sn *snapshot) merged() (*gen.Device, error) {
 	return sn.dev, nil
 }
 
-func (sn *snapshot) view(t gpb.GetRequest_DataType) (*gen.Device, error) {
+// viewKey names a view: a data type, restricted to a model set.
+type viewKey struct {
+	typ    gpb.GetRequest_DataType
+	models string
+}
+
+func (sn *snapshot) view(t gpb.GetRequest_DataType, models modelSet) (*gen.Device, error) {
 	sn.mu.Lock()
 	defer sn.mu.Unlock()
 	dev, err := sn.merged()
@@ -133,10 +140,15 @@ func (sn *snapshot) view(t gpb.GetRequest_DataType) (*gen.Device, error) {
 		return nil, err
 	}
 	keep := keepFor(t)
+	if models != nil {
+		typed := keep
+		keep = func(e *yang.Entry) bool { return models.allows(e) && (typed == nil || typed(e)) }
+	}
 	if keep == nil {
 		return dev, nil
 	}
-	if v := sn.views[t]; v != nil {
+	k := viewKey{t, models.key()}
+	if v := sn.views[k]; v != nil {
 		return v, nil
 	}
 	cp, err := ygot.DeepCopy(dev)
@@ -146,9 +158,9 @@ func (sn *snapshot) view(t gpb.GetRequest_DataType) (*gen.Device, error) {
 	v := cp.(*gen.Device)
 	filterTree(v, theSchema.root, keep)
 	if sn.views == nil {
-		sn.views = map[gpb.GetRequest_DataType]*gen.Device{}
+		sn.views = map[viewKey]*gen.Device{}
 	}
-	sn.views[t] = v
+	sn.views[k] = v
 	return v, nil
 }
 
