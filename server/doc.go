@@ -80,6 +80,10 @@
 // reads the same value. A number with a fraction or an exponent is never
 // an integer; null is no value.
 //
+// A replace of a keyed list entry with {} (which would leave it without
+// its keys, §3.4.4) and a value whose key leaves contradict the path's
+// keys (§3.4.5) are INVALID_ARGUMENT.
+//
 // Deletes, then replaces, then updates, in request order, on a deep copy
 // of the running configuration; missing config/<key> leaves of list
 // entries are filled from the keys; then the whole candidate is validated

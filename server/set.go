@@ -276,9 +276,14 @@ func (s *Server) setPath(cand *gen.Device, prefix *gpb.Path, u *gpb.Update, repl
 	if !isConfigEntry(r.entry) {
 		return status.Errorf(codes.InvalidArgument, "%s %s: config false (state) data cannot be written", op, where)
 	}
-	val, err := normalizedValue(r.entry, u.GetVal(), op, where)
+	val, doc, err := normalizedValue(r.entry, u.GetVal(), op, where)
 	if err != nil {
 		return err
+	}
+	if r.entry.IsList() {
+		if err := checkEntryKeys(r.entry, r.path.Elem[len(r.path.Elem)-1], doc, replace, op, where); err != nil {
+			return err
+		}
 	}
 	if replace {
 		if len(r.path.Elem) == 0 {

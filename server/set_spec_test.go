@@ -93,3 +93,35 @@ func TestSetRefusesBadScalars(t *testing.T) {
 		})
 	}
 }
+
+// A keyed list entry cannot be replaced with {} (§3.4.4), and key values
+// in a value must agree with the path's (§3.4.5): INVALID_ARGUMENT,
+// nothing changed.
+func TestSetListEntryKeys(t *testing.T) {
+	env := startServer(t, TargetOptions{})
+	ctx := context.Background()
+	before := snapshotAll(t, env.client)
+	entry := gp(t, "/int/watchlist/entries/entry[sequence-id=10]")
+	for name, req := range map[string]*gpb.SetRequest{
+		"replace-empty":       {Replace: []*gpb.Update{{Path: entry, Val: jsonIETF(`{}`)}}},
+		"replace-empty-json":  {Replace: []*gpb.Update{{Path: entry, Val: jsonVal(`{}`)}}},
+		"replace-null":        {Replace: []*gpb.Update{{Path: entry, Val: jsonIETF(`null`)}}},
+		"key-conflict":        {Update: []*gpb.Update{{Path: entry, Val: jsonIETF(`{"sequence-id": 11}`)}}},
+		"config-key-conflict": {Replace: []*gpb.Update{{Path: entry, Val: jsonIETF(`{"config": {"sequence-id": 11, "description": "x"}}`)}}},
+		"two-key-conflict": {Update: []*gpb.Update{{Path: gp(t, "/int/report-sessions/report-session[name=collector]/collectors/collector[address=192.0.2.101][port=32766]"),
+			Val: jsonIETF(`{"port": 32767}`)}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := env.client.Set(ctx, req)
+			wantCode(t, err, codes.InvalidArgument)
+			if after := snapshotAll(t, env.client); after != before {
+				t.Errorf("a refused Set changed the tree")
+			}
+		})
+	}
+	// Keys that agree are fine, and {} as an update creates nothing new.
+	set(t, env.client, &gpb.SetRequest{Replace: []*gpb.Update{{Path: entry, Val: jsonIETF(`{"sequence-id": 10, "config": {"sequence-id": 10, "description": "kept"}}`)}}})
+	if got := leafVal(t, env.client, "/int/watchlist/entries/entry[sequence-id=10]/config/description"); got != `"kept"` {
+		t.Errorf("description %s", got)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/goyang/pkg/yang"
@@ -110,17 +111,18 @@ func decimalText(digits int64, precision uint32) string {
 }
 
 // normalizedValue checks a client's value for the node e at data path
-// where and returns it as RFC 7951 JSON, ready for ytypes.SetNode.
-func normalizedValue(e *yang.Entry, tv *gpb.TypedValue, op, where string) (*gpb.TypedValue, error) {
+// where and returns it as RFC 7951 JSON, ready for ytypes.SetNode, and as
+// the decoded JSON value.
+func normalizedValue(e *yang.Entry, tv *gpb.TypedValue, op, where string) (*gpb.TypedValue, any, error) {
 	doc, rules, err := clientValue(tv, op, where)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if e.IsDir() {
 		if _, isObj := doc.(map[string]any); !isObj {
 			if _, isJSON := tv.GetValue().(*gpb.TypedValue_JsonIetfVal); !isJSON {
 				if _, isJSON := tv.GetValue().(*gpb.TypedValue_JsonVal); !isJSON {
-					return nil, status.Errorf(codes.InvalidArgument, "%s %s: a scalar value cannot set a container or list entry; use JSON", op, where)
+					return nil, nil, status.Errorf(codes.InvalidArgument, "%s %s: a scalar value cannot set a container or list entry; use JSON", op, where)
 				}
 			}
 		}
@@ -131,7 +133,7 @@ func normalizedValue(e *yang.Entry, tv *gpb.TypedValue, op, where string) (*gpb.
 	}
 	norm, changed, err := gen.NormalizeJSON(e, check, where, rules)
 	if err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "%s: %v", op, err)
+		return nil, nil, status.Errorf(codes.InvalidArgument, "%s: %v", op, err)
 	}
 	if e.IsList() {
 		norm = norm.([]any)[0]
@@ -139,14 +141,60 @@ func normalizedValue(e *yang.Entry, tv *gpb.TypedValue, op, where string) (*gpb.
 	if !changed {
 		switch v := tv.GetValue().(type) {
 		case *gpb.TypedValue_JsonIetfVal:
-			return tv, nil
+			return tv, norm, nil
 		case *gpb.TypedValue_JsonVal:
-			return &gpb.TypedValue{Value: &gpb.TypedValue_JsonIetfVal{JsonIetfVal: v.JsonVal}}, nil
+			return &gpb.TypedValue{Value: &gpb.TypedValue_JsonIetfVal{JsonIetfVal: v.JsonVal}}, norm, nil
 		}
 	}
 	b, err := json.Marshal(norm)
 	if err != nil {
-		return nil, status.Errorf(codes.Internal, "%s %s: re-encoding the value: %v", op, where, err)
+		return nil, nil, status.Errorf(codes.Internal, "%s %s: re-encoding the value: %v", op, where, err)
 	}
-	return &gpb.TypedValue{Value: &gpb.TypedValue_JsonIetfVal{JsonIetfVal: b}}, nil
+	return &gpb.TypedValue{Value: &gpb.TypedValue_JsonIetfVal{JsonIetfVal: b}}, norm, nil
+}
+
+// checkEntryKeys checks the JSON value of a keyed list entry addressed by
+// pe: a replace with {} would leave the entry without its keys (§3.4.4),
+// and key leaves in the value, at its top or in its 'config' container,
+// must not contradict the path's keys (§3.4.5).
+func checkEntryKeys(e *yang.Entry, pe *gpb.PathElem, doc any, replace bool, op, where string) error {
+	obj, _ := doc.(map[string]any)
+	if replace && len(obj) == 0 {
+		return status.Errorf(codes.InvalidArgument, "replace %s with {}: an entry cannot lose its keys; delete it instead", where)
+	}
+	cfg, _ := member(obj, "config").(map[string]any)
+	for _, k := range strings.Fields(e.Key) {
+		want := pe.GetKey()[k]
+		for _, in := range []map[string]any{obj, cfg} {
+			v := member(in, k)
+			if v == nil {
+				continue
+			}
+			if got := keyText(v); got != want {
+				return status.Errorf(codes.InvalidArgument, "%s %s: key %s is %s in the path but %s in the value", op, where, k, want, got)
+			}
+		}
+	}
+	return nil
+}
+
+// member is obj's member name, module-qualified or not.
+func member(obj map[string]any, name string) any {
+	if v, ok := obj[name]; ok {
+		return v
+	}
+	for k, v := range obj {
+		if localName(k) == name {
+			return v
+		}
+	}
+	return nil
+}
+
+// keyText renders a JSON key value as a path key is written.
+func keyText(v any) string {
+	if s, ok := v.(string); ok {
+		return localName(s)
+	}
+	return fmt.Sprint(v)
 }
