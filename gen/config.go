@@ -143,6 +143,11 @@ func (n *normalizer) node(e *yang.Entry, v any, prefix string) (any, error) {
 			if !ok {
 				return nil, fmt.Errorf("%s: want JSON objects in list %s", orRoot(prefix), e.Name)
 			}
+			for _, k := range strings.Fields(e.Key) {
+				if _, ok := memberNamed(obj, k); !ok {
+					return nil, fmt.Errorf("%s%s: an entry of list %s lacks its key %s", orRoot(prefix), listKeys(e, obj), e.Name, k)
+				}
+			}
 			if err := n.members(e, obj, prefix+listKeys(e, obj)); err != nil {
 				return nil, err
 			}
@@ -208,9 +213,24 @@ func (n *normalizer) members(e *yang.Entry, obj map[string]any, prefix string) e
 func listKeys(e *yang.Entry, obj map[string]any) string {
 	var b strings.Builder
 	for _, k := range strings.Fields(e.Key) {
-		fmt.Fprintf(&b, "[%s=%v]", k, obj[k])
+		if v, ok := memberNamed(obj, k); ok {
+			fmt.Fprintf(&b, "[%s=%v]", k, v)
+		}
 	}
 	return b.String()
+}
+
+// memberNamed is obj's member of local name name, module-qualified or not.
+func memberNamed(obj map[string]any, name string) (any, bool) {
+	if v, ok := obj[name]; ok {
+		return v, true
+	}
+	for k, v := range obj {
+		if _, local, ok := strings.Cut(k, ":"); ok && local == name {
+			return v, true
+		}
+	}
+	return nil, false
 }
 
 // LeafType is a leaf's type, a leafref's being its target's.
@@ -405,7 +425,7 @@ func notInteger(s string, t *yang.YangType, err error) error {
 	if errors.Is(err, strconv.ErrRange) {
 		return fmt.Errorf("%s is outside the range of %s", s, t.Kind)
 	}
-	return fmt.Errorf("%s is not an integer (%s)", s, typeName(t))
+	return fmt.Errorf("%s is not an integer of type %s", s, typeName(t))
 }
 
 // numberText returns the text of a numeric JSON value: a number, or a

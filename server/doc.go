@@ -80,6 +80,13 @@
 // reads the same value. A number with a fraction or an exponent is never
 // an integer; null is no value.
 //
+// Error messages speak YANG: the data path with its keys, the value and
+// the type or restriction it breaks; a reference left dangling by a
+// removal names what still uses it ("int-session md-5 is used by
+// watchlist entry 10 (...)"). Values, keys and references are checked
+// by the server before ygot sees them; errors.go rewrites what Go may
+// still be in ygot's rare messages.
+//
 // A replace of a keyed list entry with {} (which would leave it without
 // its keys, §3.4.4) and a value whose key leaves contradict the path's
 // keys (§3.4.5) are INVALID_ARGUMENT.

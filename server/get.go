@@ -2,8 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
@@ -150,15 +148,4 @@ func encodeNode(nd *ytypes.TreeNode, enc gpb.Encoding, ts int64) ([]*gpb.Update,
 		}
 	}
 	return out, nil
-}
-
-// grpcError maps an error to a status, keeping any code it already has.
-func grpcError(def codes.Code, err error, format string, args ...any) error {
-	msg := fmt.Sprintf(format, args...)
-	var se interface{ GRPCStatus() *status.Status }
-	if errors.As(err, &se) {
-		st := se.GRPCStatus()
-		return status.Errorf(st.Code(), "%s: %s", msg, st.Message())
-	}
-	return status.Errorf(def, "%s: %v", msg, err)
 }

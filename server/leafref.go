@@ -103,8 +103,9 @@ func compileLeafref(s string) (*lrPath, error) {
 }
 
 // validateConfig is cand.ΛValidate() with the leafref part done by
-// checkLeafrefs.
-func validateConfig(root *yang.Entry, cand *gen.Device) error {
+// checkLeafrefs. prev, when set, is the configuration cand was made from:
+// a reference left dangling by a removal is reported as such.
+func validateConfig(root *yang.Entry, cand, prev *gen.Device) error {
 	m := leafrefModel(root)
 	if m.fallback != "" {
 		return cand.ΛValidate()
@@ -112,7 +113,7 @@ func validateConfig(root *yang.Entry, cand *gen.Device) error {
 	if err := cand.ΛValidate(&ytypes.LeafrefOptions{IgnoreMissingData: true}); err != nil {
 		return err
 	}
-	return checkLeafrefs(m, root, cand)
+	return checkLeafrefs(m, root, cand, prev)
 }
 
 // structField is a GoStruct field with a schema entry.
@@ -144,16 +145,26 @@ type lrChecker struct {
 	root  reflect.Value
 	rootE *yang.Entry
 	abs   map[*lrPath]*valueSet // absolute paths' target values
+	prev  *gen.Device
 }
 
-func checkLeafrefs(m *lrModel, root *yang.Entry, dev ygot.GoStruct) error {
-	c := &lrChecker{m: m, root: reflect.ValueOf(dev).Elem(), rootE: root, abs: map[*lrPath]*valueSet{}}
-	return c.walk(c.root, root, []reflect.Value{c.root}, []*yang.Entry{root})
+// lrStep is one data node on the way down: a container, or a list entry
+// with its map key.
+type lrStep struct {
+	name  string
+	entry *yang.Entry
+	key   reflect.Value // valid for list entries
+}
+
+func checkLeafrefs(m *lrModel, root *yang.Entry, dev ygot.GoStruct, prev *gen.Device) error {
+	c := &lrChecker{m: m, root: reflect.ValueOf(dev).Elem(), rootE: root, abs: map[*lrPath]*valueSet{}, prev: prev}
+	return c.walk(c.root, root, []reflect.Value{c.root}, []*yang.Entry{root}, nil)
 }
 
 // walk checks the leafrefs in struct v (schema e); stack holds v and its
-// ancestors' data nodes (list entries and containers), innermost last.
-func (c *lrChecker) walk(v reflect.Value, e *yang.Entry, stack []reflect.Value, estack []*yang.Entry) error {
+// ancestors' data nodes (list entries and containers), innermost last;
+// steps is the data path to v, for messages.
+func (c *lrChecker) walk(v reflect.Value, e *yang.Entry, stack []reflect.Value, estack []*yang.Entry, steps []lrStep) error {
 	for _, f := range fieldsOf(v.Type(), e) {
 		fv := v.Field(f.index)
 		if fv.IsZero() {
@@ -161,14 +172,14 @@ func (c *lrChecker) walk(v reflect.Value, e *yang.Entry, stack []reflect.Value, 
 		}
 		switch {
 		case fv.Kind() == reflect.Pointer && fv.Elem().Kind() == reflect.Struct:
-			if err := c.walk(fv.Elem(), f.entry, append(stack, fv.Elem()), append(estack, f.entry)); err != nil {
+			if err := c.walk(fv.Elem(), f.entry, append(stack, fv.Elem()), append(estack, f.entry), append(steps, lrStep{name: f.name, entry: f.entry})); err != nil {
 				return err
 			}
 		case fv.Kind() == reflect.Map:
 			it := fv.MapRange()
 			for it.Next() {
 				ev := it.Value().Elem()
-				if err := c.walk(ev, f.entry, append(stack, ev), append(estack, f.entry)); err != nil {
+				if err := c.walk(ev, f.entry, append(stack, ev), append(estack, f.entry), append(steps, lrStep{name: f.name, entry: f.entry, key: it.Key()})); err != nil {
 					return err
 				}
 			}
@@ -182,12 +193,101 @@ func (c *lrChecker) walk(v reflect.Value, e *yang.Entry, stack []reflect.Value, 
 				continue
 			}
 			if !c.matches(p, src, stack, estack) {
-				return fmt.Errorf("field name %s value %s schema path %s has leafref path %s not equal to any target nodes",
-					v.Type().Field(f.index).Name, util.ValueStr(src), f.entry.Path(), p.text)
+				return c.dangling(p, f, deref(src), steps)
 			}
 		}
 	}
 	return nil
+}
+
+// dangling describes a leafref without target in YANG terms: the data
+// path of the referring leaf, what it refers to, and, when this change
+// removed the target, what still uses it.
+func (c *lrChecker) dangling(p *lrPath, f structField, val any, steps []lrStep) error {
+	leaf := stepsPath(steps) + "/" + f.name
+	if p.up >= 0 {
+		return fmt.Errorf("%s: %v matches no %s", leaf, val, p.text)
+	}
+	noun := p.text
+	if t := schemaAt(c.rootE, p.names); t != nil && t.Parent != nil && t.Parent.IsList() && containsStr(strings.Fields(t.Parent.Key), t.Name) {
+		noun = t.Parent.Name // the target is a list's key: name the list
+	}
+	if c.prev != nil {
+		was := &valueSet{m: map[any]bool{}}
+		c.collect(reflect.ValueOf(c.prev).Elem(), c.rootE, p.names, was.add)
+		if was.has(val) {
+			return fmt.Errorf("%s %v is used by %s (%s); remove or change that use in the same Set", noun, val, referrer(steps, leaf), leaf)
+		}
+	}
+	return fmt.Errorf("%s: there is no %s %v", leaf, noun, val)
+}
+
+// schemaAt is the schema node at names below e, or nil.
+func schemaAt(e *yang.Entry, names []string) *yang.Entry {
+	for _, n := range names {
+		if e = e.Dir[n]; e == nil {
+			return nil
+		}
+	}
+	return e
+}
+
+// stepsPath renders steps as a data path with list keys.
+func stepsPath(steps []lrStep) string {
+	var b strings.Builder
+	for _, st := range steps {
+		b.WriteByte('/')
+		b.WriteString(st.name)
+		if !st.key.IsValid() {
+			continue
+		}
+		for _, kv := range keyValues(st) {
+			fmt.Fprintf(&b, "[%s=%s]", kv[0], kv[1])
+		}
+	}
+	return b.String()
+}
+
+// keyValues lists a list entry's key names and values, in key order.
+func keyValues(st lrStep) [][2]string {
+	names := strings.Fields(st.entry.Key)
+	k := st.key
+	if k.Kind() != reflect.Struct {
+		return [][2]string{{names[0], fmt.Sprint(k.Interface())}}
+	}
+	var out [][2]string
+	for _, n := range names {
+		for i := 0; i < k.NumField(); i++ {
+			if k.Type().Field(i).Tag.Get("path") == n {
+				out = append(out, [2]string{n, fmt.Sprint(k.Field(i).Interface())})
+			}
+		}
+	}
+	return out
+}
+
+// referrer names the list entry a referring leaf belongs to the way an
+// operator would ("watchlist entry 10", "event DROP_REPORT"), or the
+// leaf's path when it belongs to none.
+func referrer(steps []lrStep, leaf string) string {
+	for i := len(steps) - 1; i >= 0; i-- {
+		st := steps[i]
+		if !st.key.IsValid() {
+			continue
+		}
+		noun := st.name
+		// A list wrapped in a plural container below a container that is
+		// not a top-level one takes that container's name too.
+		if i >= 2 && !steps[i-2].key.IsValid() && i-2 > 0 {
+			noun = steps[i-2].name + " " + noun
+		}
+		var vals []string
+		for _, kv := range keyValues(st) {
+			vals = append(vals, kv[1])
+		}
+		return noun + " " + strings.Join(vals, " ")
+	}
+	return leaf
 }
 
 func deref(x any) any {

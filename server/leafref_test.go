@@ -60,7 +60,7 @@ func TestLeafrefsDangling(t *testing.T) {
 		}
 	}
 	base := exampleConfig(t)
-	if err := validateConfig(root, base); err != nil {
+	if err := validateConfig(root, base, nil); err != nil {
 		t.Fatalf("example configuration: %v", err)
 	}
 	for _, c := range cases {
@@ -74,7 +74,7 @@ func TestLeafrefsDangling(t *testing.T) {
 				if err := ytypes.SetNode(root, dev, gp(t, c.path), v, &ytypes.InitMissingElements{}); err != nil {
 					t.Fatalf("setting %s: %v", c.path, err)
 				}
-				ours, ygots := validateConfig(root, dev), dev.ΛValidate()
+				ours, ygots := validateConfig(root, dev, nil), dev.ΛValidate()
 				if (ours == nil) != (ygots == nil) {
 					t.Fatalf("%s = %v: validateConfig says %v, ygot says %v", c.path, v, ours, ygots)
 				}

@@ -387,7 +387,7 @@ func (x *expander) child(c *yang.Entry, keys map[string]string, rest, acc []*gpb
 		ne.Key = make(map[string]string, len(names))
 		for k := range keys {
 			if !containsStr(names, k) {
-				return badPath("%s has no key %q (keys: %s)", c.Name, k, c.Key)
+				return badPath("%s: %s has no key %q (keys: %s)", pathString(append(acc, &gpb.PathElem{Name: c.Name, Key: keys})), c.Name, k, c.Key)
 			}
 		}
 		for _, k := range names {
@@ -395,14 +395,19 @@ func (x *expander) child(c *yang.Entry, keys map[string]string, rest, acc []*gpb
 			if !ok || v == "*" {
 				v = "*"
 				wild = true
+			} else if ke := c.Dir[k]; ke != nil {
+				// A key value must be a value of its leaf's type.
+				if _, _, err := gen.NormalizeJSON(ke, v, k, gen.LegacyJSON); err != nil {
+					return badPath("%s: bad key: %v", pathString(append(acc, &gpb.PathElem{Name: c.Name, Key: keys})), err)
+				}
 			}
 			ne.Key[k] = v
 		}
 	} else if len(keys) > 0 {
-		return badPath("%s is not a list but the path gives it keys", c.Name)
+		return badPath("%s: %s is not a list but the path gives it keys", pathString(append(acc, &gpb.PathElem{Name: c.Name, Key: keys})), c.Name)
 	}
 	if len(rest) > 0 && !c.IsDir() {
-		return unknownPath("%s is a leaf; the path continues below it", c.Name)
+		return unknownPath("%s: %s is a leaf; the path continues below it", pathString(append(append(acc, ne), rest...)), c.Name)
 	}
 	return x.expand(c, rest, append(acc, ne), wild, lenient)
 }

@@ -151,14 +151,14 @@ func (s *Server) set(ctx context.Context, req *gpb.SetRequest, owner string) (*g
 		results = append(results, &gpb.UpdateResult{Path: u.GetPath(), Op: gpb.UpdateResult_UPDATE})
 	}
 
-	if err := s.checkCandidate(cand); err != nil {
+	if err := s.checkCandidate(cand, t.running); err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
 	if err := t.applier.Apply(ctx, cand); err != nil {
 		if t.isInvalid(err) {
-			return nil, status.Errorf(codes.InvalidArgument, "configuration refused: %v", err)
+			return nil, status.Errorf(codes.InvalidArgument, "configuration refused: %s", yangText(err.Error()))
 		}
-		return nil, status.Errorf(codes.Aborted, "applying configuration failed, transaction rolled back: %v", err)
+		return nil, status.Errorf(codes.Aborted, "applying configuration failed, transaction rolled back: %s", yangText(err.Error()))
 	}
 	if t.opts.SavePath != "" {
 		if err := saveConfig(t.opts.SavePath, cand); err != nil {
@@ -196,19 +196,20 @@ func CheckConfig(cfg *gen.Device) error {
 	if err != nil {
 		return err
 	}
-	return (&Server{schema: sc}).checkCandidate(cfg)
+	return (&Server{schema: sc}).checkCandidate(cfg, nil)
 }
 
 // checkCandidate completes a candidate configuration (list keys in
 // their config containers) and checks it against the schema: what every
-// Set and the configuration a target starts with go through.
-func (s *Server) checkCandidate(cand *gen.Device) error {
+// Set and the configuration a target starts with go through. prev, when
+// set, is the configuration cand was made from.
+func (s *Server) checkCandidate(cand, prev *gen.Device) error {
 	fillConfigKeys(reflect.ValueOf(cand).Elem(), s.schema.root)
 	if p := findReadOnly(reflect.ValueOf(cand).Elem(), s.schema.root, ""); p != "" {
 		return fmt.Errorf("%s is config false (state) and cannot be written", p)
 	}
-	if err := validateConfig(s.schema.root, cand); err != nil {
-		return fmt.Errorf("configuration is invalid: %v", err)
+	if err := validateConfig(s.schema.root, cand, prev); err != nil {
+		return fmt.Errorf("configuration is invalid: %s", yangText(err.Error()))
 	}
 	return nil
 }
@@ -276,14 +277,13 @@ func (s *Server) setPath(cand *gen.Device, prefix *gpb.Path, u *gpb.Update, repl
 	if !isConfigEntry(r.entry) {
 		return status.Errorf(codes.InvalidArgument, "%s %s: config false (state) data cannot be written", op, where)
 	}
-	val, doc, err := normalizedValue(r.entry, u.GetVal(), op, where)
+	var last *gpb.PathElem
+	if n := len(r.path.Elem); n > 0 {
+		last = r.path.Elem[n-1]
+	}
+	val, err := normalizedValue(r.entry, last, u.GetVal(), replace, op, where)
 	if err != nil {
 		return err
-	}
-	if r.entry.IsList() {
-		if err := checkEntryKeys(r.entry, r.path.Elem[len(r.path.Elem)-1], doc, replace, op, where); err != nil {
-			return err
-		}
 	}
 	if replace {
 		if len(r.path.Elem) == 0 {
@@ -293,7 +293,7 @@ func (s *Server) setPath(cand *gen.Device, prefix *gpb.Path, u *gpb.Update, repl
 		}
 	}
 	if err := ytypes.SetNode(s.schema.root, cand, r.path, val, &ytypes.InitMissingElements{}); err != nil {
-		return status.Errorf(codes.InvalidArgument, "%s %s: %v", op, where, status.Convert(err).Message())
+		return status.Errorf(codes.InvalidArgument, "%s %s: %s", op, where, yangText(status.Convert(err).Message()))
 	}
 	return nil
 }
@@ -382,7 +382,11 @@ func findReadOnly(v reflect.Value, e *yang.Entry, at string) string {
 			}
 		case fv.Kind() == reflect.Map:
 			for _, k := range fv.MapKeys() {
-				if r := findReadOnly(fv.MapIndex(k).Elem(), ce, fmt.Sprintf("%s[%v]", p, k.Interface())); r != "" {
+				at := p
+				for _, kv := range keyValues(lrStep{name: name, entry: ce, key: k}) {
+					at += "[" + kv[0] + "=" + kv[1] + "]"
+				}
+				if r := findReadOnly(fv.MapIndex(k).Elem(), ce, at); r != "" {
 					return r
 				}
 			}

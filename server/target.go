@@ -201,7 +201,7 @@ func (t *target) start(ctx context.Context) error {
 		cfg = cp.(*gen.Device)
 	}
 	// Checked and applied as a Set replacing everything would be.
-	if err := t.srv.checkCandidate(cfg); err != nil {
+	if err := t.srv.checkCandidate(cfg, nil); err != nil {
 		return fmt.Errorf("target %s: %s: %w", t.name, from, err)
 	}
 	if err := t.applier.Apply(ctx, cfg); err != nil {

@@ -111,18 +111,38 @@ func decimalText(digits int64, precision uint32) string {
 }
 
 // normalizedValue checks a client's value for the node e at data path
-// where and returns it as RFC 7951 JSON, ready for ytypes.SetNode, and as
-// the decoded JSON value.
-func normalizedValue(e *yang.Entry, tv *gpb.TypedValue, op, where string) (*gpb.TypedValue, any, error) {
+// where (whose last element is pe) and returns it as RFC 7951 JSON, ready
+// for ytypes.SetNode.
+func normalizedValue(e *yang.Entry, pe *gpb.PathElem, tv *gpb.TypedValue, replace bool, op, where string) (*gpb.TypedValue, error) {
 	doc, rules, err := clientValue(tv, op, where)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
+	}
+	keysAdded := false
+	if e.IsList() {
+		if err := checkEntryKeys(e, pe, doc, replace, op, where); err != nil {
+			return nil, err
+		}
+		// The path gives the entry's keys; the value need not repeat them.
+		if obj, ok := doc.(map[string]any); ok {
+			for _, k := range strings.Fields(e.Key) {
+				if member(obj, k) != nil || e.Dir[k] == nil {
+					continue
+				}
+				v, _, err := gen.NormalizeJSON(e.Dir[k], pe.GetKey()[k], where, gen.LegacyJSON)
+				if err != nil {
+					return nil, status.Errorf(codes.InvalidArgument, "%s %s: key %s: %v", op, where, k, err)
+				}
+				obj[k] = v
+				keysAdded = true
+			}
+		}
 	}
 	if e.IsDir() {
 		if _, isObj := doc.(map[string]any); !isObj {
 			if _, isJSON := tv.GetValue().(*gpb.TypedValue_JsonIetfVal); !isJSON {
 				if _, isJSON := tv.GetValue().(*gpb.TypedValue_JsonVal); !isJSON {
-					return nil, nil, status.Errorf(codes.InvalidArgument, "%s %s: a scalar value cannot set a container or list entry; use JSON", op, where)
+					return nil, status.Errorf(codes.InvalidArgument, "%s %s: a scalar value cannot set a container or list entry; use JSON", op, where)
 				}
 			}
 		}
@@ -133,24 +153,24 @@ func normalizedValue(e *yang.Entry, tv *gpb.TypedValue, op, where string) (*gpb.
 	}
 	norm, changed, err := gen.NormalizeJSON(e, check, where, rules)
 	if err != nil {
-		return nil, nil, status.Errorf(codes.InvalidArgument, "%s: %v", op, err)
+		return nil, status.Errorf(codes.InvalidArgument, "%s: %v", op, err)
 	}
 	if e.IsList() {
 		norm = norm.([]any)[0]
 	}
-	if !changed {
+	if !changed && !keysAdded {
 		switch v := tv.GetValue().(type) {
 		case *gpb.TypedValue_JsonIetfVal:
-			return tv, norm, nil
+			return tv, nil
 		case *gpb.TypedValue_JsonVal:
-			return &gpb.TypedValue{Value: &gpb.TypedValue_JsonIetfVal{JsonIetfVal: v.JsonVal}}, norm, nil
+			return &gpb.TypedValue{Value: &gpb.TypedValue_JsonIetfVal{JsonIetfVal: v.JsonVal}}, nil
 		}
 	}
 	b, err := json.Marshal(norm)
 	if err != nil {
-		return nil, nil, status.Errorf(codes.Internal, "%s %s: re-encoding the value: %v", op, where, err)
+		return nil, status.Errorf(codes.Internal, "%s %s: re-encoding the value: %v", op, where, err)
 	}
-	return &gpb.TypedValue{Value: &gpb.TypedValue_JsonIetfVal{JsonIetfVal: b}}, norm, nil
+	return &gpb.TypedValue{Value: &gpb.TypedValue_JsonIetfVal{JsonIetfVal: b}}, nil
 }
 
 // checkEntryKeys checks the JSON value of a keyed list entry addressed by
@@ -160,7 +180,7 @@ func normalizedValue(e *yang.Entry, tv *gpb.TypedValue, op, where string) (*gpb.
 func checkEntryKeys(e *yang.Entry, pe *gpb.PathElem, doc any, replace bool, op, where string) error {
 	obj, _ := doc.(map[string]any)
 	if replace && len(obj) == 0 {
-		return status.Errorf(codes.InvalidArgument, "replace %s with {}: an entry cannot lose its keys; delete it instead", where)
+		return status.Errorf(codes.InvalidArgument, "replace %s with an empty value: an entry cannot lose its keys; delete it instead", where)
 	}
 	cfg, _ := member(obj, "config").(map[string]any)
 	for _, k := range strings.Fields(e.Key) {
