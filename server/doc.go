@@ -114,6 +114,30 @@
 // changes come in through OwnerSet, the same transaction. Deleting absent
 // data succeeds.
 //
+// A Set's deadline is honoured: it waits for another Set only until its
+// deadline, checks it between phases, and at the commit point (the save)
+// a Set whose deadline has passed, or is too close for the answer to
+// arrive in time, is rolled back (the dataplane re-applied) and fails
+// with DEADLINE_EXCEEDED: a client whose deadline expires can count on
+// nothing having changed, short of the answer being lost on its way.
+//
+// # Extensions
+//
+// Never ignored (extensions.go): depth (gnmi-depth.md) on Get and
+// Subscribe keeps the leaves at most that many levels below each
+// requested path (a container or a list entry is a level); commit
+// confirmed (commit.go, gnmi-commit-confirmed.md) and master arbitration
+// (gnmi-master-arbitration.md, per role, not persisted) on Set. Other
+// extensions (history, config subscription, registered ones) are
+// UNIMPLEMENTED; a served one on an RPC it does not apply to, or twice,
+// INVALID_ARGUMENT. A commit request applies its Set and arms a rollback
+// timer (default 10 minutes); confirm keeps it; cancel or expiry puts
+// back the configuration from before it through the same transaction as
+// a Set, save file included; while it is pending, other Sets are
+// FAILED_PRECONDITION. The configuration to roll back to is saved next
+// to the save file (".rollback"), so that a target started while a
+// commit was pending rolls it back first.
+//
 // # Subscribe
 //
 // The gnmi subscribe package serves ONCE, POLL and STREAM ON_CHANGE over

@@ -2,9 +2,11 @@ package server
 
 import (
 	"context"
+	"reflect"
 	"time"
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	"github.com/openconfig/goyang/pkg/yang"
 	"github.com/openconfig/ygot/util"
 	"github.com/openconfig/ygot/ygot"
 	"github.com/openconfig/ygot/ytypes"
@@ -45,6 +47,10 @@ func (s *Server) Get(ctx context.Context, req *gpb.GetRequest) (*gpb.GetResponse
 	case gpb.GetRequest_ALL, gpb.GetRequest_CONFIG, gpb.GetRequest_STATE, gpb.GetRequest_OPERATIONAL:
 	default:
 		return nil, status.Errorf(codes.InvalidArgument, "unknown data type %v", req.GetType())
+	}
+	ext, err := parseExtensions(extGet, req.GetExtension())
+	if err != nil {
+		return nil, err
 	}
 	models, err := s.schema.useModels(req.GetUseModels())
 	if err != nil {
@@ -90,7 +96,7 @@ func (s *Server) Get(ctx context.Context, req *gpb.GetRequest) (*gpb.GetResponse
 				if util.IsValueNil(nd.Data) {
 					continue
 				}
-				ups, err := encodeNode(nd, req.GetEncoding(), ts)
+				ups, err := encodeNode(nd, req.GetEncoding(), ts, int(ext.depth))
 				if err != nil {
 					return nil, status.Errorf(codes.Internal, "encoding %s: %v", pathString(nd.Path.GetElem()), err)
 				}
@@ -106,13 +112,24 @@ func (s *Server) Get(ctx context.Context, req *gpb.GetRequest) (*gpb.GetResponse
 }
 
 // encodeNode renders one data tree node: as a JSON value (one update) for
-// the JSON encodings, as one update per leaf for PROTO.
-func encodeNode(nd *ytypes.TreeNode, enc gpb.Encoding, ts int64) ([]*gpb.Update, error) {
+// the JSON encodings, as one update per leaf for PROTO. depth, when not 0,
+// keeps only the leaves at most that many levels below the node
+// (gnmi-depth.md).
+func encodeNode(nd *ytypes.TreeNode, enc gpb.Encoding, ts int64, depth int) ([]*gpb.Update, error) {
 	p := &gpb.Path{Elem: nd.Path.GetElem()}
 	switch enc {
 	case gpb.Encoding_JSON, gpb.Encoding_JSON_IETF:
 		ietf := enc == gpb.Encoding_JSON_IETF
-		js, err := ygot.Marshal7951(nd.Data, &ygot.RFC7951JSONConfig{AppendModuleName: ietf})
+		data := nd.Data
+		if gs, ok := data.(ygot.GoStruct); ok && depth > 0 {
+			cp, err := ygot.DeepCopy(gs)
+			if err != nil {
+				return nil, err
+			}
+			pruneDepth(reflect.ValueOf(cp).Elem(), nd.Schema, depth)
+			data = cp
+		}
+		js, err := ygot.Marshal7951(data, &ygot.RFC7951JSONConfig{AppendModuleName: ietf})
 		if err != nil {
 			return nil, err
 		}
@@ -144,8 +161,47 @@ func encodeNode(nd *ytypes.TreeNode, enc gpb.Encoding, ts int64) ([]*gpb.Update,
 			full := make([]*gpb.PathElem, 0, len(pre)+len(u.GetPath().GetElem()))
 			full = append(full, pre...)
 			full = append(full, u.GetPath().GetElem()...)
+			if depth > 0 && len(full)-len(p.Elem) > depth {
+				continue
+			}
 			out = append(out, &gpb.Update{Path: &gpb.Path{Elem: full}, Val: u.GetVal()})
 		}
 	}
 	return out, nil
+}
+
+// pruneDepth removes from struct v (schema e) every leaf more than depth
+// levels below it: a container or list entry is a level, its leaves the
+// next; what is left empty goes too. It reports whether v keeps data.
+func pruneDepth(v reflect.Value, e *yang.Entry, depth int) bool {
+	has := false
+	for _, f := range fieldsOf(v.Type(), e) {
+		fv := v.Field(f.index)
+		if fv.IsZero() {
+			continue
+		}
+		switch {
+		case fv.Kind() == reflect.Pointer && fv.Elem().Kind() == reflect.Struct:
+			if depth < 2 || !pruneDepth(fv.Elem(), f.entry, depth-1) {
+				fv.Set(reflect.Zero(fv.Type()))
+				continue
+			}
+		case fv.Kind() == reflect.Map:
+			if depth < 2 {
+				fv.Set(reflect.Zero(fv.Type()))
+				continue
+			}
+			for _, k := range fv.MapKeys() {
+				if !pruneDepth(fv.MapIndex(k).Elem(), f.entry, depth-1) {
+					fv.SetMapIndex(k, reflect.Value{})
+				}
+			}
+			if fv.Len() == 0 {
+				fv.Set(reflect.Zero(fv.Type()))
+				continue
+			}
+		}
+		has = true
+	}
+	return has
 }

@@ -41,6 +41,7 @@ type roundKey struct {
 	query  string
 	filter int
 	models string
+	maxLen int
 	enc    gpb.Encoding
 	echo   string
 	origin string
@@ -124,7 +125,7 @@ type sampler struct {
 }
 
 func newSampler(ss *session, sub *leafSub) *sampler {
-	k := roundKey{query: strings.Join(sub.query, "\x00"), filter: sub.kind, models: sub.models.key(), enc: ss.enc, echo: ss.echo, origin: sub.origin}
+	k := roundKey{query: strings.Join(sub.query, "\x00"), filter: sub.kind, models: sub.models.key(), maxLen: sub.maxLen, enc: ss.enc, echo: ss.echo, origin: sub.origin}
 	return &sampler{ss: ss, sub: sub, key: k, slot: ss.t.acquireSlot(k)}
 }
 

@@ -159,7 +159,7 @@ func (s *Server) AddTarget(ctx context.Context, name string, a Applier, opts Tar
 		return fmt.Errorf("target %s already exists", name)
 	}
 	s.mu.Unlock()
-	t := &target{name: name, srv: s, applier: a, opts: opts, log: s.log.With("target", name)}
+	t := &target{name: name, srv: s, applier: a, opts: opts, log: s.log.With("target", name), sem: make(chan struct{}, 1)}
 	s.cache.Add(name)
 	if err := t.start(ctx); err != nil {
 		s.cache.Remove(name)
@@ -196,8 +196,10 @@ func (s *Server) Running(name string) (*gen.Device, error) {
 	if t == nil {
 		return nil, fmt.Errorf("no such target %q", name)
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	if err := t.lock(context.Background()); err != nil {
+		return nil, err
+	}
+	defer t.unlock()
 	cp, err := ygot.DeepCopy(t.running)
 	if err != nil {
 		return nil, fmt.Errorf("target %s: copying the running configuration: %w", name, err)
@@ -304,6 +306,11 @@ func (s *Server) Close() {
 	}
 	s.cancel()
 	s.wg.Wait()
+	s.mu.RLock()
+	for _, t := range s.targets {
+		t.stopCommitTimer()
+	}
+	s.mu.RUnlock()
 }
 
 // gnmiVersion is the gNMI version of the proto package, from its
@@ -322,6 +329,9 @@ var supportedEncodings = []gpb.Encoding{gpb.Encoding_JSON, gpb.Encoding_JSON_IET
 
 // Capabilities implements gNMI Capabilities.
 func (s *Server) Capabilities(ctx context.Context, req *gpb.CapabilityRequest) (*gpb.CapabilityResponse, error) {
+	if _, err := parseExtensions(extCapabilities, req.GetExtension()); err != nil {
+		return nil, err
+	}
 	return &gpb.CapabilityResponse{
 		SupportedModels:    modelData(),
 		SupportedEncodings: supportedEncodings,

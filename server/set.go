@@ -115,6 +115,10 @@ func (s *Server) set(ctx context.Context, req *gpb.SetRequest, owner string) (*g
 	if len(req.GetUnionReplace()) > 0 {
 		return nil, status.Error(codes.Unimplemented, "union_replace is not supported")
 	}
+	ext, err := parseExtensions(extSet, req.GetExtension())
+	if err != nil {
+		return nil, err
+	}
 	t, echo, err := s.targetFor(req.GetPrefix())
 	if err != nil {
 		return nil, err
@@ -122,70 +126,139 @@ func (s *Server) set(ctx context.Context, req *gpb.SetRequest, owner string) (*g
 	if owner == "" && t.opts.Owner != "" {
 		return nil, status.Errorf(codes.FailedPrecondition, "the configuration of target %s is owned by %s: change it there; gNMI Set is refused", t.name, t.opts.Owner)
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	if err := t.lock(ctx); err != nil {
+		return nil, status.FromContextError(fmt.Errorf("waiting for another Set to finish: %w", err)).Err()
+	}
+	defer t.unlock()
+	if err := t.arbitrate(ext.arbiter); err != nil {
+		return nil, err
+	}
+	resp := &gpb.SetResponse{Timestamp: time.Now().UnixNano()}
+	if echo != "" || req.GetPrefix() != nil {
+		resp.Prefix = &gpb.Path{Target: echo, Origin: req.GetPrefix().GetOrigin(), Elem: req.GetPrefix().GetElem()}
+	}
+	nops := len(req.GetDelete()) + len(req.GetReplace()) + len(req.GetUpdate())
+	armed, err := t.commitAction(ctx, ext.commit, nops)
+	if err != nil || (ext.commit != nil && armed == nil) {
+		return resp, err // confirm, cancel or a new rollback duration: done
+	}
 
 	cp, err := ygot.DeepCopy(t.running)
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "copying running configuration: %v", err)
 	}
 	cand := cp.(*gen.Device)
-	var results []*gpb.UpdateResult
-
 	for _, d := range req.GetDelete() {
 		if err := s.deletePath(cand, req.GetPrefix(), d); err != nil {
 			return nil, err
 		}
-		results = append(results, &gpb.UpdateResult{Path: d, Op: gpb.UpdateResult_DELETE})
+		resp.Response = append(resp.Response, &gpb.UpdateResult{Path: d, Op: gpb.UpdateResult_DELETE})
 	}
 	for _, u := range req.GetReplace() {
 		if err := s.setPath(cand, req.GetPrefix(), u, true); err != nil {
 			return nil, err
 		}
-		results = append(results, &gpb.UpdateResult{Path: u.GetPath(), Op: gpb.UpdateResult_REPLACE})
+		resp.Response = append(resp.Response, &gpb.UpdateResult{Path: u.GetPath(), Op: gpb.UpdateResult_REPLACE})
 	}
 	for _, u := range req.GetUpdate() {
 		if err := s.setPath(cand, req.GetPrefix(), u, false); err != nil {
 			return nil, err
 		}
-		results = append(results, &gpb.UpdateResult{Path: u.GetPath(), Op: gpb.UpdateResult_UPDATE})
+		resp.Response = append(resp.Response, &gpb.UpdateResult{Path: u.GetPath(), Op: gpb.UpdateResult_UPDATE})
 	}
+	var before *gen.Device
+	var prepare func() error
+	if armed != nil {
+		before, prepare = t.running, func() error { return t.persistRollback(before) }
+	}
+	if err := t.transact(ctx, cand, prepare); err != nil {
+		return nil, err
+	}
+	if armed != nil {
+		t.arm(armed, before)
+	}
+	return resp, nil
+}
 
-	if err := s.checkCandidate(cand, t.running); err != nil {
-		return nil, status.Error(codes.InvalidArgument, err.Error())
+// transact makes cand (a changed copy of the running configuration) the
+// running configuration: validated, applied, saved, published; or, on
+// any failure, changes nothing. prepare, when set, runs just before the
+// commit point (the save) and may refuse it. The client's deadline is
+// honoured: past it, or too close to it for the answer to arrive (twice
+// the last publish, at least commitMargin), nothing is committed and the
+// Set fails with DEADLINE_EXCEEDED, so that a client whose deadline
+// expired can count on nothing having changed. t must be locked.
+func (t *target) transact(ctx context.Context, cand *gen.Device, prepare func() error) error {
+	if err := ctxErr(ctx, 0); err != nil {
+		return err
+	}
+	if err := t.srv.checkCandidate(cand, t.running); err != nil {
+		return status.Error(codes.InvalidArgument, err.Error())
+	}
+	if err := ctxErr(ctx, 0); err != nil {
+		return err
 	}
 	if err := t.applier.Apply(ctx, cand); err != nil {
-		if t.isInvalid(err) {
-			return nil, status.Errorf(codes.InvalidArgument, "configuration refused: %s", yangText(err.Error()))
+		if cerr := ctxErr(ctx, 0); cerr != nil {
+			return cerr
 		}
-		return nil, status.Errorf(codes.Aborted, "applying configuration failed, transaction rolled back: %s", yangText(err.Error()))
+		if t.isInvalid(err) {
+			return status.Errorf(codes.InvalidArgument, "configuration refused: %s", yangText(err.Error()))
+		}
+		return status.Errorf(codes.Aborted, "applying configuration failed, transaction rolled back: %s", yangText(err.Error()))
+	}
+	undo := func(why string) {
+		// Put the dataplane back to the running configuration.
+		if rerr := t.applier.Apply(context.WithoutCancel(ctx), t.running); rerr != nil {
+			t.log.Error("restoring the running configuration", "after", why, "err", rerr)
+		}
+	}
+	if err := ctxErr(ctx, max(commitMargin, 2*t.lastPublish)); err != nil {
+		undo("the client's deadline")
+		return err
+	}
+	if prepare != nil {
+		if err := prepare(); err != nil {
+			undo("a failed commit preparation")
+			return err
+		}
 	}
 	if t.opts.SavePath != "" {
 		if err := saveConfig(t.opts.SavePath, cand); err != nil {
-			// Put the dataplane back to the running configuration.
-			if rerr := t.applier.Apply(context.WithoutCancel(ctx), t.running); rerr != nil {
-				t.log.Error("restoring the running configuration after a failed save", "err", rerr)
-			}
-			return nil, status.Errorf(codes.Internal, "saving configuration failed, transaction rolled back: %v", err)
+			undo("a failed save")
+			return status.Errorf(codes.Internal, "saving configuration failed, transaction rolled back: %v", err)
 		}
 	}
 	t.running = cand
 	// Publish the new configuration with the state it produced, so no
 	// Get or subscriber sees state of entries the Set removed.
-	if st, err := t.applier.State(ctx); err == nil {
+	if st, err := t.applier.State(context.WithoutCancel(ctx)); err == nil {
 		t.state = st
 	} else {
 		t.log.Warn("reading state after Set", "err", err)
 	}
+	start := time.Now()
 	if err := t.publishLocked(true); err != nil {
 		t.log.Error("publishing configuration", "err", err)
 	}
-	resp := &gpb.SetResponse{Response: results, Timestamp: time.Now().UnixNano()}
-	if echo != "" || req.GetPrefix() != nil {
-		pre := &gpb.Path{Target: echo, Origin: req.GetPrefix().GetOrigin(), Elem: req.GetPrefix().GetElem()}
-		resp.Prefix = pre
+	t.lastPublish = time.Since(start)
+	return nil
+}
+
+// commitMargin is the least time a Set's deadline must leave at the
+// commit point.
+const commitMargin = 20 * time.Millisecond
+
+// ctxErr is the status error for a request whose context is done, or
+// whose deadline is less than margin away; nil otherwise.
+func ctxErr(ctx context.Context, margin time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return status.FromContextError(fmt.Errorf("nothing was changed: %w", err)).Err()
 	}
-	return resp, nil
+	if dl, ok := ctx.Deadline(); ok && margin > 0 && time.Until(dl) < margin {
+		return status.Errorf(codes.DeadlineExceeded, "nothing was changed: the deadline is %v away, too close to commit and answer in time", time.Until(dl).Round(time.Millisecond))
+	}
+	return nil
 }
 
 // CheckConfig checks a whole configuration against the schema as a Set

@@ -38,10 +38,15 @@ type leafSub struct {
 	// filterCounters, filterNonCounters) and models (use_models).
 	kind   int
 	models modelSet
+	// maxLen, when not 0, is the longest leaf path covered (depth).
+	maxLen int
 }
 
 // covers reports whether a leaf path the query matched belongs to sub.
 func (sub *leafSub) covers(p *gpb.Path) bool {
+	if sub.maxLen > 0 && len(p.GetElem()) > sub.maxLen {
+		return false
+	}
 	switch sub.kind {
 	case filterCounters:
 		if !isCounterPath(p) {
@@ -56,7 +61,9 @@ func (sub *leafSub) covers(p *gpb.Path) bool {
 }
 
 // filtered reports whether covers may refuse a leaf the query matches.
-func (sub *leafSub) filtered() bool { return sub.kind != filterNone || sub.models != nil }
+func (sub *leafSub) filtered() bool {
+	return sub.kind != filterNone || sub.models != nil || sub.maxLen > 0
+}
 
 type session struct {
 	srv    *Server
@@ -86,6 +93,10 @@ func (s *Server) Subscribe(stream gpb.GNMI_SubscribeServer) error {
 	if err := checkEncoding(enc); err != nil {
 		return err
 	}
+	ext, err := parseExtensions(extSubscribe, req.GetExtension())
+	if err != nil {
+		return err
+	}
 	models, err := s.schema.useModels(sl.GetUseModels())
 	if err != nil {
 		return err
@@ -97,7 +108,7 @@ func (s *Server) Subscribe(stream gpb.GNMI_SubscribeServer) error {
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
 	ss := &session{srv: s, t: t, echo: echo, enc: enc, stream: stream, q: newOutQueue(s.o.maxPending), ctx: ctx}
-	if err := ss.compile(sl, models); err != nil {
+	if err := ss.compile(sl, models, int(ext.depth)); err != nil {
 		return err
 	}
 
@@ -136,7 +147,7 @@ func (s *Server) Subscribe(stream gpb.GNMI_SubscribeServer) error {
 }
 
 // compile expands the subscriptions' paths and sets their triggers.
-func (ss *session) compile(sl *gpb.SubscriptionList, models modelSet) error {
+func (ss *session) compile(sl *gpb.SubscriptionList, models modelSet, depth int) error {
 	s := ss.srv
 	if len(sl.GetSubscription()) == 0 {
 		return status.Error(codes.InvalidArgument, "the SubscriptionList has no subscription")
@@ -174,6 +185,9 @@ func (ss *session) compile(sl *gpb.SubscriptionList, models modelSet) error {
 		for _, r := range rs {
 			q := append([]string{ss.t.name}, r.queryStrings()...)
 			base := leafSub{query: q, origin: origin, models: models}
+			if depth > 0 {
+				base.maxLen = len(r.path.Elem) + depth
+			}
 			with := func(f func(*leafSub)) *leafSub {
 				ls := base
 				f(&ls)
@@ -234,6 +248,9 @@ func (ss *session) pollLoop(updatesOnly bool) error {
 					return status.Error(codes.InvalidArgument, "a POLL subscription cannot be changed: only Poll requests may follow its SubscriptionList; open a new Subscribe RPC")
 				}
 				return status.Error(codes.InvalidArgument, "only Poll requests may follow the SubscriptionList of a POLL subscription")
+			}
+			if len(req.GetExtension()) > 0 {
+				return status.Error(codes.InvalidArgument, "extensions go with the SubscriptionList, not with a Poll")
 			}
 		}
 		if !(first && updatesOnly) {
@@ -310,6 +327,10 @@ func (ss *session) stream_(sl *gpb.SubscriptionList, sendErr chan error) error {
 			}
 			if req.GetSubscribe() != nil {
 				recvErr <- status.Error(codes.InvalidArgument, "a subscription cannot be changed; open a new Subscribe RPC")
+				return
+			}
+			if len(req.GetExtension()) > 0 {
+				recvErr <- status.Error(codes.InvalidArgument, "extensions go with the SubscriptionList; a subscription cannot be changed")
 				return
 			}
 		}

@@ -73,8 +73,15 @@ type target struct {
 	opts    TargetOptions
 	log     *slog.Logger
 
-	// mu serialises Set transactions and state publishing.
-	mu      sync.Mutex
+	// sem (lock, unlock) serialises Set transactions, commit rollbacks
+	// and state publishing.
+	sem chan struct{}
+	// pending is the commit waiting for confirmation, if any (commit.go).
+	pending *pendingCommit
+	// masters holds, by role, the master's election ID (extensions.go).
+	masters map[string]electionID
+	// lastPublish is how long the last configuration publish took.
+	lastPublish time.Duration
 	running *gen.Device // configuration only, as clients set it
 	// published is running with the defaults in use filled in: what Get
 	// and subscribers see.
@@ -175,21 +182,9 @@ func (t *target) isInvalid(err error) bool {
 // start loads the saved or initial configuration, applies it and publishes
 // the first tree.
 func (t *target) start(ctx context.Context) error {
-	cfg := t.opts.Initial
-	from := "initial configuration"
-	if t.opts.SavePath != "" {
-		data, err := os.ReadFile(t.opts.SavePath)
-		switch {
-		case err == nil:
-			cfg, err = gen.ParseConfig(data)
-			if err != nil {
-				return fmt.Errorf("target %s: saved configuration %s: %w", t.name, t.opts.SavePath, err)
-			}
-			from = "saved configuration " + t.opts.SavePath
-		case errors.Is(err, os.ErrNotExist):
-		default:
-			return fmt.Errorf("target %s: reading saved configuration: %w", t.name, err)
-		}
+	cfg, from, rolledBack, err := t.startConfig()
+	if err != nil {
+		return fmt.Errorf("target %s: %w", t.name, err)
 	}
 	if cfg == nil {
 		cfg = &gen.Device{}
@@ -210,9 +205,19 @@ func (t *target) start(ctx context.Context) error {
 		}
 		return fmt.Errorf("target %s: applying %s: %w", t.name, from, err)
 	}
+	if rolledBack {
+		// The save file follows the rollback before the record of it goes.
+		if err := saveConfig(t.opts.SavePath, cfg); err != nil {
+			return fmt.Errorf("target %s: saving the rolled back configuration: %w", t.name, err)
+		}
+		t.removeRollback()
+		t.log.Warn("a commit was waiting for confirmation when the target stopped: rolled back", "from", from)
+	}
 	t.log.Info("configuration applied", "from", from)
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	if err := t.lock(context.Background()); err != nil {
+		return err
+	}
+	defer t.unlock()
 	t.running = cfg
 	if st, err := t.applier.State(ctx); err == nil {
 		t.state = st
@@ -380,8 +385,10 @@ func (t *target) refreshState(ctx context.Context) {
 		return
 	}
 	t.stateErrLogged.Store(false)
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	if t.lock(ctx) != nil {
+		return
+	}
+	defer t.unlock()
 	t.state = st
 	if err := t.publishLocked(false); err != nil {
 		t.log.Error("publishing state", "err", err)
