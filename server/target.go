@@ -82,7 +82,7 @@ type target struct {
 	masters map[string]electionID
 	// lastPublish is how long the last configuration publish took.
 	lastPublish time.Duration
-	running *gen.Device // configuration only, as clients set it
+	running     *gen.Device // configuration only, as clients set it
 	// published is running with the defaults in use filled in: what Get
 	// and subscribers see.
 	published *gen.Device
