@@ -160,9 +160,21 @@
 // timestamps allow, kept pre-encoded so that sending one to another
 // subscriber is a copy; suppress_redundant samplers compare the shared
 // snapshot with their previous one and encode only the changes. Every subscription
-// has one queue, coalesced by path and bounded by WithMaxPending: a
-// publisher never blocks on it, and a subscriber that falls further
-// behind is ended with RESOURCE_EXHAUSTED.
+// has one queue, coalesced by path and bounded in items and bytes by
+// WithMaxPending: a publisher never blocks on it, and a subscriber that
+// falls further behind is ended with RESOURCE_EXHAUSTED; so is one that
+// accepts nothing for WithStallTimeout (its flow control window stays
+// full), while it is stalled: the RPC ends without waiting for the
+// blocked Send.
+//
+// # Limits
+//
+// Per client (peer address), WithClientLimits bounds the Subscribe RPCs
+// open at once; per request, the paths of a Get and the subscriptions of
+// a SubscriptionList (RESOURCE_EXHAUSTED past either). Identical
+// subscriptions in one request are served once; a path a Get names
+// twice is read and encoded once (and answered twice, §3.3.2). The YANG
+// lists carry max-elements matching what the dataplanes hold.
 //
 // # Security
 //

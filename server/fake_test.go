@@ -26,6 +26,7 @@ type fakeApplier struct {
 	fail    error
 	counter uint64
 	drops   []uint8 // drop reasons present in state (config-false-only list)
+	delay   time.Duration
 }
 
 // refused is an applier error that marks the configuration as refused.
@@ -35,6 +36,10 @@ func (r refused) Error() string         { return r.msg }
 func (r refused) InvalidArgument() bool { return true }
 
 func (f *fakeApplier) Apply(ctx context.Context, cfg *gen.Device) error {
+	f.mu.Lock()
+	d := f.delay
+	f.mu.Unlock()
+	time.Sleep(d) // a slow dataplane, which does not watch ctx
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.fail != nil {
@@ -49,6 +54,19 @@ func (f *fakeApplier) setFail(err error) {
 	f.mu.Lock()
 	f.fail = err
 	f.mu.Unlock()
+}
+
+func (f *fakeApplier) setDelay(d time.Duration) {
+	f.mu.Lock()
+	f.delay = d
+	f.mu.Unlock()
+}
+
+// applied returns the configuration last applied.
+func (f *fakeApplier) applied() *gen.Device {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.cfg
 }
 
 func (f *fakeApplier) setCounter(v uint64) {

@@ -69,12 +69,26 @@ func (s *Server) Get(ctx context.Context, req *gpb.GetRequest) (*gpb.GetResponse
 	if len(paths) == 0 {
 		paths = []*gpb.Path{{}}
 	}
+	if len(paths) > s.o.maxPaths {
+		return nil, status.Errorf(codes.ResourceExhausted, "the GetRequest has %d paths, more than the %d allowed", len(paths), s.o.maxPaths)
+	}
 	ts := time.Now().UnixNano()
 	resp := &gpb.GetResponse{}
+	// A path given twice is answered twice (one notification per path,
+	// §3.3.2) but read and encoded once.
+	done := map[string]*gpb.Notification{}
 	for _, p := range paths {
+		if err := ctx.Err(); err != nil {
+			return nil, status.FromContextError(err).Err()
+		}
 		elems, origin, err := s.schema.joinPaths(req.GetPrefix(), p)
 		if err != nil {
 			return nil, err
+		}
+		key := origin + pathString(elems)
+		if n := done[key]; n != nil {
+			resp.Notification = append(resp.Notification, n)
+			continue
 		}
 		rs, err := s.schema.resolve(elems, models)
 		if err != nil {
@@ -106,6 +120,7 @@ func (s *Server) Get(ctx context.Context, req *gpb.GetRequest) (*gpb.GetResponse
 		if len(n.Update) == 0 {
 			return nil, status.Errorf(codes.NotFound, "no %v data at %s", req.GetType(), orRoot(pathString(elems)))
 		}
+		done[key] = n
 		resp.Notification = append(resp.Notification, n)
 	}
 	return resp, nil

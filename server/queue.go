@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	"google.golang.org/protobuf/proto"
 )
 
 // errOverflow ends a subscription whose client fell too far behind.
@@ -15,35 +16,45 @@ var errOverflow = errors.New("subscriber too slow: pending updates exceed the bo
 // outQueue is a subscription's queue of responses to send. Updates are
 // coalesced by path: a newer update for a path already waiting replaces it
 // in place, so a slow reader sees the latest value and the queue grows
-// only with distinct paths. Its length is bounded: an insert from the
-// publishing side (nonblocking) that would exceed the bound marks the
-// queue overflowed, and the subscription ends with RESOURCE_EXHAUSTED;
-// inserts from the subscription's own goroutines (initial walk, polls,
-// samples) wait for room instead. Publishers therefore never block.
+// only with distinct paths. Its length and its size in bytes are bounded:
+// an insert from the publishing side (nonblocking) that would exceed a
+// bound marks the queue overflowed, and the subscription ends with
+// RESOURCE_EXHAUSTED; inserts from the subscription's own goroutines
+// (initial walk, polls, samples) wait for room instead, for as long as the
+// client keeps reading (a client that stops reading is cut off by the
+// session's stall watchdog). Publishers therefore never block, and a
+// subscriber never holds more than the bounds.
 type outQueue struct {
 	mu       sync.Mutex
 	items    []*qitem
 	head     int
 	pending  map[string]*qitem
 	max      int
+	maxBytes int
+	bytes    int
 	closed   bool
 	overflow bool
 	ready    chan struct{} // signalled when items or closing appear
 	room     chan struct{} // signalled when an item is taken
+	dead     chan struct{} // closed when the queue overflows or is killed
+	deadOnce sync.Once
 }
 
 type qitem struct {
 	key  string // "" for items that never coalesce (sync_response)
 	ts   int64
+	size int
 	resp *gpb.SubscribeResponse
 }
 
-func newOutQueue(max int) *outQueue {
+func newOutQueue(max, maxBytes int) *outQueue {
 	return &outQueue{
-		pending: map[string]*qitem{},
-		max:     max,
-		ready:   make(chan struct{}, 1),
-		room:    make(chan struct{}, 1),
+		pending:  map[string]*qitem{},
+		max:      max,
+		maxBytes: maxBytes,
+		ready:    make(chan struct{}, 1),
+		room:     make(chan struct{}, 1),
+		dead:     make(chan struct{}),
 	}
 }
 
@@ -56,11 +67,38 @@ func signal(c chan struct{}) {
 
 func (q *outQueue) lenLocked() int { return len(q.items) - q.head }
 
+// fitsLocked reports whether an item of size bytes has room; an empty
+// queue takes any one item.
+func (q *outQueue) fitsLocked(size int) bool {
+	n := q.lenLocked()
+	return n == 0 || (n < q.max && q.bytes+size <= q.maxBytes)
+}
+
+// kill marks the queue overflowed: the reader sees errOverflow, waiting
+// writers give up, and dead closes.
+func (q *outQueue) killLocked() {
+	q.overflow, q.closed = true, true
+	q.deadOnce.Do(func() { close(q.dead) })
+	signal(q.ready)
+	signal(q.room)
+}
+
+func (q *outQueue) kill() {
+	q.mu.Lock()
+	q.killLocked()
+	q.mu.Unlock()
+}
+
 // insert queues resp under key; see outQueue. It returns an error once the
 // queue is closed or overflowed.
 func (q *outQueue) insert(ctx context.Context, key string, ts int64, resp *gpb.SubscribeResponse, block bool) error {
+	size := proto.Size(resp)
 	for {
 		q.mu.Lock()
+		if q.overflow {
+			q.mu.Unlock()
+			return errOverflow
+		}
 		if q.closed {
 			q.mu.Unlock()
 			return io.EOF
@@ -68,15 +106,17 @@ func (q *outQueue) insert(ctx context.Context, key string, ts int64, resp *gpb.S
 		if key != "" {
 			if it := q.pending[key]; it != nil {
 				if ts >= it.ts {
-					it.ts, it.resp = ts, resp
+					q.bytes += size - it.size
+					it.ts, it.resp, it.size = ts, resp, size
 				}
 				q.mu.Unlock()
 				return nil
 			}
 		}
-		if q.lenLocked() < q.max {
-			it := &qitem{key: key, ts: ts, resp: resp}
+		if q.fitsLocked(size) {
+			it := &qitem{key: key, ts: ts, resp: resp, size: size}
 			q.items = append(q.items, it)
+			q.bytes += size
 			if key != "" {
 				q.pending[key] = it
 			}
@@ -85,9 +125,8 @@ func (q *outQueue) insert(ctx context.Context, key string, ts int64, resp *gpb.S
 			return nil
 		}
 		if !block {
-			q.overflow, q.closed = true, true
+			q.killLocked()
 			q.mu.Unlock()
-			signal(q.ready)
 			return errOverflow
 		}
 		q.mu.Unlock()
@@ -127,6 +166,7 @@ func (q *outQueue) next(ctx context.Context) (*gpb.SubscribeResponse, error) {
 			if it.key != "" && q.pending[it.key] == it {
 				delete(q.pending, it.key)
 			}
+			q.bytes -= it.size
 			q.mu.Unlock()
 			signal(q.room)
 			return it.resp, nil

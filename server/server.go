@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -34,6 +35,10 @@ type options struct {
 	tls             *tls.Config
 	creds           *Credentials
 	maxPending      int
+	maxPendingBytes int
+	stallTimeout    time.Duration
+	maxStreams      int
+	maxPaths        int
 	minSample       time.Duration
 	targetDefSample time.Duration
 }
@@ -62,9 +67,25 @@ func WithTLS(c *tls.Config) Option { return func(o *options) { o.tls = c } }
 func WithCredentials(c *Credentials) Option { return func(o *options) { o.creds = c } }
 
 // WithMaxPending bounds, per subscription, the updates waiting to be sent
-// (after coalescing by path). A subscriber that falls further behind is
-// disconnected with RESOURCE_EXHAUSTED. Default 65536.
-func WithMaxPending(n int) Option { return func(o *options) { o.maxPending = n } }
+// (after coalescing by path), in number and in encoded bytes. A
+// subscriber that falls further behind is disconnected with
+// RESOURCE_EXHAUSTED. Defaults: 65536 and 16 MiB.
+func WithMaxPending(n, bytes int) Option {
+	return func(o *options) { o.maxPending, o.maxPendingBytes = n, bytes }
+}
+
+// WithStallTimeout sets how long a subscriber may go without accepting a
+// response (its gRPC flow control window full) before it is disconnected
+// with RESOURCE_EXHAUSTED. Default 30s.
+func WithStallTimeout(d time.Duration) Option { return func(o *options) { o.stallTimeout = d } }
+
+// WithClientLimits bounds, per client (peer address), the Subscribe RPCs
+// open at once, and, per request, the paths of a Get or the subscriptions
+// of a SubscriptionList. Past them: RESOURCE_EXHAUSTED. Defaults: 128 and
+// 1024.
+func WithClientLimits(streams, paths int) Option {
+	return func(o *options) { o.maxStreams, o.maxPaths = streams, paths }
+}
 
 // WithSampleIntervals sets the shortest sample interval supported (min):
 // SAMPLE subscriptions asking for less are refused, those asking for 0 get
@@ -89,6 +110,9 @@ type Server struct {
 	mu      sync.RWMutex
 	targets map[string]*target
 
+	cmu     sync.Mutex
+	streams map[string]int // open Subscribe RPCs by client
+
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -102,6 +126,10 @@ func New(opts ...Option) (*Server, error) {
 	o := options{
 		statePoll:       time.Second,
 		maxPending:      65536,
+		maxPendingBytes: 16 << 20,
+		stallTimeout:    30 * time.Second,
+		maxStreams:      128,
+		maxPaths:        1024,
 		minSample:       10 * time.Millisecond,
 		targetDefSample: 10 * time.Second,
 	}
@@ -117,8 +145,11 @@ func New(opts ...Option) (*Server, error) {
 	if o.minSample <= 0 || o.targetDefSample <= 0 {
 		return nil, errors.New("sample intervals must be positive")
 	}
-	if o.maxPending < 1 {
+	if o.maxPending < 1 || o.maxPendingBytes < 1 {
 		return nil, errors.New("max pending updates must be positive")
+	}
+	if o.stallTimeout <= 0 || o.maxStreams < 1 || o.maxPaths < 1 {
+		return nil, errors.New("stall timeout and client limits must be positive")
 	}
 	sc, err := loadSchema()
 	if err != nil {
@@ -131,6 +162,7 @@ func New(opts ...Option) (*Server, error) {
 		cache:   cache.New(nil),
 		match:   match.New(),
 		targets: map[string]*target{},
+		streams: map[string]int{},
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	// Every leaf the cache accepts (and every delete) is matched against
@@ -337,4 +369,47 @@ func (s *Server) Capabilities(ctx context.Context, req *gpb.CapabilityRequest) (
 		SupportedEncodings: supportedEncodings,
 		GNMIVersion:        gnmiVersion(),
 	}, nil
+}
+
+// clientOf names the client of an RPC for per-client limits: its address
+// without the port.
+func clientOf(ctx context.Context) string {
+	p, ok := peer.FromContext(ctx)
+	if !ok || p.Addr == nil {
+		return ""
+	}
+	a := p.Addr.String()
+	if host, _, err := net.SplitHostPort(a); err == nil {
+		return host
+	}
+	return a
+}
+
+// openStream counts a Subscribe RPC of client, refusing it past the
+// limit; the returned func uncounts it.
+func (s *Server) openStream(client string) (func(), error) {
+	s.cmu.Lock()
+	defer s.cmu.Unlock()
+	if s.streams[client] >= s.o.maxStreams {
+		return nil, status.Errorf(codes.ResourceExhausted, "client %s has %d Subscribe RPCs open, the most allowed", client, s.streams[client])
+	}
+	s.streams[client]++
+	return func() {
+		s.cmu.Lock()
+		defer s.cmu.Unlock()
+		if s.streams[client]--; s.streams[client] <= 0 {
+			delete(s.streams, client)
+		}
+	}, nil
+}
+
+// openStreams is the number of Subscribe RPCs open.
+func (s *Server) openStreams() int {
+	s.cmu.Lock()
+	defer s.cmu.Unlock()
+	n := 0
+	for _, c := range s.streams {
+		n += c
+	}
+	return n
 }

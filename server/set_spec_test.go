@@ -2,7 +2,10 @@ package server
 
 import (
 	"context"
+	"os"
+	"sync"
 	"testing"
+	"time"
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"google.golang.org/grpc/codes"
@@ -123,5 +126,57 @@ func TestSetListEntryKeys(t *testing.T) {
 	set(t, env.client, &gpb.SetRequest{Replace: []*gpb.Update{{Path: entry, Val: jsonIETF(`{"sequence-id": 10, "config": {"sequence-id": 10, "description": "kept"}}`)}}})
 	if got := leafVal(t, env.client, "/int/watchlist/entries/entry[sequence-id=10]/config/description"); got != `"kept"` {
 		t.Errorf("description %s", got)
+	}
+}
+
+// A Set honours its deadline: past it nothing is committed (the
+// dataplane is put back), and a Set waiting behind another gives up at
+// its deadline; what happened is what the client was told.
+func TestSetDeadline(t *testing.T) {
+	save := t.TempDir() + "/running.json"
+	env := startServer(t, TargetOptions{SavePath: save})
+	before := snapshotAll(t, env.client)
+	first := env.fake.applied()
+	upd := func(v uint64) *gpb.SetRequest {
+		return &gpb.SetRequest{Update: []*gpb.Update{{Path: gp(t, "/int/node/config/node-id"), Val: uintVal(v)}}}
+	}
+
+	// The dataplane takes longer than the client allows.
+	env.fake.setDelay(300 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	_, err := env.client.Set(ctx, upd(77))
+	cancel()
+	wantCode(t, err, codes.DeadlineExceeded)
+	time.Sleep(800 * time.Millisecond) // the Apply and its undo finish
+	env.fake.setDelay(0)
+	if after := snapshotAll(t, env.client); after != before {
+		t.Error("a Set past its deadline changed the configuration")
+	}
+	if got := env.fake.applied().GetInt().GetNode().GetConfig().GetNodeId(); got != first.GetInt().GetNode().GetConfig().GetNodeId() {
+		t.Errorf("the dataplane was left with node-id %d", got)
+	}
+	if _, err := os.Stat(save); !os.IsNotExist(err) {
+		t.Errorf("a Set past its deadline was saved: %v", err)
+	}
+
+	// A Set waiting for another one gives up at its deadline.
+	env.fake.setDelay(500 * time.Millisecond)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if _, err := env.client.Set(context.Background(), upd(5)); err != nil {
+			t.Errorf("the slow Set: %v", err)
+		}
+	}()
+	time.Sleep(100 * time.Millisecond)
+	ctx, cancel = context.WithTimeout(context.Background(), 100*time.Millisecond)
+	_, err = env.client.Set(ctx, upd(6))
+	cancel()
+	wantCode(t, err, codes.DeadlineExceeded)
+	wg.Wait()
+	env.fake.setDelay(0)
+	if got := leafVal(t, env.client, "/int/node/config/node-id"); got != "5" {
+		t.Errorf("node-id %s, want the slow Set's 5", got)
 	}
 }

@@ -3,9 +3,11 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/openconfig/gnmi/ctree"
@@ -74,10 +76,18 @@ type session struct {
 	q      *outQueue
 	subs   []*leafSub
 	ctx    context.Context
+	// sending is when the Send in progress started (UnixNano), or 0.
+	sending atomic.Int64
 }
 
 // Subscribe implements gNMI Subscribe.
 func (s *Server) Subscribe(stream gpb.GNMI_SubscribeServer) error {
+	client := clientOf(stream.Context())
+	done, err := s.openStream(client)
+	if err != nil {
+		return err
+	}
+	defer done()
 	req, err := stream.Recv()
 	if err == io.EOF {
 		return nil
@@ -107,13 +117,25 @@ func (s *Server) Subscribe(stream gpb.GNMI_SubscribeServer) error {
 	}
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
-	ss := &session{srv: s, t: t, echo: echo, enc: enc, stream: stream, q: newOutQueue(s.o.maxPending), ctx: ctx}
+	ss := &session{srv: s, t: t, echo: echo, enc: enc, stream: stream, q: newOutQueue(s.o.maxPending, s.o.maxPendingBytes), ctx: ctx}
 	if err := ss.compile(sl, models, int(ext.depth)); err != nil {
 		return err
 	}
 
 	sendErr := make(chan error, 1)
 	go func() { sendErr <- ss.sendLoop() }()
+	go ss.watchdog()
+	// A client that stopped reading leaves sendLoop blocked in Send: the
+	// RPC ends without waiting for it (ending it unblocks the Send).
+	sent := func() error {
+		select {
+		case err := <-sendErr:
+			return err
+		case <-ss.q.dead:
+			cancel()
+			return ss.overflowErr()
+		}
+	}
 
 	switch sl.GetMode() {
 	case gpb.SubscriptionList_ONCE:
@@ -124,13 +146,16 @@ func (s *Server) Subscribe(stream gpb.GNMI_SubscribeServer) error {
 			}
 			ss.q.close()
 		}()
-		return <-sendErr
+		return sent()
 	case gpb.SubscriptionList_POLL:
 		pollErr := make(chan error, 1)
 		go func() { pollErr <- ss.pollLoop(sl.GetUpdatesOnly()) }()
 		select {
 		case err := <-sendErr:
 			return err
+		case <-ss.q.dead:
+			cancel()
+			return ss.overflowErr()
 		case err := <-pollErr:
 			if err != nil {
 				cancel()
@@ -138,7 +163,7 @@ func (s *Server) Subscribe(stream gpb.GNMI_SubscribeServer) error {
 			}
 			// The client half-closed: every poll it sent is answered
 			// once the queue drains.
-			return <-sendErr
+			return sent()
 		}
 	case gpb.SubscriptionList_STREAM:
 		return ss.stream_(sl, sendErr)
@@ -151,6 +176,18 @@ func (ss *session) compile(sl *gpb.SubscriptionList, models modelSet, depth int)
 	s := ss.srv
 	if len(sl.GetSubscription()) == 0 {
 		return status.Error(codes.InvalidArgument, "the SubscriptionList has no subscription")
+	}
+	if n := len(sl.GetSubscription()); n > s.o.maxPaths {
+		return status.Errorf(codes.ResourceExhausted, "the SubscriptionList has %d subscriptions, more than the %d allowed", n, s.o.maxPaths)
+	}
+	// Identical subscriptions (after expansion) are served once.
+	seen := map[string]bool{}
+	add := func(l *leafSub) {
+		k := fmt.Sprintf("%q %v %v %v %v %q %d %d", l.query, l.onChange, l.sample, l.suppress, l.heartbeat, l.origin, l.kind, l.maxLen)
+		if !seen[k] {
+			seen[k] = true
+			ss.subs = append(ss.subs, l)
+		}
 	}
 	for _, sub := range sl.GetSubscription() {
 		elems, origin, err := s.schema.joinPaths(sl.GetPrefix(), sub.GetPath())
@@ -195,13 +232,12 @@ func (ss *session) compile(sl *gpb.SubscriptionList, models modelSet, depth int)
 			}
 			switch sub.GetMode() {
 			case gpb.SubscriptionMode_ON_CHANGE:
-				ss.subs = append(ss.subs, with(func(l *leafSub) { l.onChange, l.heartbeat = true, hb }))
+				add(with(func(l *leafSub) { l.onChange, l.heartbeat = true, hb }))
 			case gpb.SubscriptionMode_SAMPLE:
-				ss.subs = append(ss.subs, with(func(l *leafSub) { l.sample, l.suppress, l.heartbeat = sample, sub.GetSuppressRedundant(), hb }))
+				add(with(func(l *leafSub) { l.sample, l.suppress, l.heartbeat = sample, sub.GetSuppressRedundant(), hb }))
 			case gpb.SubscriptionMode_TARGET_DEFINED:
-				ss.subs = append(ss.subs,
-					with(func(l *leafSub) { l.onChange, l.heartbeat, l.kind = true, hb, filterNonCounters }),
-					with(func(l *leafSub) { l.sample, l.kind = s.o.targetDefSample, filterCounters }))
+				add(with(func(l *leafSub) { l.onChange, l.heartbeat, l.kind = true, hb, filterNonCounters }))
+				add(with(func(l *leafSub) { l.sample, l.kind = s.o.targetDefSample, filterCounters }))
 			default:
 				return status.Errorf(codes.InvalidArgument, "unknown subscription mode %v", sub.GetMode())
 			}
@@ -219,12 +255,40 @@ func (ss *session) sendLoop() error {
 		case err == io.EOF:
 			return nil
 		case errors.Is(err, errOverflow):
-			return status.Errorf(codes.ResourceExhausted, "subscription ended: the client is not reading fast enough (more than %d updates pending)", ss.q.max)
+			return ss.overflowErr()
 		case err != nil:
 			return status.FromContextError(err).Err()
 		}
-		if err := ss.stream.Send(resp); err != nil {
+		ss.sending.Store(time.Now().UnixNano())
+		err = ss.stream.Send(resp)
+		ss.sending.Store(0)
+		if err != nil {
 			return err
+		}
+	}
+}
+
+func (ss *session) overflowErr() error {
+	return status.Errorf(codes.ResourceExhausted, "subscription ended: the client is not reading fast enough (more than %d updates or %d bytes pending, or none accepted for %v)", ss.q.max, ss.q.maxBytes, ss.srv.o.stallTimeout)
+}
+
+// watchdog cuts off a client that accepts no response for the stall
+// timeout: its flow control window stays full, so Send cannot complete.
+func (ss *session) watchdog() {
+	stall := ss.srv.o.stallTimeout
+	tick := time.NewTicker(max(stall/4, 5*time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ss.ctx.Done():
+			return
+		case <-ss.q.dead:
+			return
+		case <-tick.C:
+		}
+		if since := ss.sending.Load(); since != 0 && time.Since(time.Unix(0, since)) > stall {
+			ss.q.kill()
+			return
 		}
 	}
 }
@@ -341,6 +405,9 @@ func (ss *session) stream_(sl *gpb.SubscriptionList, sendErr chan error) error {
 			cancel()
 			ss.q.close()
 			return err
+		case <-ss.q.dead:
+			cancel()
+			return ss.overflowErr()
 		case err := <-recvErr:
 			if err == io.EOF {
 				// A half-close is not a cancellation (§3.5.1.1): the
