@@ -185,7 +185,10 @@
 // Fingerprint); WithCredentials (a file of "NAME ROLE
 // pbkdf2-sha256$ITER$SALT$KEY" lines, refused when group or others may
 // read it, checked against the "username"/"password" gRPC metadata;
-// UNAUTHENTICATED on failure; read-only users may not Set). gRPC server
+// UNAUTHENTICATED on failure; read-only users may not Set). A name that
+// is not a user costs the same PBKDF2 as a wrong password; failed logins
+// are rate-limited per client (5, then one per 2 s), refused before any
+// hashing past that, except for a password already verified. gRPC server
 // reflection is registered.
 //
 // Audit: every Set is logged with the user (credentials user, client

@@ -26,7 +26,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"golang.org/x/time/rate"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -96,14 +99,21 @@ type user struct {
 	fastM sync.Mutex
 }
 
-func (u *user) check(password string) bool {
+// verified reports whether password is the one already verified.
+func (u *user) verified(password string) bool {
 	sum := sha256.Sum256(append(append([]byte{}, u.salt...), password...))
 	u.fastM.Lock()
 	fast := u.fast
 	u.fastM.Unlock()
-	if fast != nil && subtle.ConstantTimeCompare(fast, sum[:]) == 1 {
+	return fast != nil && subtle.ConstantTimeCompare(fast, sum[:]) == 1
+}
+
+func (u *user) check(password string) bool {
+	sum := sha256.Sum256(append(append([]byte{}, u.salt...), password...))
+	if u.verified(password) {
 		return true
 	}
+	pbkdf2Runs.Add(1)
 	key, err := pbkdf2.Key(sha256.New, password, u.salt, u.iter, len(u.key))
 	if err != nil || subtle.ConstantTimeCompare(key, u.key) != 1 {
 		return false
@@ -114,10 +124,30 @@ func (u *user) check(password string) bool {
 	return true
 }
 
-// Credentials are the users allowed in, from a credentials file.
+// pbkdf2Runs counts password hashings, for tests.
+var pbkdf2Runs atomic.Int64
+
+// Credentials are the users allowed in, from a credentials file. A name
+// that is not a user costs the same hashing as a wrong password (no
+// timing tells names apart), and each client (peer address) may fail
+// loginBurst times, then once per loginEvery: past that its logins are
+// refused before any hashing, except for a password already verified.
 type Credentials struct {
-	users map[string]*user
+	users   map[string]*user
+	nobody  *user // hashed against for unknown names
+	limitMu sync.Mutex
+	limits  map[string]*rate.Limiter
+	every   time.Duration
+	burst   int
 }
+
+const (
+	loginEvery = 2 * time.Second
+	loginBurst = 5
+	// reasonTooMany is the reason for refusing a client over its
+	// allowance of failed logins.
+	reasonTooMany = "too many failed logins"
+)
 
 // ParseCredentials reads a credentials file: one user per line,
 // "NAME ROLE HASH" separated by blanks, ROLE read-only or read-write and
@@ -163,7 +193,34 @@ func ParseCredentials(data string) (*Credentials, error) {
 	if len(c.users) == 0 {
 		return nil, fmt.Errorf("no users")
 	}
+	c.nobody = &user{iter: hashIterations, salt: make([]byte, 16), key: make([]byte, 32)}
+	for _, u := range c.users {
+		c.nobody.iter = max(c.nobody.iter, u.iter)
+	}
+	if _, err := rand.Read(c.nobody.key); err != nil {
+		return nil, err
+	}
+	c.limits, c.every, c.burst = map[string]*rate.Limiter{}, loginEvery, loginBurst
 	return c, nil
+}
+
+// limiter returns the failed-login limiter of a client.
+func (c *Credentials) limiter(client string) *rate.Limiter {
+	c.limitMu.Lock()
+	defer c.limitMu.Unlock()
+	l := c.limits[client]
+	if l == nil {
+		if len(c.limits) >= 10000 { // forget clients back to a full allowance
+			for k, v := range c.limits {
+				if v.Tokens() >= float64(c.burst) {
+					delete(c.limits, k)
+				}
+			}
+		}
+		l = rate.NewLimiter(rate.Every(c.every), c.burst)
+		c.limits[client] = l
+	}
+	return l
 }
 
 // LoadCredentials reads a credentials file (see ParseCredentials). A file
@@ -198,10 +255,20 @@ func (c *Credentials) authenticate(ctx context.Context) (name string, role Role,
 		return "", 0, "no username metadata"
 	}
 	u := c.users[name]
+	if u != nil && u.verified(pw) {
+		return name, u.role, ""
+	}
+	lim := c.limiter(clientOf(ctx))
+	if lim.Tokens() < 1 {
+		return name, 0, reasonTooMany
+	}
 	if u == nil {
+		c.nobody.check(pw) // as long as a wrong password takes
+		lim.Allow()
 		return name, 0, "unknown user"
 	}
 	if !u.check(pw) {
+		lim.Allow()
 		return name, 0, "bad password"
 	}
 	return name, u.role, ""
@@ -255,6 +322,9 @@ func (s *Server) authorize(ctx context.Context, method string) (context.Context,
 		s.log.Warn("authentication failed", "peer", addr, "user", name, "method", method, "reason", reason)
 		if name == "" {
 			return nil, status.Error(codes.Unauthenticated, "username and password metadata required")
+		}
+		if reason == reasonTooMany {
+			return nil, status.Errorf(codes.Unauthenticated, "%s from %s: try again later", reason, clientOf(ctx))
 		}
 		return nil, status.Error(codes.Unauthenticated, "bad username or password")
 	}

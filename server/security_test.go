@@ -470,3 +470,43 @@ func TestCredentialsFileErrors(t *testing.T) {
 		}
 	}
 }
+
+// Failed logins are rate-limited per client, refused before any hashing
+// once the client is over its allowance (a password already verified
+// still gets in); a name that is not a user costs the same hashing as a
+// wrong password.
+func TestLoginLimits(t *testing.T) {
+	creds := credentialsFor(t, map[string]string{"admin": "read-write", "viewer": "read-only"})
+	creds.every = 300 * time.Millisecond
+	env := startServer(t, TargetOptions{}, WithCredentials(creds))
+	call := func(ctx context.Context) error {
+		_, err := env.client.Capabilities(ctx, &gpb.CapabilityRequest{})
+		return err
+	}
+	hashings := func(f func()) int64 {
+		n := pbkdf2Runs.Load()
+		f()
+		return pbkdf2Runs.Load() - n
+	}
+	wantCode(t, call(withUser("admin", "admin-secret")), codes.OK)
+	if n := hashings(func() { wantCode(t, call(withUser("nobody", "x")), codes.Unauthenticated) }); n != 1 {
+		t.Errorf("an unknown user cost %d hashings, a wrong password 1", n)
+	}
+	if n := hashings(func() { wantCode(t, call(withUser("viewer", "wrong")), codes.Unauthenticated) }); n != 1 {
+		t.Errorf("a wrong password cost %d hashings", n)
+	}
+	for i := 2; i < loginBurst; i++ {
+		wantCode(t, call(withUser("viewer", "wrong")), codes.Unauthenticated)
+	}
+	// Over the allowance: no hashing at all, even for a right password
+	// not yet verified.
+	for _, u := range [][2]string{{"viewer", "wrong"}, {"nobody", "x"}, {"viewer", "viewer-secret"}} {
+		var err error
+		if n := hashings(func() { err = call(withUser(u[0], u[1])) }); n != 0 || !strings.Contains(fmt.Sprint(err), "too many failed logins") {
+			t.Errorf("%s over the allowance: %v after %d hashings", u[0], err, n)
+		}
+	}
+	wantCode(t, call(withUser("admin", "admin-secret")), codes.OK) // verified before
+	time.Sleep(creds.every + 50*time.Millisecond)                  // one more try allowed
+	wantCode(t, call(withUser("viewer", "viewer-secret")), codes.OK)
+}
