@@ -138,6 +138,9 @@ func (n *normalizer) node(e *yang.Entry, v any, prefix string) (any, error) {
 		if !ok {
 			return nil, fmt.Errorf("%s: want a JSON array for list %s", orRoot(prefix), e.Name)
 		}
+		if err := CheckMaxElements(e, len(items), prefix); err != nil {
+			return nil, err
+		}
 		for i, it := range items {
 			obj, ok := it.(map[string]any)
 			if !ok {
@@ -176,6 +179,15 @@ func (n *normalizer) node(e *yang.Entry, v any, prefix string) (any, error) {
 	default:
 		return n.leaf(e, LeafType(e), v, prefix)
 	}
+}
+
+// CheckMaxElements reports a list (at data path where) holding more
+// entries than its max-elements allows.
+func CheckMaxElements(e *yang.Entry, n int, where string) error {
+	if e.ListAttr != nil && e.ListAttr.MaxElements > 0 && uint64(n) > e.ListAttr.MaxElements {
+		return fmt.Errorf("%s: %d entries, more than the %d list %s may hold (max-elements)", orRoot(where), n, e.ListAttr.MaxElements, e.Name)
+	}
+	return nil
 }
 
 func orRoot(p string) string {

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"sync"
@@ -27,6 +28,11 @@ type fakeApplier struct {
 	counter uint64
 	drops   []uint8 // drop reasons present in state (config-false-only list)
 	delay   time.Duration
+	// synthetic, when set, adds that many watchlist entries (1..n) to the
+	// state, as if configured with the descriptions watchlistBatch gives:
+	// more counters than the watchlist's max-elements allow, for
+	// benchmarks.
+	synthetic int
 }
 
 // refused is an applier error that marks the configuration as refused.
@@ -112,6 +118,12 @@ func (f *fakeApplier) State(ctx context.Context) (*gen.Device, error) {
 		ss := se.GetOrCreateState()
 		ss.SequenceId = ygot.Uint32(seq)
 		ss.Description = e.GetConfig().Description
+		ss.GetOrCreateCounters().MatchedPackets = ygot.Uint64(f.counter)
+	}
+	for seq := uint32(1); seq <= uint32(f.synthetic); seq++ {
+		ss := d.GetOrCreateInt().GetOrCreateWatchlist().GetOrCreateEntries().GetOrCreateEntry(seq).GetOrCreateState()
+		ss.SequenceId = ygot.Uint32(seq)
+		ss.Description = ygot.String(fmt.Sprintf("entry %d", seq))
 		ss.GetOrCreateCounters().MatchedPackets = ygot.Uint64(f.counter)
 	}
 	for _, r := range f.drops {

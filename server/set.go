@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -278,8 +279,8 @@ func CheckConfig(cfg *gen.Device) error {
 // set, is the configuration cand was made from.
 func (s *Server) checkCandidate(cand, prev *gen.Device) error {
 	fillConfigKeys(reflect.ValueOf(cand).Elem(), s.schema.root)
-	if p := findReadOnly(reflect.ValueOf(cand).Elem(), s.schema.root, ""); p != "" {
-		return fmt.Errorf("%s is config false (state) and cannot be written", p)
+	if p := candidateError(reflect.ValueOf(cand).Elem(), s.schema.root, ""); p != "" {
+		return errors.New(p)
 	}
 	if err := validateConfig(s.schema.root, cand, prev); err != nil {
 		return fmt.Errorf("configuration is invalid: %s", yangText(err.Error()))
@@ -433,9 +434,10 @@ func fieldByPath(v reflect.Value, p string) reflect.Value {
 	return reflect.Value{}
 }
 
-// findReadOnly returns the data path of the first config-false node set in
-// v (a configuration candidate), or "".
-func findReadOnly(v reflect.Value, e *yang.Entry, at string) string {
+// candidateError describes the first config-false node set in v (a
+// configuration candidate), or list holding more than its max-elements;
+// "" when there is none.
+func candidateError(v reflect.Value, e *yang.Entry, at string) string {
 	t := v.Type()
 	for i := 0; i < t.NumField(); i++ {
 		fv := v.Field(i)
@@ -446,20 +448,23 @@ func findReadOnly(v reflect.Value, e *yang.Entry, at string) string {
 		}
 		p := at + "/" + name
 		if !isConfigEntry(ce) {
-			return p
+			return p + " is config false (state) and cannot be written"
 		}
 		switch {
 		case fv.Kind() == reflect.Pointer && fv.Elem().Kind() == reflect.Struct:
-			if r := findReadOnly(fv.Elem(), ce, p); r != "" {
+			if r := candidateError(fv.Elem(), ce, p); r != "" {
 				return r
 			}
 		case fv.Kind() == reflect.Map:
+			if err := gen.CheckMaxElements(ce, fv.Len(), p); err != nil {
+				return err.Error()
+			}
 			for _, k := range fv.MapKeys() {
 				at := p
 				for _, kv := range keyValues(lrStep{name: name, entry: ce, key: k}) {
 					at += "[" + kv[0] + "=" + kv[1] + "]"
 				}
-				if r := findReadOnly(fv.MapIndex(k).Elem(), ce, at); r != "" {
+				if r := candidateError(fv.MapIndex(k).Elem(), ce, at); r != "" {
 					return r
 				}
 			}

@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -179,4 +181,35 @@ func TestSetDeadline(t *testing.T) {
 	if got := leafVal(t, env.client, "/int/node/config/node-id"); got != "5" {
 		t.Errorf("node-id %s, want the slow Set's 5", got)
 	}
+}
+
+// Lists hold at most what the dataplanes can (max-elements): a bigger
+// list is refused early with its path, whether it comes in one value or
+// from what a Set adds to the running configuration.
+func TestSetMaxElements(t *testing.T) {
+	env := startServer(t, TargetOptions{})
+	ctx := context.Background()
+	entries := gp(t, "/int/watchlist/entries")
+	_, err := env.client.Set(ctx, &gpb.SetRequest{Replace: []*gpb.Update{{Path: entries, Val: watchlistBatch(1, 1025)}}})
+	wantCode(t, err, codes.InvalidArgument)
+	if msg := err.Error(); !strings.Contains(msg, "/int/watchlist/entries/entry: 1025 entries") || !strings.Contains(msg, "1024") {
+		t.Errorf("message: %v", err)
+	}
+	set(t, env.client, &gpb.SetRequest{Replace: []*gpb.Update{{Path: entries, Val: watchlistBatch(1, 1024)}}})
+	_, err = env.client.Set(ctx, &gpb.SetRequest{Update: []*gpb.Update{{Path: gp(t, "/int/watchlist/entries/entry[sequence-id=5000]/config/description"), Val: jsonIETF(`"one too many"`)}}})
+	wantCode(t, err, codes.InvalidArgument)
+	if !strings.Contains(err.Error(), "1025 entries") {
+		t.Errorf("message: %v", err)
+	}
+	var sessions strings.Builder
+	sessions.WriteString(`{"int-session": [`)
+	for i := 0; i < 65; i++ {
+		if i > 0 {
+			sessions.WriteString(",")
+		}
+		fmt.Fprintf(&sessions, `{"name": "s%d", "config": {"name": "s%d"}}`, i, i)
+	}
+	sessions.WriteString("]}")
+	_, err = env.client.Set(ctx, &gpb.SetRequest{Update: []*gpb.Update{{Path: gp(t, "/int/int-sessions"), Val: jsonIETF(sessions.String())}}})
+	wantCode(t, err, codes.InvalidArgument)
 }
