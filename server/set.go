@@ -355,7 +355,7 @@ func (s *Server) setPath(cand *gen.Device, prefix *gpb.Path, u *gpb.Update, repl
 	if n := len(r.path.Elem); n > 0 {
 		last = r.path.Elem[n-1]
 	}
-	val, err := normalizedValue(r.entry, last, u.GetVal(), replace, op, where)
+	val, doc, err := normalizedValue(r.entry, last, u.GetVal(), replace, op, where)
 	if err != nil {
 		return err
 	}
@@ -365,6 +365,18 @@ func (s *Server) setPath(cand *gen.Device, prefix *gpb.Path, u *gpb.Update, repl
 		} else if err := ytypes.DeleteNode(s.schema.root, cand, r.path); err != nil && status.Code(err) != codes.NotFound {
 			return grpcError(codes.InvalidArgument, err, "%s %s", op, where)
 		}
+	}
+	if r.entry.IsDir() {
+		var node any = cand
+		if len(r.path.Elem) > 0 {
+			if node, _, err = ytypes.GetOrCreateNode(s.schema.root, cand, r.path); err != nil {
+				return status.Errorf(codes.InvalidArgument, "%s %s: %s", op, where, yangText(status.Convert(err).Message()))
+			}
+		}
+		if err := unmarshalJSON(reflect.ValueOf(node).Elem(), r.entry, doc.(map[string]any)); err != nil {
+			return status.Errorf(codes.InvalidArgument, "%s %s: %v", op, where, err)
+		}
+		return nil
 	}
 	if err := ytypes.SetNode(s.schema.root, cand, r.path, val, &ytypes.InitMissingElements{}); err != nil {
 		return status.Errorf(codes.InvalidArgument, "%s %s: %s", op, where, yangText(status.Convert(err).Message()))

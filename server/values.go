@@ -111,17 +111,18 @@ func decimalText(digits int64, precision uint32) string {
 }
 
 // normalizedValue checks a client's value for the node e at data path
-// where (whose last element is pe) and returns it as RFC 7951 JSON, ready
-// for ytypes.SetNode.
-func normalizedValue(e *yang.Entry, pe *gpb.PathElem, tv *gpb.TypedValue, replace bool, op, where string) (*gpb.TypedValue, error) {
+// where (whose last element is pe) and returns it normalized (RFC 7951
+// numbers, list keys filled in from the path), both as the JSON value
+// and, for leaves, as RFC 7951 JSON ready for ytypes.SetNode.
+func normalizedValue(e *yang.Entry, pe *gpb.PathElem, tv *gpb.TypedValue, replace bool, op, where string) (*gpb.TypedValue, any, error) {
 	doc, rules, err := clientValue(tv, op, where)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	keysAdded := false
 	if e.IsList() {
 		if err := checkEntryKeys(e, pe, doc, replace, op, where); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		// The path gives the entry's keys; the value need not repeat them.
 		if obj, ok := doc.(map[string]any); ok {
@@ -131,7 +132,7 @@ func normalizedValue(e *yang.Entry, pe *gpb.PathElem, tv *gpb.TypedValue, replac
 				}
 				v, _, err := gen.NormalizeJSON(e.Dir[k], pe.GetKey()[k], where, gen.LegacyJSON)
 				if err != nil {
-					return nil, status.Errorf(codes.InvalidArgument, "%s %s: key %s: %v", op, where, k, err)
+					return nil, nil, status.Errorf(codes.InvalidArgument, "%s %s: key %s: %v", op, where, k, err)
 				}
 				obj[k] = v
 				keysAdded = true
@@ -142,7 +143,7 @@ func normalizedValue(e *yang.Entry, pe *gpb.PathElem, tv *gpb.TypedValue, replac
 		if _, isObj := doc.(map[string]any); !isObj {
 			if _, isJSON := tv.GetValue().(*gpb.TypedValue_JsonIetfVal); !isJSON {
 				if _, isJSON := tv.GetValue().(*gpb.TypedValue_JsonVal); !isJSON {
-					return nil, status.Errorf(codes.InvalidArgument, "%s %s: a scalar value cannot set a container or list entry; use JSON", op, where)
+					return nil, nil, status.Errorf(codes.InvalidArgument, "%s %s: a scalar value cannot set a container or list entry; use JSON", op, where)
 				}
 			}
 		}
@@ -153,24 +154,27 @@ func normalizedValue(e *yang.Entry, pe *gpb.PathElem, tv *gpb.TypedValue, replac
 	}
 	norm, changed, err := gen.NormalizeJSON(e, check, where, rules)
 	if err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "%s: %v", op, err)
+		return nil, nil, status.Errorf(codes.InvalidArgument, "%s: %v", op, err)
 	}
 	if e.IsList() {
 		norm = norm.([]any)[0]
 	}
+	if e.IsDir() {
+		return nil, norm, nil // unmarshalJSON takes it from here
+	}
 	if !changed && !keysAdded {
 		switch v := tv.GetValue().(type) {
 		case *gpb.TypedValue_JsonIetfVal:
-			return tv, nil
+			return tv, norm, nil
 		case *gpb.TypedValue_JsonVal:
-			return &gpb.TypedValue{Value: &gpb.TypedValue_JsonIetfVal{JsonIetfVal: v.JsonVal}}, nil
+			return &gpb.TypedValue{Value: &gpb.TypedValue_JsonIetfVal{JsonIetfVal: v.JsonVal}}, norm, nil
 		}
 	}
 	b, err := json.Marshal(norm)
 	if err != nil {
-		return nil, status.Errorf(codes.Internal, "%s %s: re-encoding the value: %v", op, where, err)
+		return nil, nil, status.Errorf(codes.Internal, "%s %s: re-encoding the value: %v", op, where, err)
 	}
-	return &gpb.TypedValue{Value: &gpb.TypedValue_JsonIetfVal{JsonIetfVal: b}}, nil
+	return &gpb.TypedValue{Value: &gpb.TypedValue_JsonIetfVal{JsonIetfVal: b}}, norm, nil
 }
 
 // checkEntryKeys checks the JSON value of a keyed list entry addressed by
