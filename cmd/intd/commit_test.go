@@ -138,6 +138,11 @@ func TestLabCommitConfirmed(t *testing.T) {
 	commit(r, 2, request("c2", 300*time.Millisecond))
 	waitView(r, "commit c2 applied", twoHops)
 	waitView(r, "commit c2 expired", threeHops)
+	// The timer's rollback saves after it applies: wait for it to finish.
+	deadline := time.Now().Add(10 * time.Second)
+	for (rollbackFile() || !strings.Contains(saved(), `"remaining-hop-count": 8`)) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
 	if rollbackFile() || !strings.Contains(saved(), `"remaining-hop-count": 8`) {
 		t.Errorf("expired c2: rollback file %v, saved:\n%s", rollbackFile(), saved())
 	}
