@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"reflect"
-	"time"
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/goyang/pkg/yang"
@@ -61,10 +60,6 @@ func (s *Server) Get(ctx context.Context, req *gpb.GetRequest) (*gpb.GetResponse
 		return nil, err
 	}
 	sn := t.snap.Load()
-	view, err := sn.view(req.GetType(), models)
-	if err != nil {
-		return nil, status.Errorf(codes.Internal, "%v", err)
-	}
 	paths := req.GetPath()
 	if len(paths) == 0 {
 		paths = []*gpb.Path{{}}
@@ -72,7 +67,7 @@ func (s *Server) Get(ctx context.Context, req *gpb.GetRequest) (*gpb.GetResponse
 	if len(paths) > s.o.maxPaths {
 		return nil, status.Errorf(codes.ResourceExhausted, "the GetRequest has %d paths, more than the %d allowed", len(paths), s.o.maxPaths)
 	}
-	ts := time.Now().UnixNano()
+	ts := sn.ts // the snapshot's time (§3.3.2), not the request's
 	resp := &gpb.GetResponse{}
 	// A path given twice is answered twice (one notification per path,
 	// §3.3.2) but read and encoded once.
@@ -90,9 +85,14 @@ func (s *Server) Get(ctx context.Context, req *gpb.GetRequest) (*gpb.GetResponse
 			resp.Notification = append(resp.Notification, n)
 			continue
 		}
-		rs, err := s.schema.resolve(elems, models)
+		pm := s.schema.forOrigin(origin, models)
+		rs, err := s.schema.resolve(elems, pm)
 		if err != nil {
 			return nil, err
+		}
+		view, err := sn.view(req.GetType(), pm)
+		if err != nil {
+			return nil, status.Errorf(codes.Internal, "%v", err)
 		}
 		n := &gpb.Notification{Timestamp: ts}
 		if echo != "" || origin != "" {

@@ -136,3 +136,43 @@ func TestUnknownPathCodes(t *testing.T) {
 		t.Errorf("delete of absent data: %v", err)
 	}
 }
+
+// An origin naming a module scopes the root to that module's data (§2.7,
+// §2.7.3): Get returns only it, a replace or delete of the root changes
+// only it.
+func TestOriginScopesRoot(t *testing.T) {
+	env := startServer(t, TargetOptions{})
+	ctx := context.Background()
+	root := func(origin string) *gpb.Path { return &gpb.Path{Origin: origin} }
+	got := leaves(get(t, env.client, &gpb.GetRequest{Path: []*gpb.Path{root("intd-int-metadata-semantics")}, Encoding: gpb.Encoding_PROTO}))
+	for p := range got {
+		if strings.HasPrefix(p, "/int/") {
+			t.Fatalf("Get of the root of origin intd-int-metadata-semantics returned %s", p)
+		}
+	}
+	if len(got) == 0 {
+		t.Fatal("Get of the root of origin intd-int-metadata-semantics returned nothing")
+	}
+	// A replace at the root of origin intd-int leaves the other module's
+	// data alone, and may not set it.
+	_, err := env.client.Set(ctx, &gpb.SetRequest{Replace: []*gpb.Update{{Path: root("intd-int"), Val: jsonIETF(`{"intd-int-metadata-semantics:drop-reasons": {}}`)}}})
+	wantCode(t, err, codes.InvalidArgument)
+	set(t, env.client, &gpb.SetRequest{Replace: []*gpb.Update{{Path: root("intd-int"), Val: jsonIETF(`{"intd-int:int": {"node": {"config": {"node-id": 77}}}}`)}}})
+	if got := leafVal(t, env.client, "/int/node/config/node-id"); got != "77" {
+		t.Errorf("node-id %s after the replace", got)
+	}
+	_, err = env.client.Get(ctx, &gpb.GetRequest{Path: []*gpb.Path{gp(t, "/int/watchlist/entries/entry")}})
+	wantCode(t, err, codes.NotFound) // replaced away
+	after := leaves(get(t, env.client, &gpb.GetRequest{Path: []*gpb.Path{root("intd-int-metadata-semantics")}, Encoding: gpb.Encoding_PROTO}))
+	if len(after) != len(got) {
+		t.Errorf("the other origin's data changed: %d leaves, was %d", len(after), len(got))
+	}
+	// A delete of the root of origin intd-int-metadata-semantics keeps
+	// intd-int's.
+	set(t, env.client, &gpb.SetRequest{Delete: []*gpb.Path{root("intd-int-metadata-semantics")}})
+	if got := leafVal(t, env.client, "/int/node/config/node-id"); got != "77" {
+		t.Errorf("node-id %s after deleting the other origin", got)
+	}
+	_, err = env.client.Get(ctx, &gpb.GetRequest{Path: []*gpb.Path{gp(t, "/domain-specific-metadata/domain")}})
+	wantCode(t, err, codes.NotFound)
+}

@@ -154,6 +154,16 @@ func servedModel(name string) *gpb.ModelData {
 	return nil
 }
 
+// forOrigin narrows a model set to an origin that names a module: the
+// data of <origin, path> is that module's (§2.7), which matters at the
+// root and under wildcards.
+func (s *schema) forOrigin(origin string, m modelSet) modelSet {
+	if !s.modules[origin] || (m != nil && !m[origin]) {
+		return m
+	}
+	return modelSet{origin: true}
+}
+
 // key names the set, for sharing work between requests with equal sets.
 func (m modelSet) key() string {
 	if m == nil {

@@ -143,6 +143,9 @@ func (s *Server) set(ctx context.Context, req *gpb.SetRequest, owner string) (*g
 	if err != nil || (ext.commit != nil && armed == nil) {
 		return resp, err // confirm, cancel or a new rollback duration: done
 	}
+	if nops == 0 && armed == nil {
+		return resp, nil // no change (§3.4: not an error), nothing to apply
+	}
 
 	cp, err := ygot.DeepCopy(t.running)
 	if err != nil {
@@ -289,11 +292,11 @@ func (s *Server) checkCandidate(cand, prev *gen.Device) error {
 }
 
 func (s *Server) deletePath(cand *gen.Device, prefix, p *gpb.Path) error {
-	elems, _, err := s.schema.joinPaths(prefix, p)
+	elems, origin, err := s.schema.joinPaths(prefix, p)
 	if err != nil {
 		return err
 	}
-	rs, err := s.schema.resolve(elems, nil)
+	rs, err := s.schema.resolve(elems, s.schema.forOrigin(origin, nil))
 	if err != nil {
 		return err
 	}
@@ -314,7 +317,7 @@ func (s *Server) deletePath(cand *gen.Device, prefix, p *gpb.Path) error {
 		}
 		for _, tp := range targets {
 			if len(tp.GetElem()) == 0 {
-				*cand = gen.Device{}
+				s.clearRoot(cand, origin)
 				continue
 			}
 			if err := ytypes.DeleteNode(s.schema.root, cand, tp); err != nil && status.Code(err) != codes.NotFound {
@@ -330,7 +333,7 @@ func (s *Server) setPath(cand *gen.Device, prefix *gpb.Path, u *gpb.Update, repl
 	if replace {
 		op = "replace"
 	}
-	elems, _, err := s.schema.joinPaths(prefix, u.GetPath())
+	elems, origin, err := s.schema.joinPaths(prefix, u.GetPath())
 	if err != nil {
 		return err
 	}
@@ -361,9 +364,17 @@ func (s *Server) setPath(cand *gen.Device, prefix *gpb.Path, u *gpb.Update, repl
 	}
 	if replace {
 		if len(r.path.Elem) == 0 {
-			*cand = gen.Device{}
+			s.clearRoot(cand, origin)
 		} else if err := ytypes.DeleteNode(s.schema.root, cand, r.path); err != nil && status.Code(err) != codes.NotFound {
 			return grpcError(codes.InvalidArgument, err, "%s %s", op, where)
+		}
+	}
+	if len(r.path.Elem) == 0 && s.schema.modules[origin] {
+		// §2.7.3: a change at the root of a module's origin stays in it.
+		for name := range doc.(map[string]any) {
+			if m := s.schema.moduleOf[localName(name)]; m != origin {
+				return status.Errorf(codes.InvalidArgument, "%s /%s: %s is in module %s, not in origin %s", op, localName(name), localName(name), m, origin)
+			}
 		}
 	}
 	if r.entry.IsDir() {
@@ -483,4 +494,20 @@ func candidateError(v reflect.Value, e *yang.Entry, at string) string {
 		}
 	}
 	return ""
+}
+
+// clearRoot empties the root of the configuration for an origin: all of
+// it, or only the top-level containers of the module an origin names
+// (§2.7.3: other origins keep their contents).
+func (s *Server) clearRoot(cand *gen.Device, origin string) {
+	if !s.schema.modules[origin] {
+		*cand = gen.Device{}
+		return
+	}
+	v := reflect.ValueOf(cand).Elem()
+	for i := 0; i < v.NumField(); i++ {
+		if v.Type().Field(i).Tag.Get("module") == origin {
+			v.Field(i).Set(reflect.Zero(v.Field(i).Type()))
+		}
+	}
 }

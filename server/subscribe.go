@@ -194,7 +194,7 @@ func (ss *session) compile(sl *gpb.SubscriptionList, models modelSet, depth int)
 		if err != nil {
 			return err
 		}
-		rs, err := s.schema.resolve(elems, models)
+		rs, err := s.schema.resolve(elems, s.schema.forOrigin(origin, models))
 		if err != nil {
 			return err
 		}
@@ -221,7 +221,7 @@ func (ss *session) compile(sl *gpb.SubscriptionList, models modelSet, depth int)
 		}
 		for _, r := range rs {
 			q := append([]string{ss.t.name}, r.queryStrings()...)
-			base := leafSub{query: q, origin: origin, models: models}
+			base := leafSub{query: q, origin: origin, models: s.schema.forOrigin(origin, models)}
 			if depth > 0 {
 				base.maxLen = len(r.path.Elem) + depth
 			}

@@ -112,6 +112,7 @@ type target struct {
 // first Get that needs them.
 type snapshot struct {
 	running, state *gen.Device
+	ts             int64 // when it was taken
 	mu             sync.Mutex
 	dev            *gen.Device
 	views          map[viewKey]*gen.Device
@@ -242,8 +243,11 @@ func (t *target) nextTS() int64 {
 // and in the cache the leaves that changed since the last publish, with
 // deletes for those that went away. Configuration and state are flattened
 // separately, and each only when it changed, so a state poll never walks
-// the configuration. t.mu must be held.
+// the configuration. t must be locked.
 func (t *target) publishLocked(configChanged bool) error {
+	// The time of the snapshot: Get answers with it (§3.3.2), the cache
+	// holds the changes with it.
+	ts := t.nextTS()
 	var n gpb.Notification
 	if configChanged || t.cfgLeaves == nil {
 		t.published = withDefaults(t.running)
@@ -264,12 +268,12 @@ func (t *target) publishLocked(configChanged bool) error {
 	}
 	diffLeaves(t.stLeaves, leaves, &n)
 	t.stLeaves = leaves
-	t.snap.Store(&snapshot{running: t.published, state: t.state})
+	t.snap.Store(&snapshot{running: t.published, state: t.state, ts: ts})
 	if len(n.Update)+len(n.Delete) == 0 {
 		return nil
 	}
 	n.Prefix = &gpb.Path{Target: t.name}
-	n.Timestamp = t.nextTS()
+	n.Timestamp = ts
 	t.gen.Add(1)
 	defer t.gen.Add(1)
 	if err := t.srv.cache.GnmiUpdate(&n); err != nil {
