@@ -106,6 +106,7 @@ func (q *outQueue) insert(ctx context.Context, key string, ts int64, resp *gpb.S
 		if key != "" {
 			if it := q.pending[key]; it != nil {
 				if ts >= it.ts {
+					countDuplicate(it.resp, resp)
 					q.bytes += size - it.size
 					it.ts, it.resp, it.size = ts, resp, size
 				}
@@ -182,4 +183,19 @@ func (q *outQueue) next(ctx context.Context) (*gpb.SubscribeResponse, error) {
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// countDuplicate carries the count of values a client never saw to the
+// update replacing them (§2.1: duplicates). Keyed responses are one-leaf
+// updates built for this queue alone, so resp may be changed.
+func countDuplicate(old, resp *gpb.SubscribeResponse) {
+	ou, nu := old.GetUpdate().GetUpdate(), resp.GetUpdate().GetUpdate()
+	if len(nu) != 1 {
+		return
+	}
+	n := uint32(1)
+	if len(ou) == 1 {
+		n += ou[0].GetDuplicates()
+	}
+	nu[0].Duplicates = n
 }

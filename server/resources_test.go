@@ -90,6 +90,19 @@ func TestQueueBounds(t *testing.T) {
 	if err := q.insert(ctx, "", 1, big, true); err != nil {
 		t.Fatalf("after a read there is room: %v", err)
 	}
+
+	// Coalesced values are counted in duplicates (§2.1).
+	one := func(v uint64) *gpb.SubscribeResponse {
+		return &gpb.SubscribeResponse{Response: &gpb.SubscribeResponse_Update{Update: &gpb.Notification{Update: []*gpb.Update{{Path: gp(t, "/a"), Val: uintVal(v)}}}}}
+	}
+	q = newOutQueue(100, 1<<20)
+	for v := uint64(1); v <= 3; v++ {
+		q.insert(ctx, "/a", int64(v), one(v), false)
+	}
+	r, _ := q.next(ctx)
+	if u := r.GetUpdate().GetUpdate()[0]; u.GetVal().GetUintVal() != 3 || u.GetDuplicates() != 2 {
+		t.Errorf("coalesced update %v, want value 3 with 2 duplicates", u)
+	}
 }
 
 // Per client: Subscribe RPCs open at once, and paths per request, are
