@@ -98,7 +98,9 @@ func everyValue(ns []*gpb.Notification, f func(n *gpb.Notification, u *gpb.Updat
 	}
 }
 
-func upd(t testing.TB, p string, v *gpb.TypedValue) *gpb.Update { return &gpb.Update{Path: gp(t, p), Val: v} }
+func upd(t testing.TB, p string, v *gpb.TypedValue) *gpb.Update {
+	return &gpb.Update{Path: gp(t, p), Val: v}
+}
 
 func wantErrCode(t *testing.T, err error, want codes.Code, msgPart string) {
 	t.Helper()
