@@ -782,7 +782,10 @@ SHOULD, and the behaviour tables of 3.3.4 and 3.5.2.4. "checked" means
 TestGNMIConformance in server/conformance_test.go runs a real gNMI client
 over gRPC against the server for it, and fails when it is not met; rows that
 bind clients or schemas, or features no model of intd has, say why nothing
-is checked. This file is generated from that table:
+is checked. TestGNMIConformanceLab (tests/gnmi_conformance_test.go) checks
+the main ones again against ` + "`intd lab`" + ` run as a subprocess, its soft
+switches behind the dtel orchestrator. This file is generated from that
+table:
 ` + "`INTD_UPDATE_DOCS=1 go test ./server -run TestGNMIConformanceDoc`" + `.
 
 | § | Level | Requirement | Verdict |
