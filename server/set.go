@@ -176,6 +176,9 @@ func (s *Server) set(ctx context.Context, req *gpb.SetRequest, owner string) (*g
 		before, prepare = t.running, func() error { return t.persistRollback(before) }
 	}
 	if err := t.transact(ctx, cand, prepare); err != nil {
+		if armed != nil {
+			t.removeRollback() // nothing was committed: nothing to roll back
+		}
 		return nil, err
 	}
 	if armed != nil {
