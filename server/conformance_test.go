@@ -631,7 +631,7 @@ var conformance = []requirement{
 			req  *gpb.SetRequest
 			code codes.Code
 		}{
-			{&gpb.SetRequest{Update: []*gpb.Update{{Path: &gpb.Path{Element: []string{"int[x"}}, Val: uintVal(1)}}}, codes.InvalidArgument},
+			{&gpb.SetRequest{Update: []*gpb.Update{{Path: &gpb.Path{Elem: []*gpb.PathElem{{Name: "int"}, {Name: ""}}}, Val: uintVal(1)}}}, codes.InvalidArgument},
 			{&gpb.SetRequest{Update: []*gpb.Update{upd(t, "/int/node/config/node-id", jsonIETF(`"x"`))}}, codes.InvalidArgument},
 			{&gpb.SetRequest{Update: []*gpb.Update{upd(t, "/int/nodes/config/node-id", uintVal(1))}}, codes.NotFound},
 			{&gpb.SetRequest{Update: []*gpb.Update{upd(t, "/int/node/config/node-id", &gpb.TypedValue{Value: &gpb.TypedValue_AsciiVal{AsciiVal: "1"}})}}, codes.Unimplemented},

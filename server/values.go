@@ -73,10 +73,13 @@ func scalarJSON(tv *gpb.TypedValue) (any, error) {
 		return json.Number(strconv.FormatInt(v.IntVal, 10)), nil
 	case *gpb.TypedValue_DoubleVal:
 		return json.Number(strconv.FormatFloat(v.DoubleVal, 'f', -1, 64)), nil
-	case *gpb.TypedValue_FloatVal: //nolint:staticcheck // deprecated, still sent
+	case *gpb.TypedValue_FloatVal:
+		//lint:ignore SA1019 deprecated, still sent by clients
 		return json.Number(strconv.FormatFloat(float64(v.FloatVal), 'f', -1, 32)), nil
-	case *gpb.TypedValue_DecimalVal: //nolint:staticcheck // deprecated, still sent
-		return json.Number(decimalText(v.DecimalVal.GetDigits(), v.DecimalVal.GetPrecision())), nil //nolint:staticcheck
+	case *gpb.TypedValue_DecimalVal:
+		//lint:ignore SA1019 deprecated, still sent by clients
+		d := v.DecimalVal
+		return json.Number(decimalText(d.GetDigits(), d.GetPrecision())), nil
 	case *gpb.TypedValue_LeaflistVal:
 		out := make([]any, 0, len(v.LeaflistVal.GetElement()))
 		for _, e := range v.LeaflistVal.GetElement() {
