@@ -375,7 +375,7 @@ func watchlistBatch(from, n int) *gpb.TypedValue {
 // its bounded queue overflows and it is cut off with RESOURCE_EXHAUSTED,
 // while Sets keep succeeding and a reading subscriber gets every update.
 func TestSubscribeStalledClient(t *testing.T) {
-	env := startServer(t, TargetOptions{}, WithMaxPending(32, 16<<20))
+	env := startServer(t, TargetOptions{}, WithMaxPending(100, 16<<20))
 	// The stalled client: small fixed flow-control windows, never reads.
 	stalledConn, err := grpc.NewClient(env.addr,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
