@@ -140,270 +140,139 @@ func (tr *translation) ruleEntry(name string, raw Fields) (*entry, *refusal) {
 	return e, nil
 }
 
+// Leaf prefixes of a watchlist entry, relative to the entry.
+const (
+	matchConf   = "/match/config/"
+	vxlanConf   = "/vxlan-match/config/"
+	actionsConf = "/actions/config/"
+)
+
+// ruleFieldLeaves maps intd leaves (relative to the entry) to the field
+// that would set them: errors about leaves a rule leaves out name it.
+var ruleFieldLeaves = map[string]string{
+	matchConf + "source-prefix": "SRC_IP", matchConf + "destination-prefix": "DST_IP", matchConf + "protocol": "IP_PROTOCOL",
+	matchConf + "source-port-min": "L4_SRC_PORT", matchConf + "source-port-max": "L4_SRC_PORT",
+	matchConf + "destination-port-min": "L4_DST_PORT", matchConf + "destination-port-max": "L4_DST_PORT",
+	matchConf + "dscp": "DSCP", matchConf + "tcp-flags": "TCP_FLAGS", matchConf + "tcp-flags-mask": "TCP_FLAGS",
+	matchConf + "ingress-interface": "IN_PORTS",
+	vxlanConf + "vni":               "TUNNEL_VNI", vxlanConf + "inner-source-prefix": "INNER_SRC_IP",
+	vxlanConf + "inner-destination-prefix": "INNER_DST_IP", vxlanConf + "inner-protocol": "INNER_IP_PROTOCOL",
+	vxlanConf + "inner-source-port-min": "INNER_L4_SRC_PORT", vxlanConf + "inner-source-port-max": "INNER_L4_SRC_PORT",
+	vxlanConf + "inner-destination-port-min": "INNER_L4_DST_PORT", vxlanConf + "inner-destination-port-max": "INNER_L4_DST_PORT",
+	actionsConf + "flow-op": "FLOW_OP", actionsConf + "int-session": "INT_SESSION", actionsConf + "report-all-packets": "REPORT_ALL_PACKETS",
+	actionsConf + "drop-report": "DROP_REPORT_ENABLE", actionsConf + "tail-drop-report": "TAIL_DROP_REPORT_ENABLE",
+	actionsConf + "sample-percent": "FLOW_SAMPLE_PERCENT", "/config/sequence-id": "PRIORITY",
+}
+
+// ruleFieldKind says what a rule field is: a rule needs at least one
+// match and one action.
+type ruleFieldKind int
+
+const (
+	kindPriority ruleFieldKind = iota
+	kindMatch
+	kindAction
+)
+
+// ruleParser holds a rule while its fields are parsed one by one.
+type ruleParser struct {
+	tr   *translation
+	r    *rule
+	prio *uint32
+}
+
+// ruleFields are the ACL rule fields intd translates, each with its parser.
+var ruleFields = map[string]struct {
+	kind  ruleFieldKind
+	parse func(p *ruleParser, field, v string) *refusal
+}{
+	"PRIORITY":                {kindPriority, (*ruleParser).priority},
+	"ETHER_TYPE":              {kindMatch, (*ruleParser).etherType},
+	"IP_TYPE":                 {kindMatch, (*ruleParser).ipType},
+	"SRC_IP":                  {kindMatch, (*ruleParser).prefix},
+	"SRC_IPV6":                {kindMatch, (*ruleParser).prefix},
+	"DST_IP":                  {kindMatch, (*ruleParser).prefix},
+	"DST_IPV6":                {kindMatch, (*ruleParser).prefix},
+	"IP_PROTOCOL":             {kindMatch, (*ruleParser).protocol},
+	"NEXT_HEADER":             {kindMatch, (*ruleParser).protocol},
+	"L4_SRC_PORT":             {kindMatch, (*ruleParser).srcPort},
+	"L4_SRC_PORT_RANGE":       {kindMatch, (*ruleParser).srcPort},
+	"L4_DST_PORT":             {kindMatch, (*ruleParser).dstPort},
+	"L4_DST_PORT_RANGE":       {kindMatch, (*ruleParser).dstPort},
+	"DSCP":                    {kindMatch, (*ruleParser).dscp},
+	"TCP_FLAGS":               {kindMatch, (*ruleParser).tcpFlags},
+	"IN_PORTS":                {kindMatch, (*ruleParser).inPorts},
+	"TUNNEL_VNI":              {kindMatch, (*ruleParser).vni},
+	"INNER_SRC_IP":            {kindMatch, (*ruleParser).innerPrefix},
+	"INNER_SRC_IPV6":          {kindMatch, (*ruleParser).innerPrefix},
+	"INNER_DST_IP":            {kindMatch, (*ruleParser).innerPrefix},
+	"INNER_DST_IPV6":          {kindMatch, (*ruleParser).innerPrefix},
+	"INNER_IP_PROTOCOL":       {kindMatch, (*ruleParser).innerProtocol},
+	"INNER_L4_SRC_PORT":       {kindMatch, (*ruleParser).innerPort},
+	"INNER_L4_DST_PORT":       {kindMatch, (*ruleParser).innerPort},
+	"FLOW_OP":                 {kindAction, (*ruleParser).flowOp},
+	"INT_SESSION":             {kindAction, (*ruleParser).intSession},
+	"DROP_REPORT_ENABLE":      {kindAction, (*ruleParser).flag},
+	"TAIL_DROP_REPORT_ENABLE": {kindAction, (*ruleParser).flag},
+	"REPORT_ALL_PACKETS":      {kindAction, (*ruleParser).flag},
+	"FLOW_SAMPLE_PERCENT":     {kindAction, (*ruleParser).samplePercent},
+}
+
 func (tr *translation) parseRule(f Fields) (*rule, *refusal) {
-	const mc, vc, ac = "/match/config/", "/vxlan-match/config/", "/actions/config/"
-	// Errors about leaves the rule leaves out name the field that would
-	// set them; those given below name the field that did.
-	r := &rule{fields: map[string]string{
-		mc + "source-prefix": "SRC_IP", mc + "destination-prefix": "DST_IP", mc + "protocol": "IP_PROTOCOL",
-		mc + "source-port-min": "L4_SRC_PORT", mc + "source-port-max": "L4_SRC_PORT",
-		mc + "destination-port-min": "L4_DST_PORT", mc + "destination-port-max": "L4_DST_PORT",
-		mc + "dscp": "DSCP", mc + "tcp-flags": "TCP_FLAGS", mc + "tcp-flags-mask": "TCP_FLAGS", mc + "ingress-interface": "IN_PORTS",
-		vc + "vni": "TUNNEL_VNI", vc + "inner-source-prefix": "INNER_SRC_IP", vc + "inner-destination-prefix": "INNER_DST_IP",
-		vc + "inner-protocol":        "INNER_IP_PROTOCOL",
-		vc + "inner-source-port-min": "INNER_L4_SRC_PORT", vc + "inner-source-port-max": "INNER_L4_SRC_PORT",
-		vc + "inner-destination-port-min": "INNER_L4_DST_PORT", vc + "inner-destination-port-max": "INNER_L4_DST_PORT",
-		ac + "flow-op": "FLOW_OP", ac + "int-session": "INT_SESSION", ac + "report-all-packets": "REPORT_ALL_PACKETS",
-		ac + "drop-report": "DROP_REPORT_ENABLE", ac + "tail-drop-report": "TAIL_DROP_REPORT_ENABLE",
-		ac + "sample-percent": "FLOW_SAMPLE_PERCENT", "/config/sequence-id": "PRIORITY",
-	}}
-	var prio *uint32
+	p := &ruleParser{tr: tr, r: &rule{fields: maps.Clone(ruleFieldLeaves)}}
 	matches, actions := 0, 0
-	family := func(field string, fam int) *refusal {
-		if r.family != 0 && r.family != fam {
-			return refuse(field, "IPv%d contradicts %s (IPv%d)", fam, r.famField, r.family)
-		}
-		if r.family == 0 {
-			r.family, r.famField = fam, field
-		}
-		return nil
-	}
-	u8 := func(field, v string, lo, hi uint64) (*uint8, *refusal) {
-		n, rf := parseUint(field, v, lo, hi)
-		if rf != nil {
-			return nil, rf
-		}
-		return ygot.Uint8(uint8(n)), nil
-	}
-	port := func(field, v string) (*[2]uint16, *refusal) {
-		if strings.HasSuffix(field, "_RANGE") {
-			rg, rf := parseRange(field, v)
-			return &rg, rf
-		}
-		n, rf := parseUint(field, v, 0, 65535)
-		return &[2]uint16{uint16(n), uint16(n)}, rf
-	}
 	for _, field := range slices.Sorted(maps.Keys(f)) {
-		v := f[field]
-		var rf *refusal
-		switch field {
-		case "PRIORITY":
-			var n uint64
-			if n, rf = parseUint(field, v, 0, 999999); rf == nil && n > MaxPriority {
-				rf = refuse(field, "%d is above %d, the highest priority intd orders", n, MaxPriority)
-			}
-			p := uint32(n)
-			prio = &p
-			r.fields["/config/sequence-id"] = field
-		case "ETHER_TYPE":
-			matches++
-			var n uint64
-			if n, rf = parseUint(field, v, 0, 0xffff); rf == nil {
-				switch n {
-				case 0x0800:
-					rf = family(field, 4)
-				case 0x86dd:
-					rf = family(field, 6)
-				default:
-					rf = refuse(field, "%#04x: intd watches IPv4 (0x0800) and IPv6 (0x86DD) traffic only", n)
-				}
-			}
-		case "IP_TYPE":
-			matches++
-			switch strings.ToUpper(v) {
-			case "ANY", "IP":
-			case "IPV4ANY", "IPV4":
-				rf = family(field, 4)
-			case "IPV6ANY", "IPV6":
-				rf = family(field, 6)
-			default:
-				rf = refuse(field, "%q: intd watches IP traffic (ANY, IP, IPV4ANY, IPV6ANY)", v)
-			}
-		case "SRC_IP", "SRC_IPV6", "DST_IP", "DST_IPV6":
-			matches++
-			fam := 4
-			if strings.HasSuffix(field, "V6") {
-				fam = 6
-			}
-			var p netip.Prefix
-			if p, rf = parsePrefix(field, v, fam); rf == nil {
-				rf = family(field, fam)
-			}
-			leaf := "source-prefix"
-			dst := &r.src
-			if strings.HasPrefix(field, "DST") {
-				leaf, dst = "destination-prefix", &r.dst
-			}
-			if rf == nil && dst.IsValid() {
-				rf = refuse(field, "a second %s", leaf)
-			}
-			*dst = p
-			r.fields[mc+leaf] = field
-		case "IP_PROTOCOL", "NEXT_HEADER":
-			matches++
-			if r.proto != nil {
-				rf = refuse(field, "IP_PROTOCOL and NEXT_HEADER are the same match; give one")
-				break
-			}
-			r.proto, rf = u8(field, v, 0, 255)
-			r.fields[mc+"protocol"] = field
-		case "L4_SRC_PORT", "L4_SRC_PORT_RANGE":
-			matches++
-			if r.sport != nil {
-				rf = refuse(field, "L4_SRC_PORT and L4_SRC_PORT_RANGE are the same match; give one")
-				break
-			}
-			r.sport, rf = port(field, v)
-			r.fields[mc+"source-port-min"], r.fields[mc+"source-port-max"] = field, field
-		case "L4_DST_PORT", "L4_DST_PORT_RANGE":
-			matches++
-			if r.dport != nil {
-				rf = refuse(field, "L4_DST_PORT and L4_DST_PORT_RANGE are the same match; give one")
-				break
-			}
-			r.dport, rf = port(field, v)
-			r.fields[mc+"destination-port-min"], r.fields[mc+"destination-port-max"] = field, field
-		case "DSCP":
-			matches++
-			var val, mask uint8
-			if val, mask, rf = parseMasked(field, v, 63); rf == nil && mask != 63 {
-				rf = refuse(field, "intd matches a DSCP exactly (mask 0x3f), not under mask %#x", mask)
-			}
-			r.dscp = &val
-			r.fields[mc+"dscp"] = field
-		case "TCP_FLAGS":
-			matches++
-			var val, mask uint8
-			val, mask, rf = parseMasked(field, v, 0x3f)
-			r.flags = &[2]uint8{val, mask}
-			r.fields[mc+"tcp-flags"], r.fields[mc+"tcp-flags-mask"] = field, field
-		case "IN_PORTS":
-			matches++
-			ports := strings.Split(v, ",")
-			if len(ports) != 1 {
-				rf = refuse(field, "intd matches one ingress port per rule, not %d", len(ports))
-				break
-			}
-			r.inPort = strings.TrimSpace(ports[0])
-			rf = validPortName(field, r.inPort)
-			r.fields[mc+"ingress-interface"] = field
-		case "TUNNEL_VNI":
-			matches++
-			var n uint64
-			n, rf = parseUint(field, v, 0, 1<<24-1)
-			r.vni = ygot.Uint32(uint32(n))
-			r.fields[vc+"vni"] = field
-		case "INNER_SRC_IP", "INNER_SRC_IPV6", "INNER_DST_IP", "INNER_DST_IPV6":
-			matches++
-			fam := 4
-			if strings.HasSuffix(field, "V6") {
-				fam = 6
-			}
-			var p netip.Prefix
-			p, rf = parsePrefix(field, v, fam)
-			leaf, dst := "inner-source-prefix", &r.isrc
-			if strings.HasPrefix(field, "INNER_DST") {
-				leaf, dst = "inner-destination-prefix", &r.idst
-			}
-			if rf == nil && dst.IsValid() {
-				rf = refuse(field, "a second %s", leaf)
-			}
-			*dst = p
-			r.fields[vc+leaf] = field
-		case "INNER_IP_PROTOCOL":
-			matches++
-			r.iproto, rf = u8(field, v, 0, 255)
-			r.fields[vc+"inner-protocol"] = field
-		case "INNER_L4_SRC_PORT", "INNER_L4_DST_PORT":
-			matches++
-			var n uint64
-			n, rf = parseUint(field, v, 0, 65535)
-			if field == "INNER_L4_SRC_PORT" {
-				r.isport = ygot.Uint16(uint16(n))
-				r.fields[vc+"inner-source-port-min"], r.fields[vc+"inner-source-port-max"] = field, field
-			} else {
-				r.idport = ygot.Uint16(uint16(n))
-				r.fields[vc+"inner-destination-port-min"], r.fields[vc+"inner-destination-port-max"] = field, field
-			}
-		case "FLOW_OP":
-			actions++
-			switch strings.ToUpper(strings.TrimSpace(v)) {
-			case "NOP":
-				r.flowOp = gen.IntdInt_FlowOp_NOP
-			case "INT":
-				r.flowOp = gen.IntdInt_FlowOp_INT
-			case "POSTCARD":
-				r.flowOp = gen.IntdInt_FlowOp_POSTCARD
-			case "IOAM":
-				rf = refuse(field, "intd does not do IOAM")
-			default:
-				rf = refuse(field, "%q is not NOP, INT or POSTCARD", v)
-			}
-			r.fields[ac+"flow-op"] = field
-		case "INT_SESSION":
-			actions++
-			if _, ok := tr.intSessions[v]; !ok {
-				rf = refuse(field, "%s", tr.missing(TableIntSession, v))
-			}
-			r.intSession = ygot.String(v)
-			r.fields[ac+"int-session"] = field
-		case "DROP_REPORT_ENABLE", "TAIL_DROP_REPORT_ENABLE", "REPORT_ALL_PACKETS":
-			actions++
-			var b bool
-			b, rf = parseBool(field, v)
-			switch field {
-			case "DROP_REPORT_ENABLE":
-				r.dropReport = &b
-				r.fields[ac+"drop-report"] = field
-			case "TAIL_DROP_REPORT_ENABLE":
-				r.tailDrop = &b
-				r.fields[ac+"tail-drop-report"] = field
-			default:
-				r.reportAll = &b
-				r.fields[ac+"report-all-packets"] = field
-			}
-		case "FLOW_SAMPLE_PERCENT":
-			actions++
-			r.samplePercent, rf = u8(field, v, 0, 100)
-			r.fields[ac+"sample-percent"] = field
-		default:
+		rf, ok := ruleFields[field]
+		if !ok {
 			if why, ok := unsupportedRuleFields[field]; ok {
-				rf = refuse(field, "not supported: %s", why)
-			} else {
-				rf = refuse(field, "unknown field")
+				return nil, refuse(field, "not supported: %s", why)
 			}
+			return nil, refuse(field, "unknown field")
 		}
-		if rf != nil {
+		switch rf.kind {
+		case kindMatch:
+			matches++
+		case kindAction:
+			actions++
+		}
+		if rf := rf.parse(p, field, f[field]); rf != nil {
 			return nil, rf
 		}
 	}
-	if prio == nil {
-		return nil, refuse("PRIORITY", "missing")
-	}
-	r.priority = *prio
 	switch {
+	case p.prio == nil:
+		return nil, refuse("PRIORITY", "missing")
 	case matches == 0:
 		return nil, refuse("", "a rule needs a match field")
 	case actions == 0:
 		return nil, refuse("", "a rule needs a DTel action (FLOW_OP, INT_SESSION, DROP_REPORT_ENABLE, ...)")
 	}
-	// What an ACL matches implicitly, intd needs said.
+	p.r.priority = *p.prio
+	if rf := p.r.complete(); rf != nil {
+		return nil, rf
+	}
+	return p.r, nil
+}
+
+// complete checks the fields of a rule against each other and says what
+// an ACL matches implicitly and intd needs said.
+func (r *rule) complete() *refusal {
 	if r.flags != nil {
 		switch {
 		case r.proto == nil:
 			r.proto = ygot.Uint8(6)
 		case *r.proto != 6:
-			return nil, refuse("TCP_FLAGS", "TCP flags need IP_PROTOCOL 6, not %d", *r.proto)
+			return refuse("TCP_FLAGS", "TCP flags need IP_PROTOCOL 6, not %d", *r.proto)
 		}
 	}
-	if r.proto != nil && (r.sport != nil || r.dport != nil) && *r.proto != 6 && *r.proto != 17 && *r.proto != 132 {
-		return nil, refuse(r.fields[mc+"protocol"], "L4 ports need protocol TCP (6), UDP (17) or SCTP (132), not %d", *r.proto)
+	if r.proto != nil && (r.sport != nil || r.dport != nil) && !portProtocol(*r.proto) {
+		return refuse(r.fields[matchConf+"protocol"], "L4 ports need protocol TCP (6), UDP (17) or SCTP (132), not %d", *r.proto)
 	}
-	if (r.isport != nil || r.idport != nil) && (r.iproto == nil || (*r.iproto != 6 && *r.iproto != 17 && *r.iproto != 132)) {
-		return nil, refuse("INNER_IP_PROTOCOL", "inner L4 ports need INNER_IP_PROTOCOL 6, 17 or 132")
+	if (r.isport != nil || r.idport != nil) && (r.iproto == nil || !portProtocol(*r.iproto)) {
+		return refuse("INNER_IP_PROTOCOL", "inner L4 ports need INNER_IP_PROTOCOL 6, 17 or 132")
 	}
 	if r.isrc.IsValid() && r.idst.IsValid() && r.isrc.Addr().Is4() != r.idst.Addr().Is4() {
-		return nil, refuse(r.fields[vc+"inner-destination-prefix"], "inner source and destination differ in IP version")
+		return refuse(r.fields[vxlanConf+"inner-destination-prefix"], "inner source and destination differ in IP version")
 	}
 	// An IP version with no prefix to carry it: the whole address space
 	// of that version.
@@ -412,9 +281,251 @@ func (tr *translation) parseRule(f Fields) (*rule, *refusal) {
 		if r.family == 6 {
 			r.src = netip.PrefixFrom(netip.IPv6Unspecified(), 0)
 		}
-		r.fields[mc+"source-prefix"] = r.famField
+		r.fields[matchConf+"source-prefix"] = r.famField
 	}
-	return r, nil
+	return nil
+}
+
+// portProtocol says whether IP protocol n has L4 ports: TCP, UDP or SCTP.
+func portProtocol(n uint8) bool { return n == 6 || n == 17 || n == 132 }
+
+// family records the IP version field implies, refusing a second,
+// different one.
+func (p *ruleParser) family(field string, fam int) *refusal {
+	r := p.r
+	if r.family != 0 && r.family != fam {
+		return refuse(field, "IPv%d contradicts %s (IPv%d)", fam, r.famField, r.family)
+	}
+	if r.family == 0 {
+		r.family, r.famField = fam, field
+	}
+	return nil
+}
+
+func parseU8(field, v string, lo, hi uint64) (*uint8, *refusal) {
+	n, rf := parseUint(field, v, lo, hi)
+	if rf != nil {
+		return nil, rf
+	}
+	return ygot.Uint8(uint8(n)), nil
+}
+
+// parsePort parses a port or, for a _RANGE field, a range of ports.
+func parsePort(field, v string) (*[2]uint16, *refusal) {
+	if strings.HasSuffix(field, "_RANGE") {
+		rg, rf := parseRange(field, v)
+		return &rg, rf
+	}
+	n, rf := parseUint(field, v, 0, 65535)
+	return &[2]uint16{uint16(n), uint16(n)}, rf
+}
+
+// fieldFamily is the IP version of an address field: 6 for the _IPV6 ones.
+func fieldFamily(field string) int {
+	if strings.HasSuffix(field, "V6") {
+		return 6
+	}
+	return 4
+}
+
+func (p *ruleParser) priority(field, v string) *refusal {
+	n, rf := parseUint(field, v, 0, 999999)
+	if rf == nil && n > MaxPriority {
+		rf = refuse(field, "%d is above %d, the highest priority intd orders", n, MaxPriority)
+	}
+	prio := uint32(n)
+	p.prio = &prio
+	p.r.fields["/config/sequence-id"] = field
+	return rf
+}
+
+func (p *ruleParser) etherType(field, v string) *refusal {
+	n, rf := parseUint(field, v, 0, 0xffff)
+	if rf != nil {
+		return rf
+	}
+	switch n {
+	case 0x0800:
+		return p.family(field, 4)
+	case 0x86dd:
+		return p.family(field, 6)
+	}
+	return refuse(field, "%#04x: intd watches IPv4 (0x0800) and IPv6 (0x86DD) traffic only", n)
+}
+
+func (p *ruleParser) ipType(field, v string) *refusal {
+	switch strings.ToUpper(v) {
+	case "ANY", "IP":
+		return nil
+	case "IPV4ANY", "IPV4":
+		return p.family(field, 4)
+	case "IPV6ANY", "IPV6":
+		return p.family(field, 6)
+	}
+	return refuse(field, "%q: intd watches IP traffic (ANY, IP, IPV4ANY, IPV6ANY)", v)
+}
+
+func (p *ruleParser) prefix(field, v string) *refusal {
+	fam := fieldFamily(field)
+	pf, rf := parsePrefix(field, v, fam)
+	if rf == nil {
+		rf = p.family(field, fam)
+	}
+	leaf, dst := "source-prefix", &p.r.src
+	if strings.HasPrefix(field, "DST") {
+		leaf, dst = "destination-prefix", &p.r.dst
+	}
+	if rf == nil && dst.IsValid() {
+		rf = refuse(field, "a second %s", leaf)
+	}
+	*dst = pf
+	p.r.fields[matchConf+leaf] = field
+	return rf
+}
+
+func (p *ruleParser) protocol(field, v string) *refusal {
+	if p.r.proto != nil {
+		return refuse(field, "IP_PROTOCOL and NEXT_HEADER are the same match; give one")
+	}
+	var rf *refusal
+	p.r.proto, rf = parseU8(field, v, 0, 255)
+	p.r.fields[matchConf+"protocol"] = field
+	return rf
+}
+
+func (p *ruleParser) srcPort(field, v string) *refusal {
+	if p.r.sport != nil {
+		return refuse(field, "L4_SRC_PORT and L4_SRC_PORT_RANGE are the same match; give one")
+	}
+	var rf *refusal
+	p.r.sport, rf = parsePort(field, v)
+	p.r.fields[matchConf+"source-port-min"], p.r.fields[matchConf+"source-port-max"] = field, field
+	return rf
+}
+
+func (p *ruleParser) dstPort(field, v string) *refusal {
+	if p.r.dport != nil {
+		return refuse(field, "L4_DST_PORT and L4_DST_PORT_RANGE are the same match; give one")
+	}
+	var rf *refusal
+	p.r.dport, rf = parsePort(field, v)
+	p.r.fields[matchConf+"destination-port-min"], p.r.fields[matchConf+"destination-port-max"] = field, field
+	return rf
+}
+
+func (p *ruleParser) dscp(field, v string) *refusal {
+	val, mask, rf := parseMasked(field, v, 63)
+	if rf == nil && mask != 63 {
+		rf = refuse(field, "intd matches a DSCP exactly (mask 0x3f), not under mask %#x", mask)
+	}
+	p.r.dscp = &val
+	p.r.fields[matchConf+"dscp"] = field
+	return rf
+}
+
+func (p *ruleParser) tcpFlags(field, v string) *refusal {
+	val, mask, rf := parseMasked(field, v, 0x3f)
+	p.r.flags = &[2]uint8{val, mask}
+	p.r.fields[matchConf+"tcp-flags"], p.r.fields[matchConf+"tcp-flags-mask"] = field, field
+	return rf
+}
+
+func (p *ruleParser) inPorts(field, v string) *refusal {
+	ports := strings.Split(v, ",")
+	if len(ports) != 1 {
+		return refuse(field, "intd matches one ingress port per rule, not %d", len(ports))
+	}
+	p.r.inPort = strings.TrimSpace(ports[0])
+	p.r.fields[matchConf+"ingress-interface"] = field
+	return validPortName(field, p.r.inPort)
+}
+
+func (p *ruleParser) vni(field, v string) *refusal {
+	n, rf := parseUint(field, v, 0, 1<<24-1)
+	p.r.vni = ygot.Uint32(uint32(n))
+	p.r.fields[vxlanConf+"vni"] = field
+	return rf
+}
+
+func (p *ruleParser) innerPrefix(field, v string) *refusal {
+	pf, rf := parsePrefix(field, v, fieldFamily(field))
+	leaf, dst := "inner-source-prefix", &p.r.isrc
+	if strings.HasPrefix(field, "INNER_DST") {
+		leaf, dst = "inner-destination-prefix", &p.r.idst
+	}
+	if rf == nil && dst.IsValid() {
+		rf = refuse(field, "a second %s", leaf)
+	}
+	*dst = pf
+	p.r.fields[vxlanConf+leaf] = field
+	return rf
+}
+
+func (p *ruleParser) innerProtocol(field, v string) *refusal {
+	var rf *refusal
+	p.r.iproto, rf = parseU8(field, v, 0, 255)
+	p.r.fields[vxlanConf+"inner-protocol"] = field
+	return rf
+}
+
+func (p *ruleParser) innerPort(field, v string) *refusal {
+	n, rf := parseUint(field, v, 0, 65535)
+	port, leaf := &p.r.idport, "inner-destination-port"
+	if field == "INNER_L4_SRC_PORT" {
+		port, leaf = &p.r.isport, "inner-source-port"
+	}
+	*port = ygot.Uint16(uint16(n))
+	p.r.fields[vxlanConf+leaf+"-min"], p.r.fields[vxlanConf+leaf+"-max"] = field, field
+	return rf
+}
+
+func (p *ruleParser) flowOp(field, v string) *refusal {
+	p.r.fields[actionsConf+"flow-op"] = field
+	switch strings.ToUpper(strings.TrimSpace(v)) {
+	case "NOP":
+		p.r.flowOp = gen.IntdInt_FlowOp_NOP
+	case "INT":
+		p.r.flowOp = gen.IntdInt_FlowOp_INT
+	case "POSTCARD":
+		p.r.flowOp = gen.IntdInt_FlowOp_POSTCARD
+	case "IOAM":
+		return refuse(field, "intd does not do IOAM")
+	default:
+		return refuse(field, "%q is not NOP, INT or POSTCARD", v)
+	}
+	return nil
+}
+
+func (p *ruleParser) intSession(field, v string) *refusal {
+	p.r.intSession = ygot.String(v)
+	p.r.fields[actionsConf+"int-session"] = field
+	if _, ok := p.tr.intSessions[v]; !ok {
+		return refuse(field, "%s", p.tr.missing(TableIntSession, v))
+	}
+	return nil
+}
+
+// flag parses the boolean actions: DROP_REPORT_ENABLE,
+// TAIL_DROP_REPORT_ENABLE and REPORT_ALL_PACKETS.
+func (p *ruleParser) flag(field, v string) *refusal {
+	b, rf := parseBool(field, v)
+	dst, leaf := &p.r.reportAll, "report-all-packets"
+	switch field {
+	case "DROP_REPORT_ENABLE":
+		dst, leaf = &p.r.dropReport, "drop-report"
+	case "TAIL_DROP_REPORT_ENABLE":
+		dst, leaf = &p.r.tailDrop, "tail-drop-report"
+	}
+	*dst = &b
+	p.r.fields[actionsConf+leaf] = field
+	return rf
+}
+
+func (p *ruleParser) samplePercent(field, v string) *refusal {
+	var rf *refusal
+	p.r.samplePercent, rf = parseU8(field, v, 0, 100)
+	p.r.fields[actionsConf+"sample-percent"] = field
+	return rf
 }
 
 // build makes the watchlist entry seq of the rule, with protocol proto.

@@ -296,12 +296,23 @@ func single(attr string, f Fields) (string, *refusal) {
 var dtelBools = map[string]struct {
 	leaf string
 	set  func(*gen.IntdInt_Int_Node_Config, bool)
+	get  func(*gen.IntdInt_Int_Node_Config) *bool
 }{
-	"INT_ENDPOINT": {"int-endpoint", func(c *gen.IntdInt_Int_Node_Config, v bool) { c.IntEndpoint = ygot.Bool(v) }},
-	"INT_TRANSIT":  {"int-transit", func(c *gen.IntdInt_Int_Node_Config, v bool) { c.IntTransit = ygot.Bool(v) }},
-	"POSTCARD":     {"postcard", func(c *gen.IntdInt_Int_Node_Config, v bool) { c.Postcard = ygot.Bool(v) }},
-	"DROP_REPORT":  {"drop-report", func(c *gen.IntdInt_Int_Node_Config, v bool) { c.DropReport = ygot.Bool(v) }},
-	"QUEUE_REPORT": {"queue-report", func(c *gen.IntdInt_Int_Node_Config, v bool) { c.QueueReport = ygot.Bool(v) }},
+	"INT_ENDPOINT": {"int-endpoint",
+		func(c *gen.IntdInt_Int_Node_Config, v bool) { c.IntEndpoint = ygot.Bool(v) },
+		func(c *gen.IntdInt_Int_Node_Config) *bool { return c.IntEndpoint }},
+	"INT_TRANSIT": {"int-transit",
+		func(c *gen.IntdInt_Int_Node_Config, v bool) { c.IntTransit = ygot.Bool(v) },
+		func(c *gen.IntdInt_Int_Node_Config) *bool { return c.IntTransit }},
+	"POSTCARD": {"postcard",
+		func(c *gen.IntdInt_Int_Node_Config, v bool) { c.Postcard = ygot.Bool(v) },
+		func(c *gen.IntdInt_Int_Node_Config) *bool { return c.Postcard }},
+	"DROP_REPORT": {"drop-report",
+		func(c *gen.IntdInt_Int_Node_Config, v bool) { c.DropReport = ygot.Bool(v) },
+		func(c *gen.IntdInt_Int_Node_Config) *bool { return c.DropReport }},
+	"QUEUE_REPORT": {"queue-report",
+		func(c *gen.IntdInt_Int_Node_Config, v bool) { c.QueueReport = ygot.Bool(v) },
+		func(c *gen.IntdInt_Int_Node_Config) *bool { return c.QueueReport }},
 }
 
 func nodeConfig(d *gen.Device) *gen.IntdInt_Int_Node_Config {
