@@ -3,6 +3,7 @@ package dtel
 import (
 	"github.com/intd-project/intd/gen"
 	"github.com/intd-project/intd/sai"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // Short names for the generated identities.
@@ -36,16 +37,16 @@ const (
 // fieldInstruction is the instruction bit of each baseline field that has
 // one.
 var fieldInstruction = map[mdField]sai.Instruction{
-	fieldNodeID:       sai.InstNodeID,
-	fieldL1Interfaces: sai.InstL1Interfaces,
-	fieldHopLatency:   sai.InstHopLatency,
-	fieldQueue:        sai.InstQueue,
-	fieldIngressTS:    sai.InstIngressTimestamp,
-	fieldEgressTS:     sai.InstEgressTimestamp,
-	fieldL2Interfaces: sai.InstL2Interfaces,
-	fieldTxUtil:       sai.InstEgressTxUtil,
-	fieldBuffer:       sai.InstBuffer,
-	fieldChecksum:     sai.InstChecksumComplement,
+	fieldNodeID:       spec.InstNodeID,
+	fieldL1Interfaces: spec.InstL1Interfaces,
+	fieldHopLatency:   spec.InstHopLatency,
+	fieldQueue:        spec.InstQueue,
+	fieldIngressTS:    spec.InstIngressTimestamp,
+	fieldEgressTS:     spec.InstEgressTimestamp,
+	fieldL2Interfaces: spec.InstL2Interfaces,
+	fieldTxUtil:       spec.InstEgressTxUtil,
+	fieldBuffer:       spec.InstBuffer,
+	fieldChecksum:     spec.InstChecksumComplement,
 }
 
 // fieldSemantics is what the backend produces for one metadata field.

@@ -1,5 +1,7 @@
 package sai
 
+import "github.com/intd-project/intd/sai/spec"
+
 import "slices"
 
 // Encap is a way INT is carried in (and recognised in) data packets.
@@ -152,12 +154,12 @@ func FullCapabilities() Capabilities {
 	return Capabilities{
 		IntEndpoint: true, IntTransit: true, Postcard: true, DropReport: true, QueueReport: true,
 		Modes:               []IntMode{IntModeMD, IntModeMX},
-		Instructions:        InstAll,
-		ReportMetadata:      InstAll &^ InstChecksumComplement,
+		Instructions:        spec.InstAll,
+		ReportMetadata:      spec.InstReportable,
 		Encaps:              []Encap{EncapDSCP, EncapUDPPort, EncapProbeMarker, EncapVXLANGPE, EncapGeneve, EncapGRE},
 		ReportFormats:       []ReportFormat{ReportFormatV2, ReportFormatV05},
 		Coalescing:          true,
-		EventTypes:          EventTypes(),
+		EventTypes:          spec.EventTypes(),
 		VXLANInner:          true,
 		PacketInterval:      true,
 		HopLatency:          TimeNanoseconds,

@@ -15,6 +15,7 @@ import (
 	"github.com/intd-project/intd/dataplane/wire"
 	"github.com/intd-project/intd/dataplane/wire/wiretest"
 	"github.com/intd-project/intd/sai"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // The markings of the generated captures; the dissector and
@@ -155,8 +156,8 @@ func newFabric(t *testing.T, sc scenario) *fabric {
 			rs.Coalesce = sai.Coalescing{MaxReports: 4}
 		}
 		rso := f.create(sw, rs)
-		for _, et := range []sai.EventType{sai.EventFlowState, sai.EventDropReport,
-			sai.EventQueueReportThresholdBreach, sai.EventQueueReportTailDrop} {
+		for _, et := range []sai.EventType{spec.EventFlowState, spec.EventDropReport,
+			spec.EventQueueReportThresholdBreach, spec.EventQueueReportTailDrop} {
 			f.create(sw, sai.EventAttrs{Type: et, ReportSession: rso})
 		}
 		f.create(sw, sai.QueueReportAttrs{Port: "p2", LatencyThreshold: 50 * time.Microsecond,
@@ -166,7 +167,7 @@ func newFabric(t *testing.T, sc scenario) *fabric {
 		}
 		sa := sai.DefaultIntSessionAttrs()
 		sa.Mode = sc.mode
-		sa.Instructions |= sai.InstQueue | sai.InstEgressTimestamp
+		sa.Instructions |= spec.InstQueue | spec.InstEgressTimestamp
 		sess := f.create(sw, sa)
 		op := sc.op
 		if op == sai.FlowOpNop {

@@ -5,31 +5,12 @@ import (
 	"fmt"
 	"net/netip"
 	"time"
+
+	"github.com/intd-project/intd/sai/spec"
 )
 
-// EventType is a DTel event type (sai_dtel_event_type_t); the values equal
-// sai.EventType's so a backend can convert with EventType(saiType).
-type EventType uint8
-
-const (
-	EventFlowState                  EventType = iota + 1 // new flow or flow change (smart-filtered flow reports)
-	EventFlowReportAllPackets                            // watchlist report-all-packets: every packet of the flow
-	EventFlowTCPFlag                                     // a TCP SYN, FIN or RST of a tracked flow
-	EventQueueReportThresholdBreach                      // queue congestion reports
-	EventQueueReportTailDrop                             // tail drops at a queue with tail-drop reporting
-	EventDropReport                                      // drop reports of watched packets
-	NumEventTypes                                        // one past the last event type
-)
-
-var eventNames = [NumEventTypes]string{"", "FLOW_STATE", "FLOW_REPORT_ALL_PACKETS", "FLOW_TCPFLAG",
-	"QUEUE_REPORT_THRESHOLD_BREACH", "QUEUE_REPORT_TAIL_DROP", "DROP_REPORT"}
-
-func (e EventType) String() string {
-	if e > 0 && e < NumEventTypes {
-		return eventNames[e]
-	}
-	return fmt.Sprintf("EventType(%d)", uint8(e))
-}
+// EventType is a DTel event type, as in sai.
+type EventType = spec.EventType
 
 // Format is the telemetry report encapsulation of a session.
 type Format uint8
@@ -185,7 +166,7 @@ func (cfg *Config) Validate() error {
 		}
 	}
 	for e, r := range cfg.Events {
-		if e == 0 || e >= NumEventTypes {
+		if e == 0 || e >= spec.NumEventTypes {
 			return fmt.Errorf("report: invalid event type %d", e)
 		}
 		if !names[r.Session] {
