@@ -50,29 +50,6 @@ func eventPath(t gen.E_IntdInt_DtelEventType) string {
 // enumName is the YANG name of a generated enum or identity value.
 func enumName(e fmt.Stringer) string { return e.String() }
 
-// instructionBits maps instruction identities to INT v2.1 instruction bits.
-var instructionBits = map[gen.E_IntdIntMetadataSemantics_METADATA_BASELINE_FIELD]sai.Instruction{
-	gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_NODE_ID:                    spec.InstNodeID,
-	gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_LEVEL_1_INTERFACE_IDS:      spec.InstL1Interfaces,
-	gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_HOP_LATENCY:                spec.InstHopLatency,
-	gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_QUEUE_OCCUPANCY:            spec.InstQueue,
-	gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_INGRESS_TIMESTAMP:          spec.InstIngressTimestamp,
-	gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_EGRESS_TIMESTAMP:           spec.InstEgressTimestamp,
-	gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_LEVEL_2_INTERFACE_IDS:      spec.InstL2Interfaces,
-	gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_EGRESS_PORT_TX_UTILIZATION: spec.InstEgressTxUtil,
-	gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_BUFFER_OCCUPANCY:           spec.InstBuffer,
-	gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_CHECKSUM_COMPLEMENT:        spec.InstChecksumComplement,
-}
-
-var eventTypes = map[gen.E_IntdInt_DtelEventType]sai.EventType{
-	gen.IntdInt_DtelEventType_FLOW_STATE:                    spec.EventFlowState,
-	gen.IntdInt_DtelEventType_FLOW_REPORT_ALL_PACKETS:       spec.EventFlowReportAllPackets,
-	gen.IntdInt_DtelEventType_FLOW_TCPFLAG:                  spec.EventFlowTCPFlag,
-	gen.IntdInt_DtelEventType_QUEUE_REPORT_THRESHOLD_BREACH: spec.EventQueueReportThresholdBreach,
-	gen.IntdInt_DtelEventType_QUEUE_REPORT_TAIL_DROP:        spec.EventQueueReportTailDrop,
-	gen.IntdInt_DtelEventType_DROP_REPORT:                   spec.EventDropReport,
-}
-
 // translate maps a configuration to sai objects and runs the checks YANG
 // cannot express. Errors are *InvalidError. Maps are walked in key order so
 // that the same configuration always reports the same first error.

@@ -3,7 +3,6 @@ package dtel
 import (
 	"github.com/intd-project/intd/gen"
 	"github.com/intd-project/intd/sai"
-	"github.com/intd-project/intd/sai/spec"
 )
 
 // Short names for the generated identities.
@@ -33,21 +32,6 @@ const (
 	unitsInteger    = gen.IntdIntMetadataSemantics_METADATA_UNITS_METADATA_UNITS_INTEGER
 	unitsCells      = gen.IntdIntMetadataSemantics_METADATA_UNITS_METADATA_SIZE_CELLS
 )
-
-// fieldInstruction is the instruction bit of each baseline field that has
-// one.
-var fieldInstruction = map[mdField]sai.Instruction{
-	fieldNodeID:       spec.InstNodeID,
-	fieldL1Interfaces: spec.InstL1Interfaces,
-	fieldHopLatency:   spec.InstHopLatency,
-	fieldQueue:        spec.InstQueue,
-	fieldIngressTS:    spec.InstIngressTimestamp,
-	fieldEgressTS:     spec.InstEgressTimestamp,
-	fieldL2Interfaces: spec.InstL2Interfaces,
-	fieldTxUtil:       spec.InstEgressTxUtil,
-	fieldBuffer:       spec.InstBuffer,
-	fieldChecksum:     spec.InstChecksumComplement,
-}
 
 // fieldSemantics is what the backend produces for one metadata field.
 type fieldSemantics struct {
