@@ -39,7 +39,7 @@ func (l *hopLayout) set(inst wire.Instructions) {
 	l.l2 = at(spec.InstL2Interfaces, 8)
 	l.tx = at(spec.InstEgressTxUtil, 4)
 	l.b = at(spec.InstBuffer, 4)
-	l.fixed = off + 4*bits.OnesCount16(uint16(inst)&0x7e)
+	l.fixed = off + 4*bits.OnesCount16(uint16(inst&spec.InstReserved))
 }
 
 // decode is wire.DecodeHop with the layout of its bitmap: b is one hop of at

@@ -58,7 +58,7 @@ func (d *Dataplane) Capabilities() sai.Capabilities {
 		// Bits 7 (tx utilisation) and 8 (buffer) are accepted and
 		// written as all ones: Linux has no per-packet value for them.
 		Instructions:        spec.InstAll,
-		ReportMetadata:      spec.InstAll &^ spec.InstChecksumComplement,
+		ReportMetadata:      spec.InstReportable,
 		Encaps:              []sai.Encap{sai.EncapDSCP, sai.EncapUDPPort, sai.EncapProbeMarker, sai.EncapVXLANGPE, sai.EncapGeneve, sai.EncapGRE},
 		ReportFormats:       []sai.ReportFormat{sai.ReportFormatV2, sai.ReportFormatV05},
 		Coalescing:          true,

@@ -32,7 +32,7 @@ func (s *Switch) Capabilities() sai.Capabilities {
 		IntEndpoint: true, IntTransit: true, Postcard: true, DropReport: true, QueueReport: true,
 		Modes:          []sai.IntMode{sai.IntModeMD, sai.IntModeMX},
 		Instructions:   spec.InstAll,
-		ReportMetadata: spec.InstAll &^ spec.InstChecksumComplement,
+		ReportMetadata: spec.InstReportable,
 		Encaps: []sai.Encap{sai.EncapDSCP, sai.EncapUDPPort, sai.EncapProbeMarker,
 			sai.EncapVXLANGPE, sai.EncapGeneve, sai.EncapGRE},
 		ReportFormats:       []sai.ReportFormat{sai.ReportFormatV2, sai.ReportFormatV05},

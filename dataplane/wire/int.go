@@ -231,7 +231,7 @@ func putHopWords(b []byte, inst Instructions, words, dsWords int, m *HopMetadata
 	end := n - 4*int(inst&1)
 	if off < end {
 		start := off
-		for r := bits.OnesCount16(uint16(inst&0x7e)) * 4; r > 0; r-- {
+		for r := bits.OnesCount16(uint16(inst&spec.InstReserved)) * 4; r > 0; r-- {
 			b[off] = 0xff
 			off++
 		}
@@ -308,8 +308,8 @@ func DecodeFields(b []byte, inst Instructions, m *HopMetadata, unavail bool) int
 		m.BufferID, m.BufferOccupancy = uint8(v>>24), v&0xffffff
 	}
 	// Reserved bits 9-14: one word each, valid when not all ones.
-	for r := uint16(inst) & 0x7e; r != 0; {
-		bit := Instructions(0x8000 >> uint(bits.LeadingZeros16(r)))
+	for r := uint16(inst & spec.InstReserved); r != 0; {
+		bit := spec.InstructionBit(bits.LeadingZeros16(r))
 		r &^= uint16(bit)
 		get32(bit)
 	}

@@ -132,7 +132,7 @@ func putReportMetadata(b []byte, bits uint16, md *ReportMetadata) int {
 	off := 0
 	for v := bits; v != 0; {
 		bit := mbits.LeadingZeros16(v)
-		v &^= 0x8000 >> uint(bit)
+		v &^= uint16(spec.InstructionBit(bit))
 		switch bit {
 		case 1:
 			binary.BigEndian.PutUint32(b[off:], uint32(md.IngressPort)<<16|uint32(md.EgressPort))
@@ -241,7 +241,7 @@ func (r *Report) Baseline(md *ReportMetadata) ([]byte, error) {
 	off := 0
 	for set := r.RepMdBits; set != 0; {
 		bit := mbits.LeadingZeros16(set)
-		set &^= 0x8000 >> uint(bit)
+		set &^= uint16(spec.InstructionBit(bit))
 		v := binary.BigEndian.Uint32(b[off:])
 		switch bit {
 		case 1:

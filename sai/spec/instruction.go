@@ -40,8 +40,12 @@ type InstructionInfo struct {
 	// generalises ("" when SAI has none).
 	SAI string
 	// RepMdBit is the field's position in Telemetry Report v2.0 RepMdBits,
-	// -1 when reports do not carry it (there, bit 15 is the drop reason).
+	// -1 when it has none (bit 0 is reserved there, bit 15 is the drop
+	// reason).
 	RepMdBit int
+	// InReports: telemetry reports carry the field (the node id in the
+	// group header, the others at RepMdBit).
+	InReports bool
 	// C is the name of the bit's mask in the generated C header.
 	C string
 }
@@ -49,16 +53,16 @@ type InstructionInfo struct {
 // Instructions is the table of defined instruction bits in bit order; bits
 // 9..14 are reserved.
 var Instructions = [...]InstructionInfo{
-	{InstNodeID, 0, "node-id", 1, "METADATA_FIELD_NODE_ID", "SAI_DTEL_INT_SESSION_ATTR_COLLECT_SWITCH_ID", 0, "INST_NODE_ID"},
-	{InstL1Interfaces, 1, "l1-interfaces", 1, "METADATA_FIELD_LEVEL_1_INTERFACE_IDS", "SAI_DTEL_INT_SESSION_ATTR_COLLECT_SWITCH_PORTS", 1, "INST_L1_INTERFACES"},
-	{InstHopLatency, 2, "hop-latency", 1, "METADATA_FIELD_HOP_LATENCY", "", 2, "INST_HOP_LATENCY"},
-	{InstQueue, 3, "queue", 1, "METADATA_FIELD_QUEUE_OCCUPANCY", "SAI_DTEL_INT_SESSION_ATTR_COLLECT_QUEUE_INFO", 3, "INST_QUEUE"},
-	{InstIngressTimestamp, 4, "ingress-timestamp", 2, "METADATA_FIELD_INGRESS_TIMESTAMP", "SAI_DTEL_INT_SESSION_ATTR_COLLECT_INGRESS_TIMESTAMP", 4, "INST_INGRESS_TIMESTAMP"},
-	{InstEgressTimestamp, 5, "egress-timestamp", 2, "METADATA_FIELD_EGRESS_TIMESTAMP", "SAI_DTEL_INT_SESSION_ATTR_COLLECT_EGRESS_TIMESTAMP", 5, "INST_EGRESS_TIMESTAMP"},
-	{InstL2Interfaces, 6, "l2-interfaces", 2, "METADATA_FIELD_LEVEL_2_INTERFACE_IDS", "", 6, "INST_L2_INTERFACES"},
-	{InstEgressTxUtil, 7, "egress-tx-util", 1, "METADATA_FIELD_EGRESS_PORT_TX_UTILIZATION", "", 7, "INST_EGRESS_TX_UTIL"},
-	{InstBuffer, 8, "buffer", 1, "METADATA_FIELD_BUFFER_OCCUPANCY", "", 8, "INST_BUFFER"},
-	{InstChecksumComplement, 15, "checksum-complement", 1, "METADATA_FIELD_CHECKSUM_COMPLEMENT", "", -1, "INST_CHECKSUM_COMPLEMENT"},
+	{Inst: InstNodeID, Bit: 0, Name: "node-id", Words: 1, YANG: "METADATA_FIELD_NODE_ID", SAI: "SAI_DTEL_INT_SESSION_ATTR_COLLECT_SWITCH_ID", RepMdBit: -1, InReports: true, C: "INST_NODE_ID"},
+	{Inst: InstL1Interfaces, Bit: 1, Name: "l1-interfaces", Words: 1, YANG: "METADATA_FIELD_LEVEL_1_INTERFACE_IDS", SAI: "SAI_DTEL_INT_SESSION_ATTR_COLLECT_SWITCH_PORTS", RepMdBit: 1, InReports: true, C: "INST_L1_INTERFACES"},
+	{Inst: InstHopLatency, Bit: 2, Name: "hop-latency", Words: 1, YANG: "METADATA_FIELD_HOP_LATENCY", SAI: "", RepMdBit: 2, InReports: true, C: "INST_HOP_LATENCY"},
+	{Inst: InstQueue, Bit: 3, Name: "queue", Words: 1, YANG: "METADATA_FIELD_QUEUE_OCCUPANCY", SAI: "SAI_DTEL_INT_SESSION_ATTR_COLLECT_QUEUE_INFO", RepMdBit: 3, InReports: true, C: "INST_QUEUE"},
+	{Inst: InstIngressTimestamp, Bit: 4, Name: "ingress-timestamp", Words: 2, YANG: "METADATA_FIELD_INGRESS_TIMESTAMP", SAI: "SAI_DTEL_INT_SESSION_ATTR_COLLECT_INGRESS_TIMESTAMP", RepMdBit: 4, InReports: true, C: "INST_INGRESS_TIMESTAMP"},
+	{Inst: InstEgressTimestamp, Bit: 5, Name: "egress-timestamp", Words: 2, YANG: "METADATA_FIELD_EGRESS_TIMESTAMP", SAI: "SAI_DTEL_INT_SESSION_ATTR_COLLECT_EGRESS_TIMESTAMP", RepMdBit: 5, InReports: true, C: "INST_EGRESS_TIMESTAMP"},
+	{Inst: InstL2Interfaces, Bit: 6, Name: "l2-interfaces", Words: 2, YANG: "METADATA_FIELD_LEVEL_2_INTERFACE_IDS", SAI: "", RepMdBit: 6, InReports: true, C: "INST_L2_INTERFACES"},
+	{Inst: InstEgressTxUtil, Bit: 7, Name: "egress-tx-util", Words: 1, YANG: "METADATA_FIELD_EGRESS_PORT_TX_UTILIZATION", SAI: "", RepMdBit: 7, InReports: true, C: "INST_EGRESS_TX_UTIL"},
+	{Inst: InstBuffer, Bit: 8, Name: "buffer", Words: 1, YANG: "METADATA_FIELD_BUFFER_OCCUPANCY", SAI: "", RepMdBit: 8, InReports: true, C: "INST_BUFFER"},
+	{Inst: InstChecksumComplement, Bit: 15, Name: "checksum-complement", Words: 1, YANG: "METADATA_FIELD_CHECKSUM_COMPLEMENT", SAI: "", RepMdBit: -1, InReports: false, C: "INST_CHECKSUM_COMPLEMENT"},
 }
 
 // RepMdDropReason is the RepMdBits position of the drop queue id and drop
@@ -73,9 +77,8 @@ var (
 	InstReserved = ^InstAll
 	// InstDoubleWord are the bits whose metadata takes two words.
 	InstDoubleWord = instMask(func(r InstructionInfo) bool { return r.Words == 2 })
-	// InstReportable are the bits whose metadata Telemetry Reports carry
-	// at the same position.
-	InstReportable = instMask(func(r InstructionInfo) bool { return r.RepMdBit >= 0 })
+	// InstReportable are the bits whose metadata telemetry reports carry.
+	InstReportable = instMask(func(r InstructionInfo) bool { return r.InReports })
 
 	instNames [16]string
 )
