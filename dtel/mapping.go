@@ -235,10 +235,10 @@ func (o *Orchestrator) translate(cfg *gen.Device) (*intent, error) {
 			a.VirtualRouter = vrf
 		}
 		if c.GetReportFormat() == gen.IntdInt_ReportFormat_TELEMETRY_REPORT_V0_5 {
-			a.Format = sai.ReportFormatV05
+			a.Format = spec.ReportFormatV05
 		}
 		if n := c.GetMaxReportsPerPacket(); n > 1 {
-			if a.Format == sai.ReportFormatV05 {
+			if a.Format == spec.ReportFormatV05 {
 				return nil, invalidf(p+"/config/max-reports-per-packet", "TELEMETRY_REPORT_V0_5 cannot coalesce reports (max-reports-per-packet %d)", n)
 			}
 			a.Coalesce = sai.Coalescing{MaxReports: uint16(n), MaxDelay: time.Duration(c.GetMaxDelay()) * time.Microsecond}

@@ -61,14 +61,14 @@ func fullObjects() (map[key]sai.Attrs, map[key]key) {
 				{IP: netip.MustParseAddr("192.0.2.100"), UDPPort: 32766},
 				{IP: netip.MustParseAddr("192.0.2.101"), UDPPort: 32766},
 			},
-			TruncateSize: 128, DSCP: 46, Format: sai.ReportFormatV2,
+			TruncateSize: 128, DSCP: 46, Format: spec.ReportFormatV2,
 			Coalesce:  sai.Coalescing{MaxReports: 8, MaxDelay: 100 * time.Microsecond},
 			RateLimit: 100000,
 		},
 		kLegacy: sai.ReportSessionAttrs{
 			SrcIP:        netip.MustParseAddr("2001:db8::1"),
 			Destinations: []sai.ReportDestination{{IP: netip.MustParseAddr("2001:db8::7"), UDPPort: 9555}},
-			TruncateSize: 128, Format: sai.ReportFormatV05,
+			TruncateSize: 128, Format: spec.ReportFormatV05,
 		},
 		kEntry10: sai.WatchlistEntryAttrs{
 			Priority: 65535 - 10,

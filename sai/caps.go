@@ -157,7 +157,7 @@ func FullCapabilities() Capabilities {
 		Instructions:        spec.InstAll,
 		ReportMetadata:      spec.InstReportable,
 		Encaps:              []Encap{EncapDSCP, EncapUDPPort, EncapProbeMarker, EncapVXLANGPE, EncapGeneve, EncapGRE},
-		ReportFormats:       []ReportFormat{ReportFormatV2, ReportFormatV05},
+		ReportFormats:       []ReportFormat{spec.ReportFormatV2, spec.ReportFormatV05},
 		Coalescing:          true,
 		EventTypes:          spec.EventTypes(),
 		VXLANInner:          true,

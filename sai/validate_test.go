@@ -144,7 +144,7 @@ func TestValidateRules(t *testing.T) {
 		{"truncate big", mod(validReportSession(), func(a *ReportSessionAttrs) { a.TruncateSize = 9001 }), "TruncateSize", "truncate size 9001"},
 		{"format", mod(validReportSession(), func(a *ReportSessionAttrs) { a.Format = 7 }), "Format", "report format 7 is invalid"},
 		{"dscp", mod(validReportSession(), func(a *ReportSessionAttrs) { a.DSCP = 64 }), "DSCP", "DSCP 64 exceeds 63"},
-		{"coalesce v0.5", mod(validReportSession(), func(a *ReportSessionAttrs) { a.Format, a.Coalesce.MaxReports = ReportFormatV05, 2 }), "Coalesce.MaxReports", "coalescing needs report format 2.0"},
+		{"coalesce v0.5", mod(validReportSession(), func(a *ReportSessionAttrs) { a.Format, a.Coalesce.MaxReports = spec.ReportFormatV05, 2 }), "Coalesce.MaxReports", "coalescing needs report format 2.0"},
 		{"coalesce delay", mod(validReportSession(), func(a *ReportSessionAttrs) { a.Coalesce = Coalescing{MaxReports: 2, MaxDelay: 2 * time.Second} }), "Coalesce.MaxDelay", "out of range"},
 
 		// Queue report.

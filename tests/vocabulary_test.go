@@ -113,6 +113,11 @@ func TestVocabularyRoundTrip(t *testing.T) {
 		if !slices.Equal(c.EventTypes, spec.EventTypes()) {
 			t.Errorf("%s: event types %v, table %v", name, c.EventTypes, spec.EventTypes())
 		}
+		for _, f := range spec.ReportFormatTable {
+			if !slices.Contains(c.ReportFormats, f.Format) || f.Format.String() != f.Name {
+				t.Errorf("%s: report formats %v lack %v (%q)", name, c.ReportFormats, f.Format, f.Name)
+			}
+		}
 	}
 	for i, row := range spec.EventTypeTable {
 		if int(row.Type) != i+1 || row.Type.String() != row.Name || row.SAI != "SAI_DTEL_EVENT_TYPE_"+row.Name {

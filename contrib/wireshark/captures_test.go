@@ -152,7 +152,7 @@ func newFabric(t *testing.T, sc scenario) *fabric {
 		rs.SrcIP = netip.AddrFrom4([4]byte{10, 255, 0, byte(i + 1)})
 		rs.Destinations = []sai.ReportDestination{{IP: netip.MustParseAddr("10.255.255.1"), UDPPort: collectorPort}}
 		rs.Format = sc.format
-		if sc.format == sai.ReportFormatV2 {
+		if sc.format == spec.ReportFormatV2 {
 			rs.Coalesce = sai.Coalescing{MaxReports: 4}
 		}
 		rso := f.create(sw, rs)
@@ -279,8 +279,8 @@ func writeCaptures(t *testing.T, dir string) []string {
 		{"postcards", scenario{dtel: dscp, op: sai.FlowOpPostcard}, [][]byte{tcp(1008), udp(1009)}},
 		// s2 has no route to h2: drop reports (routing miss) for INT packets.
 		{"tr2-drop", scenario{dtel: dscp, noRoutes: true}, [][]byte{tcp(1010), udp(1011)}},
-		{"tr05-drop", scenario{dtel: dscp, noRoutes: true, format: sai.ReportFormatV05}, [][]byte{tcp(1012)}},
-		{"tr05-flow", scenario{dtel: dscp, format: sai.ReportFormatV05}, [][]byte{tcp(1013), udp(1014)}},
+		{"tr05-drop", scenario{dtel: dscp, noRoutes: true, format: spec.ReportFormatV05}, [][]byte{tcp(1012)}},
+		{"tr05-flow", scenario{dtel: dscp, format: spec.ReportFormatV05}, [][]byte{tcp(1013), udp(1014)}},
 	}
 	// A burst into a 10 Mb/s link: queue-threshold and tail-drop reports.
 	var burst [][]byte
@@ -297,7 +297,7 @@ func writeCaptures(t *testing.T, dir string) []string {
 			name   string
 			sc     scenario
 			frames [][]byte
-		}{"tr05-queue", scenario{dtel: dscp, rate: 10e6, format: sai.ReportFormatV05}, burst[:40]})
+		}{"tr05-queue", scenario{dtel: dscp, rate: 10e6, format: spec.ReportFormatV05}, burst[:40]})
 
 	var paths []string
 	for _, c := range cases {

@@ -60,7 +60,7 @@ func (d *Dataplane) Capabilities() sai.Capabilities {
 		Instructions:        spec.InstAll,
 		ReportMetadata:      spec.InstReportable,
 		Encaps:              []sai.Encap{sai.EncapDSCP, sai.EncapUDPPort, sai.EncapProbeMarker, sai.EncapVXLANGPE, sai.EncapGeneve, sai.EncapGRE},
-		ReportFormats:       []sai.ReportFormat{sai.ReportFormatV2, sai.ReportFormatV05},
+		ReportFormats:       []sai.ReportFormat{spec.ReportFormatV2, spec.ReportFormatV05},
 		Coalescing:          true,
 		EventTypes:          spec.EventTypes(),
 		HopLatency:          sai.TimeNanoseconds,

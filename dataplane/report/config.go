@@ -12,13 +12,8 @@ import (
 // EventType is a DTel event type, as in sai.
 type EventType = spec.EventType
 
-// Format is the telemetry report encapsulation of a session.
-type Format uint8
-
-const (
-	FormatV2  Format = iota // Telemetry Report v2.0 (group header, coalescing)
-	FormatV05               // Telemetry Report v0.5 (one report per packet)
-)
+// Format is the telemetry report encapsulation of a session, as in sai.
+type Format = spec.ReportFormat
 
 // Collector is one destination of a report session.
 type Collector struct {
@@ -220,10 +215,10 @@ func (s *Session) validate() error {
 	if s.MTU != 0 && (s.MTU < minMTU || s.MTU > maxMTU) {
 		return fmt.Errorf("report: session %q: MTU %d out of range %d..%d", s.Name, s.MTU, minMTU, maxMTU)
 	}
-	if s.Format != FormatV2 && s.Format != FormatV05 {
+	if !s.Format.Valid() {
 		return fmt.Errorf("report: session %q: bad format %d", s.Name, s.Format)
 	}
-	if s.Format == FormatV05 && s.MaxReports > 1 {
+	if !s.Format.Coalescing() && s.MaxReports > 1 {
 		return fmt.Errorf("report: session %q: coalescing needs format 2.0", s.Name)
 	}
 	if s.MaxReports < 0 || s.MaxReports > maxReportsPerPkt {

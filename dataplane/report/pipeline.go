@@ -236,7 +236,7 @@ func (p *Pipeline) Configure(cfg Config) error {
 		}
 		ctrs[sc.Name] = ctr
 		s := &session{cfg: sc, ctr: ctr, maxPayload: sc.maxPayload(), maxReports: sc.MaxReports, maxDelay: int64(sc.MaxDelay)}
-		if s.maxReports < 1 || sc.Format == FormatV05 {
+		if s.maxReports < 1 || sc.Format == spec.ReportFormatV05 {
 			s.maxReports = 1
 		}
 		s.bucket.init(sc.RateLimit)
@@ -568,7 +568,7 @@ func (p *Pipeline) emit(et EventType, ev *Event, dropped, congested bool) {
 	}
 	tracked := !ev.Unwatched
 	h := &ev.Hop
-	if s.cfg.Format == FormatV05 {
+	if s.cfg.Format == spec.ReportFormatV05 {
 		th := wire.TR05Header{NextProto: wire.TR05Local, Dropped: dropped, Congested: congested, TrackedFlow: tracked,
 			HWID: p.cfg.HWID, IngressTimestamp: uint32(h.IngressTimestamp)}
 		if h.Valid&spec.InstIngressTimestamp == 0 {
@@ -636,7 +636,7 @@ func (p *Pipeline) emit(et EventType, ev *Event, dropped, congested bool) {
 // sequence number is consumed, so the collector sees the gap).
 func (p *Pipeline) flush(b *batch) {
 	s := b.sess
-	v2 := s.cfg.Format == FormatV2
+	v2 := s.cfg.Format == spec.ReportFormatV2
 	for _, d := range s.dests {
 		seq := d.seq
 		if v2 {

@@ -391,7 +391,7 @@ func TestMTUShortensInner(t *testing.T) {
 
 func TestV05Format(t *testing.T) {
 	cfg := baseConfig(0)
-	cfg.Sessions[0].Format = FormatV05
+	cfg.Sessions[0].Format = spec.ReportFormatV05
 	p, c := newTest(t, cfg)
 	f := newFrame(1, []uint32{1}, []uint32{1})
 	var ev Event
@@ -627,7 +627,7 @@ func TestValidate(t *testing.T) {
 		"no name":    func(c *Config) { c.Sessions[0].Name = "" },
 		"no coll":    func(c *Config) { c.Sessions[0].Collectors = nil },
 		"family":     func(c *Config) { c.Sessions[0].Collectors[0].Addr = netipAP("[2001:db8::1]:1") },
-		"v05 coal":   func(c *Config) { c.Sessions[0].Format, c.Sessions[0].MaxReports = FormatV05, 4 },
+		"v05 coal":   func(c *Config) { c.Sessions[0].Format, c.Sessions[0].MaxReports = spec.ReportFormatV05, 4 },
 		"bad dscp":   func(c *Config) { c.Events[spec.EventDropReport] = Route{Session: "s", DSCP: 64} },
 		"no trigger": func(c *Config) { c.Queues = []QueueReport{{Port: 1}} },
 		"mtu":        func(c *Config) { c.Sessions[0].MTU = 100 },

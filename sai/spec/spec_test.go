@@ -85,3 +85,14 @@ func TestEventAndDropTables(t *testing.T) {
 		t.Errorf("unknown code 27: %v", DropReason(27))
 	}
 }
+
+func TestReportFormatTable(t *testing.T) {
+	for i, r := range ReportFormatTable {
+		if int(r.Format) != i || !r.Format.Valid() || r.Format.String() != r.Name || r.Format.Coalescing() != r.Coalescing {
+			t.Errorf("row %d: %+v", i, r)
+		}
+	}
+	if f := ReportFormat(len(ReportFormatTable)); f.Valid() || f.Coalescing() || f.String() != "ReportFormat(2)" {
+		t.Errorf("undefined format %v valid", f)
+	}
+}
