@@ -1,8 +1,10 @@
 package sai
 
-import "github.com/intd-project/intd/sai/spec"
+import (
+	"slices"
 
-import "slices"
+	"github.com/intd-project/intd/sai/spec"
+)
 
 // Encap is a way INT is carried in (and recognised in) data packets.
 type Encap uint8

@@ -1,8 +1,10 @@
 package wire
 
-import "github.com/intd-project/intd/sai/spec"
+import (
+	"encoding/binary"
 
-import "encoding/binary"
+	"github.com/intd-project/intd/sai/spec"
+)
 
 // Legacy formats, decoded for interoperability with older INT hosts.
 //

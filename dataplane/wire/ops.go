@@ -1,8 +1,10 @@
 package wire
 
-import "github.com/intd-project/intd/sai/spec"
+import (
+	"encoding/binary"
 
-import "encoding/binary"
+	"github.com/intd-project/intd/sai/spec"
+)
 
 // In-place packet edits at INT source, transit and sink nodes. All of them
 // keep the IPv4 header checksum and the TCP/UDP checksum valid with
