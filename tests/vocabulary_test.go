@@ -2,6 +2,7 @@ package tests
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"slices"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/intd-project/intd/dataplane/collector"
 	"github.com/intd-project/intd/dataplane/collector/metrics"
 	"github.com/intd-project/intd/dataplane/ebpf"
+	"github.com/intd-project/intd/dataplane/report"
 	"github.com/intd-project/intd/dataplane/soft"
 	"github.com/intd-project/intd/dataplane/wire"
 	"github.com/intd-project/intd/sai"
@@ -138,8 +140,13 @@ func TestVocabularyRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(h, spec.CHeader()) {
+	if !bytes.Contains(h, spec.CHeader()) {
 		t.Error("dataplane/ebpf/bpf/include/intd_spec.h differs from sai/spec's tables: run go generate ./dataplane/ebpf")
+	}
+	for name, k := range map[string]report.Kind{"EV_FLOW": report.KindFlow, "EV_DROP": report.KindDrop, "EV_QUEUE": report.KindQueue} {
+		if !bytes.Contains(h, fmt.Appendf(nil, "#define %s %d\n", name, k)) {
+			t.Errorf("intd_spec.h: %s is not %d", name, k)
+		}
 	}
 }
 

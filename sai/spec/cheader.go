@@ -5,12 +5,11 @@ import (
 	"strings"
 )
 
-// CHeader is the C header of the BPF dataplane with the tables' constants,
-// written by go generate (see dataplane/ebpf/gen.go) so that C and Go never
+// CHeader is C with the tables' constants, part of the BPF program's
+// generated header (see dataplane/ebpf/gen.go), so that C and Go never
 // disagree.
 func CHeader() []byte {
 	var b strings.Builder
-	b.WriteString("/* Code generated from sai/spec by go generate ./dataplane/ebpf; DO NOT EDIT. */\n\n")
 	b.WriteString("#ifndef INTD_SPEC_H\n#define INTD_SPEC_H\n\n")
 	b.WriteString("/* INT v2.1 instruction bits, as masks of the 16-bit bitmap */\n")
 	for _, r := range Instructions {

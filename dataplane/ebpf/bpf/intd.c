@@ -90,10 +90,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define OP_INT 1
 #define OP_POSTCARD 2
 
-/* event kinds (= report.Kind) and flags */
-#define EV_FLOW 1
-#define EV_DROP 2
-#define EV_QUEUE 3
+/* event flags (the kinds, EV_*, are in intd_spec.h) */
 #define EVF_REPORT_ALL 1
 #define EVF_UNWATCHED 2
 #define EVF_TAIL_DROP 4
