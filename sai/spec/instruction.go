@@ -16,16 +16,16 @@ func InstructionBit(n int) Instruction { return Instruction(1) << (15 - n) }
 
 // Instruction bits (INT v2.1 §5.8); their metadata is in Instructions.
 const (
-	InstNodeID             Instruction = 1 << (15 - 0)
-	InstL1Interfaces       Instruction = 1 << (15 - 1)
-	InstHopLatency         Instruction = 1 << (15 - 2)
-	InstQueue              Instruction = 1 << (15 - 3)
-	InstIngressTimestamp   Instruction = 1 << (15 - 4)
-	InstEgressTimestamp    Instruction = 1 << (15 - 5)
-	InstL2Interfaces       Instruction = 1 << (15 - 6)
-	InstEgressTxUtil       Instruction = 1 << (15 - 7)
-	InstBuffer             Instruction = 1 << (15 - 8)
-	InstChecksumComplement Instruction = 1 << (15 - 15)
+	InstNodeID             Instruction = 0x8000 >> 0
+	InstL1Interfaces       Instruction = 0x8000 >> 1
+	InstHopLatency         Instruction = 0x8000 >> 2
+	InstQueue              Instruction = 0x8000 >> 3
+	InstIngressTimestamp   Instruction = 0x8000 >> 4
+	InstEgressTimestamp    Instruction = 0x8000 >> 5
+	InstL2Interfaces       Instruction = 0x8000 >> 6
+	InstEgressTxUtil       Instruction = 0x8000 >> 7
+	InstBuffer             Instruction = 0x8000 >> 8
+	InstChecksumComplement Instruction = 0x8000 >> 15
 )
 
 // InstructionInfo describes one defined instruction bit.
