@@ -11,6 +11,7 @@ import (
 
 	"github.com/intd-project/intd/gen"
 	"github.com/intd-project/intd/sai"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // intent is a configuration translated to sai objects.
@@ -48,29 +49,6 @@ func eventPath(t gen.E_IntdInt_DtelEventType) string {
 
 // enumName is the YANG name of a generated enum or identity value.
 func enumName(e fmt.Stringer) string { return e.String() }
-
-// instructionBits maps instruction identities to INT v2.1 instruction bits.
-var instructionBits = map[gen.E_IntdIntMetadataSemantics_METADATA_BASELINE_FIELD]sai.Instruction{
-	gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_NODE_ID:                    sai.InstNodeID,
-	gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_LEVEL_1_INTERFACE_IDS:      sai.InstL1Interfaces,
-	gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_HOP_LATENCY:                sai.InstHopLatency,
-	gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_QUEUE_OCCUPANCY:            sai.InstQueue,
-	gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_INGRESS_TIMESTAMP:          sai.InstIngressTimestamp,
-	gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_EGRESS_TIMESTAMP:           sai.InstEgressTimestamp,
-	gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_LEVEL_2_INTERFACE_IDS:      sai.InstL2Interfaces,
-	gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_EGRESS_PORT_TX_UTILIZATION: sai.InstEgressTxUtil,
-	gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_BUFFER_OCCUPANCY:           sai.InstBuffer,
-	gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_CHECKSUM_COMPLEMENT:        sai.InstChecksumComplement,
-}
-
-var eventTypes = map[gen.E_IntdInt_DtelEventType]sai.EventType{
-	gen.IntdInt_DtelEventType_FLOW_STATE:                    sai.EventFlowState,
-	gen.IntdInt_DtelEventType_FLOW_REPORT_ALL_PACKETS:       sai.EventFlowReportAllPackets,
-	gen.IntdInt_DtelEventType_FLOW_TCPFLAG:                  sai.EventFlowTCPFlag,
-	gen.IntdInt_DtelEventType_QUEUE_REPORT_THRESHOLD_BREACH: sai.EventQueueReportThresholdBreach,
-	gen.IntdInt_DtelEventType_QUEUE_REPORT_TAIL_DROP:        sai.EventQueueReportTailDrop,
-	gen.IntdInt_DtelEventType_DROP_REPORT:                   sai.EventDropReport,
-}
 
 // translate maps a configuration to sai objects and runs the checks YANG
 // cannot express. Errors are *InvalidError. Maps are walked in key order so
@@ -207,10 +185,10 @@ func (o *Orchestrator) translate(cfg *gen.Device) (*intent, error) {
 			}
 			a.Instructions |= bit
 		}
-		if a.Mode == sai.IntModeMX && a.Instructions&sai.InstChecksumComplement != 0 {
+		if a.Mode == sai.IntModeMX && a.Instructions&spec.InstChecksumComplement != 0 {
 			return nil, invalidf(p+"/config/instructions", "INT_MX mode has no checksum complement: remove METADATA_FIELD_CHECKSUM_COMPLEMENT")
 		}
-		if a.Instructions&^sai.InstChecksumComplement == 0 && a.DSInstruction == 0 {
+		if a.Instructions&^spec.InstChecksumComplement == 0 && a.DSInstruction == 0 {
 			return nil, invalidf(p+"/config/instructions", "the session requests no metadata")
 		}
 		if a.DSInstruction != 0 {
@@ -257,10 +235,10 @@ func (o *Orchestrator) translate(cfg *gen.Device) (*intent, error) {
 			a.VirtualRouter = vrf
 		}
 		if c.GetReportFormat() == gen.IntdInt_ReportFormat_TELEMETRY_REPORT_V0_5 {
-			a.Format = sai.ReportFormatV05
+			a.Format = spec.ReportFormatV05
 		}
 		if n := c.GetMaxReportsPerPacket(); n > 1 {
-			if a.Format == sai.ReportFormatV05 {
+			if a.Format == spec.ReportFormatV05 {
 				return nil, invalidf(p+"/config/max-reports-per-packet", "TELEMETRY_REPORT_V0_5 cannot coalesce reports (max-reports-per-packet %d)", n)
 			}
 			a.Coalesce = sai.Coalescing{MaxReports: uint16(n), MaxDelay: time.Duration(c.GetMaxDelay()) * time.Microsecond}

@@ -13,6 +13,7 @@ import (
 	"github.com/intd-project/intd/gen"
 	"github.com/intd-project/intd/sai"
 	"github.com/intd-project/intd/sai/saitest"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 var (
@@ -46,12 +47,12 @@ func fullObjects() (map[key]sai.Attrs, map[key]key) {
 		},
 		kMD5: sai.IntSessionAttrs{
 			Mode: sai.IntModeMD, MaxHopCount: 8,
-			Instructions: sai.InstNodeID | sai.InstL1Interfaces | sai.InstHopLatency | sai.InstQueue | sai.InstIngressTimestamp |
-				sai.InstEgressTimestamp | sai.InstL2Interfaces | sai.InstEgressTxUtil | sai.InstBuffer | sai.InstChecksumComplement,
+			Instructions: spec.InstNodeID | spec.InstL1Interfaces | spec.InstHopLatency | spec.InstQueue | spec.InstIngressTimestamp |
+				spec.InstEgressTimestamp | spec.InstL2Interfaces | spec.InstEgressTxUtil | spec.InstBuffer | spec.InstChecksumComplement,
 			ClampTCPMSS: true,
 		},
 		kMXProbe: sai.IntSessionAttrs{
-			Mode: sai.IntModeMX, Instructions: sai.InstNodeID | sai.InstHopLatency,
+			Mode: sai.IntModeMX, Instructions: spec.InstNodeID | spec.InstHopLatency,
 			DomainSpecificID: 4660, DSInstruction: 0x8000, DSFlags: 1, Discard: true, ClampTCPMSS: true,
 		},
 		kCollector: sai.ReportSessionAttrs{
@@ -60,14 +61,14 @@ func fullObjects() (map[key]sai.Attrs, map[key]key) {
 				{IP: netip.MustParseAddr("192.0.2.100"), UDPPort: 32766},
 				{IP: netip.MustParseAddr("192.0.2.101"), UDPPort: 32766},
 			},
-			TruncateSize: 128, DSCP: 46, Format: sai.ReportFormatV2,
+			TruncateSize: 128, DSCP: 46, Format: spec.ReportFormatV2,
 			Coalesce:  sai.Coalescing{MaxReports: 8, MaxDelay: 100 * time.Microsecond},
 			RateLimit: 100000,
 		},
 		kLegacy: sai.ReportSessionAttrs{
 			SrcIP:        netip.MustParseAddr("2001:db8::1"),
 			Destinations: []sai.ReportDestination{{IP: netip.MustParseAddr("2001:db8::7"), UDPPort: 9555}},
-			TruncateSize: 128, Format: sai.ReportFormatV05,
+			TruncateSize: 128, Format: spec.ReportFormatV05,
 		},
 		kEntry10: sai.WatchlistEntryAttrs{
 			Priority: 65535 - 10,
@@ -100,12 +101,12 @@ func fullObjects() (map[key]sai.Attrs, map[key]key) {
 			Port: "eth1", Queue: 0, DepthThreshold: 65536, LatencyThreshold: 100 * time.Microsecond,
 			ResetThreshold: 50 * time.Microsecond, BreachQuota: 1024, TailDrop: true,
 		},
-		kEvent("FLOW_STATE"):                    sai.EventAttrs{Type: sai.EventFlowState, DSCP: 46},
-		kEvent("FLOW_REPORT_ALL_PACKETS"):       sai.EventAttrs{Type: sai.EventFlowReportAllPackets, DSCP: 46},
-		kEvent("FLOW_TCPFLAG"):                  sai.EventAttrs{Type: sai.EventFlowTCPFlag, DSCP: 46},
-		kEvent("QUEUE_REPORT_THRESHOLD_BREACH"): sai.EventAttrs{Type: sai.EventQueueReportThresholdBreach, DSCP: 34},
-		kEvent("QUEUE_REPORT_TAIL_DROP"):        sai.EventAttrs{Type: sai.EventQueueReportTailDrop, DSCP: 34},
-		kEvent("DROP_REPORT"):                   sai.EventAttrs{Type: sai.EventDropReport, DSCP: 26},
+		kEvent("FLOW_STATE"):                    sai.EventAttrs{Type: spec.EventFlowState, DSCP: 46},
+		kEvent("FLOW_REPORT_ALL_PACKETS"):       sai.EventAttrs{Type: spec.EventFlowReportAllPackets, DSCP: 46},
+		kEvent("FLOW_TCPFLAG"):                  sai.EventAttrs{Type: spec.EventFlowTCPFlag, DSCP: 46},
+		kEvent("QUEUE_REPORT_THRESHOLD_BREACH"): sai.EventAttrs{Type: spec.EventQueueReportThresholdBreach, DSCP: 34},
+		kEvent("QUEUE_REPORT_TAIL_DROP"):        sai.EventAttrs{Type: spec.EventQueueReportTailDrop, DSCP: 34},
+		kEvent("DROP_REPORT"):                   sai.EventAttrs{Type: spec.EventDropReport, DSCP: 26},
 	}
 	refs := map[key]key{
 		kEntry10:                                kMD5,
@@ -248,7 +249,7 @@ func TestMapping(t *testing.T) {
 				c.Instructions = c.Instructions[:1]
 			},
 			want: func(objs map[key]sai.Attrs, _ map[key]key) {
-				modify(objs, kMD5, func(a *sai.IntSessionAttrs) { a.MaxHopCount, a.Instructions = 8, sai.InstNodeID })
+				modify(objs, kMD5, func(a *sai.IntSessionAttrs) { a.MaxHopCount, a.Instructions = 8, spec.InstNodeID })
 			},
 		},
 		{
@@ -467,7 +468,7 @@ func TestValidation(t *testing.T) {
 		{"ds-instruction bit without a field", nil, func(d *gen.Device) {
 			d.Int.IntSessions.IntSession["mx-probe"].Config.DsInstruction = ptrTo(uint16(0x2000))
 		}, "/int/int-sessions/int-session[name=mx-probe]/config/ds-instruction: ds-instruction bit 2 has no field in domain 4660"},
-		{"instructions the backend cannot provide", func(c *sai.Capabilities) { c.Instructions &^= sai.InstBuffer }, nil,
+		{"instructions the backend cannot provide", func(c *sai.Capabilities) { c.Instructions &^= spec.InstBuffer }, nil,
 			"/int/int-sessions/int-session[name=md-5]/config/instructions: instructions buffer are not supported in MD mode by the dataplane"},
 		{"mode the backend cannot provide", func(c *sai.Capabilities) { c.Modes = []sai.IntMode{sai.IntModeMD} }, nil,
 			"/int/int-sessions/int-session[name=mx-probe]/config/mode: mode MX is not supported by the dataplane"},

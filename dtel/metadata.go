@@ -33,21 +33,6 @@ const (
 	unitsCells      = gen.IntdIntMetadataSemantics_METADATA_UNITS_METADATA_SIZE_CELLS
 )
 
-// fieldInstruction is the instruction bit of each baseline field that has
-// one.
-var fieldInstruction = map[mdField]sai.Instruction{
-	fieldNodeID:       sai.InstNodeID,
-	fieldL1Interfaces: sai.InstL1Interfaces,
-	fieldHopLatency:   sai.InstHopLatency,
-	fieldQueue:        sai.InstQueue,
-	fieldIngressTS:    sai.InstIngressTimestamp,
-	fieldEgressTS:     sai.InstEgressTimestamp,
-	fieldL2Interfaces: sai.InstL2Interfaces,
-	fieldTxUtil:       sai.InstEgressTxUtil,
-	fieldBuffer:       sai.InstBuffer,
-	fieldChecksum:     sai.InstChecksumComplement,
-}
-
 // fieldSemantics is what the backend produces for one metadata field.
 type fieldSemantics struct {
 	units     mdUnits // 0: the backend does not produce the field

@@ -10,6 +10,7 @@ import (
 
 	"github.com/intd-project/intd/gen"
 	"github.com/intd-project/intd/sai"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // State returns a Device holding only config-false data: every state
@@ -280,7 +281,7 @@ func (o *Orchestrator) metadataState(dev *gen.Device, s snapshot) {
 			}
 		}
 	}
-	reasons := sai.DropReasons()
+	reasons := spec.DropReasons()
 	slices.SortFunc(reasons, func(a, b sai.DropReason) int { return cmp.Compare(a, b) })
 	for _, r := range reasons {
 		ds := dev.GetOrCreateDropReasons().GetOrCreateDropReason(uint8(r)).GetOrCreateState()

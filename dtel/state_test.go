@@ -10,6 +10,7 @@ import (
 
 	"github.com/intd-project/intd/gen"
 	"github.com/intd-project/intd/sai"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 func TestState(t *testing.T) {
@@ -19,7 +20,7 @@ func TestState(t *testing.T) {
 	b.SetStats(sai.Stats{
 		Node:         sai.Counters{InPackets: 1, OutPackets: 2, DroppedPackets: 3, IntInserted: 4, IntTransited: 5, IntStripped: 6, EBitSet: 7, MBitSet: 8, IntMalformedDrop: 9, Postcards: 10},
 		Interfaces:   map[string]sai.Counters{"eth1": {InPackets: 11, OutPackets: 12, IntStripped: 13}, "eth9": {InPackets: 99}},
-		Drops:        map[sai.DropReason]uint64{sai.DropIPTTLZero: 5, sai.DropTrafficManager: 2},
+		Drops:        map[sai.DropReason]uint64{spec.DropIPTTLZero: 5, spec.DropTrafficManager: 2},
 		Reports:      map[sai.ReportType]sai.ReportCounters{sai.ReportFlow: {Generated: 21, Suppressed: 22, Sent: 23, Dropped: 24}, sai.ReportQueue: {Sent: 31}},
 		TrackedFlows: 42,
 		Watchlist:    map[sai.OID]sai.WatchlistEntryStats{oid[kEntry10]: {MatchedPackets: 100, MatchedBytes: 6400, UnsampledPackets: 90}},
@@ -170,7 +171,7 @@ func TestState(t *testing.T) {
 	check("ds field size", f0.GetSize(), uint8(2))
 	check("ds field 1 requirement default", dom.GetFields().GetField(1).GetState().GetSourceInsertedReportingRequirement(),
 		gen.IntdIntMetadataSemantics_IntSourceInsertedReportingRequirement_ALL_NODES)
-	check("drop reasons", len(dev.GetDropReasons().DropReason), len(sai.DropReasons()))
+	check("drop reasons", len(dev.GetDropReasons().DropReason), len(spec.DropReasons()))
 	d71 := dev.GetDropReasons().GetDropReason(71).GetState()
 	check("drop reason 71", d71.GetName(), "TRAFFIC_MANAGER")
 	check("drop reason 71 description", d71.GetDescription() != "", true)

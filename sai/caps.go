@@ -1,6 +1,10 @@
 package sai
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/intd-project/intd/sai/spec"
+)
 
 // Encap is a way INT is carried in (and recognised in) data packets.
 type Encap uint8
@@ -152,12 +156,12 @@ func FullCapabilities() Capabilities {
 	return Capabilities{
 		IntEndpoint: true, IntTransit: true, Postcard: true, DropReport: true, QueueReport: true,
 		Modes:               []IntMode{IntModeMD, IntModeMX},
-		Instructions:        InstAll,
-		ReportMetadata:      InstAll &^ InstChecksumComplement,
+		Instructions:        spec.InstAll,
+		ReportMetadata:      spec.InstReportable,
 		Encaps:              []Encap{EncapDSCP, EncapUDPPort, EncapProbeMarker, EncapVXLANGPE, EncapGeneve, EncapGRE},
-		ReportFormats:       []ReportFormat{ReportFormatV2, ReportFormatV05},
+		ReportFormats:       []ReportFormat{spec.ReportFormatV2, spec.ReportFormatV05},
 		Coalescing:          true,
-		EventTypes:          EventTypes(),
+		EventTypes:          spec.EventTypes(),
 		VXLANInner:          true,
 		PacketInterval:      true,
 		HopLatency:          TimeNanoseconds,

@@ -4,27 +4,13 @@ import (
 	"net/netip"
 	"slices"
 	"time"
+
+	"github.com/intd-project/intd/sai/spec"
 )
 
-// ReportFormat is the telemetry report encapsulation.
-type ReportFormat uint8
-
-const (
-	// ReportFormatV2 is Telemetry Report v2.0 (the default).
-	ReportFormatV2 ReportFormat = iota
-	// ReportFormatV05 is the legacy v0.5 format (no coalescing).
-	ReportFormatV05
-)
-
-func (f ReportFormat) String() string {
-	switch f {
-	case ReportFormatV2:
-		return "2.0"
-	case ReportFormatV05:
-		return "0.5"
-	}
-	return "ReportFormat(" + itoa(int(f)) + ")"
-}
+// ReportFormat is the telemetry report encapsulation; the formats are
+// spec.ReportFormatTable.
+type ReportFormat = spec.ReportFormat
 
 // ReportDestination is one collector.
 type ReportDestination struct {
@@ -88,7 +74,7 @@ type ReportSessionAttrs struct {
 // DefaultReportSessionAttrs returns a v2.0 session with the default truncate
 // size; the caller fills in addresses and ports.
 func DefaultReportSessionAttrs() ReportSessionAttrs {
-	return ReportSessionAttrs{TruncateSize: DefaultTruncateSize, Format: ReportFormatV2}
+	return ReportSessionAttrs{TruncateSize: DefaultTruncateSize, Format: spec.ReportFormatV2}
 }
 
 // ObjectType implements Attrs.
@@ -161,7 +147,7 @@ func (a ReportSessionAttrs) Validate() error {
 	if a.TruncateSize != 0 && (a.TruncateSize < MinTruncateSize || a.TruncateSize > MaxTruncateSize) {
 		return invalid(t, "TruncateSize", "truncate size %d is out of range %d..%d (or 0)", a.TruncateSize, MinTruncateSize, MaxTruncateSize)
 	}
-	if a.Format != ReportFormatV2 && a.Format != ReportFormatV05 {
+	if !a.Format.Valid() {
 		return invalid(t, "Format", "report format %d is invalid", a.Format)
 	}
 	if a.DSCP > MaxDSCP {
@@ -169,8 +155,8 @@ func (a ReportSessionAttrs) Validate() error {
 	}
 	c := a.Coalesce
 	switch {
-	case c.Enabled() && a.Format == ReportFormatV05:
-		return invalid(t, "Coalesce.MaxReports", "coalescing needs report format 2.0, not 0.5")
+	case c.Enabled() && !a.Format.Coalescing():
+		return invalid(t, "Coalesce.MaxReports", "coalescing needs report format 2.0, not %v", a.Format)
 	case c.Enabled() && (c.MaxDelay < 0 || c.MaxDelay > MaxCoalesceDelay):
 		return invalid(t, "Coalesce.MaxDelay", "coalescing max delay %v is out of range 0s..%v", c.MaxDelay, MaxCoalesceDelay)
 	}

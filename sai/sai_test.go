@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/intd-project/intd/sai/spec"
 )
 
 func TestOID(t *testing.T) {
@@ -26,7 +28,7 @@ func TestOID(t *testing.T) {
 }
 
 func TestInstruction(t *testing.T) {
-	if uint16(InstNodeID) != 0x8000 || uint16(InstChecksumComplement) != 0x0001 || InstructionBit(2) != InstHopLatency {
+	if uint16(spec.InstNodeID) != 0x8000 || uint16(spec.InstChecksumComplement) != 0x0001 || spec.InstructionBit(2) != spec.InstHopLatency {
 		t.Fatal("instruction bits are not in wire order")
 	}
 	tests := []struct {
@@ -35,14 +37,14 @@ func TestInstruction(t *testing.T) {
 		str   string
 	}{
 		{0, 0, "none"},
-		{InstNodeID | InstHopLatency, 2, "node-id|hop-latency"},
-		{InstIngressTimestamp | InstEgressTimestamp | InstL2Interfaces, 6, "ingress-timestamp|egress-timestamp|l2-interfaces"},
-		{InstAll, 13, "node-id|l1-interfaces|hop-latency|queue|ingress-timestamp|egress-timestamp|l2-interfaces|egress-tx-util|buffer|checksum-complement"},
-		{InstructionBit(9), 1, "bit9"},
+		{spec.InstNodeID | spec.InstHopLatency, 2, "node-id|hop-latency"},
+		{spec.InstIngressTimestamp | spec.InstEgressTimestamp | spec.InstL2Interfaces, 6, "ingress-timestamp|egress-timestamp|l2-interfaces"},
+		{spec.InstAll, 13, "node-id|l1-interfaces|hop-latency|queue|ingress-timestamp|egress-timestamp|l2-interfaces|egress-tx-util|buffer|checksum-complement"},
+		{spec.InstructionBit(9), 1, "bit9"},
 	}
 	for _, tt := range tests {
-		if got := tt.i.HopMLWords(); got != tt.words {
-			t.Errorf("%v.HopMLWords() = %d, want %d", tt.i, got, tt.words)
+		if got := tt.i.Words(); got != tt.words {
+			t.Errorf("%v.Words() = %d, want %d", tt.i, got, tt.words)
 		}
 		if got := tt.i.String(); got != tt.str {
 			t.Errorf("String() = %q, want %q", got, tt.str)
@@ -53,7 +55,7 @@ func TestInstruction(t *testing.T) {
 func TestSettableFrom(t *testing.T) {
 	q := validQueueReport()
 	e := validEntry()
-	ev := EventAttrs{Type: EventFlowState, ReportSession: MakeOID(ObjectTypeReportSession, 1)}
+	ev := EventAttrs{Type: spec.EventFlowState, ReportSession: MakeOID(ObjectTypeReportSession, 1)}
 	tests := []struct {
 		name     string
 		old, new Attrs
@@ -66,7 +68,7 @@ func TestSettableFrom(t *testing.T) {
 		{"queue port", q, mod(q, func(a *QueueReportAttrs) { a.Port = "eth1" }), false},
 		{"queue id", q, mod(q, func(a *QueueReportAttrs) { a.Queue = 3 }), false},
 		{"event session", ev, mod(ev, func(a *EventAttrs) { a.ReportSession = MakeOID(ObjectTypeReportSession, 2) }), true},
-		{"event type", ev, mod(ev, func(a *EventAttrs) { a.Type = EventDropReport }), false},
+		{"event type", ev, mod(ev, func(a *EventAttrs) { a.Type = spec.EventDropReport }), false},
 		{"entry action", e, mod(e, func(a *WatchlistEntryAttrs) { a.Action.FlowSamplePercent = 50 }), true},
 		{"entry packet interval", e, mod(e, func(a *WatchlistEntryAttrs) { a.Action.PacketInterval = time.Millisecond }), true},
 		{"entry priority", e, mod(e, func(a *WatchlistEntryAttrs) { a.Priority++ }), false},
@@ -105,7 +107,7 @@ func TestCheckSet(t *testing.T) {
 
 func TestReferences(t *testing.T) {
 	rs := MakeOID(ObjectTypeReportSession, 1)
-	if got := (EventAttrs{Type: EventFlowState, ReportSession: rs}).References(); len(got) != 1 || got[0] != rs {
+	if got := (EventAttrs{Type: spec.EventFlowState, ReportSession: rs}).References(); len(got) != 1 || got[0] != rs {
 		t.Errorf("event references = %v", got)
 	}
 	if got := validEntry().References(); len(got) != 1 || got[0] != MakeOID(ObjectTypeIntSession, 1) {
@@ -159,27 +161,27 @@ func TestCapabilitiesCheck(t *testing.T) {
 		}
 	}
 	limited := full
-	limited.Instructions = InstNodeID | InstHopLatency
-	limited.ReportMetadata = InstNodeID
+	limited.Instructions = spec.InstNodeID | spec.InstHopLatency
+	limited.ReportMetadata = spec.InstNodeID
 	limited.Encaps = []Encap{EncapDSCP}
 	limited.Postcard = false
 	limited.Coalescing = false
 	limited.MaxReportDestinations = 1
-	limited.EventTypes = []EventType{EventDropReport}
+	limited.EventTypes = []EventType{spec.EventDropReport}
 	limited.PacketInterval = false
 	tests := []struct {
 		a    Attrs
 		attr string
 	}{
 		{DefaultIntSessionAttrs(), "Instructions"}, // L1 interfaces
-		{mod(DefaultIntSessionAttrs(), func(a *IntSessionAttrs) { a.Mode, a.Instructions = IntModeMX, InstHopLatency }), "Instructions"},
+		{mod(DefaultIntSessionAttrs(), func(a *IntSessionAttrs) { a.Mode, a.Instructions = IntModeMX, spec.InstHopLatency }), "Instructions"},
 		{DefaultDTelAttrs(), "VXLANGPENextProtocol"},
 		{mod(DefaultDTelAttrs(), func(a *DTelAttrs) { a.VXLANGPENextProtocol, a.GeneveOptionClass, a.PostcardEnable = 0, 0, true }), "PostcardEnable"},
 		{mod(validReportSession(), func(a *ReportSessionAttrs) { a.Coalesce.MaxReports = 4 }), "Coalesce.MaxReports"},
 		{mod(validReportSession(), func(a *ReportSessionAttrs) {
 			a.Destinations = append(a.Destinations, ReportDestination{IP: a.SrcIP})
 		}), "Destinations"},
-		{EventAttrs{Type: EventFlowState}, "Type"},
+		{EventAttrs{Type: spec.EventFlowState}, "Type"},
 		{mod(validEntry(), func(a *WatchlistEntryAttrs) { a.Action = WatchlistAction{FlowOp: FlowOpPostcard, FlowSamplePercent: 1} }), "Action.FlowOp"},
 		{mod(validEntry(), func(a *WatchlistEntryAttrs) { a.Action.PacketInterval = time.Millisecond }), "Action.PacketInterval"},
 	}
@@ -193,16 +195,16 @@ func TestCapabilitiesCheck(t *testing.T) {
 }
 
 func TestDropReasons(t *testing.T) {
-	want := map[DropReason]uint8{DropUnknown: 0, DropIPTTLZero: 26, DropRoutingMiss: 29, DropTrafficManager: 71, DropACLDeny: 80}
+	want := map[DropReason]uint8{spec.DropUnknown: 0, spec.DropIPTTLZero: 26, spec.DropRoutingMiss: 29, spec.DropTrafficManager: 71, spec.DropACLDeny: 80}
 	for r, code := range want {
 		if uint8(r) != code {
 			t.Errorf("%v = %d, want %d", r, r, code)
 		}
 	}
 	prev := -1
-	for _, r := range DropReasons() {
+	for _, r := range spec.DropReasons() {
 		if int(r) <= prev || !r.Known() || r.Description() == "" || r.String() == "" {
-			t.Errorf("DropReasons(): bad entry %d %q", r, r)
+			t.Errorf("spec.DropReasons(): bad entry %d %q", r, r)
 		}
 		prev = int(r)
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/intd-project/intd/sai/spec"
 )
 
 func validReportSession() ReportSessionAttrs {
@@ -46,7 +48,7 @@ func TestValidateValid(t *testing.T) {
 		DefaultIntSessionAttrs(),
 		validReportSession(),
 		validQueueReport(),
-		EventAttrs{Type: EventDropReport, ReportSession: MakeOID(ObjectTypeReportSession, 1), DSCP: 63},
+		EventAttrs{Type: spec.EventDropReport, ReportSession: MakeOID(ObjectTypeReportSession, 1), DSCP: 63},
 		validEntry(),
 		WatchlistEntryAttrs{}, // exclusion entry: matches everything, does nothing
 		mod(DefaultDTelAttrs(), func(a *DTelAttrs) {
@@ -56,7 +58,7 @@ func TestValidateValid(t *testing.T) {
 		mod(DefaultDTelAttrs(), func(a *DTelAttrs) { a.IntUDPDstPort, a.IntUDPNPT = 5000, NPTL4Header }),
 		mod(DefaultDTelAttrs(), func(a *DTelAttrs) { a.IntUDPNPT = NPTUDPPayload }), // ignored without a port
 		mod(DefaultIntSessionAttrs(), func(a *IntSessionAttrs) { a.Mode, a.MaxHopCount = IntModeMX, 8 }),
-		mod(DefaultIntSessionAttrs(), func(a *IntSessionAttrs) { a.Instructions = InstAll }),
+		mod(DefaultIntSessionAttrs(), func(a *IntSessionAttrs) { a.Instructions = spec.InstAll }),
 		mod(DefaultIntSessionAttrs(), func(a *IntSessionAttrs) { a.Instructions, a.DomainSpecificID, a.DSInstruction = 0, 7, 0x8000 }),
 		mod(validReportSession(), func(a *ReportSessionAttrs) { a.TruncateSize = 0 }),
 		mod(validReportSession(), func(a *ReportSessionAttrs) { a.Coalesce = Coalescing{MaxReports: 8} }),
@@ -114,11 +116,11 @@ func TestValidateRules(t *testing.T) {
 		{"hop count 0", mod(DefaultIntSessionAttrs(), func(a *IntSessionAttrs) { a.MaxHopCount = 0 }), "MaxHopCount", "sai: int session: max hop count 0 is invalid (want 1..255)"},
 		{"mode", mod(DefaultIntSessionAttrs(), func(a *IntSessionAttrs) { a.Mode = 2 }), "Mode", "mode 2 is invalid"},
 		{"mx checksum", mod(DefaultIntSessionAttrs(), func(a *IntSessionAttrs) {
-			a.Mode, a.Instructions = IntModeMX, InstNodeID|InstChecksumComplement
+			a.Mode, a.Instructions = IntModeMX, spec.InstNodeID|spec.InstChecksumComplement
 		}), "Instructions", "checksum complement (bit 15) is not applicable in MX mode"},
-		{"reserved bits", mod(DefaultIntSessionAttrs(), func(a *IntSessionAttrs) { a.Instructions |= InstructionBit(9) | InstructionBit(14) }), "Instructions", "sets reserved bits bit9|bit14"},
+		{"reserved bits", mod(DefaultIntSessionAttrs(), func(a *IntSessionAttrs) { a.Instructions |= spec.InstructionBit(9) | spec.InstructionBit(14) }), "Instructions", "sets reserved bits bit9|bit14"},
 		{"ds without domain", mod(DefaultIntSessionAttrs(), func(a *IntSessionAttrs) { a.DSInstruction = 1 }), "DSInstruction", "needs a non-zero domain specific id"},
-		{"nothing to collect", mod(DefaultIntSessionAttrs(), func(a *IntSessionAttrs) { a.Instructions = InstChecksumComplement }), "Instructions", "requests no metadata"},
+		{"nothing to collect", mod(DefaultIntSessionAttrs(), func(a *IntSessionAttrs) { a.Instructions = spec.InstChecksumComplement }), "Instructions", "requests no metadata"},
 
 		// Report session.
 		{"no src", mod(validReportSession(), func(a *ReportSessionAttrs) { a.SrcIP = netip.Addr{} }), "SrcIP", "source IP invalid IP is invalid"},
@@ -142,7 +144,7 @@ func TestValidateRules(t *testing.T) {
 		{"truncate big", mod(validReportSession(), func(a *ReportSessionAttrs) { a.TruncateSize = 9001 }), "TruncateSize", "truncate size 9001"},
 		{"format", mod(validReportSession(), func(a *ReportSessionAttrs) { a.Format = 7 }), "Format", "report format 7 is invalid"},
 		{"dscp", mod(validReportSession(), func(a *ReportSessionAttrs) { a.DSCP = 64 }), "DSCP", "DSCP 64 exceeds 63"},
-		{"coalesce v0.5", mod(validReportSession(), func(a *ReportSessionAttrs) { a.Format, a.Coalesce.MaxReports = ReportFormatV05, 2 }), "Coalesce.MaxReports", "coalescing needs report format 2.0"},
+		{"coalesce v0.5", mod(validReportSession(), func(a *ReportSessionAttrs) { a.Format, a.Coalesce.MaxReports = spec.ReportFormatV05, 2 }), "Coalesce.MaxReports", "coalescing needs report format 2.0"},
 		{"coalesce delay", mod(validReportSession(), func(a *ReportSessionAttrs) { a.Coalesce = Coalescing{MaxReports: 2, MaxDelay: 2 * time.Second} }), "Coalesce.MaxDelay", "out of range"},
 
 		// Queue report.
@@ -155,9 +157,9 @@ func TestValidateRules(t *testing.T) {
 
 		// Event.
 		{"event type", EventAttrs{ReportSession: MakeOID(ObjectTypeReportSession, 1)}, "Type", "sai: event: event type 0 is invalid"},
-		{"event session", EventAttrs{Type: EventFlowState}, "ReportSession", "FLOW_STATE event: report session is required"},
-		{"event session type", EventAttrs{Type: EventFlowState, ReportSession: MakeOID(ObjectTypeIntSession, 1)}, "ReportSession", "int-session:1 is not a report session"},
-		{"event dscp", EventAttrs{Type: EventFlowState, ReportSession: MakeOID(ObjectTypeReportSession, 1), DSCP: 64}, "DSCP", "DSCP 64 exceeds 63"},
+		{"event session", EventAttrs{Type: spec.EventFlowState}, "ReportSession", "FLOW_STATE event: report session is required"},
+		{"event session type", EventAttrs{Type: spec.EventFlowState, ReportSession: MakeOID(ObjectTypeIntSession, 1)}, "ReportSession", "int-session:1 is not a report session"},
+		{"event dscp", EventAttrs{Type: spec.EventFlowState, ReportSession: MakeOID(ObjectTypeReportSession, 1), DSCP: 64}, "DSCP", "DSCP 64 exceeds 63"},
 
 		// Watchlist entry.
 		{"host bits", mod(validEntry(), func(a *WatchlistEntryAttrs) { a.Match.SrcPrefix = netip.MustParsePrefix("10.0.0.1/8") }), "Match.SrcPrefix", "sai: watchlist entry: source prefix 10.0.0.1/8 has host bits set (want 10.0.0.0/8)"},

@@ -15,22 +15,25 @@ const module = "github.com/intd-project/intd/"
 // flows up; no package imports one above it, and the wire codecs know
 // nothing of config.
 var allowed = map[string][]string{
-	"gen":    {"gen/"},
-	"server": {"gen", "server/"},
+	"gen": {"gen/"},
+	// The spec vocabulary (instruction bits, event types, drop reasons)
+	// is a leaf: it imports nothing of the module, every layer may use it.
+	"sai/spec": {},
+	"server":   {"gen", "server/", "sai/spec"},
 	// The SONiC CONFIG_DB source speaks YANG and Redis and configures
 	// through the gNMI server, like any northbound client: no dtel, sai
 	// or dataplane.
-	"server/sonic":        {"gen", "server/sonic"},
-	"dtel":                {"gen", "sai"},
-	"sai":                 {"sai"},
-	"dataplane/wire":      {"dataplane/wire"},
-	"dataplane/report":    {"dataplane/wire"},
-	"dataplane/collector": {"dataplane/wire"},
-	// The collector's Prometheus exporter names drop reasons by sai's
+	"server/sonic":        {"gen", "server/sonic", "sai/spec"},
+	"dtel":                {"gen", "sai", "sai/spec"},
+	"sai":                 {"sai", "sai/spec"},
+	"dataplane/wire":      {"dataplane/wire", "sai/spec"},
+	"dataplane/report":    {"dataplane/wire", "sai/spec"},
+	"dataplane/collector": {"dataplane/wire", "sai/spec"},
+	// The collector's Prometheus exporter names drop reasons by the spec
 	// table; the collector itself stays free of sai and Prometheus.
-	"dataplane/collector/metrics": {"dataplane/collector", "dataplane/wire", "sai"},
+	"dataplane/collector/metrics": {"dataplane/collector", "dataplane/wire", "sai/spec"},
 	// Backends implement sai.Backend, so they see sai's types.
-	"dataplane/": {"sai", "dataplane/"},
+	"dataplane/": {"sai", "sai/spec", "dataplane/"},
 	// Build information and the /metrics server shared by the commands,
 	// and the build tools of deploy/, stand apart from the node.
 	"cmd/internal/": {"cmd/internal/"},

@@ -15,7 +15,7 @@ import (
 	"github.com/intd-project/intd/dataplane/lab"
 	"github.com/intd-project/intd/dataplane/soft"
 	"github.com/intd-project/intd/dataplane/wire"
-	"github.com/intd-project/intd/sai"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // TestLabEndToEnd runs the in-process lab (h1 - s1 - s2 - s3 - h2, with a
@@ -146,7 +146,7 @@ func TestLabEndToEnd(t *testing.T) {
 	if f.Congestion == 0 {
 		t.Errorf("no congestion reports for the udp flow")
 	}
-	if snap.Counters.Drops == 0 || snap.Counters.DropReasons[sai.DropRoutingMiss] == 0 {
+	if snap.Counters.Drops == 0 || snap.Counters.DropReasons[spec.DropRoutingMiss] == 0 {
 		t.Errorf("no routing-miss drop reports (drops %d)", snap.Counters.Drops)
 	}
 	if f.Drops == 0 {

@@ -20,13 +20,14 @@ import (
 
 	"github.com/intd-project/intd/dataplane/collector"
 	"github.com/intd-project/intd/dataplane/wire"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // sinkReport builds a v2.0 report from sink node 4 embedding a frame with
 // a 3-hop INT-MD stack (nodes 3, 2, 1 on top-of-stack order), plus a drop
 // report and a congestion report for the same flow.
 func sinkReport(t *testing.T, seq uint32) []byte {
-	inst := wire.InstNodeID | wire.InstL1Ports | wire.InstHopLatency | wire.InstQueue
+	inst := spec.InstNodeID | spec.InstL1Interfaces | spec.InstHopLatency | spec.InstQueue
 	hopLen := inst.Words() * 4
 	intLen := wire.MDHeaderLen + 3*hopLen
 	f := make([]byte, wire.EthernetLen+wire.IPv4MinLen+wire.UDPLen+wire.ShimLen+intLen)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/intd-project/intd/dataplane/collector"
 	"github.com/intd-project/intd/dataplane/wire"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // scrapeText GETs /metrics from the service as Prometheus would.
@@ -142,7 +143,7 @@ func waitPackets(t *testing.T, c *collector.Collector, n uint64) {
 // 10.1.a.b: its flow report with a 3-hop INT-MD stack, and with extra a
 // drop report (routing miss) and a congestion report (port 2, queue 1).
 func flowReport(t *testing.T, seq uint32, k wire.FlowKey, a, b byte, extra bool) []byte {
-	inst := wire.InstNodeID | wire.InstL1Ports | wire.InstHopLatency | wire.InstQueue
+	inst := spec.InstNodeID | spec.InstL1Interfaces | spec.InstHopLatency | spec.InstQueue
 	hopLen := inst.Words() * 4
 	intLen := wire.MDHeaderLen + 3*hopLen
 	f := make([]byte, wire.EthernetLen+wire.IPv4MinLen+wire.UDPLen+wire.ShimLen+intLen)

@@ -15,6 +15,7 @@ import (
 	"github.com/intd-project/intd/dataplane/wire"
 	"github.com/intd-project/intd/dataplane/wire/wiretest"
 	"github.com/intd-project/intd/sai"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // The markings of the generated captures; the dissector and
@@ -151,12 +152,12 @@ func newFabric(t *testing.T, sc scenario) *fabric {
 		rs.SrcIP = netip.AddrFrom4([4]byte{10, 255, 0, byte(i + 1)})
 		rs.Destinations = []sai.ReportDestination{{IP: netip.MustParseAddr("10.255.255.1"), UDPPort: collectorPort}}
 		rs.Format = sc.format
-		if sc.format == sai.ReportFormatV2 {
+		if sc.format == spec.ReportFormatV2 {
 			rs.Coalesce = sai.Coalescing{MaxReports: 4}
 		}
 		rso := f.create(sw, rs)
-		for _, et := range []sai.EventType{sai.EventFlowState, sai.EventDropReport,
-			sai.EventQueueReportThresholdBreach, sai.EventQueueReportTailDrop} {
+		for _, et := range []sai.EventType{spec.EventFlowState, spec.EventDropReport,
+			spec.EventQueueReportThresholdBreach, spec.EventQueueReportTailDrop} {
 			f.create(sw, sai.EventAttrs{Type: et, ReportSession: rso})
 		}
 		f.create(sw, sai.QueueReportAttrs{Port: "p2", LatencyThreshold: 50 * time.Microsecond,
@@ -166,7 +167,7 @@ func newFabric(t *testing.T, sc scenario) *fabric {
 		}
 		sa := sai.DefaultIntSessionAttrs()
 		sa.Mode = sc.mode
-		sa.Instructions |= sai.InstQueue | sai.InstEgressTimestamp
+		sa.Instructions |= spec.InstQueue | spec.InstEgressTimestamp
 		sess := f.create(sw, sa)
 		op := sc.op
 		if op == sai.FlowOpNop {
@@ -278,8 +279,8 @@ func writeCaptures(t *testing.T, dir string) []string {
 		{"postcards", scenario{dtel: dscp, op: sai.FlowOpPostcard}, [][]byte{tcp(1008), udp(1009)}},
 		// s2 has no route to h2: drop reports (routing miss) for INT packets.
 		{"tr2-drop", scenario{dtel: dscp, noRoutes: true}, [][]byte{tcp(1010), udp(1011)}},
-		{"tr05-drop", scenario{dtel: dscp, noRoutes: true, format: sai.ReportFormatV05}, [][]byte{tcp(1012)}},
-		{"tr05-flow", scenario{dtel: dscp, format: sai.ReportFormatV05}, [][]byte{tcp(1013), udp(1014)}},
+		{"tr05-drop", scenario{dtel: dscp, noRoutes: true, format: spec.ReportFormatV05}, [][]byte{tcp(1012)}},
+		{"tr05-flow", scenario{dtel: dscp, format: spec.ReportFormatV05}, [][]byte{tcp(1013), udp(1014)}},
 	}
 	// A burst into a 10 Mb/s link: queue-threshold and tail-drop reports.
 	var burst [][]byte
@@ -296,7 +297,7 @@ func writeCaptures(t *testing.T, dir string) []string {
 			name   string
 			sc     scenario
 			frames [][]byte
-		}{"tr05-queue", scenario{dtel: dscp, rate: 10e6, format: sai.ReportFormatV05}, burst[:40]})
+		}{"tr05-queue", scenario{dtel: dscp, rate: 10e6, format: spec.ReportFormatV05}, burst[:40]})
 
 	var paths []string
 	for _, c := range cases {

@@ -19,6 +19,7 @@ import (
 	"github.com/intd-project/intd/dataplane/report"
 	"github.com/intd-project/intd/dataplane/soft"
 	"github.com/intd-project/intd/sai"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // Config configures a Dataplane.
@@ -259,7 +260,7 @@ func (d *Dataplane) Stats(ctx context.Context) (sai.Stats, error) {
 		if n == 0 {
 			continue
 		}
-		st.Drops[sai.DropRoutingMiss] += n
+		st.Drops[spec.DropRoutingMiss] += n
 		st.Node.InPackets += n
 		st.Node.DroppedPackets += n
 		c := st.Interfaces[d.ports[i].Name]

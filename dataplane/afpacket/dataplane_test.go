@@ -26,7 +26,7 @@ import (
 	"github.com/intd-project/intd/dataplane/soft"
 	"github.com/intd-project/intd/dtel"
 	"github.com/intd-project/intd/gen"
-	"github.com/intd-project/intd/sai"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // syncBuf is a log destination tests read while the dataplane writes.
@@ -408,10 +408,10 @@ func TestUnresolvedNeighbour(t *testing.T) {
 		t.Fatal(err)
 	}
 	ns := d.Node().Stats()
-	if ns[0].HeldFrames != 2 || ns[0].HoldDrops != 1 || st.Drops[sai.DropRoutingMiss] != 1 ||
+	if ns[0].HeldFrames != 2 || ns[0].HoldDrops != 1 || st.Drops[spec.DropRoutingMiss] != 1 ||
 		st.Interfaces["s1"].DroppedPackets != 1 || st.Node.InPackets != 2 {
 		t.Errorf("held %d, dropped %d (want 2, 1); routing misses %d, s1 dropped %d, in %d (want 1, 1, 2)",
-			ns[0].HeldFrames, ns[0].HoldDrops, st.Drops[sai.DropRoutingMiss], st.Interfaces["s1"].DroppedPackets, st.Node.InPackets)
+			ns[0].HeldFrames, ns[0].HoldDrops, st.Drops[spec.DropRoutingMiss], st.Interfaces["s1"].DroppedPackets, st.Node.InPackets)
 	}
 	if n := sink.count("to a host not yet resolved"); n != 1 {
 		t.Errorf("delivered %d times", n)

@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/intd-project/intd/dataplane/wire"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // MaxPathHops is the longest path kept per flow.
@@ -341,7 +342,7 @@ func (f *FlowState) countDrop(reason uint8) {
 func (c *Collector) mdPath(f *FlowState, r *Report) {
 	hops := r.INT.Hops
 	n := len(hops)
-	sinkInStack := hops[0].Valid&wire.InstNodeID != 0 && hops[0].NodeID == r.NodeID
+	sinkInStack := hops[0].Valid&spec.InstNodeID != 0 && hops[0].NodeID == r.NodeID
 	total := n
 	if r.HasMD && !sinkInStack {
 		total++
@@ -473,7 +474,7 @@ func (c *Collector) partialPath(f *FlowState, r *Report, dropped bool) {
 	hops := r.INT.Hops
 	n := len(hops)
 	pos := n // the reporting node's position
-	if hops[0].Valid&wire.InstNodeID != 0 && hops[0].NodeID == r.NodeID {
+	if hops[0].Valid&spec.InstNodeID != 0 && hops[0].NodeID == r.NodeID {
 		pos = n - 1
 	}
 	if !f.PathComplete {
@@ -486,7 +487,7 @@ func (c *Collector) partialPath(f *FlowState, r *Report, dropped bool) {
 			// A different upstream node: the provisional path is replaced
 			// from here on.
 			*h = HopState{NodeID: m.NodeID, byStack: true, LastSeen: c.now}
-			if m.Valid&wire.InstL1Ports != 0 {
+			if m.Valid&spec.InstL1Interfaces != 0 {
 				h.IngressPort, h.EgressPort = m.IngressPort, m.EgressPort
 			}
 			f.NHops = i + 1
@@ -521,7 +522,7 @@ func (c *Collector) nodeHop(f *FlowState, r *Report, dropped bool) {
 			return
 		}
 		h := HopState{NodeID: r.NodeID, ttl: r.TTL, first: uint64(c.now)}
-		if r.MD.Valid&wire.InstIngressTimestamp != 0 {
+		if r.MD.Valid&spec.InstIngressTimestamp != 0 {
 			h.first = r.MD.IngressTimestamp
 		}
 		for i = f.NHops; i > 0; i-- {
@@ -535,7 +536,7 @@ func (c *Collector) nodeHop(f *FlowState, r *Report, dropped bool) {
 		f.NHops++
 	}
 	c.nodeEvent(f, i, r, dropped)
-	if !f.PathComplete && !r.INT.Present && r.MD.Valid&(wire.InstHopLatency|wire.InstEgressTimestamp) != 0 {
+	if !f.PathComplete && !r.INT.Present && r.MD.Valid&(spec.InstHopLatency|spec.InstEgressTimestamp) != 0 {
 		c.pathLatency(f, f.lastHopsLatency())
 	}
 }
@@ -569,10 +570,10 @@ func (f *FlowState) find(node uint32) int {
 // hopLatency is the hop latency field, or the egress minus the ingress
 // timestamp when only those are present.
 func hopLatency(m *wire.HopMetadata) uint64 {
-	if m.Valid&wire.InstHopLatency != 0 {
+	if m.Valid&spec.InstHopLatency != 0 {
 		return uint64(m.HopLatency)
 	}
-	if m.Valid&(wire.InstIngressTimestamp|wire.InstEgressTimestamp) == wire.InstIngressTimestamp|wire.InstEgressTimestamp &&
+	if m.Valid&(spec.InstIngressTimestamp|spec.InstEgressTimestamp) == spec.InstIngressTimestamp|spec.InstEgressTimestamp &&
 		m.EgressTimestamp >= m.IngressTimestamp {
 		return m.EgressTimestamp - m.IngressTimestamp
 	}
@@ -583,13 +584,13 @@ func hopLatency(m *wire.HopMetadata) uint64 {
 // (hopLatency(m)) known.
 func (c *Collector) updateLat(h *HopState, m *wire.HopMetadata, lat uint64) {
 	v := m.Valid
-	if v&wire.InstL1Ports != 0 {
+	if v&spec.InstL1Interfaces != 0 {
 		h.IngressPort, h.EgressPort = m.IngressPort, m.EgressPort
 	}
-	if v&(wire.InstHopLatency|wire.InstIngressTimestamp|wire.InstEgressTimestamp) != 0 {
+	if v&(spec.InstHopLatency|spec.InstIngressTimestamp|spec.InstEgressTimestamp) != 0 {
 		c.hopLatency(h, lat)
 	}
-	if v&wire.InstQueue != 0 {
+	if v&spec.InstQueue != 0 {
 		h.QueueID = m.QueueID
 		h.Queue.add(uint64(m.QueueOccupancy))
 	}

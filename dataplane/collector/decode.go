@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 
 	"github.com/intd-project/intd/dataplane/wire"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // MaxHops is the largest number of hops decoded from one INT stack; deeper
@@ -214,7 +215,7 @@ func (d *Decoder) decodeV2(payload []byte, h Handler) (int, error) {
 				w := binary.BigEndian.Uint32(md[off:])
 				r.HasDrop, r.DropQueueID, r.DropReason = true, uint8(w>>24), uint8(w>>16)
 			}
-			r.MD.Valid &^= wire.InstNodeID // reserved: the node is in the group header
+			r.MD.Valid &^= spec.InstNodeID // reserved: the node is in the group header
 			r.DS = md[wire.RepMdWords(repMdBits)*4:]
 		}
 		r.Inner = body
@@ -255,12 +256,12 @@ func (d *Decoder) decodeTR05(payload []byte, h Handler) (int, error) {
 		r.RepType, r.InType, r.NodeID, r.HasMD = wire.RepINT, wire.InEthernet, s.SwitchID, true
 		r.MD = wire.HopMetadata{IngressPort: s.IngressPort, EgressPort: s.EgressPort,
 			QueueID: s.QueueID, IngressTimestamp: ts,
-			Valid: wire.InstL1Ports | wire.InstIngressTimestamp}
+			Valid: spec.InstL1Interfaces | spec.InstIngressTimestamp}
 		if t.Header.NextProto == wire.TR05Local {
 			r.MD.QueueOccupancy = s.QueueOccupancy
 			r.MD.EgressTimestamp = uint64(s.EgressTimestamp)
 			r.MD.HopLatency = s.EgressTimestamp - t.Header.IngressTimestamp
-			r.MD.Valid |= wire.InstQueue | wire.InstEgressTimestamp | wire.InstHopLatency
+			r.MD.Valid |= spec.InstQueue | spec.InstEgressTimestamp | spec.InstHopLatency
 		} else {
 			r.HasDrop, r.DropQueueID, r.DropReason = true, s.QueueID, s.DropReason
 		}
@@ -268,7 +269,7 @@ func (d *Decoder) decodeTR05(payload []byte, h Handler) (int, error) {
 		r.InType = wire.InIPv4
 		r.NodeID = t.ReporterID
 		r.HasMD = true
-		r.MD = wire.HopMetadata{IngressTimestamp: ts, Valid: wire.InstIngressTimestamp}
+		r.MD = wire.HopMetadata{IngressTimestamp: ts, Valid: spec.InstIngressTimestamp}
 	case wire.TR05HostDrop:
 		r.InType = wire.InNone
 	}
@@ -537,7 +538,7 @@ func int05Hop(m *wire.INT05HopMetadata, inst wire.Instructions) wire.HopMetadata
 		TxUtilization: m.TxUtilization,
 	}
 	// Bit 6 is queue congestion in INT 0.5, not L2 ports: not carried over.
-	h.Valid = inst & (wire.InstNodeID | wire.InstL1Ports | wire.InstHopLatency | wire.InstQueue |
-		wire.InstIngressTimestamp | wire.InstEgressTimestamp | wire.InstTxUtilization)
+	h.Valid = inst & (spec.InstNodeID | spec.InstL1Interfaces | spec.InstHopLatency | spec.InstQueue |
+		spec.InstIngressTimestamp | spec.InstEgressTimestamp | spec.InstEgressTxUtil)
 	return h
 }

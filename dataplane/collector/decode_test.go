@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/intd-project/intd/dataplane/wire"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -53,7 +54,7 @@ func must(t testing.TB, err error) {
 	}
 }
 
-var testInst = wire.InstNodeID | wire.InstL1Ports | wire.InstHopLatency | wire.InstQueue | wire.InstEgressTimestamp
+var testInst = spec.InstNodeID | spec.InstL1Interfaces | spec.InstHopLatency | spec.InstQueue | spec.InstEgressTimestamp
 
 func testHops() []wire.HopMetadata {
 	v := testInst

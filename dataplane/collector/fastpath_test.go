@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/intd-project/intd/dataplane/wire"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // fuzzCorpus returns the FuzzDecode seed corpus in testdata.
@@ -44,13 +45,13 @@ func fastPathInputs(t *testing.T) [][]byte {
 	in = append(in, testPayload(t, 1), benchPayload(t, 8, 0), benchPayload(t, 8, 1))
 	insts := []wire.Instructions{
 		testInst,
-		wire.InstNodeID,
-		wire.InstNodeID | wire.InstHopLatency,
-		wire.InstNodeID | wire.InstIngressTimestamp | wire.InstEgressTimestamp,
-		wire.InstNodeID | wire.InstIngressTimestamp,
-		wire.InstNodeID | wire.InstL1Ports | wire.InstQueue | wire.InstL2Ports | wire.InstTxUtilization | wire.InstBuffer | wire.InstChecksumComplement,
+		spec.InstNodeID,
+		spec.InstNodeID | spec.InstHopLatency,
+		spec.InstNodeID | spec.InstIngressTimestamp | spec.InstEgressTimestamp,
+		spec.InstNodeID | spec.InstIngressTimestamp,
+		spec.InstNodeID | spec.InstL1Interfaces | spec.InstQueue | spec.InstL2Interfaces | spec.InstEgressTxUtil | spec.InstBuffer | spec.InstChecksumComplement,
 		0xffff,
-		wire.InstL1Ports | wire.InstHopLatency, // no node ID: not the fused path
+		spec.InstL1Interfaces | spec.InstHopLatency, // no node ID: not the fused path
 	}
 	const un32, un64 = wire.Unavailable32, wire.Unavailable64
 	for k, inst := range insts {

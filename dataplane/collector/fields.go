@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/intd-project/intd/dataplane/wire"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // hopLayout is where each metadata field of one instruction bitmap lies in
@@ -29,23 +30,23 @@ func (l *hopLayout) set(inst wire.Instructions) {
 		off += n
 		return o
 	}
-	l.node = at(wire.InstNodeID, 4)
-	l.l1 = at(wire.InstL1Ports, 4)
-	l.lat = at(wire.InstHopLatency, 4)
-	l.q = at(wire.InstQueue, 4)
-	l.its = at(wire.InstIngressTimestamp, 8)
-	l.ets = at(wire.InstEgressTimestamp, 8)
-	l.l2 = at(wire.InstL2Ports, 8)
-	l.tx = at(wire.InstTxUtilization, 4)
-	l.b = at(wire.InstBuffer, 4)
-	l.fixed = off + 4*bits.OnesCount16(uint16(inst)&0x7e)
+	l.node = at(spec.InstNodeID, 4)
+	l.l1 = at(spec.InstL1Interfaces, 4)
+	l.lat = at(spec.InstHopLatency, 4)
+	l.q = at(spec.InstQueue, 4)
+	l.its = at(spec.InstIngressTimestamp, 8)
+	l.ets = at(spec.InstEgressTimestamp, 8)
+	l.l2 = at(spec.InstL2Interfaces, 8)
+	l.tx = at(spec.InstEgressTxUtil, 4)
+	l.b = at(spec.InstBuffer, 4)
+	l.fixed = off + 4*bits.OnesCount16(uint16(inst&spec.InstReserved))
 }
 
 // decode is wire.DecodeHop with the layout of its bitmap: b is one hop of at
 // least l.fixed bytes (plus the checksum complement word if selected).
 func (l *hopLayout) decode(b []byte, m *wire.HopMetadata) {
 	end := len(b)
-	if l.inst&wire.InstChecksumComplement != 0 {
+	if l.inst&spec.InstChecksumComplement != 0 {
 		end -= 4
 	}
 	if l.fixed > end {
@@ -60,70 +61,70 @@ func (l *hopLayout) decode(b []byte, m *wire.HopMetadata) {
 		x := be32(p, o)
 		m.NodeID = x
 		if x != wire.Unavailable32 {
-			valid |= wire.InstNodeID
+			valid |= spec.InstNodeID
 		}
 	}
 	if o := l.l1; o >= 0 {
 		x := be32(p, o)
 		m.IngressPort, m.EgressPort = uint16(x>>16), uint16(x)
 		if x != wire.Unavailable32 {
-			valid |= wire.InstL1Ports
+			valid |= spec.InstL1Interfaces
 		}
 	}
 	if o := l.lat; o >= 0 {
 		x := be32(p, o)
 		m.HopLatency = x
 		if x != wire.Unavailable32 {
-			valid |= wire.InstHopLatency
+			valid |= spec.InstHopLatency
 		}
 	}
 	if o := l.q; o >= 0 {
 		x := be32(p, o)
 		m.QueueID, m.QueueOccupancy = uint8(x>>24), x&0xffffff
 		if x != wire.Unavailable32 {
-			valid |= wire.InstQueue
+			valid |= spec.InstQueue
 		}
 	}
 	if o := l.its; o >= 0 {
 		x := be64(p, o)
 		m.IngressTimestamp = x
 		if x != wire.Unavailable64 {
-			valid |= wire.InstIngressTimestamp
+			valid |= spec.InstIngressTimestamp
 		}
 	}
 	if o := l.ets; o >= 0 {
 		x := be64(p, o)
 		m.EgressTimestamp = x
 		if x != wire.Unavailable64 {
-			valid |= wire.InstEgressTimestamp
+			valid |= spec.InstEgressTimestamp
 		}
 	}
 	if o := l.l2; o >= 0 {
 		x := be64(p, o)
 		m.L2IngressPort, m.L2EgressPort = uint32(x>>32), uint32(x)
 		if x != wire.Unavailable64 {
-			valid |= wire.InstL2Ports
+			valid |= spec.InstL2Interfaces
 		}
 	}
 	if o := l.tx; o >= 0 {
 		x := be32(p, o)
 		m.TxUtilization = x
 		if x != wire.Unavailable32 {
-			valid |= wire.InstTxUtilization
+			valid |= spec.InstEgressTxUtil
 		}
 	}
 	if o := l.b; o >= 0 {
 		x := be32(p, o)
 		m.BufferID, m.BufferOccupancy = uint8(x>>24), x&0xffffff
 		if x != wire.Unavailable32 {
-			valid |= wire.InstBuffer
+			valid |= spec.InstBuffer
 		}
 	}
 	m.ChecksumComplement = 0
-	if l.inst&wire.InstChecksumComplement != 0 {
+	if l.inst&spec.InstChecksumComplement != 0 {
 		m.ChecksumComplement = binary.BigEndian.Uint32(b[end:])
 		if m.ChecksumComplement != wire.Unavailable32 {
-			valid |= wire.InstChecksumComplement
+			valid |= spec.InstChecksumComplement
 		}
 	}
 	m.Valid = valid

@@ -7,6 +7,7 @@ import (
 
 	"github.com/intd-project/intd/dataplane/wire"
 	"github.com/intd-project/intd/dataplane/wire/pcap"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // The JSON form of decoded packets, used by `intcollector decode` and by
@@ -100,34 +101,34 @@ func p[T any](v T) *T { return &v }
 func HopToJSON(m *wire.HopMetadata, node bool) HopJSON {
 	var h HopJSON
 	v := m.Valid
-	if node && v&wire.InstNodeID != 0 {
+	if node && v&spec.InstNodeID != 0 {
 		h.NodeID = p(m.NodeID)
 	}
-	if v&wire.InstL1Ports != 0 {
+	if v&spec.InstL1Interfaces != 0 {
 		h.IngressIf, h.EgressIf = p(m.IngressPort), p(m.EgressPort)
 	}
-	if v&wire.InstHopLatency != 0 {
+	if v&spec.InstHopLatency != 0 {
 		h.HopLatency = p(m.HopLatency)
 	}
-	if v&wire.InstQueue != 0 {
+	if v&spec.InstQueue != 0 {
 		h.QueueID, h.QueueOccupancy = p(m.QueueID), p(m.QueueOccupancy)
 	}
-	if v&wire.InstIngressTimestamp != 0 {
+	if v&spec.InstIngressTimestamp != 0 {
 		h.IngressTimestamp = p(m.IngressTimestamp)
 	}
-	if v&wire.InstEgressTimestamp != 0 {
+	if v&spec.InstEgressTimestamp != 0 {
 		h.EgressTimestamp = p(m.EgressTimestamp)
 	}
-	if v&wire.InstL2Ports != 0 {
+	if v&spec.InstL2Interfaces != 0 {
 		h.IngressIfL2, h.EgressIfL2 = p(m.L2IngressPort), p(m.L2EgressPort)
 	}
-	if v&wire.InstTxUtilization != 0 {
+	if v&spec.InstEgressTxUtil != 0 {
 		h.TxUtilization = p(m.TxUtilization)
 	}
-	if v&wire.InstBuffer != 0 {
+	if v&spec.InstBuffer != 0 {
 		h.BufferID, h.BufferOccupancy = p(m.BufferID), p(m.BufferOccupancy)
 	}
-	if v&wire.InstChecksumComplement != 0 {
+	if v&spec.InstChecksumComplement != 0 {
 		h.ChecksumComplement = p(m.ChecksumComplement)
 	}
 	return h

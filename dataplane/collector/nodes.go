@@ -6,7 +6,7 @@ import (
 	"math/bits"
 	"slices"
 
-	"github.com/intd-project/intd/dataplane/wire"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // LatencyBuckets are the upper bounds, in nanoseconds, of the latency
@@ -151,10 +151,10 @@ func (c *Collector) nodeDrop(id uint32, reason uint8) {
 // queueCongestion counts a Q report against the queue it names.
 func (c *Collector) queueCongestion(r *Report) {
 	k := QueueKey{NodeID: r.NodeID, Port: -1, Queue: -1}
-	if r.HasMD && r.MD.Valid&wire.InstL1Ports != 0 {
+	if r.HasMD && r.MD.Valid&spec.InstL1Interfaces != 0 {
 		k.Port = int32(r.MD.EgressPort)
 	}
-	hasQ := r.HasMD && r.MD.Valid&wire.InstQueue != 0
+	hasQ := r.HasMD && r.MD.Valid&spec.InstQueue != 0
 	if hasQ {
 		k.Queue = int16(r.MD.QueueID)
 	}

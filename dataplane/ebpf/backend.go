@@ -17,6 +17,7 @@ import (
 	"github.com/intd-project/intd/dataplane/saireport"
 	"github.com/intd-project/intd/dataplane/wire"
 	"github.com/intd-project/intd/sai"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 type object struct {
@@ -56,12 +57,12 @@ func (d *Dataplane) Capabilities() sai.Capabilities {
 		Modes: []sai.IntMode{sai.IntModeMD, sai.IntModeMX},
 		// Bits 7 (tx utilisation) and 8 (buffer) are accepted and
 		// written as all ones: Linux has no per-packet value for them.
-		Instructions:        sai.InstAll,
-		ReportMetadata:      sai.InstAll &^ sai.InstChecksumComplement,
+		Instructions:        spec.InstAll,
+		ReportMetadata:      spec.InstReportable,
 		Encaps:              []sai.Encap{sai.EncapDSCP, sai.EncapUDPPort, sai.EncapProbeMarker, sai.EncapVXLANGPE, sai.EncapGeneve, sai.EncapGRE},
-		ReportFormats:       []sai.ReportFormat{sai.ReportFormatV2, sai.ReportFormatV05},
+		ReportFormats:       []sai.ReportFormat{spec.ReportFormatV2, spec.ReportFormatV05},
 		Coalescing:          true,
-		EventTypes:          sai.EventTypes(),
+		EventTypes:          spec.EventTypes(),
 		HopLatency:          sai.TimeNanoseconds,
 		IngressTimestamp:    sai.TimestampPOSIXNanoseconds,
 		EgressTimestamp:     sai.TimestampPOSIXNanoseconds,
@@ -110,7 +111,7 @@ func (d *Dataplane) checkAttrs(self sai.OID, a sai.Attrs) error {
 		if self.IsNull() && count(sai.ObjectTypeIntSession) >= maxSessions {
 			return errf(sai.ErrUnsupported, "more than %d INT sessions", maxSessions)
 		}
-		if w := sai.Instruction(a.Instructions).HopMLWords() + bits.OnesCount16(a.DSInstruction); w > 31 {
+		if w := sai.Instruction(a.Instructions).Words() + bits.OnesCount16(a.DSInstruction); w > 31 {
 			return errf(sai.ErrUnsupported, "hop metadata of %d words", w)
 		}
 	case sai.QueueReportAttrs:
@@ -693,7 +694,7 @@ func (d *Dataplane) Stats(ctx context.Context) (sai.Stats, error) {
 		}
 	}
 	st.Node = toCounters(&node)
-	for _, r := range sai.DropReasons() {
+	for _, r := range spec.DropReasons() {
 		var per []uint64
 		var n uint64
 		if err := d.objs.Drops.Lookup(uint32(r), &per); err == nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/intd-project/intd/dtel"
 	"github.com/intd-project/intd/gen"
 	"github.com/intd-project/intd/sai"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // benchProg measures one program on fresh copies of frame with
@@ -75,7 +76,7 @@ func timedRun(p *ebpf.Program, frame []byte, in uint32) (time.Duration, error) {
 //	sudo go test ./dataplane/ebpf -run '^$' -bench Program -benchtime 20000x
 func BenchmarkProgram(b *testing.B) {
 	tcp80 := tcpFrame("10.0.1.1", "10.0.2.1", 1234, 80, 0, make([]byte, 64))
-	sess := sai.IntSessionAttrs{Mode: sai.IntModeMD, MaxHopCount: 8, Instructions: sai.InstNodeID | sai.InstQueue}
+	sess := sai.IntSessionAttrs{Mode: sai.IntModeMD, MaxHopCount: 8, Instructions: spec.InstNodeID | spec.InstQueue}
 	mk := func(b *testing.B, s setup) *bpfNode {
 		n := newBPFNode(b)
 		n.setMTU(1500)

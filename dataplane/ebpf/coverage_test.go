@@ -14,6 +14,7 @@ import (
 	"github.com/intd-project/intd/dataplane/report"
 	"github.com/intd-project/intd/dataplane/wire"
 	"github.com/intd-project/intd/sai"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // TestBehaviourMore: NPT 2 source and sink, INT-MX transit and postcards,
@@ -156,7 +157,7 @@ func TestQueueReportQuota(t *testing.T) {
 		t.Fatalf("%d events, want 3 + breach end + 1", len(evs))
 	}
 	for i, ev := range evs {
-		if ev.Kind != report.KindQueue || !ev.Unwatched || ev.Hop.Valid&wire.InstHopLatency == 0 && i != 3 {
+		if ev.Kind != report.KindQueue || !ev.Unwatched || ev.Hop.Valid&spec.InstHopLatency == 0 && i != 3 {
 			t.Errorf("event %d: kind %v unwatched %v valid %v", i, ev.Kind, ev.Unwatched, ev.Hop.Valid)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/intd-project/intd/dataplane/report"
 	"github.com/intd-project/intd/dataplane/wire"
 	"github.com/intd-project/intd/sai"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // edgeConfig is a router of a deployed domain: DSCP marking 23/63 with
@@ -291,7 +292,7 @@ func TestEdgeEndToEnd(t *testing.T) {
 	if st2.Node.IntMalformedDrop != 1 || st2.Interfaces["r2-r3"].IntMalformedDrop != 1 {
 		t.Errorf("r2: %d malformed drops (r2-r3 %d), want 1", st2.Node.IntMalformedDrop, st2.Interfaces["r2-r3"].IntMalformedDrop)
 	}
-	if st2.Drops[sai.DropUnknown] != 1 || st2.Drops[sai.DropACLDeny] != 0 {
+	if st2.Drops[spec.DropUnknown] != 1 || st2.Drops[spec.DropACLDeny] != 0 {
 		t.Errorf("r2: drops %v: the malformed drop counts once, as reason 0", st2.Drops)
 	}
 	var drops []report.Event

@@ -10,6 +10,7 @@ import (
 	"github.com/intd-project/intd/dataplane/wire"
 	"github.com/intd-project/intd/dataplane/wire/wiretest"
 	"github.com/intd-project/intd/sai"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // origin is where a frame of an edge case comes from.
@@ -242,7 +243,7 @@ func runEdge(t *testing.T, cases []edgeCase) {
 						t.Errorf("%s: %s %d on the node, %d on in; want %d", n.name(), x.name, x.node, x.in, one(x.want))
 					}
 				}
-				if c.malfDrop && (st.Drops[sai.DropUnknown] != 1 || st.Interfaces["in"].DroppedPackets != 1) {
+				if c.malfDrop && (st.Drops[spec.DropUnknown] != 1 || st.Interfaces["in"].DroppedPackets != 1) {
 					t.Errorf("%s: drops %v, %d on in", n.name(), st.Drops, st.Interfaces["in"].DroppedPackets)
 				}
 				nc := st.Node

@@ -15,6 +15,7 @@ import (
 	"github.com/intd-project/intd/dataplane/report"
 	"github.com/intd-project/intd/dataplane/wire"
 	"github.com/intd-project/intd/sai"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // event kinds and flags, as in bpf/intd.c
@@ -158,37 +159,37 @@ func (e *evState) convert(raw *intdEvent) *report.Event {
 // dropReasonMap maps kernel skb_drop_reason names (without the
 // SKB_DROP_REASON_ prefix) to sai drop reasons.
 var dropReasonMap = map[string]sai.DropReason{
-	"IP_INNOROUTES":      sai.DropRoutingMiss,
-	"IP_OUTNOROUTES":     sai.DropRoutingMiss,
-	"IP_INADDRERRORS":    sai.DropRoutingMiss,
-	"NETFILTER_DROP":     sai.DropACLDeny,
-	"TC_INGRESS":         sai.DropACLDeny,
-	"TC_EGRESS":          sai.DropACLDeny,
-	"TC_DROP":            sai.DropACLDeny,
-	"XDP":                sai.DropACLDeny,
-	"QDISC_DROP":         sai.DropTrafficManager,
-	"QDISC_OVERLIMIT":    sai.DropTrafficManager,
-	"QDISC_CONGESTED":    sai.DropTrafficManager,
-	"QDISC_MAXFLOWS":     sai.DropTrafficManager,
-	"FQ_BAND_LIMIT":      sai.DropTrafficManager,
-	"FQ_HORIZON_LIMIT":   sai.DropTrafficManager,
-	"FQ_FLOW_LIMIT":      sai.DropTrafficManager,
-	"FQ_CODEL_OVERLIMIT": sai.DropTrafficManager,
-	"CAKE_FLOOD":         sai.DropTrafficManager,
-	"SFB_DROP":           sai.DropTrafficManager,
-	"TXQUEUE_FULL":       sai.DropTrafficManager,
-	"DEV_READY":          sai.DropTrafficManager,
-	"FULL_RING":          sai.DropTrafficManager,
-	"NEIGH_FAILED":       sai.DropNextIDMiss,
-	"NEIGH_QUEUEFULL":    sai.DropNextIDMiss,
-	"VLAN_FILTER":        sai.DropPortVLANMappingMiss,
-	"UNHANDLED_PROTO":    sai.DropBridgingMiss,
+	"IP_INNOROUTES":      spec.DropRoutingMiss,
+	"IP_OUTNOROUTES":     spec.DropRoutingMiss,
+	"IP_INADDRERRORS":    spec.DropRoutingMiss,
+	"NETFILTER_DROP":     spec.DropACLDeny,
+	"TC_INGRESS":         spec.DropACLDeny,
+	"TC_EGRESS":          spec.DropACLDeny,
+	"TC_DROP":            spec.DropACLDeny,
+	"XDP":                spec.DropACLDeny,
+	"QDISC_DROP":         spec.DropTrafficManager,
+	"QDISC_OVERLIMIT":    spec.DropTrafficManager,
+	"QDISC_CONGESTED":    spec.DropTrafficManager,
+	"QDISC_MAXFLOWS":     spec.DropTrafficManager,
+	"FQ_BAND_LIMIT":      spec.DropTrafficManager,
+	"FQ_HORIZON_LIMIT":   spec.DropTrafficManager,
+	"FQ_FLOW_LIMIT":      spec.DropTrafficManager,
+	"FQ_CODEL_OVERLIMIT": spec.DropTrafficManager,
+	"CAKE_FLOOD":         spec.DropTrafficManager,
+	"SFB_DROP":           spec.DropTrafficManager,
+	"TXQUEUE_FULL":       spec.DropTrafficManager,
+	"DEV_READY":          spec.DropTrafficManager,
+	"FULL_RING":          spec.DropTrafficManager,
+	"NEIGH_FAILED":       spec.DropNextIDMiss,
+	"NEIGH_QUEUEFULL":    spec.DropNextIDMiss,
+	"VLAN_FILTER":        spec.DropPortVLANMappingMiss,
+	"UNHANDLED_PROTO":    spec.DropBridgingMiss,
 }
 
 // drIPHdr is the drop_reasons value for the kernel's IP_INHDR (header
 // error), as in bpf/intd.c: ip_forward drops an expired TTL with it, so the
-// tracepoint reports sai.DropIPTTLZero when the TTL is 0 or 1 and
-// sai.DropUnknown otherwise.
+// tracepoint reports spec.DropIPTTLZero when the TTL is 0 or 1 and
+// spec.DropUnknown otherwise.
 const drIPHdr = 256
 
 // loadDropReasons reads the kernel's enum skb_drop_reason from BTF and fills

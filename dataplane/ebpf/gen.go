@@ -3,6 +3,10 @@ package ebpf
 // The BPF objects are generated and committed, so building needs no clang.
 // Regenerate with `make generate` (or go generate ./dataplane/ebpf); the
 // output is reproducible byte for byte with the same clang and llvm-strip.
+//
+// bpf/include/intd_spec.h holds the constants C shares with Go (sai/spec's
+// tables, report.Kind).
+//go:generate go run ./internal/spech bpf/include/intd_spec.h
 //go:generate go tool bpf2go -cc clang -cflags "-O2 -mcpu=v3 -g -Wall -Werror -Ibpf/include" -target bpfel -type cfg -type iface -type session -type wl_entry -type flow_key -type wl_cache -type wl_lpm_key -type counters -type sess_stats -type tel_key -type wl_stats -type qr_cfg -type qr_state -type event intd bpf/intd.c
 //
 // The floor programs of BenchmarkFloor (test only).

@@ -16,6 +16,7 @@ import (
 	"github.com/intd-project/intd/dataplane/wire"
 	"github.com/intd-project/intd/dataplane/wire/wiretest"
 	"github.com/intd-project/intd/sai"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 func needRoot(t testing.TB) {
@@ -231,12 +232,12 @@ func (n *softNode) process(t testing.TB, frame []byte) []byte {
 
 // detInst is the instruction set whose values are the same on both
 // backends (no timestamps or latency).
-const detInst = sai.InstNodeID | sai.InstL1Interfaces | sai.InstQueue | sai.InstL2Interfaces
+const detInst = spec.InstNodeID | spec.InstL1Interfaces | spec.InstQueue | spec.InstL2Interfaces
 
 // hopOf returns the metadata a node under test writes, for detInst.
 func testHop(node uint32) wire.HopMetadata {
 	return wire.HopMetadata{NodeID: node, IngressPort: portID, EgressPort: portID, L2IngressPort: l2ID, L2EgressPort: l2ID,
-		Valid: wire.InstNodeID | wire.InstL1Ports | wire.InstQueue | wire.InstL2Ports}
+		Valid: spec.InstNodeID | spec.InstL1Interfaces | spec.InstQueue | spec.InstL2Interfaces}
 }
 
 // intFrame returns orig with INT inserted by node "prev" as a source would

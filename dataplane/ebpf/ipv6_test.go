@@ -14,6 +14,7 @@ import (
 
 	"github.com/intd-project/intd/dataplane/report"
 	"github.com/intd-project/intd/dataplane/wire"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // addIPv6 gives the lab's links IPv6 addresses and routes alongside the
@@ -120,7 +121,7 @@ func TestEndToEndIPv6(t *testing.T) {
 		if err != nil {
 			continue
 		}
-		if len(path) == 3 && path[0] == 3 && path[1] == 2 && path[2] == 1 && ev.Hop.Valid&wire.InstHopLatency != 0 {
+		if len(path) == 3 && path[0] == 3 && path[1] == 2 && path[2] == 1 && ev.Hop.Valid&spec.InstHopLatency != 0 {
 			found = true
 			break
 		}

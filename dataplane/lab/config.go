@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/intd-project/intd/sai"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // The DSCP marking of INT packets in the lab (INT over TCP/UDP, INT v2.1
@@ -36,7 +37,7 @@ const HopLatencyChange = 100 * time.Microsecond
 // metadata.
 func DefaultSession() sai.IntSessionAttrs {
 	return sai.IntSessionAttrs{Mode: sai.IntModeMD, MaxHopCount: 8,
-		Instructions: sai.InstNodeID | sai.InstL1Interfaces | sai.InstHopLatency | sai.InstQueue,
+		Instructions: spec.InstNodeID | spec.InstL1Interfaces | spec.InstHopLatency | spec.InstQueue,
 		ClampTCPMSS:  true}
 }
 
@@ -91,8 +92,8 @@ func (l *Lab) ConfigureSwitch(b sai.Backend, i int, dst netip.AddrPort, hopLaten
 		if err != nil {
 			return fmt.Errorf("lab: %s: %w", name, err)
 		}
-		for _, et := range []sai.EventType{sai.EventFlowState, sai.EventDropReport,
-			sai.EventQueueReportThresholdBreach, sai.EventQueueReportTailDrop} {
+		for _, et := range []sai.EventType{spec.EventFlowState, spec.EventDropReport,
+			spec.EventQueueReportThresholdBreach, spec.EventQueueReportTailDrop} {
 			if _, err := b.Create(sai.EventAttrs{Type: et, ReportSession: rso}); err != nil {
 				return fmt.Errorf("lab: %s: %w", name, err)
 			}

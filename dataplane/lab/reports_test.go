@@ -21,6 +21,7 @@ import (
 	"github.com/intd-project/intd/dataplane/soft"
 	"github.com/intd-project/intd/dataplane/wire"
 	"github.com/intd-project/intd/sai"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 const (
@@ -62,7 +63,7 @@ func (r *rlab) stats(sw string) report.Stats { return r.pipes[sw].Stats() }
 
 // flowStats returns sw's FLOW_STATE counters.
 func (r *rlab) flowStats(sw string) report.Counters {
-	return r.stats(sw).ByType[report.EventFlowState]
+	return r.stats(sw).ByType[spec.EventFlowState]
 }
 
 func (r *rlab) addFlow(f Flow) {
@@ -251,7 +252,7 @@ func TestReportsSteadyFlow(t *testing.T) {
 	k := r.key("steady")
 
 	st := r.stats("s3")
-	if c := st.ByType[report.EventFlowState]; c.Generated != 10 || c.Suppressed != 9990 {
+	if c := st.ByType[spec.EventFlowState]; c.Generated != 10 || c.Suppressed != 9990 {
 		t.Errorf("s3 flow reports %+v, want 10 generated and 9990 suppressed", c)
 	}
 	if fs := st.Filter; fs != (report.FilterStats{New: 1, Interval: 9}) {
@@ -283,7 +284,7 @@ func TestReportsSteadyFlow(t *testing.T) {
 			t.Errorf("report %d at %v, previous at %v", i, x.at(), rs[i-1].at())
 		}
 	}
-	if s := r.stats("s3").ByType[report.EventFlowState]; s.Sent != 10 || s.Dropped != 0 {
+	if s := r.stats("s3").ByType[spec.EventFlowState]; s.Sent != 10 || s.Dropped != 0 {
 		t.Errorf("s3 sent %+v", s)
 	}
 }
@@ -319,7 +320,7 @@ func TestReportsPathChange(t *testing.T) {
 	// microseconds: it alone is reported.
 	r.until(2501*ms + 100*us)
 	st := r.stats("s4")
-	if c := st.ByType[report.EventFlowState]; c.Generated != 4 || c.Suppressed != 2498 {
+	if c := st.ByType[spec.EventFlowState]; c.Generated != 4 || c.Suppressed != 2498 {
 		t.Errorf("s4 flow reports after the first packet on the new path %+v, want 4 generated, 2498 suppressed", c)
 	}
 	if fs := st.Filter; fs != (report.FilterStats{New: 1, Interval: 2, Path: 1, Port: 1}) {
@@ -420,13 +421,13 @@ func TestReportsRouteRemoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	const drops = 3 * 2900 // packets sent at 501..3400 ms
-	if ss.Drops[sai.DropRoutingMiss] != drops || ss.Node.DroppedPackets != drops {
+	if ss.Drops[spec.DropRoutingMiss] != drops || ss.Node.DroppedPackets != drops {
 		t.Errorf("s2 drops %v (node %d), want %d routing misses", ss.Drops, ss.Node.DroppedPackets, drops)
 	}
 	if c := ss.Reports[sai.ReportDrop]; c.Generated != 9 || c.Suppressed != drops-9 {
 		t.Errorf("s2 drop reports %+v, want 9 generated, %d suppressed", c, drops-9)
 	}
-	if c := r.stats("s2").ByType[report.EventDropReport]; c.Generated != 9 || c.Suppressed != drops-9 {
+	if c := r.stats("s2").ByType[spec.EventDropReport]; c.Generated != 9 || c.Suppressed != drops-9 {
 		t.Errorf("s2 pipeline DROP_REPORT %+v", c)
 	}
 	if err := r.Reroute(); err != nil {
@@ -454,7 +455,7 @@ func TestReportsRouteRemoved(t *testing.T) {
 			// The drop happens on arrival at s2, after s1's hop.
 			arrived := w + time.Duration(x.lat[0])
 			if x.node != 2 || !x.hdr.TrackedFlow || !x.hdr.Intermediate || x.hdr.Congested ||
-				x.hdr.RepMdBits&wire.RepDrop == 0 || x.md.DropReason != uint8(sai.DropRoutingMiss) ||
+				x.hdr.RepMdBits&wire.RepDrop == 0 || x.md.DropReason != uint8(spec.DropRoutingMiss) ||
 				!slices.Equal(x.path, []uint32{1}) || x.at() != arrived {
 				t.Errorf("flow %s drop report %d (want at %v): %v", f.Name, i, arrived, x)
 			}
@@ -522,7 +523,7 @@ func TestReportsQueueQuota(t *testing.T) {
 		if len(got) != 1 || got[0] != want {
 			t.Errorf("%s: s2 queues %+v, want one %+v", when, got, want)
 		}
-		if c := st.ByType[report.EventQueueReportThresholdBreach]; c.Generated != reports || c.Suppressed != suppressed {
+		if c := st.ByType[spec.EventQueueReportThresholdBreach]; c.Generated != reports || c.Suppressed != suppressed {
 			t.Errorf("%s: s2 queue reports %+v", when, c)
 		}
 		ss, _ := be.Stats(context.Background())
@@ -541,7 +542,7 @@ func TestReportsQueueQuota(t *testing.T) {
 	r.until(2200 * ms)
 	queue("after the second burst", 2, 2*quota, 2*62)
 	for _, sw := range []string{"s1", "s3"} {
-		if c := r.stats(sw).ByType[report.EventQueueReportThresholdBreach]; c != (report.Counters{}) {
+		if c := r.stats(sw).ByType[spec.EventQueueReportThresholdBreach]; c != (report.Counters{}) {
 			t.Errorf("%s queue reports %+v", sw, c)
 		}
 	}

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/intd-project/intd/dataplane/wire"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // Anomaly kinds injected by the synthetic workload.
@@ -227,8 +227,8 @@ func BenchmarkFilterDecision(b *testing.B) {
 		p.Report(&ev)
 	}
 	b.StopTimer()
-	if st := p.Stats(); st.ByType[EventFlowState].Generated > flows+uint64(b.N)/uint64(1e9) {
-		b.Fatalf("decisions not suppressed: %d generated", st.ByType[EventFlowState].Generated)
+	if st := p.Stats(); st.ByType[spec.EventFlowState].Generated > flows+uint64(b.N)/uint64(1e9) {
+		b.Fatalf("decisions not suppressed: %d generated", st.ByType[spec.EventFlowState].Generated)
 	}
 }
 
@@ -247,7 +247,7 @@ func BenchmarkExporter(b *testing.B) {
 	var ev Event
 	f.event(&ev, 0, 10)
 	ev.ReportAll = true
-	ev.Hop.Valid |= wire.InstIngressTimestamp | wire.InstEgressTimestamp
+	ev.Hop.Valid |= spec.InstIngressTimestamp | spec.InstEgressTimestamp
 	b.ReportAllocs()
 	b.ResetTimer()
 	start := time.Now()

@@ -5,39 +5,15 @@ import (
 	"fmt"
 	"net/netip"
 	"time"
+
+	"github.com/intd-project/intd/sai/spec"
 )
 
-// EventType is a DTel event type (sai_dtel_event_type_t); the values equal
-// sai.EventType's so a backend can convert with EventType(saiType).
-type EventType uint8
+// EventType is a DTel event type, as in sai.
+type EventType = spec.EventType
 
-const (
-	EventFlowState                  EventType = iota + 1 // new flow or flow change (smart-filtered flow reports)
-	EventFlowReportAllPackets                            // watchlist report-all-packets: every packet of the flow
-	EventFlowTCPFlag                                     // a TCP SYN, FIN or RST of a tracked flow
-	EventQueueReportThresholdBreach                      // queue congestion reports
-	EventQueueReportTailDrop                             // tail drops at a queue with tail-drop reporting
-	EventDropReport                                      // drop reports of watched packets
-	NumEventTypes                                        // one past the last event type
-)
-
-var eventNames = [NumEventTypes]string{"", "FLOW_STATE", "FLOW_REPORT_ALL_PACKETS", "FLOW_TCPFLAG",
-	"QUEUE_REPORT_THRESHOLD_BREACH", "QUEUE_REPORT_TAIL_DROP", "DROP_REPORT"}
-
-func (e EventType) String() string {
-	if e > 0 && e < NumEventTypes {
-		return eventNames[e]
-	}
-	return fmt.Sprintf("EventType(%d)", uint8(e))
-}
-
-// Format is the telemetry report encapsulation of a session.
-type Format uint8
-
-const (
-	FormatV2  Format = iota // Telemetry Report v2.0 (group header, coalescing)
-	FormatV05               // Telemetry Report v0.5 (one report per packet)
-)
+// Format is the telemetry report encapsulation of a session, as in sai.
+type Format = spec.ReportFormat
 
 // Collector is one destination of a report session.
 type Collector struct {
@@ -185,7 +161,7 @@ func (cfg *Config) Validate() error {
 		}
 	}
 	for e, r := range cfg.Events {
-		if e == 0 || e >= NumEventTypes {
+		if e == 0 || e >= spec.NumEventTypes {
 			return fmt.Errorf("report: invalid event type %d", e)
 		}
 		if !names[r.Session] {
@@ -239,10 +215,10 @@ func (s *Session) validate() error {
 	if s.MTU != 0 && (s.MTU < minMTU || s.MTU > maxMTU) {
 		return fmt.Errorf("report: session %q: MTU %d out of range %d..%d", s.Name, s.MTU, minMTU, maxMTU)
 	}
-	if s.Format != FormatV2 && s.Format != FormatV05 {
+	if !s.Format.Valid() {
 		return fmt.Errorf("report: session %q: bad format %d", s.Name, s.Format)
 	}
-	if s.Format == FormatV05 && s.MaxReports > 1 {
+	if !s.Format.Coalescing() && s.MaxReports > 1 {
 		return fmt.Errorf("report: session %q: coalescing needs format 2.0", s.Name)
 	}
 	if s.MaxReports < 0 || s.MaxReports > maxReportsPerPkt {

@@ -5,6 +5,7 @@ import (
 	"math/bits"
 
 	"github.com/intd-project/intd/dataplane/wire"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // Reason says why the smart filter let a report through (a bit set).
@@ -209,15 +210,15 @@ func (f *filter) latencyMoved(o, st *flowState) bool {
 func extract(ev *Event, st *flowState) {
 	*st = flowState{}
 	h := &ev.Hop
-	if h.Valid&wire.InstL1Ports != 0 {
+	if h.Valid&spec.InstL1Interfaces != 0 {
 		st.ports = uint32(h.IngressPort)<<16 | uint32(h.EgressPort)
 	}
-	if h.Valid&wire.InstQueue != 0 {
+	if h.Valid&spec.InstQueue != 0 {
 		st.queue = h.QueueID
 	}
 	st.drop = ev.DropReason
 	st.nlat = 1
-	if h.Valid&wire.InstHopLatency != 0 {
+	if h.Valid&spec.InstHopLatency != 0 {
 		st.lat[0] = h.HopLatency
 	}
 	st.path = 0xcbf29ce484222325
@@ -234,10 +235,10 @@ func extract(ev *Event, st *flowState) {
 	n := len(stack) / hopLen
 	inst := md.Instructions
 	latOff := -1
-	if inst&wire.InstHopLatency != 0 {
-		latOff = 4 * (bits.OnesCount16(uint16(inst & (wire.InstNodeID | wire.InstL1Ports))))
+	if inst&spec.InstHopLatency != 0 {
+		latOff = 4 * (bits.OnesCount16(uint16(inst & (spec.InstNodeID | spec.InstL1Interfaces))))
 	}
-	hasNode := inst&wire.InstNodeID != 0
+	hasNode := inst&spec.InstNodeID != 0
 	p := st.path
 	for i := 0; i < n; i++ {
 		hop := stack[i*hopLen : (i+1)*hopLen]

@@ -7,10 +7,11 @@ import (
 	"time"
 
 	"github.com/intd-project/intd/dataplane/wire"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 const (
-	frameHopInst = wire.InstNodeID | wire.InstHopLatency
+	frameHopInst = spec.InstNodeID | spec.InstHopLatency
 	hopML        = 2
 	maxHops      = 6
 )
@@ -92,7 +93,7 @@ func (f *testFrame) event(ev *Event, now int64, lat uint32) {
 	*ev = Event{Kind: KindFlow, Now: now, Flow: f.flow, Packet: f.buf, INT: f.intOff, INTLen: f.intLen,
 		INTType: wire.TypeMD}
 	ev.Hop = wire.HopMetadata{NodeID: 99, IngressPort: 1, EgressPort: 2, HopLatency: lat, QueueID: 0,
-		Valid: wire.InstNodeID | wire.InstL1Ports | wire.InstHopLatency | wire.InstQueue}
+		Valid: spec.InstNodeID | spec.InstL1Interfaces | spec.InstHopLatency | spec.InstQueue}
 }
 
 // decoded is one individual report from a captured packet.
@@ -160,7 +161,7 @@ func baseConfig(maxReports int) Config {
 			MaxReports: maxReports, MaxDelay: time.Millisecond}},
 		Events: map[EventType]Route{},
 	}
-	for e := EventType(1); e < NumEventTypes; e++ {
+	for e := EventType(1); e < spec.NumEventTypes; e++ {
 		cfg.Events[e] = Route{Session: "s", DSCP: 0}
 	}
 	return cfg

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/intd-project/intd/dataplane/wire"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // Options tune a Pipeline; the zero value is usable.
@@ -38,7 +39,7 @@ type Pipeline struct {
 	flows    *flowTable
 	drops    *flowTable
 	st       flowState
-	routes   [NumEventTypes]*route
+	routes   [spec.NumEventTypes]*route
 	sessions map[string]*session
 	dests    map[netip.AddrPort]*dest
 	queues   map[uint32]*queueState
@@ -51,7 +52,7 @@ type Pipeline struct {
 	stop      chan struct{}
 	wg        sync.WaitGroup
 
-	byType   [NumEventTypes]counters
+	byType   [spec.NumEventTypes]counters
 	reasons  [numReasons]atomic.Uint64
 	unrouted atomic.Uint64
 	sessCtr  map[string]*sessCounters // survives reconfiguration
@@ -68,7 +69,7 @@ type counters struct {
 }
 
 type sessCounters struct {
-	byType                                 [NumEventTypes]counters
+	byType                                 [spec.NumEventTypes]counters
 	packets, bytes                         atomic.Uint64
 	rateLimited, queueFull, sendErr, trunc atomic.Uint64
 }
@@ -89,7 +90,7 @@ type batch struct {
 	dscp   uint8
 	buf    []byte
 	n      int
-	types  [NumEventTypes]uint16
+	types  [spec.NumEventTypes]uint16
 	opened int64
 }
 
@@ -109,7 +110,7 @@ type dest struct {
 type pktBuf struct {
 	pkt   Packet
 	buf   []byte
-	types [NumEventTypes]uint16
+	types [spec.NumEventTypes]uint16
 	ctr   *sessCounters
 }
 
@@ -235,7 +236,7 @@ func (p *Pipeline) Configure(cfg Config) error {
 		}
 		ctrs[sc.Name] = ctr
 		s := &session{cfg: sc, ctr: ctr, maxPayload: sc.maxPayload(), maxReports: sc.MaxReports, maxDelay: int64(sc.MaxDelay)}
-		if s.maxReports < 1 || sc.Format == FormatV05 {
+		if s.maxReports < 1 || sc.Format == spec.ReportFormatV05 {
 			s.maxReports = 1
 		}
 		s.bucket.init(sc.RateLimit)
@@ -247,7 +248,7 @@ func (p *Pipeline) Configure(cfg Config) error {
 	p.sessCtr = ctrs
 
 	// Routes.
-	p.routes = [NumEventTypes]*route{}
+	p.routes = [spec.NumEventTypes]*route{}
 	for e, r := range cfg.Events {
 		s := p.sessions[r.Session]
 		b := s.batches[r.DSCP]
@@ -433,17 +434,17 @@ func (p *Pipeline) flow(ev *Event) {
 		return
 	}
 	if ev.ReportAll {
-		et := EventFlowReportAllPackets
+		et := spec.EventFlowReportAllPackets
 		if p.routes[et] == nil {
-			et = EventFlowState
+			et = spec.EventFlowState
 		}
 		p.emit(et, ev, false, false)
 		return
 	}
-	tcpFlag := ev.Flow.Proto == wire.ProtoTCP && ev.TCPFlags&(tcpFIN|tcpSYN|tcpRST) != 0 && p.routes[EventFlowTCPFlag] != nil
-	if p.routes[EventFlowState] == nil {
+	tcpFlag := ev.Flow.Proto == wire.ProtoTCP && ev.TCPFlags&(tcpFIN|tcpSYN|tcpRST) != 0 && p.routes[spec.EventFlowTCPFlag] != nil
+	if p.routes[spec.EventFlowState] == nil {
 		if tcpFlag {
-			p.emit(EventFlowTCPFlag, ev, false, false)
+			p.emit(spec.EventFlowTCPFlag, ev, false, false)
 		}
 		return
 	}
@@ -452,11 +453,11 @@ func (p *Pipeline) flow(ev *Event) {
 	switch {
 	case r != 0:
 		p.countReasons(r)
-		p.emit(EventFlowState, ev, false, false)
+		p.emit(spec.EventFlowState, ev, false, false)
 	case tcpFlag:
-		p.emit(EventFlowTCPFlag, ev, false, false)
+		p.emit(spec.EventFlowTCPFlag, ev, false, false)
 	default:
-		p.suppress(EventFlowState)
+		p.suppress(spec.EventFlowState)
 	}
 }
 
@@ -476,13 +477,13 @@ func (p *Pipeline) suppress(et EventType) {
 }
 
 func (p *Pipeline) drop(ev *Event) {
-	et := EventDropReport
+	et := spec.EventDropReport
 	queue := false
 	if ev.TailDrop {
 		q := p.queues[queueKey(ev.Hop.EgressPort, ev.Hop.QueueID)]
 		switch {
-		case q != nil && q.cfg.TailDrop && p.cfg.QueueReports && p.routes[EventQueueReportTailDrop] != nil:
-			et, queue = EventQueueReportTailDrop, true
+		case q != nil && q.cfg.TailDrop && p.cfg.QueueReports && p.routes[spec.EventQueueReportTailDrop] != nil:
+			et, queue = spec.EventQueueReportTailDrop, true
 		case ev.Unwatched || !ev.TailDropReport:
 			return
 		}
@@ -535,12 +536,12 @@ func (p *Pipeline) queue(ev *Event) {
 	}
 	if q.quotaLeft == 0 {
 		q.suppressed++
-		p.suppress(EventQueueReportThresholdBreach)
+		p.suppress(spec.EventQueueReportThresholdBreach)
 		return
 	}
 	q.quotaLeft--
 	q.reports++
-	p.emit(EventQueueReportThresholdBreach, ev, false, true)
+	p.emit(spec.EventQueueReportThresholdBreach, ev, false, true)
 }
 
 // emit encodes one individual report for event type et into its session's
@@ -567,10 +568,10 @@ func (p *Pipeline) emit(et EventType, ev *Event, dropped, congested bool) {
 	}
 	tracked := !ev.Unwatched
 	h := &ev.Hop
-	if s.cfg.Format == FormatV05 {
+	if s.cfg.Format == spec.ReportFormatV05 {
 		th := wire.TR05Header{NextProto: wire.TR05Local, Dropped: dropped, Congested: congested, TrackedFlow: tracked,
 			HWID: p.cfg.HWID, IngressTimestamp: uint32(h.IngressTimestamp)}
-		if h.Valid&wire.InstIngressTimestamp == 0 {
+		if h.Valid&spec.InstIngressTimestamp == 0 {
 			th.IngressTimestamp = uint32(ev.Now)
 		}
 		sw := wire.TR05Switch{SwitchID: p.cfg.NodeID, IngressPort: h.IngressPort, EgressPort: h.EgressPort,
@@ -635,7 +636,7 @@ func (p *Pipeline) emit(et EventType, ev *Event, dropped, congested bool) {
 // sequence number is consumed, so the collector sees the gap).
 func (p *Pipeline) flush(b *batch) {
 	s := b.sess
-	v2 := s.cfg.Format == FormatV2
+	v2 := s.cfg.Format == spec.ReportFormatV2
 	for _, d := range s.dests {
 		seq := d.seq
 		if v2 {
@@ -673,7 +674,7 @@ func (p *Pipeline) flush(b *batch) {
 		d.queue <- pb // never blocks: free and queue share QueueLen buffers
 	}
 	b.n = 0
-	b.types = [NumEventTypes]uint16{}
+	b.types = [spec.NumEventTypes]uint16{}
 	b.buf = b.buf[:0]
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/intd-project/intd/dataplane/wire"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 func TestSteadyFlowOneReportPerInterval(t *testing.T) {
@@ -22,8 +23,8 @@ func TestSteadyFlowOneReportPerInterval(t *testing.T) {
 	if len(reps) != 4 { // t = 0, 1s, 2s, 3s
 		t.Fatalf("got %d reports for a steady flow over 3.5 s, want 4", len(reps))
 	}
-	if st.ByType[EventFlowState].Suppressed != 3496 {
-		t.Errorf("suppressed %d, want 3496", st.ByType[EventFlowState].Suppressed)
+	if st.ByType[spec.EventFlowState].Suppressed != 3496 {
+		t.Errorf("suppressed %d, want 3496", st.ByType[spec.EventFlowState].Suppressed)
 	}
 	if st.Filter.New != 1 || st.Filter.Interval != 3 {
 		t.Errorf("filter reasons %+v", st.Filter)
@@ -48,11 +49,11 @@ func TestPathChangeAndLatencyJump(t *testing.T) {
 	var ev Event
 	now := int64(0)
 	step := func(lat uint32) int {
-		before := p.Stats().ByType[EventFlowState].Generated
+		before := p.Stats().ByType[spec.EventFlowState].Generated
 		now += ms
 		f.event(&ev, now, lat)
 		p.Report(&ev)
-		return int(p.Stats().ByType[EventFlowState].Generated - before)
+		return int(p.Stats().ByType[spec.EventFlowState].Generated - before)
 	}
 	if step(1000) != 1 {
 		t.Fatal("first packet not reported")
@@ -125,10 +126,10 @@ func TestReportAllAndClearCycle(t *testing.T) {
 	}
 	st := p.Stats()
 	finish(t, p, c)
-	if g := st.ByType[EventFlowReportAllPackets].Generated; g != 10 {
+	if g := st.ByType[spec.EventFlowReportAllPackets].Generated; g != 10 {
 		t.Errorf("report-all generated %d, want 10", g)
 	}
-	if g := st.ByType[EventFlowState].Generated; g != 3 {
+	if g := st.ByType[spec.EventFlowState].Generated; g != 3 {
 		t.Errorf("flow state with clear cycle generated %d, want 3", g)
 	}
 }
@@ -147,14 +148,14 @@ func TestTCPFlagEvent(t *testing.T) {
 	}
 	st := p.Stats()
 	finish(t, p, c)
-	if st.ByType[EventFlowState].Generated != 1 || st.ByType[EventFlowTCPFlag].Generated != 1 {
-		t.Errorf("flow state %+v, tcp flag %+v", st.ByType[EventFlowState], st.ByType[EventFlowTCPFlag])
+	if st.ByType[spec.EventFlowState].Generated != 1 || st.ByType[spec.EventFlowTCPFlag].Generated != 1 {
+		t.Errorf("flow state %+v, tcp flag %+v", st.ByType[spec.EventFlowState], st.ByType[spec.EventFlowTCPFlag])
 	}
 }
 
 func TestDropReports(t *testing.T) {
 	cfg := baseConfig(1)
-	cfg.Events[EventQueueReportTailDrop] = Route{Session: "s", DSCP: 9}
+	cfg.Events[spec.EventQueueReportTailDrop] = Route{Session: "s", DSCP: 9}
 	cfg.Queues = []QueueReport{{Port: 4, Queue: 1, TailDrop: true}}
 	p, c := newTest(t, cfg)
 	a, b := newFrame(1, []uint32{1}, []uint32{10}), newFrame(2, []uint32{1}, []uint32{10})
@@ -180,7 +181,7 @@ func TestDropReports(t *testing.T) {
 	c3 := newFrame(3, nil, nil)
 	tail(c3, 0, false, false, 2)
 	tail(c3, 2000*ms, false, true, 2)
-	if g := p.Stats().ByType[EventDropReport].Generated; g != 4 {
+	if g := p.Stats().ByType[spec.EventDropReport].Generated; g != 4 {
 		t.Fatalf("tail drops reported without being enabled (%d drop reports)", g)
 	}
 	tail(c3, 3000*ms, true, false, 2) // watchlist tail-drop reporting
@@ -190,11 +191,11 @@ func TestDropReports(t *testing.T) {
 	if len(reps) != 6 {
 		t.Fatalf("%d reports, want 6", len(reps))
 	}
-	if st.ByType[EventDropReport].Generated != 5 || st.ByType[EventQueueReportTailDrop].Generated != 1 {
+	if st.ByType[spec.EventDropReport].Generated != 5 || st.ByType[spec.EventQueueReportTailDrop].Generated != 1 {
 		t.Errorf("counters %+v", st.ByType)
 	}
-	if st.ByType[EventDropReport].Suppressed != 198 {
-		t.Errorf("suppressed %d, want 198", st.ByType[EventDropReport].Suppressed)
+	if st.ByType[spec.EventDropReport].Suppressed != 198 {
+		t.Errorf("suppressed %d, want 198", st.ByType[spec.EventDropReport].Suppressed)
 	}
 	if st.Filter.DropCause != 1 {
 		t.Errorf("drop-cause changes counted %d, want 1 (29 -> 160)", st.Filter.DropCause)
@@ -345,7 +346,7 @@ func TestCoalescingMTUAndDelay(t *testing.T) {
 		f.event(&ev, int64(i)*ms/10, 10) // 40 reports in 4 ms
 		p.Report(&ev)
 	}
-	pending := func() int { p.mu.Lock(); defer p.mu.Unlock(); return p.routes[EventFlowState].b.n }
+	pending := func() int { p.mu.Lock(); defer p.mu.Unlock(); return p.routes[spec.EventFlowState].b.n }
 	p.Tick(3 * ms) // not yet due
 	n := pending()
 	p.Tick(20 * ms)
@@ -390,12 +391,12 @@ func TestMTUShortensInner(t *testing.T) {
 
 func TestV05Format(t *testing.T) {
 	cfg := baseConfig(0)
-	cfg.Sessions[0].Format = FormatV05
+	cfg.Sessions[0].Format = spec.ReportFormatV05
 	p, c := newTest(t, cfg)
 	f := newFrame(1, []uint32{1}, []uint32{1})
 	var ev Event
 	f.event(&ev, 5, 10)
-	ev.Hop.IngressTimestamp, ev.Hop.Valid = 12345, ev.Hop.Valid|wire.InstIngressTimestamp
+	ev.Hop.IngressTimestamp, ev.Hop.Valid = 12345, ev.Hop.Valid|spec.InstIngressTimestamp
 	p.Report(&ev)
 	f.event(&ev, 6, 10)
 	ev.Kind, ev.DropReason, ev.Hop.QueueID = KindDrop, 29, 2
@@ -428,7 +429,7 @@ func TestV05Format(t *testing.T) {
 func TestEventRouting(t *testing.T) {
 	cfg := baseConfig(1)
 	cfg.Sessions = nil
-	for e := EventType(1); e < NumEventTypes; e++ {
+	for e := EventType(1); e < spec.NumEventTypes; e++ {
 		cfg.Sessions = append(cfg.Sessions, Session{Name: e.String(), Src: srcIP, TruncateSize: 128,
 			Collectors: []Collector{{coll1}, {wireAddr(int(e))}}})
 		cfg.Events[e] = Route{Session: e.String(), DSCP: uint8(10 + e)}
@@ -462,14 +463,14 @@ func TestEventRouting(t *testing.T) {
 	per := map[string]int{}
 	for i, r := range reps {
 		var e EventType
-		for e = 1; e < NumEventTypes && e.String() != r.pkt.Session; e++ {
+		for e = 1; e < spec.NumEventTypes && e.String() != r.pkt.Session; e++ {
 		}
 		per[r.pkt.Session]++
 		if r.pkt.DSCP != uint8(10+e) || r.pkt.Src != srcIP || (r.pkt.Dst != coll1 && r.pkt.Dst != wireAddr(int(e))) {
 			t.Errorf("report %d: session %q dscp %d to %v", i, r.pkt.Session, r.pkt.DSCP, r.pkt.Dst)
 		}
 	}
-	for e := EventType(1); e < NumEventTypes; e++ {
+	for e := EventType(1); e < spec.NumEventTypes; e++ {
 		if per[e.String()] != 2 {
 			t.Errorf("%v: %d reports, want 2", e, per[e.String()])
 		}
@@ -500,7 +501,7 @@ func TestConfigureKeepsSequenceAndState(t *testing.T) {
 	}
 	cfg2 := baseConfig(4)
 	cfg2.Sessions[0].MaxDelay = 0
-	cfg2.Events[EventFlowReportAllPackets] = Route{Session: "s", DSCP: 46}
+	cfg2.Events[spec.EventFlowReportAllPackets] = Route{Session: "s", DSCP: 46}
 	if err := p.Configure(cfg2); err != nil {
 		t.Fatal(err)
 	}
@@ -518,8 +519,8 @@ func TestConfigureKeepsSequenceAndState(t *testing.T) {
 	p.Report(&ev) // flow state kept: suppressed
 	st := p.Stats()
 	reps := finish(t, p, c)
-	if len(reps) != 9 || st.ByType[EventFlowState].Suppressed != 1 {
-		t.Fatalf("%d reports, suppressed %d", len(reps), st.ByType[EventFlowState].Suppressed)
+	if len(reps) != 9 || st.ByType[spec.EventFlowState].Suppressed != 1 {
+		t.Fatalf("%d reports, suppressed %d", len(reps), st.ByType[spec.EventFlowState].Suppressed)
 	}
 	for i, x := range c.Packets() {
 		if x.Seq != uint32(i) {
@@ -532,7 +533,7 @@ func TestConfigureKeepsSequenceAndState(t *testing.T) {
 		}
 	}
 	bad := baseConfig(1)
-	bad.Events[EventDropReport] = Route{Session: "nope"}
+	bad.Events[spec.EventDropReport] = Route{Session: "nope"}
 	if err := p.Configure(bad); err == nil {
 		t.Error("Configure accepted an unknown session")
 	}
@@ -579,7 +580,7 @@ func TestBoundedQueue(t *testing.T) {
 	st := p.Stats()
 	s := st.Sessions["s"]
 	// The worker holds one packet in Send; 8 buffers in all.
-	if s.ByType[EventFlowReportAllPackets].Dropped < 1990 || s.QueueFull < 1990 || s.Collectors[0].Queued > 8 {
+	if s.ByType[spec.EventFlowReportAllPackets].Dropped < 1990 || s.QueueFull < 1990 || s.Collectors[0].Queued > 8 {
 		t.Errorf("blocked sender: %+v", s)
 	}
 	if allocs != 0 {
@@ -588,7 +589,7 @@ func TestBoundedQueue(t *testing.T) {
 	close(gate)
 	p.Close()
 	st = p.Stats()
-	tot := st.ByType[EventFlowReportAllPackets]
+	tot := st.ByType[spec.EventFlowReportAllPackets]
 	if tot.Sent != uint64(sent) || tot.Sent+tot.Dropped != tot.Generated || sent > 8 {
 		t.Errorf("after unblocking: sent %d, %+v", sent, tot)
 	}
@@ -626,8 +627,8 @@ func TestValidate(t *testing.T) {
 		"no name":    func(c *Config) { c.Sessions[0].Name = "" },
 		"no coll":    func(c *Config) { c.Sessions[0].Collectors = nil },
 		"family":     func(c *Config) { c.Sessions[0].Collectors[0].Addr = netipAP("[2001:db8::1]:1") },
-		"v05 coal":   func(c *Config) { c.Sessions[0].Format, c.Sessions[0].MaxReports = FormatV05, 4 },
-		"bad dscp":   func(c *Config) { c.Events[EventDropReport] = Route{Session: "s", DSCP: 64} },
+		"v05 coal":   func(c *Config) { c.Sessions[0].Format, c.Sessions[0].MaxReports = spec.ReportFormatV05, 4 },
+		"bad dscp":   func(c *Config) { c.Events[spec.EventDropReport] = Route{Session: "s", DSCP: 64} },
 		"no trigger": func(c *Config) { c.Queues = []QueueReport{{Port: 1}} },
 		"mtu":        func(c *Config) { c.Sessions[0].MTU = 100 },
 	} {

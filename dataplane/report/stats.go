@@ -3,6 +3,8 @@ package report
 import (
 	"net/netip"
 	"sort"
+
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // Counters count individual reports of one event type. Generated reports
@@ -29,7 +31,7 @@ type CollectorStats struct {
 
 // SessionStats describes one report session.
 type SessionStats struct {
-	ByType      [NumEventTypes]Counters
+	ByType      [spec.NumEventTypes]Counters
 	Packets     uint64
 	Bytes       uint64
 	RateLimited uint64 // reports dropped by the rate limit
@@ -58,7 +60,7 @@ type FilterStats struct {
 
 // Stats is a snapshot of the pipeline's counters.
 type Stats struct {
-	ByType   [NumEventTypes]Counters
+	ByType   [spec.NumEventTypes]Counters
 	Sessions map[string]SessionStats
 	Queues   []QueueStats
 	Filter   FilterStats

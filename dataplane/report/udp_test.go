@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/intd-project/intd/dataplane/wire"
+	"github.com/intd-project/intd/sai/spec"
 	"golang.org/x/sys/unix"
 )
 
@@ -31,7 +32,7 @@ func TestUDPLoopback(t *testing.T) {
 		cfg := baseConfig(4)
 		cfg.Sessions[0].Src = netip.MustParseAddr(src)
 		cfg.Sessions[0].Collectors = []Collector{{dst}}
-		cfg.Events[EventFlowReportAllPackets] = Route{Session: "s", DSCP: 46}
+		cfg.Events[spec.EventFlowReportAllPackets] = Route{Session: "s", DSCP: 46}
 		p, err := New(cfg, Options{Sender: snd, TickInterval: time.Millisecond})
 		if err != nil {
 			t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/intd-project/intd/dataplane/report"
 	"github.com/intd-project/intd/sai"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // Pipeline is what a *report.Pipeline offers besides Report. A dataplane
@@ -41,15 +42,14 @@ func Config(dt *sai.DTelAttrs, objects iter.Seq2[sai.OID, sai.Attrs], portID fun
 		switch a := attrs.(type) {
 		case sai.ReportSessionAttrs:
 			rs := report.Session{Name: oid.String(), Src: a.SrcIP, VRF: a.VirtualRouter,
-				TruncateSize: int(a.TruncateSize), Format: report.Format(a.Format),
+				TruncateSize: int(a.TruncateSize), Format: a.Format,
 				MaxReports: int(a.Coalesce.MaxReports), MaxDelay: a.Coalesce.MaxDelay, RateLimit: a.RateLimit}
 			for i, dst := range a.Destinations {
 				rs.Collectors = append(rs.Collectors, report.Collector{Addr: netip.AddrPortFrom(dst.IP, a.DstPort(i))})
 			}
 			cfg.Sessions = append(cfg.Sessions, rs)
 		case sai.EventAttrs:
-			// report.EventType shares sai.EventType's numbering.
-			cfg.Events[report.EventType(a.Type)] = report.Route{Session: a.ReportSession.String(), DSCP: a.DSCP}
+			cfg.Events[a.Type] = report.Route{Session: a.ReportSession.String(), DSCP: a.DSCP}
 		case sai.QueueReportAttrs:
 			cfg.Queues = append(cfg.Queues, report.QueueReport{
 				Port: portID(a.Port), Queue: a.Queue,
@@ -68,9 +68,9 @@ func nanos32(ns int64) uint32 { return uint32(min(ns, 1<<32-1)) }
 // eventTypes groups the pipeline's event types by the sai report type they
 // are counted under.
 var eventTypes = map[sai.ReportType][]report.EventType{
-	sai.ReportFlow:  {report.EventFlowState, report.EventFlowReportAllPackets, report.EventFlowTCPFlag},
-	sai.ReportDrop:  {report.EventDropReport, report.EventQueueReportTailDrop},
-	sai.ReportQueue: {report.EventQueueReportThresholdBreach},
+	sai.ReportFlow:  {spec.EventFlowState, spec.EventFlowReportAllPackets, spec.EventFlowTCPFlag},
+	sai.ReportDrop:  {spec.EventDropReport, spec.EventQueueReportTailDrop},
+	sai.ReportQueue: {spec.EventQueueReportThresholdBreach},
 }
 
 // ReportCounters sums the pipeline's counters per sai report type.

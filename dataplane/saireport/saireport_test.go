@@ -7,6 +7,7 @@ import (
 
 	"github.com/intd-project/intd/dataplane/report"
 	"github.com/intd-project/intd/sai"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 func TestConfig(t *testing.T) {
@@ -19,7 +20,7 @@ func TestConfig(t *testing.T) {
 	rsOID := sai.MakeOID(sai.ObjectTypeReportSession, 1)
 	objs := map[sai.OID]sai.Attrs{
 		rsOID:                               rs,
-		sai.MakeOID(sai.ObjectTypeEvent, 1): sai.EventAttrs{Type: sai.EventDropReport, ReportSession: rsOID, DSCP: 26},
+		sai.MakeOID(sai.ObjectTypeEvent, 1): sai.EventAttrs{Type: spec.EventDropReport, ReportSession: rsOID, DSCP: 26},
 		sai.MakeOID(sai.ObjectTypeQueueReport, 1): sai.QueueReportAttrs{Port: "eth2", Queue: 1,
 			LatencyThreshold: 10 * time.Microsecond, ResetThreshold: 5 * time.Microsecond, BreachQuota: 5},
 	}
@@ -43,7 +44,7 @@ func TestConfig(t *testing.T) {
 		cfg.Sessions[0].Collectors[0].Addr != netip.MustParseAddrPort("192.0.2.9:9999") {
 		t.Errorf("sessions: %+v", cfg.Sessions)
 	}
-	if r := cfg.Events[report.EventDropReport]; r.Session != rsOID.String() || r.DSCP != 26 {
+	if r := cfg.Events[spec.EventDropReport]; r.Session != rsOID.String() || r.DSCP != 26 {
 		t.Errorf("drop event route: %+v", r)
 	}
 	if len(cfg.Queues) != 1 || cfg.Queues[0].Port != 42 || cfg.Queues[0].LatencyThreshold != 10000 || cfg.Queues[0].ResetThreshold != 5000 {
@@ -53,10 +54,10 @@ func TestConfig(t *testing.T) {
 
 func TestReportCounters(t *testing.T) {
 	var ps report.Stats
-	ps.ByType[report.EventFlowState] = report.Counters{Generated: 5, Suppressed: 3, Sent: 2}
-	ps.ByType[report.EventFlowTCPFlag] = report.Counters{Generated: 1, Sent: 1}
-	ps.ByType[report.EventQueueReportTailDrop] = report.Counters{Generated: 4, Dropped: 4}
-	ps.ByType[report.EventQueueReportThresholdBreach] = report.Counters{Generated: 9, Sent: 9}
+	ps.ByType[spec.EventFlowState] = report.Counters{Generated: 5, Suppressed: 3, Sent: 2}
+	ps.ByType[spec.EventFlowTCPFlag] = report.Counters{Generated: 1, Sent: 1}
+	ps.ByType[spec.EventQueueReportTailDrop] = report.Counters{Generated: 4, Dropped: 4}
+	ps.ByType[spec.EventQueueReportThresholdBreach] = report.Counters{Generated: 9, Sent: 9}
 	got := ReportCounters(ps)
 	want := map[sai.ReportType]sai.ReportCounters{
 		sai.ReportFlow:  {Generated: 6, Suppressed: 3, Sent: 3},

@@ -11,6 +11,7 @@ import (
 	"github.com/intd-project/intd/dataplane/report"
 	"github.com/intd-project/intd/dataplane/wire"
 	"github.com/intd-project/intd/sai"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // StatsReporter is implemented by reporters that count reports; Stats
@@ -30,13 +31,13 @@ func (s *Switch) Capabilities() sai.Capabilities {
 	return sai.Capabilities{
 		IntEndpoint: true, IntTransit: true, Postcard: true, DropReport: true, QueueReport: true,
 		Modes:          []sai.IntMode{sai.IntModeMD, sai.IntModeMX},
-		Instructions:   sai.InstAll,
-		ReportMetadata: sai.InstAll &^ sai.InstChecksumComplement,
+		Instructions:   spec.InstAll,
+		ReportMetadata: spec.InstReportable,
 		Encaps: []sai.Encap{sai.EncapDSCP, sai.EncapUDPPort, sai.EncapProbeMarker,
 			sai.EncapVXLANGPE, sai.EncapGeneve, sai.EncapGRE},
-		ReportFormats:       []sai.ReportFormat{sai.ReportFormatV2, sai.ReportFormatV05},
+		ReportFormats:       []sai.ReportFormat{spec.ReportFormatV2, spec.ReportFormatV05},
 		Coalescing:          true,
-		EventTypes:          sai.EventTypes(),
+		EventTypes:          spec.EventTypes(),
 		VXLANInner:          true,
 		PacketInterval:      true,
 		HopLatency:          sai.TimeNanoseconds,

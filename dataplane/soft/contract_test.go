@@ -10,6 +10,7 @@ import (
 	"github.com/intd-project/intd/dataplane/report"
 	"github.com/intd-project/intd/dataplane/wire"
 	"github.com/intd-project/intd/sai"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 func TestBackendContract(t *testing.T) {
@@ -44,16 +45,16 @@ func TestBackendContract(t *testing.T) {
 	is(err, nil)
 	_, err = sw.Create(sai.QueueReportAttrs{Port: "p2", BreachQuota: 1, TailDrop: true})
 	is(err, sai.ErrExists)
-	_, err = sw.Create(sai.EventAttrs{Type: sai.EventDropReport, ReportSession: sai.MakeOID(sai.ObjectTypeReportSession, 77)})
+	_, err = sw.Create(sai.EventAttrs{Type: spec.EventDropReport, ReportSession: sai.MakeOID(sai.ObjectTypeReportSession, 77)})
 	is(err, sai.ErrNotFound)
 	rs := sai.DefaultReportSessionAttrs()
 	rs.SrcIP = netip.MustParseAddr("10.0.0.1")
 	rs.Destinations = []sai.ReportDestination{{IP: netip.MustParseAddr("10.0.0.2"), UDPPort: 32766}}
 	rso, err := sw.Create(rs)
 	is(err, nil)
-	_, err = sw.Create(sai.EventAttrs{Type: sai.EventDropReport, ReportSession: rso})
+	_, err = sw.Create(sai.EventAttrs{Type: spec.EventDropReport, ReportSession: rso})
 	is(err, nil)
-	_, err = sw.Create(sai.EventAttrs{Type: sai.EventDropReport, ReportSession: rso})
+	_, err = sw.Create(sai.EventAttrs{Type: spec.EventDropReport, ReportSession: rso})
 	is(err, sai.ErrExists)
 	is(sw.Remove(rso), sai.ErrInUse)
 	bad := sai.DefaultDTelAttrs()
@@ -92,11 +93,11 @@ func TestForwardingDrops(t *testing.T) {
 	l.send(ttl1)
 	l.send(tcpFrame("10.0.1.1", "10.9.9.9", 1, 80, 0, nil))
 	st, _ := l.sw[0].Stats(t.Context())
-	if st.Drops[sai.DropIPTTLZero] != 1 || st.Drops[sai.DropRoutingMiss] != 1 || st.Interfaces["p1"].DroppedPackets != 2 {
+	if st.Drops[spec.DropIPTTLZero] != 1 || st.Drops[spec.DropRoutingMiss] != 1 || st.Interfaces["p1"].DroppedPackets != 2 {
 		t.Fatalf("drops %v", st.Drops)
 	}
 	evs := l.rec[0].kind(report.KindDrop)
-	if len(evs) != 2 || evs[0].DropReason != uint8(sai.DropIPTTLZero) || evs[1].DropReason != uint8(sai.DropRoutingMiss) {
+	if len(evs) != 2 || evs[0].DropReason != uint8(spec.DropIPTTLZero) || evs[1].DropReason != uint8(spec.DropRoutingMiss) {
 		t.Fatalf("drop events %+v", evs)
 	}
 }
@@ -135,8 +136,8 @@ func TestMalformedINT(t *testing.T) {
 		got := l.h2().frames[before:]
 		c, in := st.Node, st.Interfaces["p1"]
 		if drop {
-			if c.IntMalformedDrop != 5 || st.Drops[sai.DropUnknown] != 5 || c.IntMalformedForward != 0 || in.IntMalformedDrop != 5 {
-				t.Fatalf("drop: malformed drops %d (p1 %d), unknown drops %d, forwarded %d", c.IntMalformedDrop, in.IntMalformedDrop, st.Drops[sai.DropUnknown], c.IntMalformedForward)
+			if c.IntMalformedDrop != 5 || st.Drops[spec.DropUnknown] != 5 || c.IntMalformedForward != 0 || in.IntMalformedDrop != 5 {
+				t.Fatalf("drop: malformed drops %d (p1 %d), unknown drops %d, forwarded %d", c.IntMalformedDrop, in.IntMalformedDrop, st.Drops[spec.DropUnknown], c.IntMalformedForward)
 			}
 			if len(got) != 1 {
 				t.Fatalf("drop: %d frames reached h2, want 1", len(got))
@@ -147,7 +148,7 @@ func TestMalformedINT(t *testing.T) {
 				t.Fatalf("drop: %d drop reports, want 5", len(evs))
 			}
 			for _, ev := range evs {
-				if ev.DropReason != uint8(sai.DropUnknown) || ev.Unwatched || ev.Hop.EgressPort != 2 || ev.Flow.DstPort != 80 {
+				if ev.DropReason != uint8(spec.DropUnknown) || ev.Unwatched || ev.Hop.EgressPort != 2 || ev.Flow.DstPort != 80 {
 					t.Errorf("drop report %+v", ev)
 				}
 			}
@@ -179,7 +180,7 @@ func TestMalformedINT(t *testing.T) {
 // carries growing hop latency and occupancy, the queue report fires and
 // the queue tail-drops once full.
 func TestCongestion(t *testing.T) {
-	sa := sai.IntSessionAttrs{MaxHopCount: 8, Instructions: sai.InstNodeID | sai.InstHopLatency | sai.InstQueue | sai.InstEgressTxUtil}
+	sa := sai.IntSessionAttrs{MaxHopCount: 8, Instructions: spec.InstNodeID | spec.InstHopLatency | spec.InstQueue | spec.InstEgressTxUtil}
 	l := newLine(t, lineOpts{session: sa, match: port80(), rate: []int64{100e6}, qbytes: []int{40000},
 		action: func(a *sai.WatchlistAction) { a.TailDropReportEnable = true }})
 	qr, err := l.sw[0].Create(sai.QueueReportAttrs{Port: "p2", LatencyThreshold: 500 * time.Microsecond, BreachQuota: 5, TailDrop: true})
@@ -212,15 +213,15 @@ func TestCongestion(t *testing.T) {
 		t.Fatalf("first hop latency %d, want the serialisation time 84320", lat[0])
 	}
 	st, _ := l.sw[0].Stats(t.Context())
-	if st.Drops[sai.DropTrafficManager] != uint64(burst-len(got)) {
-		t.Fatalf("tail drops %d, lost %d", st.Drops[sai.DropTrafficManager], burst-len(got))
+	if st.Drops[spec.DropTrafficManager] != uint64(burst-len(got)) {
+		t.Fatalf("tail drops %d, lost %d", st.Drops[spec.DropTrafficManager], burst-len(got))
 	}
 	q := st.QueueReports[qr]
 	if q.Breaches != 1 || q.Reports != 5 || q.QuotaLeft != 0 {
 		t.Fatalf("queue report stats %+v", q)
 	}
 	drops := l.rec[0].kind(report.KindDrop)
-	if len(drops) != burst-len(got) || !drops[0].TailDrop || drops[0].DropReason != uint8(sai.DropTrafficManager) {
+	if len(drops) != burst-len(got) || !drops[0].TailDrop || drops[0].DropReason != uint8(spec.DropTrafficManager) {
 		t.Fatalf("%d tail drop events", len(drops))
 	}
 	if qs := l.rec[0].kind(report.KindQueue); len(qs) != len(got) {

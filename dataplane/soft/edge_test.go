@@ -9,6 +9,7 @@ import (
 	"github.com/intd-project/intd/dataplane/wire"
 	"github.com/intd-project/intd/dataplane/wire/wiretest"
 	"github.com/intd-project/intd/sai"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // edgeLine is h1 - s1 - s2 - s3 - h2 deployed as a domain: the
@@ -73,7 +74,7 @@ func TestEdgeDSCP(t *testing.T) {
 		copy(g, f)
 		p := parse(t, &wire.Parser{}, g)
 		hdr := make([]byte, wire.MDHeaderLen)
-		_ = wire.MDHeader{Version: 2, HopML: 1, RemainingHops: 4, Instructions: wire.InstNodeID}.Put(hdr)
+		_ = wire.MDHeader{Version: 2, HopML: 1, RemainingHops: 4, Instructions: spec.InstNodeID}.Put(hdr)
 		out, err := wire.InsertINT(g, &p, wire.TypeMD, hdr, &wire.SourceOptions{Encap: wire.EncapDSCP, DSCP: 0x17, Mask: 0x3f})
 		if err != nil {
 			t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"github.com/intd-project/intd/dataplane/report"
 	"github.com/intd-project/intd/dataplane/wire"
 	"github.com/intd-project/intd/sai"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 const greINT = 0x88b6 // TBD_INT for the tests
@@ -49,7 +50,7 @@ func TestMarkingsAndTunnels(t *testing.T) {
 			t.Run(tc.name+"/"+mode.String(), func(t *testing.T) {
 				sa := sai.DefaultIntSessionAttrs()
 				sa.Mode = mode
-				sa.Instructions |= sai.InstQueue | sai.InstEgressTimestamp
+				sa.Instructions |= spec.InstQueue | spec.InstEgressTimestamp
 				l := newLine(t, lineOpts{session: sa, dtel: func(i int, a *sai.DTelAttrs) {
 					a.IntL4DSCP = sai.DSCPMatch{}
 					if tc.name == "dscp" {

@@ -8,9 +8,10 @@ import (
 	"github.com/intd-project/intd/dataplane/report"
 	"github.com/intd-project/intd/dataplane/wire"
 	"github.com/intd-project/intd/sai"
+	"github.com/intd-project/intd/sai/spec"
 )
 
-var specSession = sai.IntSessionAttrs{Mode: sai.IntModeMD, MaxHopCount: 8, Instructions: sai.InstNodeID | sai.InstQueue}
+var specSession = sai.IntSessionAttrs{Mode: sai.IntModeMD, MaxHopCount: 8, Instructions: spec.InstNodeID | spec.InstQueue}
 
 func port80() sai.WatchlistMatch {
 	return sai.WatchlistMatch{IPProtocol: sai.IPProtocolTCP, L4DstPort: sai.PortRange{Lo: 80, Hi: 80}}

@@ -6,6 +6,7 @@ import (
 	"github.com/intd-project/intd/dataplane/report"
 	"github.com/intd-project/intd/dataplane/wire"
 	"github.com/intd-project/intd/sai"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // mtuRoom is how many bytes b may grow by on port p without exceeding the
@@ -112,7 +113,7 @@ func (s *Switch) sink(b *pbuf, c *compiled, p *port, t int64) bool {
 	if err != nil {
 		s.node.IntMalformedDrop++
 		p.ctr.IntMalformedDrop++
-		s.countDrop(b.out, sai.DropUnknown)
+		s.countDrop(b.out, spec.DropUnknown)
 		return false
 	}
 	b.setData(out)

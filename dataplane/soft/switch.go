@@ -11,6 +11,7 @@ import (
 	"github.com/intd-project/intd/dataplane/report"
 	"github.com/intd-project/intd/dataplane/wire"
 	"github.com/intd-project/intd/sai"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // Switch is one software INT switch. It implements sai.Backend; frames
@@ -116,7 +117,7 @@ func New(cfg Config) (*Switch, error) {
 	if s.maxFrame <= 0 {
 		s.maxFrame = defaultMaxFrame
 	}
-	for _, r := range sai.DropReasons() {
+	for _, r := range spec.DropReasons() {
 		s.drops[r] = 0 // pre-size so counting never allocates
 	}
 	n := 4096
@@ -316,7 +317,7 @@ func (s *Switch) receive(in int, frame []byte, rx, now int64) {
 	ip.ctr.InPackets++
 	s.node.InPackets++
 	if len(frame) > s.maxFrame {
-		s.countDrop(in, sai.DropUnknown)
+		s.countDrop(in, spec.DropUnknown)
 		return
 	}
 	c := s.cfg
@@ -334,7 +335,7 @@ func (s *Switch) receive(in int, frame []byte, rx, now int64) {
 	bad := false
 	if err := pr.Parse(b.data, &b.pkt); err != nil {
 		if s.innerParser.Parse(b.data, &b.pkt) != nil {
-			s.dropPkt(b, in, sai.DropUnknown, false)
+			s.dropPkt(b, in, spec.DropUnknown, false)
 			return
 		}
 		// Only the INT headers (version, length, type) or a tunnel's
@@ -366,11 +367,11 @@ func (s *Switch) receive(in int, frame []byte, rx, now int64) {
 		ent.stats.MatchedBytes += uint64(len(frame))
 	}
 	if rt < 0 {
-		s.dropPkt(b, in, sai.DropRoutingMiss, false)
+		s.dropPkt(b, in, spec.DropRoutingMiss, false)
 		return
 	}
 	if !s.noTTL && !s.decTTL(b) {
-		s.dropPkt(b, in, sai.DropIPTTLZero, false)
+		s.dropPkt(b, in, spec.DropIPTTLZero, false)
 		return
 	}
 	if edge && c.remark && !c.sink[out] {
@@ -397,11 +398,11 @@ func (s *Switch) malformed(b *pbuf, c *compiled) bool {
 	}
 	s.node.IntMalformedDrop++
 	s.ports[b.in].ctr.IntMalformedDrop++
-	s.countDrop(b.in, sai.DropUnknown)
+	s.countDrop(b.in, spec.DropUnknown)
 	if c.dropReport && s.reporter != nil {
 		ev := s.event(report.KindDrop, b, s.clock.Now())
 		ev.Unwatched = false // it claims to be INT: its source watched it
-		ev.DropReason = uint8(sai.DropUnknown)
+		ev.DropReason = uint8(spec.DropUnknown)
 		s.fillHop(b, c, b.tIn, &ev.Hop)
 		s.emit(ev)
 	}
@@ -557,7 +558,7 @@ func (s *Switch) enqueue(b *pbuf, now int64) {
 	size := len(b.data)
 	if q.bytes+size > p.cfg.QueueBytes {
 		b.occ, b.bufOc = uint32(q.bytes), uint32(s.queued)
-		s.dropPkt(b, b.out, sai.DropTrafficManager, true)
+		s.dropPkt(b, b.out, spec.DropTrafficManager, true)
 		return
 	}
 	b.occ, b.bufOc = uint32(q.bytes), uint32(s.queued)
@@ -614,16 +615,16 @@ func (s *Switch) fillHop(b *pbuf, c *compiled, tOut int64, m *wire.HopMetadata) 
 		EgressTimestamp:  uint64(tOut),
 		L2IngressPort:    in.cfg.L2ID,
 		BufferOccupancy:  min(b.bufOc, 0xffffff),
-		Valid: wire.InstNodeID | wire.InstHopLatency | wire.InstQueue | wire.InstIngressTimestamp |
-			wire.InstEgressTimestamp | wire.InstBuffer,
+		Valid: spec.InstNodeID | spec.InstHopLatency | spec.InstQueue | spec.InstIngressTimestamp |
+			spec.InstEgressTimestamp | spec.InstBuffer,
 	}
 	if b.out >= 0 {
 		out := &s.ports[b.out]
 		m.EgressPort, m.L2EgressPort = out.cfg.ID, out.cfg.L2ID
-		m.Valid |= wire.InstL1Ports | wire.InstL2Ports
+		m.Valid |= spec.InstL1Interfaces | spec.InstL2Interfaces
 		if out.utilValid {
 			m.TxUtilization = out.util
-			m.Valid |= wire.InstTxUtilization
+			m.Valid |= spec.InstEgressTxUtil
 		}
 	}
 }

@@ -2,13 +2,15 @@ package wire
 
 import (
 	"testing"
+
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // Benchmarks of the per-packet paths. Run:
 //
 //	go test -run='^$' -bench=. -benchmem ./dataplane/wire/
 
-const inst5 = InstNodeID | InstL1Ports | InstHopLatency | InstQueue | InstTxUtilization
+const inst5 = spec.InstNodeID | spec.InstL1Interfaces | spec.InstHopLatency | spec.InstQueue | spec.InstEgressTxUtil
 
 func hop5(n uint32) *HopMetadata {
 	return &HopMetadata{NodeID: n, IngressPort: 1, EgressPort: 2, HopLatency: 1000 + n, QueueID: 3,

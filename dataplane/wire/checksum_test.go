@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/intd-project/intd/sai/spec"
 )
 
 func TestUpdateChecksumMatchesRecompute(t *testing.T) {
@@ -113,10 +115,10 @@ func checkAgainstFull(t *testing.T, pkt []byte, p *Packet, zeroUDP, complement b
 func TestIncrementalChecksumProperty(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 11))
 	instSets := []Instructions{
-		InstNodeID | InstQueue,
-		InstNodeID | InstL1Ports | InstHopLatency | InstQueue | InstTxUtilization,
-		InstNodeID | InstIngressTimestamp | InstEgressTimestamp | InstChecksumComplement,
-		InstL2Ports | InstBuffer | InstChecksumComplement | 1<<4, // reserved bit 11
+		spec.InstNodeID | spec.InstQueue,
+		spec.InstNodeID | spec.InstL1Interfaces | spec.InstHopLatency | spec.InstQueue | spec.InstEgressTxUtil,
+		spec.InstNodeID | spec.InstIngressTimestamp | spec.InstEgressTimestamp | spec.InstChecksumComplement,
+		spec.InstL2Interfaces | spec.InstBuffer | spec.InstChecksumComplement | 1<<4, // reserved bit 11
 	}
 	for iter := 0; iter < 3000; iter++ {
 		v6, tcp := r.IntN(2) == 0, r.IntN(2) == 0
@@ -158,7 +160,7 @@ func TestIncrementalChecksumProperty(t *testing.T) {
 			if err := c.ParseIP(pkt, &p); err != nil {
 				t.Fatal(err)
 			}
-			cc := r.IntN(2) == 0 && inst&InstChecksumComplement != 0
+			cc := r.IntN(2) == 0 && inst&spec.InstChecksumComplement != 0
 			pkt, err = PushHop(pkt, &p, &m, PushOptions{UseChecksumComplement: cc})
 			if err != nil {
 				t.Fatalf("push: %v", err)

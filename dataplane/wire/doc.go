@@ -26,7 +26,7 @@
 //
 // Shim, GREShim, GPEShim and GeneveOption are the four INT shims;
 // MDHeader and MXHeader the INT headers; Instructions the bitmap, with
-// per-bit widths (FieldWords, Instructions.Words). PutHop and DecodeHop
+// per-bit widths (spec.FieldWords, Instructions.Words). PutHop and DecodeHop
 // encode one hop's HopMetadata in bitmap order, with all-ones for
 // unavailable or reserved fields and the checksum complement last;
 // MDStack / DecodeMD split a stack into hops and source-only metadata.

@@ -6,6 +6,8 @@ import (
 	"math/bits"
 	"reflect"
 	"testing"
+
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // Differential tests: the unrolled and fast-path codecs must produce
@@ -26,7 +28,7 @@ func refPutHop(b []byte, inst Instructions, dsWords int, m *HopMetadata) (int, e
 		bit := bits.LeadingZeros16(v)
 		v &^= 0x8000 >> uint(bit)
 		ok := valid&(0x8000>>uint(bit)) != 0
-		if FieldWords(bit) == 2 {
+		if spec.FieldWords(bit) == 2 {
 			v := uint64(Unavailable64)
 			if ok {
 				switch bit {
@@ -67,7 +69,7 @@ func refPutHop(b []byte, inst Instructions, dsWords int, m *HopMetadata) (int, e
 		pad[0] = 0xff
 	}
 	off = n - 4*int(inst&1)
-	if inst&InstChecksumComplement != 0 {
+	if inst&spec.InstChecksumComplement != 0 {
 		binary.BigEndian.PutUint32(b[off:], Unavailable32)
 		off += 4
 	}
@@ -85,7 +87,7 @@ func refDecodeHop(b []byte, inst Instructions, m *HopMetadata) error {
 		bit := bits.LeadingZeros16(v)
 		mask := Instructions(0x8000 >> uint(bit))
 		v &^= uint16(mask)
-		if FieldWords(bit) == 2 {
+		if spec.FieldWords(bit) == 2 {
 			v := binary.BigEndian.Uint64(b[off:])
 			off += 8
 			if v != Unavailable64 {
@@ -122,11 +124,11 @@ func refDecodeHop(b []byte, inst Instructions, m *HopMetadata) error {
 		}
 	}
 	end := len(b)
-	if inst&InstChecksumComplement != 0 {
+	if inst&spec.InstChecksumComplement != 0 {
 		end -= 4
 		m.ChecksumComplement = binary.BigEndian.Uint32(b[end:])
 		if m.ChecksumComplement != Unavailable32 {
-			m.Valid |= InstChecksumComplement
+			m.Valid |= spec.InstChecksumComplement
 		}
 	}
 	m.DomainSpecific = b[off:end:end]

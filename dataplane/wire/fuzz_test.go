@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/intd-project/intd/dataplane/wire/pcap"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // Fuzz targets: every decoder must return an error on malformed input and
@@ -125,7 +126,7 @@ func FuzzDecodeMD(f *testing.F) {
 				t.Fatalf("re-encode: %v %d", err, n)
 			}
 			// Reserved bits and the checksum complement carry no value to keep.
-			if inst := h.Instructions; inst&(InstChecksumComplement|0x007e) == 0 && !bytes.Equal(out, s.Hop(i)) {
+			if inst := h.Instructions; inst&(spec.InstChecksumComplement|0x007e) == 0 && !bytes.Equal(out, s.Hop(i)) {
 				t.Fatalf("round trip\n% x\n% x", out, s.Hop(i))
 			}
 		}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // hx decodes a commented hex literal: "//" starts a comment, whitespace is
@@ -121,7 +123,7 @@ func must(t testing.TB, err error) {
 // hopNQ is the metadata of example hop n: node id n, queue id 0 and
 // occupancy n*0x100 (values chosen; the spec names the fields only).
 func hopNQ(n uint32) *HopMetadata {
-	return &HopMetadata{NodeID: n, QueueOccupancy: n * 0x100, Valid: InstNodeID | InstQueue}
+	return &HopMetadata{NodeID: n, QueueOccupancy: n * 0x100, Valid: spec.InstNodeID | spec.InstQueue}
 }
 
 // mdSource encodes the INT-MD header plus the source's own hop (if any).
@@ -146,10 +148,10 @@ func mxSource(t testing.TB, h MXHeader, ds []byte) []byte {
 
 // exMD is the example INT-MD header: HopML 2, node id + queue occupancy.
 func exMD(remaining uint8) MDHeader {
-	return MDHeader{Version: 2, HopML: 2, RemainingHops: remaining, Instructions: InstNodeID | InstQueue}
+	return MDHeader{Version: 2, HopML: 2, RemainingHops: remaining, Instructions: spec.InstNodeID | spec.InstQueue}
 }
 
-var exMX = MXHeader{Version: 2, Instructions: InstNodeID | InstQueue}
+var exMX = MXHeader{Version: 2, Instructions: spec.InstNodeID | spec.InstQueue}
 
 // checkMD decodes the INT-MD block of a parsed packet and checks the
 // example's values: hops listed most recent first.
@@ -169,7 +171,7 @@ func checkMD(t testing.TB, pkt []byte, p *Packet, remaining uint8, hops ...uint3
 	for i, n := range hops {
 		var m HopMetadata
 		must(t, DecodeHop(s.Hop(i), h.Instructions, &m))
-		if m.NodeID != n || m.QueueOccupancy != n*0x100 || m.QueueID != 0 || m.Valid != InstNodeID|InstQueue {
+		if m.NodeID != n || m.QueueOccupancy != n*0x100 || m.QueueID != 0 || m.Valid != spec.InstNodeID|spec.InstQueue {
 			t.Fatalf("hop %d: %+v, want node %d", i, m, n)
 		}
 	}

@@ -3,43 +3,13 @@ package wire
 import (
 	"encoding/binary"
 	"math/bits"
+
+	"github.com/intd-project/intd/sai/spec"
 )
 
-// Instructions is the 16-bit INT instruction bitmap. Bit 0 of the spec is
-// the most significant bit, so InstNodeID is 1<<15.
-type Instructions uint16
-
-// Instruction bits (INT v2.1 §5.8). Bits 9-14 are reserved.
-const (
-	InstNodeID             Instructions = 1 << (15 - iota) // bit 0
-	InstL1Ports                                            // bit 1: L1 ingress(16)+egress(16) interface
-	InstHopLatency                                         // bit 2
-	InstQueue                                              // bit 3: queue id(8)+occupancy(24)
-	InstIngressTimestamp                                   // bit 4: 8 bytes
-	InstEgressTimestamp                                    // bit 5: 8 bytes
-	InstL2Ports                                            // bit 6: L2 ingress(32)+egress(32), 8 bytes
-	InstTxUtilization                                      // bit 7
-	InstBuffer                                             // bit 8: buffer id(8)+occupancy(24)
-	InstChecksumComplement Instructions = 1                // bit 15, always last in a hop
-)
-
-// Bit reports whether spec bit n (0 = MSB) is set.
-func (i Instructions) Bit(n int) bool { return i&(0x8000>>uint(n)) != 0 }
-
-// FieldWords is the size of the metadata for spec bit n in 4-byte words:
-// two for bits 4, 5 and 6, one otherwise (reserved bits included).
-func FieldWords(n int) int {
-	if n >= 4 && n <= 6 {
-		return 2
-	}
-	return 1
-}
-
-// Words is the per-hop baseline metadata length in words, counting the
-// checksum complement and reserved bits (filled with all ones).
-func (i Instructions) Words() int {
-	return bits.OnesCount16(uint16(i)) + int((i>>9)&1+(i>>10)&1+(i>>11)&1) // bits 4-6 are double
-}
+// Instructions is the 16-bit INT instruction bitmap; its bits, their names
+// and metadata lengths are spec.Instructions.
+type Instructions = spec.Instruction
 
 // MDHeaderLen and MXHeaderLen are the fixed INT header sizes.
 const (
@@ -230,38 +200,38 @@ func putHopWords(b []byte, inst Instructions, words, dsWords int, m *HopMetadata
 		sum += v>>32 + v&0xffffffff
 		off += 8
 	}
-	if inst&InstNodeID != 0 {
-		put32(InstNodeID, m.NodeID)
+	if inst&spec.InstNodeID != 0 {
+		put32(spec.InstNodeID, m.NodeID)
 	}
-	if inst&InstL1Ports != 0 {
-		put32(InstL1Ports, uint32(m.IngressPort)<<16|uint32(m.EgressPort))
+	if inst&spec.InstL1Interfaces != 0 {
+		put32(spec.InstL1Interfaces, uint32(m.IngressPort)<<16|uint32(m.EgressPort))
 	}
-	if inst&InstHopLatency != 0 {
-		put32(InstHopLatency, m.HopLatency)
+	if inst&spec.InstHopLatency != 0 {
+		put32(spec.InstHopLatency, m.HopLatency)
 	}
-	if inst&InstQueue != 0 {
-		put32(InstQueue, uint32(m.QueueID)<<24|m.QueueOccupancy&0xffffff)
+	if inst&spec.InstQueue != 0 {
+		put32(spec.InstQueue, uint32(m.QueueID)<<24|m.QueueOccupancy&0xffffff)
 	}
-	if inst&InstIngressTimestamp != 0 {
-		put64(InstIngressTimestamp, m.IngressTimestamp)
+	if inst&spec.InstIngressTimestamp != 0 {
+		put64(spec.InstIngressTimestamp, m.IngressTimestamp)
 	}
-	if inst&InstEgressTimestamp != 0 {
-		put64(InstEgressTimestamp, m.EgressTimestamp)
+	if inst&spec.InstEgressTimestamp != 0 {
+		put64(spec.InstEgressTimestamp, m.EgressTimestamp)
 	}
-	if inst&InstL2Ports != 0 {
-		put64(InstL2Ports, uint64(m.L2IngressPort)<<32|uint64(m.L2EgressPort))
+	if inst&spec.InstL2Interfaces != 0 {
+		put64(spec.InstL2Interfaces, uint64(m.L2IngressPort)<<32|uint64(m.L2EgressPort))
 	}
-	if inst&InstTxUtilization != 0 {
-		put32(InstTxUtilization, m.TxUtilization)
+	if inst&spec.InstEgressTxUtil != 0 {
+		put32(spec.InstEgressTxUtil, m.TxUtilization)
 	}
-	if inst&InstBuffer != 0 {
-		put32(InstBuffer, uint32(m.BufferID)<<24|m.BufferOccupancy&0xffffff)
+	if inst&spec.InstBuffer != 0 {
+		put32(spec.InstBuffer, uint32(m.BufferID)<<24|m.BufferOccupancy&0xffffff)
 	}
 	// Reserved bits 9-14 and unknown domain-specific metadata are all ones.
 	end := n - 4*int(inst&1)
 	if off < end {
 		start := off
-		for r := bits.OnesCount16(uint16(inst&0x7e)) * 4; r > 0; r-- {
+		for r := bits.OnesCount16(uint16(inst&spec.InstReserved)) * 4; r > 0; r-- {
 			b[off] = 0xff
 			off++
 		}
@@ -272,7 +242,7 @@ func putHopWords(b []byte, inst Instructions, words, dsWords int, m *HopMetadata
 		sum += uint64(Sum(0, b[start:end]))
 		off = end
 	}
-	if inst&InstChecksumComplement != 0 {
+	if inst&spec.InstChecksumComplement != 0 {
 		binary.BigEndian.PutUint32(b[off:], Unavailable32)
 		sum += Unavailable32
 		off += 4
@@ -281,7 +251,7 @@ func putHopWords(b []byte, inst Instructions, words, dsWords int, m *HopMetadata
 }
 
 // DecodeFields decodes the fields of bits 0-14 of inst (in bitmap order,
-// each set bit taking FieldWords words) from b into m, sets m.Valid to
+// each set bit taking spec.FieldWords words) from b into m, sets m.Valid to
 // the fields decoded and returns the offset after them. With unavail,
 // all-ones values are left out of m.Valid (hop metadata); otherwise every
 // field selected is valid (report metadata). Fields inst leaves out keep
@@ -306,40 +276,40 @@ func DecodeFields(b []byte, inst Instructions, m *HopMetadata, unavail bool) int
 		}
 		return v
 	}
-	if inst&InstNodeID != 0 {
-		m.NodeID = get32(InstNodeID)
+	if inst&spec.InstNodeID != 0 {
+		m.NodeID = get32(spec.InstNodeID)
 	}
-	if inst&InstL1Ports != 0 {
-		v := get32(InstL1Ports)
+	if inst&spec.InstL1Interfaces != 0 {
+		v := get32(spec.InstL1Interfaces)
 		m.IngressPort, m.EgressPort = uint16(v>>16), uint16(v)
 	}
-	if inst&InstHopLatency != 0 {
-		m.HopLatency = get32(InstHopLatency)
+	if inst&spec.InstHopLatency != 0 {
+		m.HopLatency = get32(spec.InstHopLatency)
 	}
-	if inst&InstQueue != 0 {
-		v := get32(InstQueue)
+	if inst&spec.InstQueue != 0 {
+		v := get32(spec.InstQueue)
 		m.QueueID, m.QueueOccupancy = uint8(v>>24), v&0xffffff
 	}
-	if inst&InstIngressTimestamp != 0 {
-		m.IngressTimestamp = get64(InstIngressTimestamp)
+	if inst&spec.InstIngressTimestamp != 0 {
+		m.IngressTimestamp = get64(spec.InstIngressTimestamp)
 	}
-	if inst&InstEgressTimestamp != 0 {
-		m.EgressTimestamp = get64(InstEgressTimestamp)
+	if inst&spec.InstEgressTimestamp != 0 {
+		m.EgressTimestamp = get64(spec.InstEgressTimestamp)
 	}
-	if inst&InstL2Ports != 0 {
-		v := get64(InstL2Ports)
+	if inst&spec.InstL2Interfaces != 0 {
+		v := get64(spec.InstL2Interfaces)
 		m.L2IngressPort, m.L2EgressPort = uint32(v>>32), uint32(v)
 	}
-	if inst&InstTxUtilization != 0 {
-		m.TxUtilization = get32(InstTxUtilization)
+	if inst&spec.InstEgressTxUtil != 0 {
+		m.TxUtilization = get32(spec.InstEgressTxUtil)
 	}
-	if inst&InstBuffer != 0 {
-		v := get32(InstBuffer)
+	if inst&spec.InstBuffer != 0 {
+		v := get32(spec.InstBuffer)
 		m.BufferID, m.BufferOccupancy = uint8(v>>24), v&0xffffff
 	}
 	// Reserved bits 9-14: one word each, valid when not all ones.
-	for r := uint16(inst) & 0x7e; r != 0; {
-		bit := Instructions(0x8000 >> uint(bits.LeadingZeros16(r)))
+	for r := uint16(inst & spec.InstReserved); r != 0; {
+		bit := spec.InstructionBit(bits.LeadingZeros16(r))
 		r &^= uint16(bit)
 		get32(bit)
 	}
@@ -360,11 +330,11 @@ func DecodeHop(b []byte, inst Instructions, m *HopMetadata) error {
 	valid := m.Valid
 	// The checksum complement sits after the domain-specific metadata.
 	end := len(b)
-	if inst&InstChecksumComplement != 0 {
+	if inst&spec.InstChecksumComplement != 0 {
 		end -= 4
 		m.ChecksumComplement = binary.BigEndian.Uint32(b[end:])
 		if m.ChecksumComplement != Unavailable32 {
-			valid |= InstChecksumComplement
+			valid |= spec.InstChecksumComplement
 		}
 	}
 	m.Valid = valid

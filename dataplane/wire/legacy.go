@@ -1,6 +1,10 @@
 package wire
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/intd-project/intd/sai/spec"
+)
 
 // Legacy formats, decoded for interoperability with older INT hosts.
 //
@@ -299,14 +303,14 @@ func DecodeINT05(b []byte, opt INT05Options) (INT05, error) {
 
 // INT05 instruction bits that differ from INT v2 (all values 4 bytes).
 const (
-	INT05InstSwitchID        = InstNodeID
-	INT05InstPorts           = InstL1Ports
-	INT05InstHopLatency      = InstHopLatency
-	INT05InstQueue           = InstQueue
-	INT05InstIngressTS       = InstIngressTimestamp
-	INT05InstEgressTS        = InstEgressTimestamp
-	INT05InstQueueCongestion = InstL2Ports
-	INT05InstTxUtilization   = InstTxUtilization
+	INT05InstSwitchID        = spec.InstNodeID
+	INT05InstPorts           = spec.InstL1Interfaces
+	INT05InstHopLatency      = spec.InstHopLatency
+	INT05InstQueue           = spec.InstQueue
+	INT05InstIngressTS       = spec.InstIngressTimestamp
+	INT05InstEgressTS        = spec.InstEgressTimestamp
+	INT05InstQueueCongestion = spec.InstL2Interfaces
+	INT05InstTxUtilization   = spec.InstEgressTxUtil
 )
 
 // INT05HopMetadata is one INT 0.5 hop decoded by instruction bit.

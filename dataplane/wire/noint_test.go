@@ -5,13 +5,14 @@ import (
 
 	"github.com/intd-project/intd/dataplane/wire"
 	"github.com/intd-project/intd/dataplane/wire/wiretest"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // TestParserNoINT: a parser for packets from outside the INT domain finds
 // no INT however the packet is marked, and still finds its tunnel header.
 func TestParserNoINT(t *testing.T) {
 	hdr := make([]byte, wire.MDHeaderLen)
-	_ = wire.MDHeader{Version: 2, HopML: 1, RemainingHops: 4, Instructions: wire.InstNodeID}.Put(hdr)
+	_ = wire.MDHeader{Version: 2, HopML: 1, RemainingHops: 4, Instructions: spec.InstNodeID}.Put(hdr)
 	insert := func(f []byte, opt wire.SourceOptions) []byte {
 		g := make([]byte, len(f), len(f)+64)
 		copy(g, f)

@@ -1,6 +1,10 @@
 package wire
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/intd-project/intd/sai/spec"
+)
 
 // In-place packet edits at INT source, transit and sink nodes. All of them
 // keep the IPv4 header checksum and the TCP/UDP checksum valid with
@@ -183,7 +187,7 @@ func pushHopFast(pkt []byte, p *Packet, m *HopMetadata, opt PushOptions) (_ []by
 	rh := h[3]
 	inst := Instructions(binary.BigEndian.Uint16(h[4:]))
 	hopML := int(h[2] & 0x1f)
-	if rh == 0 || (inst&InstChecksumComplement != 0 && opt.UseChecksumComplement) {
+	if rh == 0 || (inst&spec.InstChecksumComplement != 0 && opt.UseChecksumComplement) {
 		return pkt, false, nil
 	}
 	words := inst.Words()
@@ -327,7 +331,7 @@ func pushHop(pkt []byte, p *Packet, m *HopMetadata, opt PushOptions) ([]byte, er
 	}
 	e.l4Length(n)
 	e.ipLength(n)
-	if inst&InstChecksumComplement != 0 && opt.UseChecksumComplement && e.csum >= 0 {
+	if inst&spec.InstChecksumComplement != 0 && opt.UseChecksumComplement && e.csum >= 0 {
 		// Choose the complement so the segment sum does not change at all:
 		// the checksum field stays valid untouched.
 		cc := at + n - 4

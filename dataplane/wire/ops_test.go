@@ -3,6 +3,8 @@ package wire
 import (
 	"errors"
 	"testing"
+
+	"github.com/intd-project/intd/sai/spec"
 )
 
 func TestPushHopLimits(t *testing.T) {
@@ -44,7 +46,7 @@ func TestPushHopLimits(t *testing.T) {
 	checkChecksums(t, pkt, &p)
 	// Geneve: the 5-bit option length caps the stack at 31 words.
 	inner := innerEthernet(t)
-	md := mdSource(t, MDHeader{Version: 2, HopML: 8, RemainingHops: 8, Instructions: InstNodeID})
+	md := mdSource(t, MDHeader{Version: 2, HopML: 8, RemainingHops: 8, Instructions: spec.InstNodeID})
 	body := make([]byte, GeneveLen+4, 64)
 	must(t, Geneve{OptLen: 4, Protocol: EtherTypeTEB}.Put(body))
 	must(t, GeneveOption{Class: GeneveClassINT, Type: 1, Length: 3}.Put(body[GeneveLen:]))

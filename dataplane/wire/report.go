@@ -3,6 +3,8 @@ package wire
 import (
 	"encoding/binary"
 	mbits "math/bits"
+
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // Telemetry Report v2.0 (UDP payload): a group header followed by one or
@@ -79,14 +81,14 @@ const (
 // Report metadata bits (RepMdBits). Bit 0 is reserved because the node ID
 // is in the group header; bit 15 is queue id + drop reason.
 const (
-	RepL1Ports          = uint16(InstL1Ports)
-	RepHopLatency       = uint16(InstHopLatency)
-	RepQueue            = uint16(InstQueue)
-	RepIngressTimestamp = uint16(InstIngressTimestamp)
-	RepEgressTimestamp  = uint16(InstEgressTimestamp)
-	RepL2Ports          = uint16(InstL2Ports)
-	RepTxUtilization    = uint16(InstTxUtilization)
-	RepBuffer           = uint16(InstBuffer)
+	RepL1Ports          = uint16(spec.InstL1Interfaces)
+	RepHopLatency       = uint16(spec.InstHopLatency)
+	RepQueue            = uint16(spec.InstQueue)
+	RepIngressTimestamp = uint16(spec.InstIngressTimestamp)
+	RepEgressTimestamp  = uint16(spec.InstEgressTimestamp)
+	RepL2Ports          = uint16(spec.InstL2Interfaces)
+	RepTxUtilization    = uint16(spec.InstEgressTxUtil)
+	RepBuffer           = uint16(spec.InstBuffer)
 	RepDrop             = uint16(1) // bit 15: queue id(8) + drop reason(8) + pad(16)
 )
 
@@ -130,7 +132,7 @@ func putReportMetadata(b []byte, bits uint16, md *ReportMetadata) int {
 	off := 0
 	for v := bits; v != 0; {
 		bit := mbits.LeadingZeros16(v)
-		v &^= 0x8000 >> uint(bit)
+		v &^= uint16(spec.InstructionBit(bit))
 		switch bit {
 		case 1:
 			binary.BigEndian.PutUint32(b[off:], uint32(md.IngressPort)<<16|uint32(md.EgressPort))
@@ -153,7 +155,7 @@ func putReportMetadata(b []byte, bits uint16, md *ReportMetadata) int {
 		default:
 			binary.BigEndian.PutUint32(b[off:], Unavailable32) // reserved
 		}
-		off += 4 * FieldWords(bit)
+		off += 4 * spec.FieldWords(bit)
 	}
 	return off
 }
@@ -239,7 +241,7 @@ func (r *Report) Baseline(md *ReportMetadata) ([]byte, error) {
 	off := 0
 	for set := r.RepMdBits; set != 0; {
 		bit := mbits.LeadingZeros16(set)
-		set &^= 0x8000 >> uint(bit)
+		set &^= uint16(spec.InstructionBit(bit))
 		v := binary.BigEndian.Uint32(b[off:])
 		switch bit {
 		case 1:
@@ -261,7 +263,7 @@ func (r *Report) Baseline(md *ReportMetadata) ([]byte, error) {
 		case 15:
 			md.DropQueueID, md.DropReason = uint8(v>>24), uint8(v>>16)
 		}
-		off += 4 * FieldWords(bit)
+		off += 4 * spec.FieldWords(bit)
 	}
 	return b[n:], nil
 }

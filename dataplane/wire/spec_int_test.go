@@ -3,6 +3,8 @@ package wire
 import (
 	"bytes"
 	"testing"
+
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // Worked examples of int-spec-v2.1.mdk §6 "Examples". Each literal is
@@ -380,7 +382,7 @@ c3 50 00 50 // TCP header
 
 func TestSpecExampleMXSourceInsertedDS(t *testing.T) {
 	want := hx(t, exMXSourceInsertedDS)
-	mx := MXHeader{Version: 2, Instructions: InstNodeID | InstQueue, DomainID: 0xabcd, DSInstructions: 0xc000}
+	mx := MXHeader{Version: 2, Instructions: spec.InstNodeID | spec.InstQueue, DomainID: 0xabcd, DSInstructions: 0xc000}
 	ds := []byte{0, 0, 0, 15, 0x12, 0x34, 0x56, 0x78}
 	orig := tcpPacket(t, 0, payld)
 	c := Parser{UDPPort: exINTPort}
@@ -414,9 +416,9 @@ a6 1a f6 b1 // first 4 bytes of host1 MAC
 
 func TestSpecExampleMDSourceOnlyDS(t *testing.T) {
 	want := hx(t, exMDSourceOnlyDS)
-	h := MDHeader{Version: 2, HopML: 1, RemainingHops: 7, Instructions: InstNodeID, DomainID: 0x5453, DSInstructions: 0x8000, DSFlags: 0x4000}
+	h := MDHeader{Version: 2, HopML: 1, RemainingHops: 7, Instructions: spec.InstNodeID, DomainID: 0x5453, DSInstructions: 0x8000, DSFlags: 0x4000}
 	mac := []byte{0xa6, 0x1a, 0xf6, 0xb1, 0x64, 0x7d, 0, 0}
-	node := func(n uint32) *HopMetadata { return &HopMetadata{NodeID: n, Valid: InstNodeID} }
+	node := func(n uint32) *HopMetadata { return &HopMetadata{NodeID: n, Valid: spec.InstNodeID} }
 	// The gateway (source) writes its hop then the source-only metadata,
 	// which is excluded from Hop ML and stays at the bottom of the stack.
 	src := append(mdSource(t, h, node(10)), mac...)

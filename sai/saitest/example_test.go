@@ -7,6 +7,7 @@ import (
 
 	"github.com/intd-project/intd/sai"
 	"github.com/intd-project/intd/sai/saitest"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // A rollback test: the second step of a change fails, the code under test
@@ -20,8 +21,8 @@ func Example_rollback() {
 	before := b.Snapshot().Canonical()
 
 	b.FailAt(2, errors.New("injected"))
-	evOID, _ := b.Create(sai.EventAttrs{Type: sai.EventDropReport, ReportSession: rsOID})
-	if _, err := b.Create(sai.EventAttrs{Type: sai.EventFlowState, ReportSession: rsOID}); err != nil {
+	evOID, _ := b.Create(sai.EventAttrs{Type: spec.EventDropReport, ReportSession: rsOID})
+	if _, err := b.Create(sai.EventAttrs{Type: spec.EventFlowState, ReportSession: rsOID}); err != nil {
 		_ = b.Remove(evOID) // roll back
 	}
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/intd-project/intd/sai"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 func reportSession(port uint16) sai.ReportSessionAttrs {
@@ -47,7 +48,7 @@ func populate(t *testing.T, b *Backend) (rs, is, ev, we sai.OID) {
 	mustCreate(t, b, sai.DefaultDTelAttrs())
 	rs = mustCreate(t, b, reportSession(32766))
 	is = mustCreate(t, b, sai.DefaultIntSessionAttrs())
-	ev = mustCreate(t, b, sai.EventAttrs{Type: sai.EventFlowState, ReportSession: rs})
+	ev = mustCreate(t, b, sai.EventAttrs{Type: spec.EventFlowState, ReportSession: rs})
 	we = mustCreate(t, b, entry(10, is))
 	return rs, is, ev, we
 }
@@ -89,19 +90,19 @@ func TestReferentialIntegrity(t *testing.T) {
 	}
 
 	missingRS := sai.MakeOID(sai.ObjectTypeReportSession, 99)
-	if _, err := b.Create(sai.EventAttrs{Type: sai.EventDropReport, ReportSession: missingRS}); !errors.Is(err, sai.ErrNotFound) {
+	if _, err := b.Create(sai.EventAttrs{Type: spec.EventDropReport, ReportSession: missingRS}); !errors.Is(err, sai.ErrNotFound) {
 		t.Errorf("Create(event -> missing session) = %v, want ErrNotFound", err)
 	}
 	if _, err := b.Create(entry(5, sai.MakeOID(sai.ObjectTypeIntSession, 99))); !errors.Is(err, sai.ErrNotFound) {
 		t.Errorf("Create(entry -> missing INT session) = %v, want ErrNotFound", err)
 	}
-	if err := b.Set(ev, sai.EventAttrs{Type: sai.EventFlowState, ReportSession: missingRS}); !errors.Is(err, sai.ErrNotFound) {
+	if err := b.Set(ev, sai.EventAttrs{Type: spec.EventFlowState, ReportSession: missingRS}); !errors.Is(err, sai.ErrNotFound) {
 		t.Errorf("Set(event -> missing session) = %v, want ErrNotFound", err)
 	}
 
 	// Moving the reference frees the old session.
 	rs2 := mustCreate(t, b, reportSession(9999))
-	if err := b.Set(ev, sai.EventAttrs{Type: sai.EventFlowState, ReportSession: rs2}); err != nil {
+	if err := b.Set(ev, sai.EventAttrs{Type: spec.EventFlowState, ReportSession: rs2}); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Remove(rs); err != nil {
@@ -124,7 +125,7 @@ func TestUniqueness(t *testing.T) {
 	if _, err := b.Create(sai.DefaultDTelAttrs()); !errors.Is(err, sai.ErrExists) {
 		t.Errorf("second DTel = %v, want ErrExists", err)
 	}
-	if _, err := b.Create(sai.EventAttrs{Type: sai.EventFlowState, ReportSession: rs}); !errors.Is(err, sai.ErrExists) {
+	if _, err := b.Create(sai.EventAttrs{Type: spec.EventFlowState, ReportSession: rs}); !errors.Is(err, sai.ErrExists) {
 		t.Errorf("second FLOW_STATE event = %v, want ErrExists", err)
 	}
 	q := sai.DefaultQueueReportAttrs("eth0", 1)
@@ -305,7 +306,7 @@ func TestCanonicalIgnoresOIDs(t *testing.T) {
 	rs := mustCreate(t, b, reportSession(32766))
 	tmpIS := mustCreate(t, b, sai.DefaultIntSessionAttrs())
 	is := mustCreate(t, b, sai.DefaultIntSessionAttrs())
-	mustCreate(t, b, sai.EventAttrs{Type: sai.EventFlowState, ReportSession: rs})
+	mustCreate(t, b, sai.EventAttrs{Type: spec.EventFlowState, ReportSession: rs})
 	mustCreate(t, b, entry(10, is))
 	if err := b.Remove(tmpIS); err != nil {
 		t.Fatal(err)
@@ -351,11 +352,11 @@ func TestStats(t *testing.T) {
 		t.Errorf("queue quota left = %d", s.QueueReports[qr].QuotaLeft)
 	}
 
-	want := sai.Stats{Drops: map[sai.DropReason]uint64{sai.DropIPTTLZero: 3}}
+	want := sai.Stats{Drops: map[sai.DropReason]uint64{spec.DropIPTTLZero: 3}}
 	b.SetStats(want)
-	want.Drops[sai.DropIPTTLZero] = 99 // SetStats copied
+	want.Drops[spec.DropIPTTLZero] = 99 // SetStats copied
 	got, _ := b.Stats(context.Background())
-	if got.Drops[sai.DropIPTTLZero] != 3 {
+	if got.Drops[spec.DropIPTTLZero] != 3 {
 		t.Errorf("SetStats did not copy: %v", got.Drops)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

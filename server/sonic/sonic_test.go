@@ -23,6 +23,7 @@ import (
 	"github.com/intd-project/intd/gen"
 	"github.com/intd-project/intd/sai"
 	"github.com/intd-project/intd/sai/saitest"
+	"github.com/intd-project/intd/sai/spec"
 	"github.com/intd-project/intd/server"
 	"github.com/intd-project/intd/server/sonic"
 	"github.com/intd-project/intd/server/sonic/sonictest"
@@ -303,7 +304,7 @@ func TestDTelINTSessionAttribs(t *testing.T) {
 		t.Fatalf("%d INT sessions", len(objs))
 	}
 	is := objs[0].(sai.IntSessionAttrs)
-	want := sai.InstNodeID | sai.InstL1Interfaces | sai.InstQueue | sai.InstIngressTimestamp | sai.InstEgressTimestamp
+	want := spec.InstNodeID | spec.InstL1Interfaces | spec.InstQueue | spec.InstIngressTimestamp | spec.InstEgressTimestamp
 	if is.MaxHopCount != 50 || is.Instructions != want || is.Mode != sai.IntModeMD {
 		t.Errorf("INT session %+v, want hop count 50, instructions %v", is, want)
 	}
@@ -345,12 +346,12 @@ func TestDTelEventAttribs(t *testing.T) {
 		key, dscp string
 		typ       sai.EventType
 	}{
-		{"EVENT_TYPE_FLOW_STATE", "65", sai.EventFlowState},
-		{"EVENT_TYPE_FLOW_REPORT_ALL_PACKETS", "64", sai.EventFlowReportAllPackets},
-		{"EVENT_TYPE_FLOW_TCPFLAG", "63", sai.EventFlowTCPFlag},
-		{"EVENT_TYPE_QUEUE_REPORT_THRESHOLD_BREACH", "62", sai.EventQueueReportThresholdBreach},
-		{"EVENT_TYPE_QUEUE_REPORT_TAIL_DROP", "61", sai.EventQueueReportTailDrop},
-		{"EVENT_TYPE_DROP_REPORT", "60", sai.EventDropReport},
+		{"EVENT_TYPE_FLOW_STATE", "65", spec.EventFlowState},
+		{"EVENT_TYPE_FLOW_REPORT_ALL_PACKETS", "64", spec.EventFlowReportAllPackets},
+		{"EVENT_TYPE_FLOW_TCPFLAG", "63", spec.EventFlowTCPFlag},
+		{"EVENT_TYPE_QUEUE_REPORT_THRESHOLD_BREACH", "62", spec.EventQueueReportThresholdBreach},
+		{"EVENT_TYPE_QUEUE_REPORT_TAIL_DROP", "61", spec.EventQueueReportTailDrop},
+		{"EVENT_TYPE_DROP_REPORT", "60", spec.EventDropReport},
 	}
 	for _, ev := range events {
 		r.HSet(configDB, "DTEL_EVENT|"+ev.key, "EVENT_REPORT_SESSION", "RS-1", "EVENT_DSCP_VALUE", ev.dscp)
@@ -369,8 +370,8 @@ func TestDTelEventAttribs(t *testing.T) {
 		}
 		got[ev.Type] = ev.DSCP
 	}
-	want := map[sai.EventType]uint8{sai.EventFlowTCPFlag: 63, sai.EventQueueReportThresholdBreach: 62,
-		sai.EventQueueReportTailDrop: 61, sai.EventDropReport: 60}
+	want := map[sai.EventType]uint8{spec.EventFlowTCPFlag: 63, spec.EventQueueReportThresholdBreach: 62,
+		spec.EventQueueReportTailDrop: 61, spec.EventDropReport: 60}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("events %v, want %v", got, want)
 	}

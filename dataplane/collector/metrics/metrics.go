@@ -7,7 +7,7 @@
 // Each scrape copies the collector's aggregates under its lock; their
 // size depends on the number of nodes, sources and queues, not on the
 // number of flows, so a busy collector's scrape stays small. Label values
-// are names where the number has one (drop reasons from sai's table,
+// are names where the number has one (drop reasons from the spec table,
 // IP protocols); node, interface and queue IDs are their numbers.
 package metrics
 
@@ -19,7 +19,7 @@ import (
 
 	"github.com/intd-project/intd/dataplane/collector"
 	"github.com/intd-project/intd/dataplane/wire"
-	"github.com/intd-project/intd/sai"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // MaxFlowSeries bounds the flows given their own series (about 40 series
@@ -250,10 +250,10 @@ func versionName(v uint8) string {
 	return "0.5"
 }
 
-// DropReason names a drop reason code (sai's SD-Fabric table), or gives
-// its number when it has no name.
+// DropReason names a drop reason code (sai/spec's SD-Fabric table), or
+// gives its number when it has no name.
 func DropReason(r uint8) string {
-	if d := sai.DropReason(r); d.Known() {
+	if d := spec.DropReason(r); d.Known() {
 		return d.String()
 	}
 	return strconv.Itoa(int(r))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/intd-project/intd/dataplane/collector"
 	"github.com/intd-project/intd/dataplane/wire"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // report builds a v2.0 report packet from sink node 4: a flow report
@@ -20,7 +21,7 @@ import (
 // miss) and a congestion report from egress port 9, queue 2, for the same
 // flow.
 func report(t testing.TB, seq uint32, srcPort uint16) []byte {
-	inst := wire.InstNodeID | wire.InstL1Ports | wire.InstHopLatency | wire.InstQueue
+	inst := spec.InstNodeID | spec.InstL1Interfaces | spec.InstHopLatency | spec.InstQueue
 	hopLen := inst.Words() * 4
 	intLen := wire.MDHeaderLen + 3*hopLen
 	f := make([]byte, wire.EthernetLen+wire.IPv4MinLen+wire.UDPLen+wire.ShimLen+intLen)

@@ -29,6 +29,8 @@
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_core_read.h>
 
+#include "intd_spec.h"
+
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #define IPPROTO_TCP 6
@@ -88,10 +90,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define OP_INT 1
 #define OP_POSTCARD 2
 
-/* event kinds (= report.Kind) and flags */
-#define EV_FLOW 1
-#define EV_DROP 2
-#define EV_QUEUE 3
+/* event flags (the kinds, EV_*, are in intd_spec.h) */
 #define EVF_REPORT_ALL 1
 #define EVF_UNWATCHED 2
 #define EVF_TAIL_DROP 4
@@ -673,9 +672,9 @@ static __always_inline __u32 qdisc_backlog(struct __sk_buff *skb)
  * something uses it (two cache lines of the device and its qdisc). */
 #define need_occ(skb, s)                                                   \
 	do {                                                               \
-		if (!((s)->h.valid & 0x1000)) {                            \
+		if (!((s)->h.valid & INST_QUEUE)) {                        \
 			(s)->h.occ = qdisc_backlog(skb);                   \
-			(s)->h.valid |= 0x1000;                            \
+			(s)->h.valid |= INST_QUEUE;                        \
 		}                                                          \
 	} while (0)
 
@@ -686,22 +685,21 @@ static __always_inline __u32 qdisc_backlog(struct __sk_buff *skb)
 static __always_inline void need_time(struct scratch *s)
 {
 	struct hop *h = &s->h;
-	if (h->valid & 0x0400)
+	if (h->valid & INST_EGRESS_TIMESTAMP)
 		return;
 	__u64 now = bpf_ktime_get_ns();
 	s->now = now;
 	h->ts_out = now + s->c.time_offset;
-	h->valid |= 0x0400; /* egress timestamp */
+	h->valid |= INST_EGRESS_TIMESTAMP;
 	if (s->t_in && s->t_in <= now) {
 		h->ts_in = s->t_in + s->c.time_offset;
 		h->latency = now - s->t_in;
-		h->valid |= 0x2000 | 0x0800; /* hop latency, ingress timestamp */
+		h->valid |= INST_HOP_LATENCY | INST_INGRESS_TIMESTAMP;
 	}
 }
 
-/* INT instruction bits that need need_time: hop latency, ingress and
- * egress timestamps. */
-#define INST_TIME (0x2000 | 0x0800 | 0x0400)
+/* INT instruction bits that need need_time. */
+#define INST_TIME (INST_HOP_LATENCY | INST_INGRESS_TIMESTAMP | INST_EGRESS_TIMESTAMP)
 
 /* ---- small helpers ---- */
 
@@ -755,7 +753,7 @@ static __always_inline int shot(struct __sk_buff *skb)
 
 static __always_inline __u32 inst_words(__u16 inst)
 {
-	return __builtin_popcount(inst) + __builtin_popcount(inst & 0x0e00);
+	return __builtin_popcount(inst) + __builtin_popcount(inst & INST_DOUBLE_WORD);
 }
 
 static __always_inline __u64 hash64(__u64 h, __u64 w)
@@ -1170,8 +1168,8 @@ static __always_inline __u32 build_hop(struct scratch *s, __u32 inst, __u32 hop_
 	HOP_PUT2(6, h->l2_in, h->l2_out);
 	/* Bits 7-14 have no values: all ones, as the padding up to hop_ml
 	 * words (the checksum complement, bit 15, last). */
-	__u32 n15 = n + __builtin_popcount(inst & 0x01fe);
-	__u32 want = hop_ml - (inst & 1);
+	__u32 n15 = n + __builtin_popcount(inst & (INST_EGRESS_TX_UTIL | INST_BUFFER | INST_RESERVED));
+	__u32 want = hop_ml - (inst & INST_CHECKSUM_COMPLEMENT);
 	if (want < n15)
 		want = n15;
 	if (want > n15 + 31)
@@ -1182,7 +1180,7 @@ static __always_inline __u32 build_hop(struct scratch *s, __u32 inst, __u32 hop_
 		s->hop[n & 31] = 0xffffffff;
 		n++;
 	}
-	if (inst & 1) {
+	if (inst & INST_CHECKSUM_COMPLEMENT) {
 		s->hop[n & 31] = 0xffffffff;
 		n++;
 	}
@@ -1485,14 +1483,14 @@ static __always_inline int filter(struct __sk_buff *skb, struct scratch *s)
 	__u32 lat_shift = c->lat_shift & 31;
 	if (c->flags & F_PORT_CHANGE)
 		d = hash64(d, ((__u64)h->in_ifindex << 32) | h->out_ifindex);
-	if (h->valid & 0x2000)
+	if (h->valid & INST_HOP_LATENCY)
 		d = hash64(d, h->latency >> lat_shift);
 	if (p->shim && p->itype == 1 && p->hop_ml) {
 		/* Up to 8 hops of the stack: node ids and latencies. */
 		__u32 stack = p->shim + 16;
 		__u32 end = p->shim + 4 + (__u32)p->shim_words * 4;
 		__u32 step = (__u32)p->hop_ml * 4;
-		__u32 latw = ((p->inst & 0x8000) ? 1 : 0) + ((p->inst & 0x4000) ? 1 : 0);
+		__u32 latw = ((p->inst & INST_NODE_ID) ? 1 : 0) + ((p->inst & INST_L1_INTERFACES) ? 1 : 0);
 		/* Up to 512 bytes of the stack walked in place when they are
 		 * in the linear part, else loaded in one helper call. */
 		__u64 len = end > stack ? end - stack : 0;
@@ -1512,11 +1510,11 @@ static __always_inline int filter(struct __sk_buff *skb, struct scratch *s)
 				if (q + 4 > pe)
 					break;
 				__u32 w;
-				if ((c->flags & F_PATH_CHANGE) && (p->inst & 0x8000)) {
+				if ((c->flags & F_PATH_CHANGE) && (p->inst & INST_NODE_ID)) {
 					w = *(__u32 *)q;
 					d = hash64(d, w);
 				}
-				if (p->inst & 0x2000) {
+				if (p->inst & INST_HOP_LATENCY) {
 					q = base + ((at + latw * 4) & 0x3ff);
 					asm volatile("" : "+r"(q));
 					if (q + 4 > pe)
@@ -1531,11 +1529,11 @@ static __always_inline int filter(struct __sk_buff *skb, struct scratch *s)
 				if (at + step > len)
 					break;
 				__u32 w;
-				if ((c->flags & F_PATH_CHANGE) && (p->inst & 0x8000)) {
+				if ((c->flags & F_PATH_CHANGE) && (p->inst & INST_NODE_ID)) {
 					__builtin_memcpy(&w, &s->buf[at & 0x1fc], 4);
 					d = hash64(d, w);
 				}
-				if (p->inst & 0x2000) {
+				if (p->inst & INST_HOP_LATENCY) {
 					__builtin_memcpy(&w, &s->buf[(at + latw * 4) & 0x1fc], 4);
 					d = hash64(d, bpf_ntohl(w) >> lat_shift);
 				}
@@ -2033,9 +2031,9 @@ static __always_inline int detour(struct __sk_buff *skb, struct scratch *s, stru
 	need_occ(skb, s);
 	r->occ = h->occ;
 	need_time(s);
-	r->valid = h->valid & ~(0x2000 | 0x0800 | 0x0400);
+	r->valid = h->valid & ~(INST_HOP_LATENCY | INST_INGRESS_TIMESTAMP | INST_EGRESS_TIMESTAMP);
 	r->ts_in = 0;
-	if (h->valid & 0x2000)
+	if (h->valid & INST_HOP_LATENCY)
 		r->ts_in = h->ts_in - s->c.time_offset;
 	r->session = s->e.session;
 	r->act = s->e.act;
@@ -2115,7 +2113,7 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 			cnt(s, C_MBIT);
 		} else {
 			rhc--;
-			if (se->inst & 0x1000)
+			if (se->inst & INST_QUEUE)
 				need_occ(skb, s);
 			if (se->inst & INST_TIME)
 				need_time(s);
@@ -2355,7 +2353,7 @@ static __always_inline int transit(struct __sk_buff *skb, struct scratch *s)
 		cnt(s, C_MBIT);
 		return TC_ACT_OK;
 	}
-	if (p->inst & 0x1000)
+	if (p->inst & INST_QUEUE)
 		need_occ(skb, s);
 	if (p->inst & INST_TIME)
 		need_time(s);
@@ -2604,7 +2602,7 @@ GLOBAL int queue_report(struct __sk_buff *skb, struct scratch *s, int watched)
 		return 0;
 	need_occ(skb, s);
 	need_time(s);
-	int breach = (q->depth && h->occ >= q->depth) || (q->latency && (h->valid & 0x2000) && h->latency >= q->latency);
+	int breach = (q->depth && h->occ >= q->depth) || (q->latency && (h->valid & INST_HOP_LATENCY) && h->latency >= q->latency);
 	__u32 flags = watched ? 0 : EVF_UNWATCHED;
 	if (!breach) {
 		if (st->in_breach) {
@@ -2737,12 +2735,12 @@ int intd_egress(struct __sk_buff *skb)
 	h->l2_out = ifc->l2_id;
 	h->in_ifindex = in;
 	h->out_ifindex = ifx;
-	h->valid = 0x8000; /* node id; queue: need_occ; time: need_time */
+	h->valid = INST_NODE_ID; /* node id; queue: need_occ; time: need_time */
 	h->occ = 0;
 	if (known) {
 		h->l1_in = l1_in;
 		h->l2_in = l2_in;
-		h->valid |= 0x4000 | 0x0200; /* L1 and L2 interfaces */
+		h->valid |= INST_L1_INTERFACES | INST_L2_INTERFACES;
 	}
 	s->t_in = 0;
 	if (sl && sl->ifindex == h->in_ifindex && sl->ts) {
@@ -2891,7 +2889,7 @@ int intd_gso(struct __sk_buff *skb)
 	h->l1_in = r->l1_in;
 	h->l2_in = r->l2_in;
 	h->occ = r->occ;
-	h->valid = r->valid | 0x0400; /* egress timestamp */
+	h->valid = r->valid | INST_EGRESS_TIMESTAMP;
 	s->now = now;
 	s->t_in = 0;
 	h->ts_in = 0;
@@ -2899,7 +2897,7 @@ int intd_gso(struct __sk_buff *skb)
 	if (r->ts_in && r->ts_in <= now) {
 		h->ts_in = r->ts_in + c->time_offset;
 		h->latency = now - r->ts_in;
-		h->valid |= 0x2000 | 0x0800; /* hop latency, ingress timestamp */
+		h->valid |= INST_HOP_LATENCY | INST_INGRESS_TIMESTAMP;
 	}
 	s->e.session = r->session;
 	s->e.act = r->act;
@@ -3061,7 +3059,7 @@ int intd_kfree_skb(struct bpf_raw_tracepoint_args *ctx)
 	ev->kind = EV_DROP;
 	ev->flags = flags;
 	ev->drop_reason = reason;
-	ev->valid = 0x8000 | 0x4000 | 0x0200;
+	ev->valid = INST_NODE_ID | INST_L1_INTERFACES | INST_L2_INTERFACES;
 	ev->l1_in = ifc->l1_id;
 	ev->l2_in = ifc->l2_id;
 	if (oifc) {

@@ -1,0 +1,98 @@
+package spec
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestInstructionTable: rows in bit order, one bit each, unique names, and
+// the derived masks and counts agree with INT v2.1 §5.8.
+func TestInstructionTable(t *testing.T) {
+	seen := map[string]bool{}
+	last := -1
+	for _, r := range Instructions {
+		if r.Bit <= last || r.Inst != InstructionBit(r.Bit) {
+			t.Errorf("%s: bit %d, mask %#04x out of order or wrong", r.Name, r.Bit, uint16(r.Inst))
+		}
+		last = r.Bit
+		if r.Words != 1 && r.Words != 2 {
+			t.Errorf("%s: %d words", r.Name, r.Words)
+		}
+		if r.RepMdBit != -1 && r.RepMdBit != r.Bit {
+			t.Errorf("%s: RepMdBit %d", r.Name, r.RepMdBit)
+		}
+		if !strings.HasPrefix(r.YANG, "METADATA_FIELD_") || !strings.HasPrefix(r.C, "INST_") {
+			t.Errorf("%s: YANG %q, C %q", r.Name, r.YANG, r.C)
+		}
+		for _, n := range []string{r.Name, r.YANG, r.C} {
+			if seen[n] {
+				t.Errorf("%q twice", n)
+			}
+			seen[n] = true
+		}
+	}
+	// The spec's figures: bits 9-14 reserved, 4-6 eight bytes, and
+	// telemetry reports carry all but the checksum complement.
+	if InstReserved != 0x007e || InstAll != 0xff81 || InstDoubleWord != 0x0e00 || InstReportable != 0xff80 {
+		t.Errorf("reserved %#04x, all %#04x, double %#04x, reportable %#04x", uint16(InstReserved), uint16(InstAll), uint16(InstDoubleWord), uint16(InstReportable))
+	}
+	for _, tt := range []struct {
+		i     Instruction
+		words int
+		s     string
+	}{
+		{0, 0, "none"},
+		{InstNodeID | InstHopLatency, 2, "node-id|hop-latency"},
+		{InstAll, 13, "node-id|l1-interfaces|hop-latency|queue|ingress-timestamp|egress-timestamp|l2-interfaces|egress-tx-util|buffer|checksum-complement"},
+		{InstReserved, 6, "bit9|bit10|bit11|bit12|bit13|bit14"},
+	} {
+		if tt.i.Words() != tt.words || tt.i.String() != tt.s {
+			t.Errorf("%#04x: Words %d, String %q; want %d, %q", uint16(tt.i), tt.i.Words(), tt.i.String(), tt.words, tt.s)
+		}
+	}
+	for n := 0; n < 16; n++ {
+		if want := 1 + btoi(n >= 4 && n <= 6); FieldWords(n) != want || InstructionBit(n).Words() != want {
+			t.Errorf("bit %d: FieldWords %d, Words %d; want %d", n, FieldWords(n), InstructionBit(n).Words(), want)
+		}
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func TestEventAndDropTables(t *testing.T) {
+	for i, r := range EventTypeTable {
+		if int(r.Type) != i+1 || !r.Type.Valid() || r.Type.String() != r.Name {
+			t.Errorf("row %d: %+v", i, r)
+		}
+	}
+	if NumEventTypes.Valid() || EventType(0).Valid() || NumEventTypes.String() != "EventType(7)" {
+		t.Errorf("NumEventTypes %v valid %v", NumEventTypes, NumEventTypes.Valid())
+	}
+	last := -1
+	names := map[string]bool{}
+	for _, r := range DropReasonTable {
+		if int(r.Reason) <= last || names[r.Name] || !r.Reason.Known() || r.Reason.String() != r.Name || r.Description == "" {
+			t.Errorf("drop reason row %+v", r)
+		}
+		last, names[r.Name] = int(r.Reason), true
+	}
+	if DropReason(27).Known() || DropReason(27).String() != "DropReason(27)" || DropReason(27).Description() != "" {
+		t.Errorf("unknown code 27: %v", DropReason(27))
+	}
+}
+
+func TestReportFormatTable(t *testing.T) {
+	for i, r := range ReportFormatTable {
+		if int(r.Format) != i || !r.Format.Valid() || r.Format.String() != r.Name || r.Format.Coalescing() != r.Coalescing {
+			t.Errorf("row %d: %+v", i, r)
+		}
+	}
+	if f := ReportFormat(len(ReportFormatTable)); f.Valid() || f.Coalescing() || f.String() != "ReportFormat(2)" {
+		t.Errorf("undefined format %v valid", f)
+	}
+}
