@@ -1,7 +1,7 @@
 # intd build, test and code generation.
 GO        ?= go
 YANG      := yang/intd-int.yang yang/intd-int-metadata-semantics.yang
-GEN_FLAGS := -path=yang -output_file=gen/intd.go -package_name=gen \
+GEN_FLAGS := -path=yang,yang/ietf -output_file=gen/intd.go -package_name=gen \
 	-generate_fakeroot -fakeroot_name=device -compress_paths=false \
 	-typedef_enum_with_defmod -generate_append -generate_getters \
 	-generate_delete -generate_leaf_getters -generate_populate_defaults \
@@ -36,10 +36,10 @@ generate:
 	# Keep the module cache location out of the generated header.
 	sed -i "s#$$($(GO) env GOMODCACHE)/##g" gen/intd.go
 	gofmt -w gen/intd.go
-	sh gen/versions.sh $(YANG) > gen/versions.go
+	sh gen/versions.sh $(YANG) yang/ietf/ietf-inet-types.yang yang/ietf/ietf-yang-types.yang > gen/versions.go
 	gofmt -w gen/versions.go
 	mkdir -p gen/collector
-	$(GO) tool generator -path=yang -output_file=gen/collector/collector.go -package_name=collector \
+	$(GO) tool generator -path=yang,yang/ietf -output_file=gen/collector/collector.go -package_name=collector \
 		-generate_fakeroot -fakeroot_name=device -compress_paths=false \
 		-typedef_enum_with_defmod -generate_append -generate_getters \
 		-generate_delete -generate_leaf_getters -generate_populate_defaults \
@@ -57,10 +57,10 @@ build:
 	$(GO) build ./...
 
 lint:
-	yanglint -p yang $(YANG)
-	yanglint -p yang -t config $(YANG) yang/examples/*.json
-	yanglint -p yang yang/intd-collector.yang
-	yanglint -p yang yang/sonic-dtel.yang
+	yanglint -p yang -p yang/ietf $(YANG)
+	yanglint -p yang -p yang/ietf -t config $(YANG) yang/examples/*.json
+	yanglint -p yang -p yang/ietf yang/intd-collector.yang
+	yanglint -p yang -p yang/ietf yang/sonic-dtel.yang
 	gofmt -l . | grep -v '^gen/' | (! grep .) || (echo "gofmt needed on the files above"; exit 1)
 	$(GO) vet ./...
 	$(GO) tool staticcheck ./...

@@ -6,4 +6,6 @@ package gen
 var ModelVersions = map[string]string{
 	"intd-int":                    "2026-11-24",
 	"intd-int-metadata-semantics": "2026-11-21",
+	"ietf-inet-types":             "2013-07-15",
+	"ietf-yang-types":             "2013-07-15",
 }

@@ -13,7 +13,7 @@ func Tree(s *collector.Snapshot) *gc.Device {
 	d := &gc.Device{}
 	col := d.GetOrCreateCollector()
 	st := col.GetOrCreateState()
-	st.Flows = ygot.Uint32(uint32(len(s.Flows)))
+	st.FlowCount = ygot.Uint32(uint32(len(s.Flows)))
 	k := &s.Counters
 	cnt := st.GetOrCreateCounters()
 	cnt.Packets, cnt.Reports, cnt.ReportsV2, cnt.ReportsV05 = u64(k.Packets), u64(k.Reports), u64(k.ReportsV2), u64(k.ReportsV05)
