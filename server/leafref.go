@@ -63,7 +63,7 @@ func leafrefModel(root *yang.Entry) *lrModel {
 					m.fallback = fmt.Sprintf("%s: %v", c.Path(), err)
 					continue
 				}
-				m.paths[c] = p
+				m.paths[c] = anchored(c, p)
 			}
 		}
 		walk(root)
@@ -100,6 +100,31 @@ func compileLeafref(s string) (*lrPath, error) {
 		p.names = append(p.names, n)
 	}
 	return p, nil
+}
+
+// anchored is p made absolute when its ".." steps climb above every list
+// around leaf: the target then does not depend on the leaf's list entry,
+// so it is collected once per validation and a dangling reference is
+// reported with the target's list name, as for absolute paths.
+func anchored(leaf *yang.Entry, p *lrPath) *lrPath {
+	if p.up < 0 {
+		return p
+	}
+	a := leaf
+	for i := 0; i < p.up && a != nil; i++ {
+		a = a.Parent
+	}
+	var names []string
+	for e := a; e != nil && e.Parent != nil; e = e.Parent {
+		if e.IsList() || e.IsChoice() || e.IsCase() {
+			return p
+		}
+		names = append([]string{e.Name}, names...)
+	}
+	if a == nil {
+		return p
+	}
+	return &lrPath{text: p.text, up: -1, names: append(names, p.names...)}
 }
 
 // validateConfig is cand.ΛValidate() with the leafref part done by
