@@ -65,6 +65,7 @@ var attrPaths = map[sai.ObjectType][][2]string{
 		{"ResetThreshold", "/config/latency-reset-threshold"},
 		{"BreachQuota", "/config/breach-quota"},
 		{"TailDrop", "/config/tail-drop"},
+		{"", "/config"}, // the queue report as a whole
 	},
 	sai.ObjectTypeEvent: {
 		{"Type", "/config/type"},

@@ -165,13 +165,7 @@ func (o *Orchestrator) translateMarking(d *sai.DTelAttrs, mc *gen.IntdInt_Int_Ma
 	switch mc.GetL4Marking() {
 	case gen.IntdInt_L4Marking_DSCP:
 		d.IntL4DSCP = sai.DSCPMatch{Value: mc.GetDscpValue(), Mask: mc.GetDscpMask()}
-		if d.IntL4DSCP.Value&^d.IntL4DSCP.Mask != 0 {
-			return invalidf(pathMarking+"/dscp-value", "dscp-value %#x has bits outside dscp-mask %#x", d.IntL4DSCP.Value, d.IntL4DSCP.Mask)
-		}
 		d.IntL4DSCPRemark = mc.GetRemarkDscp()
-		if d.IntL4DSCP.Mask != 0 && d.IntL4DSCP.Matches(d.IntL4DSCPRemark) {
-			return invalidf(pathMarking+"/remark-dscp", "remark-dscp %d itself carries the INT marking %d/%#x: choose a value user traffic may keep", d.IntL4DSCPRemark, d.IntL4DSCP.Value, d.IntL4DSCP.Mask)
-		}
 	case gen.IntdInt_L4Marking_UDP_DESTINATION_PORT:
 		if mc.GetUdpPort() == 0 {
 			return invalidf(pathMarking+"/udp-port", "l4-marking UDP_DESTINATION_PORT needs a udp-port")
@@ -238,17 +232,9 @@ func intSession(cfg *gen.Device, p string, c *gen.IntdInt_Int_IntSessions_IntSes
 		}
 		a.Instructions |= bit
 	}
-	if a.Mode == sai.IntModeMX && a.Instructions&spec.InstChecksumComplement != 0 {
-		return a, invalidf(p+"/config/instructions", "INT_MX mode has no checksum complement: remove METADATA_FIELD_CHECKSUM_COMPLEMENT")
-	}
-	if a.Instructions&^spec.InstChecksumComplement == 0 && a.DSInstruction == 0 {
-		return a, invalidf(p+"/config/instructions", "the session requests no metadata")
-	}
-	if a.DSInstruction == 0 {
+	// sai validates the session; a domain's fields are configuration.
+	if a.DSInstruction == 0 || a.DomainSpecificID == 0 {
 		return a, nil
-	}
-	if a.DomainSpecificID == 0 {
-		return a, invalidf(p+"/config/ds-instruction", "ds-instruction %#04x needs a non-zero domain-specific-id", a.DSInstruction)
 	}
 	if dom := cfg.GetDomainSpecificMetadata().GetDomain(a.DomainSpecificID); dom != nil {
 		for pos := 0; pos < 16; pos++ {
@@ -301,17 +287,11 @@ func reportSession(p string, rs *gen.IntdInt_Int_ReportSessions_ReportSession) (
 		a.Format = spec.ReportFormatV05
 	}
 	if n := c.GetMaxReportsPerPacket(); n > 1 {
-		if a.Format == spec.ReportFormatV05 {
-			return a, invalidf(p+"/config/max-reports-per-packet", "TELEMETRY_REPORT_V0_5 cannot coalesce reports (max-reports-per-packet %d)", n)
-		}
 		a.Coalesce = sai.Coalescing{MaxReports: uint16(n), MaxDelay: time.Duration(c.GetMaxDelay()) * time.Microsecond}
 	}
 	var cols map[gen.IntdInt_Int_ReportSessions_ReportSession_Collectors_Collector_Key]*gen.IntdInt_Int_ReportSessions_ReportSession_Collectors_Collector
 	if rs.Collectors != nil {
 		cols = rs.Collectors.Collector
-	}
-	if len(cols) == 0 {
-		return a, invalidf(p+"/collectors", "a report session needs at least one collector")
 	}
 	for k := range cols {
 		ip, err := netip.ParseAddr(k.Address)
@@ -354,9 +334,7 @@ func translateWatchlist(in *intent, cfg *gen.Device) error {
 		if ac == nil {
 			ac = &gen.IntdInt_Int_Watchlist_Entries_Entry_Actions_Config{}
 		}
-		if a.Action, err = watchAction(p+"/actions/config/", ac); err != nil {
-			return err
-		}
+		a.Action = watchAction(ac)
 		if ac.IntSession != nil {
 			if !in.has(sai.ObjectTypeIntSession, ac.GetIntSession()) {
 				return invalidf(p+"/actions/config/int-session", "int-session %q does not exist", ac.GetIntSession())
@@ -424,38 +402,24 @@ func innerMatch(vp string, v *gen.IntdInt_Int_Watchlist_Entries_Entry_VxlanMatch
 	return in, nil
 }
 
-func watchAction(ap string, ac *gen.IntdInt_Int_Watchlist_Entries_Entry_Actions_Config) (sai.WatchlistAction, error) {
+func watchAction(ac *gen.IntdInt_Int_Watchlist_Entries_Entry_Actions_Config) sai.WatchlistAction {
 	a := sai.WatchlistAction{
 		DropReportEnable:     ac.GetDropReport(),
 		TailDropReportEnable: ac.GetTailDropReport(),
+		ReportAllPackets:     ac.GetReportAllPackets(),
+		PacketInterval:       time.Duration(ac.GetPacketInterval()) * time.Microsecond,
 	}
 	switch ac.GetFlowOp() {
-	case gen.IntdInt_FlowOp_NOP:
-		if ac.IntSession != nil {
-			return a, invalidf(ap+"int-session", "flow-op NOP takes no int-session")
-		}
-		if ac.GetReportAllPackets() {
-			return a, invalidf(ap+"report-all-packets", "report-all-packets needs flow-op INT or POSTCARD")
-		}
-		if ac.GetPacketInterval() != 0 {
-			return a, invalidf(ap+"packet-interval", "packet-interval needs flow-op INT or POSTCARD")
-		}
-	case gen.IntdInt_FlowOp_INT, gen.IntdInt_FlowOp_POSTCARD:
+	case gen.IntdInt_FlowOp_INT:
+		a.FlowOp = sai.FlowOpInt
+	case gen.IntdInt_FlowOp_POSTCARD:
 		a.FlowOp = sai.FlowOpPostcard
-		if ac.GetFlowOp() == gen.IntdInt_FlowOp_INT {
-			a.FlowOp = sai.FlowOpInt
-			if ac.IntSession == nil {
-				return a, invalidf(ap+"int-session", "flow-op INT needs an int-session")
-			}
-		}
-		a.ReportAllPackets = ac.GetReportAllPackets()
-		a.FlowSamplePercent = ac.GetSamplePercent()
-		a.PacketInterval = time.Duration(ac.GetPacketInterval()) * time.Microsecond
-		if a.FlowSamplePercent == 0 {
-			return a, invalidf(ap+"sample-percent", "sample-percent 0 with flow-op %s acts on no flow", enumName(ac.GetFlowOp()))
-		}
 	}
-	return a, nil
+	// sample-percent has a default, meaningless without a flow-op.
+	if a.FlowOp != sai.FlowOpNop {
+		a.FlowSamplePercent = ac.GetSamplePercent()
+	}
+	return a
 }
 
 func translateQueueReports(in *intent, cfg *gen.Device) error {
@@ -468,16 +432,13 @@ func translateQueueReports(in *intent, cfg *gen.Device) error {
 	})
 	for _, k := range qkeys {
 		p := queueReportPath(k.Interface, k.QueueId)
-		a, err := queueReport(p, k, queues[k].GetConfig())
-		if err != nil {
-			return err
-		}
+		a := queueReport(k, queues[k].GetConfig())
 		in.add(&object{key: key{sai.ObjectTypeQueueReport, k.Interface + "/" + strconv.Itoa(int(k.QueueId))}, path: p, attrs: a})
 	}
 	return nil
 }
 
-func queueReport(p string, k gen.IntdInt_Int_QueueReports_QueueReport_Key, c *gen.IntdInt_Int_QueueReports_QueueReport_Config) (sai.QueueReportAttrs, error) {
+func queueReport(k gen.IntdInt_Int_QueueReports_QueueReport_Key, c *gen.IntdInt_Int_QueueReports_QueueReport_Config) sai.QueueReportAttrs {
 	if c == nil {
 		c = &gen.IntdInt_Int_QueueReports_QueueReport_Config{}
 	}
@@ -489,24 +450,12 @@ func queueReport(p string, k gen.IntdInt_Int_QueueReports_QueueReport_Key, c *ge
 		BreachQuota:      c.GetBreachQuota(),
 		TailDrop:         c.GetTailDrop(),
 	}
-	switch {
-	case c.LatencyResetThreshold != nil && c.LatencyThreshold == nil:
-		return a, invalidf(p+"/config/latency-reset-threshold", "latency-reset-threshold is set without a latency-threshold")
-	case c.LatencyResetThreshold != nil:
+	// sai validates the thresholds; YANG's default is half the trigger.
+	a.ResetThreshold = a.LatencyThreshold / 2
+	if c.LatencyResetThreshold != nil {
 		a.ResetThreshold = time.Duration(*c.LatencyResetThreshold) * time.Nanosecond
-		if a.ResetThreshold >= a.LatencyThreshold {
-			return a, invalidf(p+"/config/latency-reset-threshold", "latency-reset-threshold %d must be below latency-threshold %d", *c.LatencyResetThreshold, c.GetLatencyThreshold())
-		}
-	default:
-		a.ResetThreshold = a.LatencyThreshold / 2
 	}
-	if a.BreachQuota == 0 {
-		return a, invalidf(p+"/config/breach-quota", "breach-quota 0 would never report")
-	}
-	if a.DepthThreshold == 0 && a.LatencyThreshold == 0 && !a.TailDrop {
-		return a, invalidf(p+"/config", "a queue report needs a depth-threshold, a latency-threshold or tail-drop")
-	}
-	return a, nil
+	return a
 }
 
 func translateEvents(in *intent, cfg *gen.Device) error {
@@ -524,18 +473,14 @@ func translateEvents(in *intent, cfg *gen.Device) error {
 		if !ok {
 			return invalidf(p+"/config/type", "unknown event type %v", t)
 		}
-		if c.ReportSession == nil {
-			return invalidf(p+"/config/report-session", "an event needs a report-session")
+		obj := &object{key: key{sai.ObjectTypeEvent, enumName(t)}, path: p, attrs: sai.EventAttrs{Type: et, DSCP: c.GetDscp()}}
+		if c.ReportSession != nil {
+			if !in.has(sai.ObjectTypeReportSession, c.GetReportSession()) {
+				return invalidf(p+"/config/report-session", "report-session %q does not exist", c.GetReportSession())
+			}
+			obj.refs = []key{{sai.ObjectTypeReportSession, c.GetReportSession()}}
 		}
-		if !in.has(sai.ObjectTypeReportSession, c.GetReportSession()) {
-			return invalidf(p+"/config/report-session", "report-session %q does not exist", c.GetReportSession())
-		}
-		in.add(&object{
-			key:   key{sai.ObjectTypeEvent, enumName(t)},
-			path:  p,
-			attrs: sai.EventAttrs{Type: et, DSCP: c.GetDscp()},
-			refs:  []key{{sai.ObjectTypeReportSession, c.GetReportSession()}},
-		})
+		in.add(obj)
 	}
 	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+
+	"github.com/intd-project/intd/sai/spec"
 )
 
 func testReportSession() ReportSessionAttrs {
@@ -23,14 +25,14 @@ func TestStoreReferences(t *testing.T) {
 	if rs != MakeOID(ObjectTypeReportSession, 1) {
 		t.Errorf("first report session is %v", rs)
 	}
-	if _, err := s.Create(EventAttrs{Type: EventDropReport, ReportSession: MakeOID(ObjectTypeReportSession, 7)}); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Create(EventAttrs{Type: spec.EventDropReport, ReportSession: MakeOID(ObjectTypeReportSession, 7)}); !errors.Is(err, ErrNotFound) {
 		t.Errorf("event on a missing session: %v, want ErrNotFound", err)
 	}
-	ev, err := s.Create(EventAttrs{Type: EventDropReport, ReportSession: rs})
+	ev, err := s.Create(EventAttrs{Type: spec.EventDropReport, ReportSession: rs})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Create(EventAttrs{Type: EventDropReport, ReportSession: rs}); !errors.Is(err, ErrExists) {
+	if _, err := s.Create(EventAttrs{Type: spec.EventDropReport, ReportSession: rs}); !errors.Is(err, ErrExists) {
 		t.Errorf("second drop event: %v, want ErrExists", err)
 	}
 	if _, err := s.Remove(rs); !errors.Is(err, ErrInUse) {
@@ -44,7 +46,7 @@ func TestStoreReferences(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	old, err := s.Set(ev, EventAttrs{Type: EventDropReport, ReportSession: rs2})
+	old, err := s.Set(ev, EventAttrs{Type: spec.EventDropReport, ReportSession: rs2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +59,7 @@ func TestStoreReferences(t *testing.T) {
 	if _, err := s.Remove(rs); !errors.Is(err, ErrNotFound) {
 		t.Errorf("remove twice: %v, want ErrNotFound", err)
 	}
-	if _, err := s.Set(ev, EventAttrs{Type: EventDropReport, ReportSession: rs}); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Set(ev, EventAttrs{Type: spec.EventDropReport, ReportSession: rs}); !errors.Is(err, ErrNotFound) {
 		t.Errorf("set a reference to a removed session: %v, want ErrNotFound", err)
 	}
 	if _, err := s.Remove(ev); err != nil {
