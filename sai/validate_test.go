@@ -3,6 +3,7 @@ package sai
 import (
 	"errors"
 	"net/netip"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -207,6 +208,9 @@ func TestValidateRules(t *testing.T) {
 			if ae.Object != tt.a.ObjectType() || ae.Attr != tt.attr {
 				t.Errorf("error names %v %q, want %v %q", ae.Object, ae.Attr, tt.a.ObjectType(), tt.attr)
 			}
+			if !attrExists(reflect.TypeOf(tt.a), ae.Attr) {
+				t.Errorf("error names attribute %q, which %T does not have", ae.Attr, tt.a)
+			}
 			if !strings.Contains(err.Error(), tt.msg) {
 				t.Errorf("Error() = %q, want it to contain %q", err, tt.msg)
 			}
@@ -218,4 +222,26 @@ func TestValidateRules(t *testing.T) {
 			}
 		})
 	}
+}
+
+// attrExists reports whether attr ("Destinations[2].UDPPort", or "" for
+// the object as a whole) names a field of t.
+func attrExists(t reflect.Type, attr string) bool {
+	if attr == "" {
+		return true
+	}
+	for _, name := range strings.Split(attr, ".") {
+		if i := strings.IndexByte(name, '['); i >= 0 {
+			name = name[:i]
+		}
+		f, ok := t.FieldByName(name)
+		if !ok {
+			return false
+		}
+		t = f.Type
+		if t.Kind() == reflect.Slice {
+			t = t.Elem()
+		}
+	}
+	return true
 }
