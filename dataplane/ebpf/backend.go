@@ -312,74 +312,10 @@ func (d *Dataplane) compileLocked() error {
 		c.GsoDev, c.GsoPeer = uint32(d.gso.devIndex), uint32(d.gso.peerIndex)
 	}
 	if dt != nil {
-		c.Flags |= fDTel
-		set := func(on bool, f uint32) {
-			if on {
-				c.Flags |= f
-			}
-		}
-		set(dt.IntEndpointEnable, fEndpoint)
-		set(dt.IntTransitEnable, fTransit)
-		set(dt.PostcardEnable, fPostcard)
-		set(dt.DropReportEnable, fDrop)
-		set(dt.QueueReportEnable, fQueue)
-		set(dt.FlowReport.OnPortChange, fPortChange)
-		set(dt.FlowReport.OnPathChange, fPathChange)
-		set(dt.FlowReport.OnQueueChange, fQueueChange)
-		c.NodeId = dt.SwitchID
-		c.DscpVal, c.DscpMask = dt.IntL4DSCP.Value, dt.IntL4DSCP.Mask
-		set(dt.IntEndpointEnable && dt.IntL4DSCP.Mask != 0, fRemark)
-		c.Remark = dt.IntL4DSCPRemark
-		if dt.MalformedAction == sai.MalformedDrop {
-			c.MalformedDrop = 1
-		}
-		c.UdpPort, c.Npt = dt.IntUDPDstPort, uint8(dt.IntUDPNPT)
-		c.FlowInterval = uint64(dt.FlowReport.Interval)
-		c.LatShift = latShift(dt.FlowReport.HopLatencyChange)
-		if dt.VXLANGPENextProtocol != 0 {
-			c.Tunnels |= tunGPE
-		}
-		if dt.GeneveOptionClass != 0 {
-			c.Tunnels |= tunGeneve
-		}
-		if dt.GREProtocolType != 0 {
-			c.Tunnels |= tunGRE
-			c.GreProto = dt.GREProtocolType
-		}
-		// The program compares the marker with the packet's 8 bytes
-		// loaded as one word.
-		c.Probe = binary.NativeEndian.Uint64(binary.BigEndian.AppendUint64(nil, dt.ProbeMarker))
+		dtelCfg(&c, dt)
 	}
-	var src wire.SourceOptions // the source's marking, for ClampTCPMSS
-	switch {
-	case dt == nil:
-	case dt.IntL4DSCP.Mask != 0:
-		src.Encap = wire.EncapDSCP
-	case dt.IntUDPDstPort != 0:
-		src.Encap = wire.EncapUDPPort
-	case dt.ProbeMarker != 0:
-		src.Encap = wire.EncapProbe
-	}
-	for oid, i := range d.sessIdx {
-		a := d.attrs(oid).(sai.IntSessionAttrs)
-		s := intdSession{
-			Inst: uint16(a.Instructions), Domain: a.DomainSpecificID, DsInst: a.DSInstruction, DsFlags: a.DSFlags,
-			MaxHops: a.MaxHopCount, HopMl: uint8(wire.Instructions(a.Instructions).Words() + bits.OnesCount16(a.DSInstruction)),
-		}
-		typ := wire.TypeMD
-		if a.Mode == sai.IntModeMX {
-			s.Mode = 1
-			typ = wire.TypeMX
-		}
-		if a.ClampTCPMSS {
-			s.Clamp = uint16(wire.TCPSourceOverhead(typ, int(a.MaxHopCount), int(s.HopMl), &src))
-		}
-		if a.Discard {
-			s.Discard = 1
-		}
-		if err := d.objs.Sessions.Put(uint32(i), s); err != nil {
-			return fmt.Errorf("ebpf: sessions map: %w", err)
-		}
+	if err := d.writeSessions(dt); err != nil {
+		return err
 	}
 	type ent struct {
 		oid sai.OID
@@ -407,33 +343,7 @@ func (d *Dataplane) compileLocked() error {
 	c.Flags |= wt.flags
 	wlBytes := make([]byte, 0, len(ents)*int(unsafe.Sizeof(intdWlEntry{})))
 	for _, e := range ents {
-		m, act := e.a.Match, e.a.Action
-		w := intdWlEntry{Proto: m.IPProtocol, DscpVal: m.DSCP.Value, DscpMask: m.DSCP.Mask,
-			FlagsVal: m.TCPFlags.Value, FlagsMask: m.TCPFlags.Mask, FlowOp: uint8(act.FlowOp),
-			SamplePct: act.FlowSamplePercent, Stats: uint16(d.wlIdx[e.oid]),
-			IntervalUs: uint32((act.PacketInterval + time.Microsecond - 1) / time.Microsecond)}
-		w.Src, w.Srcmask = prefixWords(m.SrcPrefix)
-		w.Dst, w.Dstmask = prefixWords(m.DstPrefix)
-		w.Family = prefixFamily(m.SrcPrefix, m.DstPrefix)
-		w.SportLo, w.SportHi = portRange(m.L4SrcPort)
-		w.DportLo, w.DportHi = portRange(m.L4DstPort)
-		if m.InPort != "" {
-			w.InIfindex = uint32(d.ifaces[m.InPort].ifindex)
-		}
-		if act.DropReportEnable {
-			w.Act |= 1
-		}
-		if act.TailDropReportEnable {
-			w.Act |= 2
-		}
-		if act.ReportAllPackets {
-			w.Act |= 4
-		}
-		if !act.IntSession.IsNull() {
-			w.Session = uint8(d.sessIdx[act.IntSession])
-		} else if act.FlowOp == sai.FlowOpInt {
-			w.FlowOp = 0 // INT without a session: nothing to insert
-		}
+		w := d.wlEntry(e.oid, e.a)
 		wlBytes = append(wlBytes, unsafe.Slice((*byte)(unsafe.Pointer(&w)), unsafe.Sizeof(w))...)
 	}
 	if err := d.writeEntries(base, wlBytes); err != nil {
@@ -473,16 +383,122 @@ func (d *Dataplane) compileLocked() error {
 	return nil
 }
 
+// dtelCfg fills the configuration word from the DTel object.
+func dtelCfg(c *intdCfg, dt *sai.DTelAttrs) {
+	c.Flags |= fDTel
+	set := func(on bool, f uint32) {
+		if on {
+			c.Flags |= f
+		}
+	}
+	set(dt.IntEndpointEnable, fEndpoint)
+	set(dt.IntTransitEnable, fTransit)
+	set(dt.PostcardEnable, fPostcard)
+	set(dt.DropReportEnable, fDrop)
+	set(dt.QueueReportEnable, fQueue)
+	set(dt.FlowReport.OnPortChange, fPortChange)
+	set(dt.FlowReport.OnPathChange, fPathChange)
+	set(dt.FlowReport.OnQueueChange, fQueueChange)
+	c.NodeId = dt.SwitchID
+	c.DscpVal, c.DscpMask = dt.IntL4DSCP.Value, dt.IntL4DSCP.Mask
+	set(dt.IntEndpointEnable && dt.IntL4DSCP.Mask != 0, fRemark)
+	c.Remark = dt.IntL4DSCPRemark
+	if dt.MalformedAction == sai.MalformedDrop {
+		c.MalformedDrop = 1
+	}
+	c.UdpPort, c.Npt = dt.IntUDPDstPort, uint8(dt.IntUDPNPT)
+	c.FlowInterval = uint64(dt.FlowReport.Interval)
+	c.LatShift = latShift(dt.FlowReport.HopLatencyChange)
+	if dt.VXLANGPENextProtocol != 0 {
+		c.Tunnels |= tunGPE
+	}
+	if dt.GeneveOptionClass != 0 {
+		c.Tunnels |= tunGeneve
+	}
+	if dt.GREProtocolType != 0 {
+		c.Tunnels |= tunGRE
+		c.GreProto = dt.GREProtocolType
+	}
+	// The program compares the marker with the packet's 8 bytes
+	// loaded as one word.
+	c.Probe = binary.NativeEndian.Uint64(binary.BigEndian.AppendUint64(nil, dt.ProbeMarker))
+}
+
+// writeSessions writes the INT sessions into the sessions map.
+func (d *Dataplane) writeSessions(dt *sai.DTelAttrs) error {
+	var src wire.SourceOptions // the source's marking, for ClampTCPMSS
+	switch {
+	case dt == nil:
+	case dt.IntL4DSCP.Mask != 0:
+		src.Encap = wire.EncapDSCP
+	case dt.IntUDPDstPort != 0:
+		src.Encap = wire.EncapUDPPort
+	case dt.ProbeMarker != 0:
+		src.Encap = wire.EncapProbe
+	}
+	for oid, i := range d.sessIdx {
+		a := d.attrs(oid).(sai.IntSessionAttrs)
+		s := intdSession{
+			Inst: uint16(a.Instructions), Domain: a.DomainSpecificID, DsInst: a.DSInstruction, DsFlags: a.DSFlags,
+			MaxHops: a.MaxHopCount, HopMl: uint8(wire.Instructions(a.Instructions).Words() + bits.OnesCount16(a.DSInstruction)),
+		}
+		typ := wire.TypeMD
+		if a.Mode == sai.IntModeMX {
+			s.Mode = 1
+			typ = wire.TypeMX
+		}
+		if a.ClampTCPMSS {
+			s.Clamp = uint16(wire.TCPSourceOverhead(typ, int(a.MaxHopCount), int(s.HopMl), &src))
+		}
+		if a.Discard {
+			s.Discard = 1
+		}
+		if err := d.objs.Sessions.Put(uint32(i), s); err != nil {
+			return fmt.Errorf("ebpf: sessions map: %w", err)
+		}
+	}
+	return nil
+}
+
+// wlEntry encodes a watchlist entry as the BPF program reads it.
+func (d *Dataplane) wlEntry(oid sai.OID, a sai.WatchlistEntryAttrs) intdWlEntry {
+	m, act := a.Match, a.Action
+	w := intdWlEntry{Proto: m.IPProtocol, DscpVal: m.DSCP.Value, DscpMask: m.DSCP.Mask,
+		FlagsVal: m.TCPFlags.Value, FlagsMask: m.TCPFlags.Mask, FlowOp: uint8(act.FlowOp),
+		SamplePct: act.FlowSamplePercent, Stats: uint16(d.wlIdx[oid]),
+		IntervalUs: uint32((act.PacketInterval + time.Microsecond - 1) / time.Microsecond)}
+	w.Src, w.Srcmask = prefixWords(m.SrcPrefix)
+	w.Dst, w.Dstmask = prefixWords(m.DstPrefix)
+	w.Family = prefixFamily(m.SrcPrefix, m.DstPrefix)
+	w.SportLo, w.SportHi = portRange(m.L4SrcPort)
+	w.DportLo, w.DportHi = portRange(m.L4DstPort)
+	if m.InPort != "" {
+		w.InIfindex = uint32(d.ifaces[m.InPort].ifindex)
+	}
+	if act.DropReportEnable {
+		w.Act |= 1
+	}
+	if act.TailDropReportEnable {
+		w.Act |= 2
+	}
+	if act.ReportAllPackets {
+		w.Act |= 4
+	}
+	if !act.IntSession.IsNull() {
+		w.Session = uint8(d.sessIdx[act.IntSession])
+	} else if act.FlowOp == sai.FlowOpInt {
+		w.FlowOp = 0 // INT without a session: nothing to insert
+	}
+	return w
+}
+
 // writeTelemetry writes the collectors of the report sessions (address and
 // effective UDP port) into the telemetry map, whose traffic the watchlist
 // never matches, and returns how many there are.
 func (d *Dataplane) writeTelemetry() (int, error) {
 	want := map[intdTelKey]bool{}
-	for _, o := range d.objects {
-		a, ok := o.attrs.(sai.ReportSessionAttrs)
-		if !ok {
-			continue
-		}
+	for _, o := range d.store.Of(sai.ObjectTypeReportSession) {
+		a := o.(sai.ReportSessionAttrs)
 		for i, dst := range a.Destinations {
 			k := intdTelKey{Port: a.DstPort(i)}
 			b := dst.IP.As16() // IPv4 as ::ffff:a.b.c.d, as the program keys it
