@@ -242,3 +242,31 @@ func (s *Store) unref(a Attrs) {
 		s.objs[r].refs--
 	}
 }
+
+// NewStats returns Stats with every map made and a zero entry for every
+// live watchlist entry, INT session, report session and queue report, for
+// a backend to fill in.
+func (s *Store) NewStats() Stats {
+	st := Stats{
+		Interfaces:     map[string]Counters{},
+		Drops:          map[DropReason]uint64{},
+		Reports:        map[ReportType]ReportCounters{},
+		Watchlist:      make(map[OID]WatchlistEntryStats, s.Len(ObjectTypeWatchlistEntry)),
+		IntSessions:    make(map[OID]IntSessionStats, s.Len(ObjectTypeIntSession)),
+		ReportSessions: make(map[OID]ReportSessionStats, s.Len(ObjectTypeReportSession)),
+		QueueReports:   make(map[OID]QueueReportStats, s.Len(ObjectTypeQueueReport)),
+	}
+	for oid := range s.objs {
+		switch oid.Type() {
+		case ObjectTypeWatchlistEntry:
+			st.Watchlist[oid] = WatchlistEntryStats{}
+		case ObjectTypeIntSession:
+			st.IntSessions[oid] = IntSessionStats{}
+		case ObjectTypeReportSession:
+			st.ReportSessions[oid] = ReportSessionStats{}
+		case ObjectTypeQueueReport:
+			st.QueueReports[oid] = QueueReportStats{}
+		}
+	}
+	return st
+}

@@ -143,3 +143,22 @@ func TestStoreUniqueAndLimits(t *testing.T) {
 		t.Errorf("Get after Set = %+v", stored)
 	}
 }
+
+func TestStoreNewStats(t *testing.T) {
+	s := NewStore(FullCapabilities(), nil)
+	rs, _ := s.Create(testReportSession())
+	qr, err := s.Create(QueueReportAttrs{Port: "eth0", TailDrop: true, BreachQuota: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := s.NewStats()
+	if _, ok := st.ReportSessions[rs]; !ok || len(st.ReportSessions) != 1 {
+		t.Errorf("report sessions %v, want an entry for %v", st.ReportSessions, rs)
+	}
+	if _, ok := st.QueueReports[qr]; !ok || len(st.QueueReports) != 1 {
+		t.Errorf("queue reports %v, want an entry for %v", st.QueueReports, qr)
+	}
+	if len(st.Watchlist)+len(st.IntSessions) != 0 || st.Interfaces == nil || st.Drops == nil || st.Reports == nil {
+		t.Errorf("NewStats() = %+v", st)
+	}
+}

@@ -603,15 +603,7 @@ func (d *Dataplane) Stats(ctx context.Context) (sai.Stats, error) {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	st := sai.Stats{
-		Interfaces:     map[string]sai.Counters{},
-		Drops:          map[sai.DropReason]uint64{},
-		Reports:        map[sai.ReportType]sai.ReportCounters{},
-		Watchlist:      map[sai.OID]sai.WatchlistEntryStats{},
-		IntSessions:    map[sai.OID]sai.IntSessionStats{},
-		ReportSessions: map[sai.OID]sai.ReportSessionStats{},
-		QueueReports:   map[sai.OID]sai.QueueReportStats{},
-	}
+	st := d.store.NewStats()
 	var node [nCounters]uint64
 	for slot := 0; slot < maxSlots; slot++ {
 		if !d.slots[slot] {
@@ -667,9 +659,6 @@ func (d *Dataplane) Stats(ctx context.Context) (sai.Stats, error) {
 		var q intdQrState
 		_ = d.objs.QrStateMap.Lookup(uint32(i), &q)
 		st.QueueReports[oid] = sai.QueueReportStats{Breaches: q.Breaches, Reports: q.Reports, QuotaLeft: q.QuotaLeft}
-	}
-	for oid := range d.store.Of(sai.ObjectTypeReportSession) {
-		st.ReportSessions[oid] = sai.ReportSessionStats{}
 	}
 	st.Reports[sai.ReportFlow] = sai.ReportCounters{Generated: node[cFlowGen], Suppressed: node[cEvSuppressed]}
 	st.Reports[sai.ReportDrop] = sai.ReportCounters{Generated: node[cDropGen]}

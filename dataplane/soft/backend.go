@@ -138,16 +138,9 @@ func (s *Switch) Stats(ctx context.Context) (sai.Stats, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := sai.Stats{
-		Node:           s.node,
-		Interfaces:     make(map[string]sai.Counters, len(s.ports)),
-		Drops:          maps.Clone(s.drops),
-		Reports:        map[sai.ReportType]sai.ReportCounters{},
-		Watchlist:      make(map[sai.OID]sai.WatchlistEntryStats, len(s.wlStats)),
-		IntSessions:    make(map[sai.OID]sai.IntSessionStats, len(s.sessStats)),
-		ReportSessions: map[sai.OID]sai.ReportSessionStats{},
-		QueueReports:   make(map[sai.OID]sai.QueueReportStats, len(s.qrStats)),
-	}
+	st := s.store.NewStats()
+	st.Node = s.node
+	st.Drops = maps.Clone(s.drops)
 	for _, p := range s.ports {
 		st.Interfaces[p.cfg.Name] = p.ctr
 	}
@@ -159,9 +152,6 @@ func (s *Switch) Stats(ctx context.Context) (sai.Stats, error) {
 	}
 	for oid, q := range s.qrStats {
 		st.QueueReports[oid] = q.stats
-	}
-	for oid := range s.store.Of(sai.ObjectTypeReportSession) {
-		st.ReportSessions[oid] = sai.ReportSessionStats{}
 	}
 	// What the pipeline handed to the reporter; a StatsReporter refines it.
 	st.Reports[sai.ReportFlow] = sai.ReportCounters{Generated: s.generated[report.KindFlow]}

@@ -227,27 +227,13 @@ func (b *Backend) Stats(ctx context.Context) (sai.Stats, error) {
 	if b.stats != nil {
 		return cloneStats(*b.stats), nil
 	}
-	s := sai.Stats{
-		Interfaces:     map[string]sai.Counters{},
-		Drops:          map[sai.DropReason]uint64{},
-		Reports:        map[sai.ReportType]sai.ReportCounters{},
-		Watchlist:      map[sai.OID]sai.WatchlistEntryStats{},
-		IntSessions:    map[sai.OID]sai.IntSessionStats{},
-		ReportSessions: map[sai.OID]sai.ReportSessionStats{},
-		QueueReports:   map[sai.OID]sai.QueueReportStats{},
-	}
+	s := b.store.NewStats()
 	for oid, a := range b.store.All() {
 		switch a := a.(type) {
 		case sai.DTelAttrs:
 			for _, p := range a.SinkPortList {
 				s.Interfaces[p] = sai.Counters{}
 			}
-		case sai.WatchlistEntryAttrs:
-			s.Watchlist[oid] = sai.WatchlistEntryStats{}
-		case sai.IntSessionAttrs:
-			s.IntSessions[oid] = sai.IntSessionStats{}
-		case sai.ReportSessionAttrs:
-			s.ReportSessions[oid] = sai.ReportSessionStats{}
 		case sai.QueueReportAttrs:
 			s.QueueReports[oid] = sai.QueueReportStats{QuotaLeft: a.BreachQuota}
 		}
