@@ -18,9 +18,8 @@ import (
 type Store struct {
 	caps  Capabilities
 	check func(self OID, a Attrs) error
-	objs  map[OID]*stored
+	objs  [numObjectTypes]map[OID]*stored // by type: singletons and one type's objects are found without a scan
 	next  [numObjectTypes]uint64
-	n     [numObjectTypes]int
 }
 
 type stored struct {
@@ -33,7 +32,19 @@ type stored struct {
 // changed (NullOID for Create). OIDs count from 1 per type and are never
 // reused.
 func NewStore(caps Capabilities, check func(self OID, a Attrs) error) *Store {
-	return &Store{caps: caps, check: check, objs: map[OID]*stored{}}
+	s := &Store{caps: caps, check: check}
+	for t := range s.objs {
+		s.objs[t] = map[OID]*stored{}
+	}
+	return s
+}
+
+func (s *Store) get(oid OID) (*stored, bool) {
+	if oid.Type() >= numObjectTypes {
+		return nil, false
+	}
+	o, ok := s.objs[oid.Type()][oid]
+	return o, ok
 }
 
 // Create checks a and records a copy under a new OID.
@@ -48,7 +59,7 @@ func (s *Store) Create(a Attrs) (OID, error) {
 		return NullOID, err
 	}
 	t := a.ObjectType()
-	if limit := s.limit(t); limit > 0 && s.n[t] >= limit {
+	if limit := s.limit(t); limit > 0 && s.Len(t) >= limit {
 		return NullOID, fmt.Errorf("sai: create %v: limit of %d reached: %w", t, limit, ErrUnsupported)
 	}
 	if s.check != nil {
@@ -66,7 +77,7 @@ func (s *Store) Create(a Attrs) (OID, error) {
 // with a copy of a. It returns the attributes replaced, so a backend that
 // fails to program the change can Set them back.
 func (s *Store) Set(oid OID, a Attrs) (old Attrs, err error) {
-	o, ok := s.objs[oid]
+	o, ok := s.get(oid)
 	if !ok {
 		return nil, fmt.Errorf("sai: set %v: %w", oid, ErrNotFound)
 	}
@@ -94,7 +105,7 @@ func (s *Store) Set(oid OID, a Attrs) (old Attrs, err error) {
 // Remove forgets oid unless another object references it (ErrInUse). It
 // returns the attributes the object had.
 func (s *Store) Remove(oid OID) (Attrs, error) {
-	o, ok := s.objs[oid]
+	o, ok := s.get(oid)
 	if !ok {
 		return nil, fmt.Errorf("sai: remove %v: %w", oid, ErrNotFound)
 	}
@@ -102,15 +113,14 @@ func (s *Store) Remove(oid OID) (Attrs, error) {
 		return nil, fmt.Errorf("sai: remove %v: referenced by %v: %w", oid, s.Referrers(oid), ErrInUse)
 	}
 	s.unref(o.attrs)
-	delete(s.objs, oid)
-	s.n[oid.Type()]--
+	delete(s.objs[oid.Type()], oid)
 	return o.attrs, nil
 }
 
 // Get returns the attributes of oid. They are the store's: do not modify
 // their slices.
 func (s *Store) Get(oid OID) (Attrs, bool) {
-	o, ok := s.objs[oid]
+	o, ok := s.get(oid)
 	if !ok {
 		return nil, false
 	}
@@ -122,15 +132,17 @@ func (s *Store) Len(t ObjectType) int {
 	if t >= numObjectTypes {
 		return 0
 	}
-	return s.n[t]
+	return len(s.objs[t])
 }
 
 // All yields every live object, in no particular order.
 func (s *Store) All() iter.Seq2[OID, Attrs] {
 	return func(yield func(OID, Attrs) bool) {
-		for oid, o := range s.objs {
-			if !yield(oid, o.attrs) {
-				return
+		for _, objs := range s.objs {
+			for oid, o := range objs {
+				if !yield(oid, o.attrs) {
+					return
+				}
 			}
 		}
 	}
@@ -139,11 +151,11 @@ func (s *Store) All() iter.Seq2[OID, Attrs] {
 // Of yields the live objects of type t, in no particular order.
 func (s *Store) Of(t ObjectType) iter.Seq2[OID, Attrs] {
 	return func(yield func(OID, Attrs) bool) {
-		if s.Len(t) == 0 {
+		if t >= numObjectTypes {
 			return
 		}
-		for oid, o := range s.objs {
-			if oid.Type() == t && !yield(oid, o.attrs) {
+		for oid, o := range s.objs[t] {
+			if !yield(oid, o.attrs) {
 				return
 			}
 		}
@@ -162,14 +174,14 @@ func (s *Store) First(t ObjectType) (OID, Attrs, bool) {
 	if best.IsNull() {
 		return NullOID, nil, false
 	}
-	return best, s.objs[best].attrs, true
+	return best, s.objs[t][best].attrs, true
 }
 
 // Referrers returns the live objects that reference oid, ascending.
 func (s *Store) Referrers(oid OID) []OID {
 	var out []OID
-	for o, st := range s.objs {
-		if slices.Contains(st.attrs.References(), oid) {
+	for o, a := range s.All() {
+		if slices.Contains(a.References(), oid) {
 			out = append(out, o)
 		}
 	}
@@ -182,7 +194,7 @@ func (s *Store) Referrers(oid OID) []OID {
 // object (Set cannot, as keys are create-only, but checking costs little).
 func (s *Store) checkCommon(self OID, a Attrs) error {
 	for _, r := range a.References() {
-		if _, ok := s.objs[r]; !ok {
+		if _, ok := s.get(r); !ok {
 			return fmt.Errorf("sai: %v references %v: %w", a.ObjectType(), r, ErrNotFound)
 		}
 	}
@@ -195,6 +207,11 @@ func (s *Store) checkCommon(self OID, a Attrs) error {
 // duplicate returns the live object other than self that a would clash
 // with, if any.
 func (s *Store) duplicate(self OID, a Attrs) OID {
+	switch a.(type) {
+	case DTelAttrs, QueueReportAttrs, EventAttrs:
+	default:
+		return NullOID // no unique key
+	}
 	for oid, o := range s.Of(a.ObjectType()) {
 		if oid == self {
 			continue
@@ -226,20 +243,21 @@ func (s *Store) limit(t ObjectType) int {
 }
 
 func (s *Store) put(oid OID, a Attrs) {
-	s.objs[oid] = &stored{attrs: a}
-	s.n[oid.Type()]++
+	s.objs[oid.Type()][oid] = &stored{attrs: a}
 	s.ref(a)
 }
 
 func (s *Store) ref(a Attrs) {
 	for _, r := range a.References() {
-		s.objs[r].refs++
+		o, _ := s.get(r)
+		o.refs++
 	}
 }
 
 func (s *Store) unref(a Attrs) {
 	for _, r := range a.References() {
-		s.objs[r].refs--
+		o, _ := s.get(r)
+		o.refs--
 	}
 }
 
@@ -256,17 +274,17 @@ func (s *Store) NewStats() Stats {
 		ReportSessions: make(map[OID]ReportSessionStats, s.Len(ObjectTypeReportSession)),
 		QueueReports:   make(map[OID]QueueReportStats, s.Len(ObjectTypeQueueReport)),
 	}
-	for oid := range s.objs {
-		switch oid.Type() {
-		case ObjectTypeWatchlistEntry:
-			st.Watchlist[oid] = WatchlistEntryStats{}
-		case ObjectTypeIntSession:
-			st.IntSessions[oid] = IntSessionStats{}
-		case ObjectTypeReportSession:
-			st.ReportSessions[oid] = ReportSessionStats{}
-		case ObjectTypeQueueReport:
-			st.QueueReports[oid] = QueueReportStats{}
-		}
+	for oid := range s.objs[ObjectTypeWatchlistEntry] {
+		st.Watchlist[oid] = WatchlistEntryStats{}
+	}
+	for oid := range s.objs[ObjectTypeIntSession] {
+		st.IntSessions[oid] = IntSessionStats{}
+	}
+	for oid := range s.objs[ObjectTypeReportSession] {
+		st.ReportSessions[oid] = ReportSessionStats{}
+	}
+	for oid := range s.objs[ObjectTypeQueueReport] {
+		st.QueueReports[oid] = QueueReportStats{}
 	}
 	return st
 }
