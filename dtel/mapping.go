@@ -97,7 +97,7 @@ func (o *Orchestrator) translateNode(in *intent, cfg *gen.Device) error {
 		nc = &gen.IntdInt_Int_Node_Config{}
 	}
 	enabled := nc.GetEnabled()
-	nodeID, err := nodeID(nc)
+	id, err := nodeID(nc)
 	if err != nil {
 		return err
 	}
@@ -107,7 +107,7 @@ func (o *Orchestrator) translateNode(in *intent, cfg *gen.Device) error {
 		PostcardEnable:      enabled && nc.GetPostcard(),
 		DropReportEnable:    enabled && nc.GetDropReport(),
 		QueueReportEnable:   enabled && nc.GetQueueReport(),
-		SwitchID:            nodeID,
+		SwitchID:            id,
 		FlowStateClearCycle: time.Duration(nc.GetFlowStateClearCycle()) * time.Second,
 		LatencySensitivity:  nc.GetLatencySensitivity(),
 	}
