@@ -65,6 +65,7 @@ var attrPaths = map[sai.ObjectType][][2]string{
 		{"ResetThreshold", "/config/latency-reset-threshold"},
 		{"BreachQuota", "/config/breach-quota"},
 		{"TailDrop", "/config/tail-drop"},
+		{"", "/config"}, // the queue report as a whole
 	},
 	sai.ObjectTypeEvent: {
 		{"Type", "/config/type"},
@@ -116,13 +117,7 @@ func (o *Orchestrator) attrError(obj *object, err error) error {
 }
 
 func subPath(obj *object, attr string) string {
-	best := ""
-	bestLen := -1
-	for _, m := range attrPaths[obj.key.t] {
-		if strings.HasPrefix(attr, m[0]) && len(m[0]) > bestLen {
-			best, bestLen = m[1], len(m[0])
-		}
-	}
+	best, _ := attrLeaf(obj.key.t, attr)
 	// Name list entries for indexed attributes.
 	if i, ok := attrIndex(attr); ok {
 		switch a := obj.attrs.(type) {
@@ -138,6 +133,18 @@ func subPath(obj *object, attr string) string {
 		}
 	}
 	return best
+}
+
+// attrLeaf returns the path of the longest entry of attrPaths that attr
+// starts with.
+func attrLeaf(t sai.ObjectType, attr string) (string, bool) {
+	best, bestLen := "", -1
+	for _, m := range attrPaths[t] {
+		if strings.HasPrefix(attr, m[0]) && len(m[0]) > bestLen {
+			best, bestLen = m[1], len(m[0])
+		}
+	}
+	return best, bestLen >= 0
 }
 
 func attrIndex(attr string) (int, bool) {

@@ -55,8 +55,6 @@ func enumName(e fmt.Stringer) string { return e.String() }
 // that the same configuration always reports the same first error.
 func (o *Orchestrator) translate(cfg *gen.Device) (*intent, error) {
 	in := &intent{objects: map[key]*object{}}
-	add := func(obj *object) { in.objects[obj.key] = obj }
-	caps := o.caps
 	if err := o.checkMetadataSemantics(cfg); err != nil {
 		return nil, err
 	}
@@ -64,29 +62,44 @@ func (o *Orchestrator) translate(cfg *gen.Device) (*intent, error) {
 	if root == nil {
 		return in, nil
 	}
+	// In creation order, so that references resolve to objects already
+	// translated.
+	for _, f := range []func(*intent, *gen.Device) error{
+		o.translateNode,
+		translateIntSessions,
+		translateReportSessions,
+		translateWatchlist,
+		translateQueueReports,
+		translateEvents,
+	} {
+		if err := f(in, cfg); err != nil {
+			return nil, err
+		}
+	}
+	if err := o.checkObjects(in); err != nil {
+		return nil, err
+	}
+	return in, nil
+}
 
-	// The node, its marking, flow report filter and sink interfaces are
-	// the one DTel switch object.
+func (in *intent) add(obj *object) { in.objects[obj.key] = obj }
+
+func (in *intent) has(t sai.ObjectType, name string) bool {
+	return in.objects[key{t, name}] != nil
+}
+
+// translateNode maps the node, its marking, flow report filter and sink
+// interfaces: the one DTel switch object.
+func (o *Orchestrator) translateNode(in *intent, cfg *gen.Device) error {
+	root := cfg.GetInt()
 	nc := root.GetNode().GetConfig()
 	if nc == nil {
 		nc = &gen.IntdInt_Int_Node_Config{}
 	}
 	enabled := nc.GetEnabled()
-	var nodeID uint32
-	switch {
-	case nc.NodeId != nil:
-		nodeID = *nc.NodeId
-	case enabled:
-		// Every node of a domain would otherwise report the same id.
-		for _, r := range []struct {
-			on   bool
-			leaf string
-		}{{nc.GetIntEndpoint(), "int-endpoint"}, {nc.GetIntTransit(), "int-transit"}, {nc.GetPostcard(), "postcard"},
-			{nc.GetDropReport(), "drop-report"}, {nc.GetQueueReport(), "queue-report"}} {
-			if r.on {
-				return nil, invalidf(pathNode+"/node-id", "%s is enabled but node-id is not set: give this node an INT node-id unique in its domain", r.leaf)
-			}
-		}
+	id, err := nodeID(nc)
+	if err != nil {
+		return err
 	}
 	d := sai.DTelAttrs{
 		IntEndpointEnable:   enabled && nc.GetIntEndpoint(),
@@ -94,51 +107,16 @@ func (o *Orchestrator) translate(cfg *gen.Device) (*intent, error) {
 		PostcardEnable:      enabled && nc.GetPostcard(),
 		DropReportEnable:    enabled && nc.GetDropReport(),
 		QueueReportEnable:   enabled && nc.GetQueueReport(),
-		SwitchID:            nodeID,
+		SwitchID:            id,
 		FlowStateClearCycle: time.Duration(nc.GetFlowStateClearCycle()) * time.Second,
 		LatencySensitivity:  nc.GetLatencySensitivity(),
 	}
 	if nc.GetMalformedIntAction() == gen.IntdInt_MalformedIntAction_DROP {
 		d.MalformedAction = sai.MalformedDrop
 	}
-	mc := root.GetMarking().GetConfig()
-	switch mc.GetL4Marking() {
-	case gen.IntdInt_L4Marking_DSCP:
-		d.IntL4DSCP = sai.DSCPMatch{Value: mc.GetDscpValue(), Mask: mc.GetDscpMask()}
-		if d.IntL4DSCP.Value&^d.IntL4DSCP.Mask != 0 {
-			return nil, invalidf(pathMarking+"/dscp-value", "dscp-value %#x has bits outside dscp-mask %#x", d.IntL4DSCP.Value, d.IntL4DSCP.Mask)
-		}
-		d.IntL4DSCPRemark = mc.GetRemarkDscp()
-		if d.IntL4DSCP.Mask != 0 && d.IntL4DSCP.Matches(d.IntL4DSCPRemark) {
-			return nil, invalidf(pathMarking+"/remark-dscp", "remark-dscp %d itself carries the INT marking %d/%#x: choose a value user traffic may keep", d.IntL4DSCPRemark, d.IntL4DSCP.Value, d.IntL4DSCP.Mask)
-		}
-	case gen.IntdInt_L4Marking_UDP_DESTINATION_PORT:
-		if mc.GetUdpPort() == 0 {
-			return nil, invalidf(pathMarking+"/udp-port", "l4-marking UDP_DESTINATION_PORT needs a udp-port")
-		}
-		d.IntUDPDstPort = mc.GetUdpPort()
-		d.IntUDPNPT = sai.NPTUDPPayload
-		if mc.GetUdpNpt() == gen.IntdInt_UdpNpt_NEW_UDP_HEADER {
-			d.IntUDPNPT = sai.NPTL4Header
-		}
-	case gen.IntdInt_L4Marking_PROBE_MARKER:
-		if mc.GetProbeMarker() == 0 {
-			return nil, invalidf(pathMarking+"/probe-marker", "l4-marking PROBE_MARKER needs a non-zero probe-marker")
-		}
-		d.ProbeMarker = mc.GetProbeMarker()
+	if err := o.translateMarking(&d, root.GetMarking().GetConfig()); err != nil {
+		return err
 	}
-	// Tunnel code points say how INT is recognised inside tunnels. A
-	// YANG default for a tunnel the dataplane cannot parse is dropped
-	// (it simply won't see INT there); an explicit value is passed on, so
-	// the dataplane refuses it with a clear error.
-	tunnel := func(set bool, enc sai.Encap) bool { return set || slices.Contains(caps.Encaps, enc) }
-	if tunnel(mc != nil && mc.VxlanGpeNextProtocol != nil, sai.EncapVXLANGPE) {
-		d.VXLANGPENextProtocol = mc.GetVxlanGpeNextProtocol()
-	}
-	if tunnel(mc != nil && mc.GeneveOptionClass != nil, sai.EncapGeneve) {
-		d.GeneveOptionClass = mc.GetGeneveOptionClass()
-	}
-	d.GREProtocolType = mc.GetGreProtocolType()
 	fc := root.GetFlowReportFilter().GetConfig()
 	d.FlowReport = sai.FlowReportFilter{
 		Interval:         time.Duration(fc.GetReportInterval()) * time.Millisecond,
@@ -156,269 +134,334 @@ func (o *Orchestrator) translate(cfg *gen.Device) (*intent, error) {
 			d.SinkPortList = append(d.SinkPortList, name)
 		}
 	}
-	add(&object{key: key{t: sai.ObjectTypeDTel}, path: "/int", attrs: d})
+	in.add(&object{key: key{t: sai.ObjectTypeDTel}, path: "/int", attrs: d})
+	return nil
+}
 
-	// INT sessions.
+// nodeID is the configured node-id; a node that originates INT or reports
+// must have one.
+func nodeID(nc *gen.IntdInt_Int_Node_Config) (uint32, error) {
+	switch {
+	case nc.NodeId != nil:
+		return *nc.NodeId, nil
+	case !nc.GetEnabled():
+		return 0, nil
+	}
+	// Every node of a domain would otherwise report the same id.
+	for _, r := range []struct {
+		on   bool
+		leaf string
+	}{{nc.GetIntEndpoint(), "int-endpoint"}, {nc.GetIntTransit(), "int-transit"}, {nc.GetPostcard(), "postcard"},
+		{nc.GetDropReport(), "drop-report"}, {nc.GetQueueReport(), "queue-report"}} {
+		if r.on {
+			return 0, invalidf(pathNode+"/node-id", "%s is enabled but node-id is not set: give this node an INT node-id unique in its domain", r.leaf)
+		}
+	}
+	return 0, nil
+}
+
+// translateMarking fills in how INT packets are recognised.
+func (o *Orchestrator) translateMarking(d *sai.DTelAttrs, mc *gen.IntdInt_Int_Marking_Config) error {
+	switch mc.GetL4Marking() {
+	case gen.IntdInt_L4Marking_DSCP:
+		d.IntL4DSCP = sai.DSCPMatch{Value: mc.GetDscpValue(), Mask: mc.GetDscpMask()}
+		d.IntL4DSCPRemark = mc.GetRemarkDscp()
+	case gen.IntdInt_L4Marking_UDP_DESTINATION_PORT:
+		if mc.GetUdpPort() == 0 {
+			return invalidf(pathMarking+"/udp-port", "l4-marking UDP_DESTINATION_PORT needs a udp-port")
+		}
+		d.IntUDPDstPort = mc.GetUdpPort()
+		d.IntUDPNPT = sai.NPTUDPPayload
+		if mc.GetUdpNpt() == gen.IntdInt_UdpNpt_NEW_UDP_HEADER {
+			d.IntUDPNPT = sai.NPTL4Header
+		}
+	case gen.IntdInt_L4Marking_PROBE_MARKER:
+		if mc.GetProbeMarker() == 0 {
+			return invalidf(pathMarking+"/probe-marker", "l4-marking PROBE_MARKER needs a non-zero probe-marker")
+		}
+		d.ProbeMarker = mc.GetProbeMarker()
+	}
+	// Tunnel code points say how INT is recognised inside tunnels. A
+	// YANG default for a tunnel the dataplane cannot parse is dropped
+	// (it simply won't see INT there); an explicit value is passed on, so
+	// the dataplane refuses it with a clear error.
+	tunnel := func(set bool, enc sai.Encap) bool { return set || slices.Contains(o.caps.Encaps, enc) }
+	if tunnel(mc != nil && mc.VxlanGpeNextProtocol != nil, sai.EncapVXLANGPE) {
+		d.VXLANGPENextProtocol = mc.GetVxlanGpeNextProtocol()
+	}
+	if tunnel(mc != nil && mc.GeneveOptionClass != nil, sai.EncapGeneve) {
+		d.GeneveOptionClass = mc.GetGeneveOptionClass()
+	}
+	d.GREProtocolType = mc.GetGreProtocolType()
+	return nil
+}
+
+func translateIntSessions(in *intent, cfg *gen.Device) error {
 	var sessions map[string]*gen.IntdInt_Int_IntSessions_IntSession
-	if root.IntSessions != nil {
-		sessions = root.IntSessions.IntSession
+	if s := cfg.GetInt().IntSessions; s != nil {
+		sessions = s.IntSession
 	}
 	for _, name := range sortedKeys(sessions) {
-		c := sessions[name].GetConfig()
 		p := intSessionPath(name)
-		a := sai.IntSessionAttrs{
-			MaxHopCount:      c.GetRemainingHopCount(),
-			DomainSpecificID: c.GetDomainSpecificId(),
-			DSInstruction:    c.GetDsInstruction(),
-			DSFlags:          c.GetDsFlags(),
-			Discard:          c.GetDiscard(),
-			ClampTCPMSS:      c.GetClampTcpMss(),
+		a, err := intSession(cfg, p, sessions[name].GetConfig())
+		if err != nil {
+			return err
 		}
-		if c.GetMode() == gen.IntdInt_IntMode_INT_MX {
-			a.Mode = sai.IntModeMX
-			a.MaxHopCount = 0 // MX headers carry no hop count
-		}
-		for _, id := range c.GetInstructions() {
-			bit, ok := instructionBits[id]
-			if !ok {
-				return nil, invalidf(p+"/config/instructions", "%s is not an INT instruction", enumName(id))
-			}
-			a.Instructions |= bit
-		}
-		if a.Mode == sai.IntModeMX && a.Instructions&spec.InstChecksumComplement != 0 {
-			return nil, invalidf(p+"/config/instructions", "INT_MX mode has no checksum complement: remove METADATA_FIELD_CHECKSUM_COMPLEMENT")
-		}
-		if a.Instructions&^spec.InstChecksumComplement == 0 && a.DSInstruction == 0 {
-			return nil, invalidf(p+"/config/instructions", "the session requests no metadata")
-		}
-		if a.DSInstruction != 0 {
-			if a.DomainSpecificID == 0 {
-				return nil, invalidf(p+"/config/ds-instruction", "ds-instruction %#04x needs a non-zero domain-specific-id", a.DSInstruction)
-			}
-			if dom := cfg.GetDomainSpecificMetadata().GetDomain(a.DomainSpecificID); dom != nil {
-				for pos := 0; pos < 16; pos++ {
-					if a.DSInstruction&(1<<(15-pos)) != 0 && dom.GetFields().GetField(uint8(pos)) == nil {
-						return nil, invalidf(p+"/config/ds-instruction", "ds-instruction bit %d has no field in domain %d", pos, a.DomainSpecificID)
-					}
-				}
-			}
-		}
-		add(&object{key: key{sai.ObjectTypeIntSession, name}, path: p, attrs: a})
+		in.add(&object{key: key{sai.ObjectTypeIntSession, name}, path: p, attrs: a})
 	}
+	return nil
+}
 
-	// Report sessions and their collectors.
+func intSession(cfg *gen.Device, p string, c *gen.IntdInt_Int_IntSessions_IntSession_Config) (sai.IntSessionAttrs, error) {
+	a := sai.IntSessionAttrs{
+		MaxHopCount:      c.GetRemainingHopCount(),
+		DomainSpecificID: c.GetDomainSpecificId(),
+		DSInstruction:    c.GetDsInstruction(),
+		DSFlags:          c.GetDsFlags(),
+		Discard:          c.GetDiscard(),
+		ClampTCPMSS:      c.GetClampTcpMss(),
+	}
+	if c.GetMode() == gen.IntdInt_IntMode_INT_MX {
+		a.Mode = sai.IntModeMX
+		a.MaxHopCount = 0 // MX headers carry no hop count
+	}
+	for _, id := range c.GetInstructions() {
+		bit, ok := instructionBits[id]
+		if !ok {
+			return a, invalidf(p+"/config/instructions", "%s is not an INT instruction", enumName(id))
+		}
+		a.Instructions |= bit
+	}
+	// sai validates the session; a domain's fields are configuration.
+	if a.DSInstruction == 0 || a.DomainSpecificID == 0 {
+		return a, nil
+	}
+	if dom := cfg.GetDomainSpecificMetadata().GetDomain(a.DomainSpecificID); dom != nil {
+		for pos := 0; pos < 16; pos++ {
+			if a.DSInstruction&(1<<(15-pos)) != 0 && dom.GetFields().GetField(uint8(pos)) == nil {
+				return a, invalidf(p+"/config/ds-instruction", "ds-instruction bit %d has no field in domain %d", pos, a.DomainSpecificID)
+			}
+		}
+	}
+	return a, nil
+}
+
+func translateReportSessions(in *intent, cfg *gen.Device) error {
 	var reports map[string]*gen.IntdInt_Int_ReportSessions_ReportSession
-	if root.ReportSessions != nil {
-		reports = root.ReportSessions.ReportSession
+	if r := cfg.GetInt().ReportSessions; r != nil {
+		reports = r.ReportSession
 	}
 	for _, name := range sortedKeys(reports) {
-		rs := reports[name]
-		c := rs.GetConfig()
-		if c == nil {
-			c = &gen.IntdInt_Int_ReportSessions_ReportSession_Config{}
-		}
 		p := reportSessionPath(name)
-		a := sai.ReportSessionAttrs{
-			TruncateSize: c.GetTruncateSize(),
-			DSCP:         c.GetDscp(),
-			RateLimit:    c.GetRateLimit(),
-		}
-		if c.SourceAddress == nil {
-			return nil, invalidf(p+"/config/source-address", "a report session needs a source-address")
-		}
-		src, err := netip.ParseAddr(c.GetSourceAddress())
+		a, err := reportSession(p, reports[name])
 		if err != nil {
-			return nil, invalidf(p+"/config/source-address", "%v", err)
+			return err
 		}
-		a.SrcIP = src
-		if vrf := c.GetVrf(); vrf != "default" {
-			a.VirtualRouter = vrf
-		}
-		if c.GetReportFormat() == gen.IntdInt_ReportFormat_TELEMETRY_REPORT_V0_5 {
-			a.Format = spec.ReportFormatV05
-		}
-		if n := c.GetMaxReportsPerPacket(); n > 1 {
-			if a.Format == spec.ReportFormatV05 {
-				return nil, invalidf(p+"/config/max-reports-per-packet", "TELEMETRY_REPORT_V0_5 cannot coalesce reports (max-reports-per-packet %d)", n)
-			}
-			a.Coalesce = sai.Coalescing{MaxReports: uint16(n), MaxDelay: time.Duration(c.GetMaxDelay()) * time.Microsecond}
-		}
-		var cols map[gen.IntdInt_Int_ReportSessions_ReportSession_Collectors_Collector_Key]*gen.IntdInt_Int_ReportSessions_ReportSession_Collectors_Collector
-		if rs.Collectors != nil {
-			cols = rs.Collectors.Collector
-		}
-		if len(cols) == 0 {
-			return nil, invalidf(p+"/collectors", "a report session needs at least one collector")
-		}
-		for k := range cols {
-			ip, err := netip.ParseAddr(k.Address)
-			if err != nil {
-				return nil, invalidf(collectorPath(p, k.Address, k.Port)+"/config/address", "%v", err)
-			}
-			a.Destinations = append(a.Destinations, sai.ReportDestination{IP: ip, UDPPort: k.Port})
-		}
-		slices.SortFunc(a.Destinations, func(x, y sai.ReportDestination) int {
-			return cmp.Or(x.IP.Compare(y.IP), cmp.Compare(x.UDPPort, y.UDPPort))
-		})
-		add(&object{key: key{sai.ObjectTypeReportSession, name}, path: p, attrs: a})
+		in.add(&object{key: key{sai.ObjectTypeReportSession, name}, path: p, attrs: a})
 	}
+	return nil
+}
 
-	// Watchlist entries.
+func reportSession(p string, rs *gen.IntdInt_Int_ReportSessions_ReportSession) (sai.ReportSessionAttrs, error) {
+	c := rs.GetConfig()
+	if c == nil {
+		c = &gen.IntdInt_Int_ReportSessions_ReportSession_Config{}
+	}
+	a := sai.ReportSessionAttrs{
+		TruncateSize: c.GetTruncateSize(),
+		DSCP:         c.GetDscp(),
+		RateLimit:    c.GetRateLimit(),
+	}
+	if c.SourceAddress == nil {
+		return a, invalidf(p+"/config/source-address", "a report session needs a source-address")
+	}
+	src, err := netip.ParseAddr(c.GetSourceAddress())
+	if err != nil {
+		return a, invalidf(p+"/config/source-address", "%v", err)
+	}
+	a.SrcIP = src
+	if vrf := c.GetVrf(); vrf != "default" {
+		a.VirtualRouter = vrf
+	}
+	if c.GetReportFormat() == gen.IntdInt_ReportFormat_TELEMETRY_REPORT_V0_5 {
+		a.Format = spec.ReportFormatV05
+	}
+	if n := c.GetMaxReportsPerPacket(); n > 1 {
+		a.Coalesce = sai.Coalescing{MaxReports: uint16(n), MaxDelay: time.Duration(c.GetMaxDelay()) * time.Microsecond}
+	}
+	var cols map[gen.IntdInt_Int_ReportSessions_ReportSession_Collectors_Collector_Key]*gen.IntdInt_Int_ReportSessions_ReportSession_Collectors_Collector
+	if rs.Collectors != nil {
+		cols = rs.Collectors.Collector
+	}
+	for k := range cols {
+		ip, err := netip.ParseAddr(k.Address)
+		if err != nil {
+			return a, invalidf(collectorPath(p, k.Address, k.Port)+"/config/address", "%v", err)
+		}
+		a.Destinations = append(a.Destinations, sai.ReportDestination{IP: ip, UDPPort: k.Port})
+	}
+	slices.SortFunc(a.Destinations, func(x, y sai.ReportDestination) int {
+		return cmp.Or(x.IP.Compare(y.IP), cmp.Compare(x.UDPPort, y.UDPPort))
+	})
+	return a, nil
+}
+
+func translateWatchlist(in *intent, cfg *gen.Device) error {
 	var entries map[uint32]*gen.IntdInt_Int_Watchlist_Entries_Entry
-	if e := root.GetWatchlist().GetEntries(); e != nil {
+	if e := cfg.GetInt().GetWatchlist().GetEntries(); e != nil {
 		entries = e.Entry
 	}
 	for _, seq := range sortedKeys(entries) {
-		e := entries[seq]
 		p := entryPath(seq)
 		if seq > math.MaxUint16 {
-			return nil, invalidf(p+"/config/sequence-id", "sequence-id %d exceeds %d", seq, math.MaxUint16)
+			return invalidf(p+"/config/sequence-id", "sequence-id %d exceeds %d", seq, math.MaxUint16)
 		}
 		// The first matching entry, in ascending sequence-id, wins; in
 		// SAI the highest priority wins.
 		a := sai.WatchlistEntryAttrs{Priority: uint16(math.MaxUint16 - seq)}
-		m := e.GetMatch().GetConfig()
-		if m == nil {
-			m = &gen.IntdInt_Int_Watchlist_Entries_Entry_Match_Config{}
-		}
-		mp := p + "/match/config/"
+		e := entries[seq]
 		var err error
-		if a.Match.SrcPrefix, err = prefix(m.SourcePrefix, mp+"source-prefix"); err != nil {
-			return nil, err
+		if a.Match, err = watchMatch(p, e.GetMatch().GetConfig()); err != nil {
+			return err
 		}
-		if a.Match.DstPrefix, err = prefix(m.DestinationPrefix, mp+"destination-prefix"); err != nil {
-			return nil, err
-		}
-		a.Match.IPProtocol = m.GetProtocol()
-		if a.Match.L4SrcPort, err = portRange(m.SourcePortMin, m.SourcePortMax, mp+"source-port"); err != nil {
-			return nil, err
-		}
-		if a.Match.L4DstPort, err = portRange(m.DestinationPortMin, m.DestinationPortMax, mp+"destination-port"); err != nil {
-			return nil, err
-		}
-		if m.Dscp != nil {
-			a.Match.DSCP = sai.DSCPMatch{Value: *m.Dscp, Mask: sai.MaxDSCP}
-		}
-		if m.TcpFlags != nil || m.TcpFlagsMask != nil {
-			mask := m.GetTcpFlagsMask()
-			if m.TcpFlagsMask == nil {
-				mask = m.GetTcpFlags() // the flags that must be set
-			}
-			a.Match.TCPFlags = sai.TCPFlagsMatch{Value: m.GetTcpFlags(), Mask: mask}
-			if a.Match.TCPFlags.Value&^mask != 0 {
-				return nil, invalidf(mp+"tcp-flags", "tcp-flags %#x has bits outside tcp-flags-mask %#x", a.Match.TCPFlags.Value, mask)
-			}
-		}
-		a.Match.InPort = m.GetIngressInterface()
 		if v := e.GetVxlanMatch().GetConfig(); v != nil {
-			vp := p + "/vxlan-match/config/"
-			in := sai.InnerMatch{VXLAN: true, VNI: v.GetVni(), IPProtocol: v.GetInnerProtocol()}
-			if in.SrcPrefix, err = prefix(v.InnerSourcePrefix, vp+"inner-source-prefix"); err != nil {
-				return nil, err
+			if a.Match.Inner, err = innerMatch(p+"/vxlan-match/config/", v); err != nil {
+				return err
 			}
-			if in.DstPrefix, err = prefix(v.InnerDestinationPrefix, vp+"inner-destination-prefix"); err != nil {
-				return nil, err
-			}
-			if in.L4SrcPort, err = portRange(v.InnerSourcePortMin, v.InnerSourcePortMax, vp+"inner-source-port"); err != nil {
-				return nil, err
-			}
-			if in.L4DstPort, err = portRange(v.InnerDestinationPortMin, v.InnerDestinationPortMax, vp+"inner-destination-port"); err != nil {
-				return nil, err
-			}
-			a.Match.Inner = in
 		}
+		obj := &object{key: key{sai.ObjectTypeWatchlistEntry, strconv.FormatUint(uint64(seq), 10)}, path: p}
 		ac := e.GetActions().GetConfig()
 		if ac == nil {
 			ac = &gen.IntdInt_Int_Watchlist_Entries_Entry_Actions_Config{}
 		}
-		ap := p + "/actions/config/"
-		obj := &object{key: key{sai.ObjectTypeWatchlistEntry, strconv.FormatUint(uint64(seq), 10)}, path: p}
-		a.Action = sai.WatchlistAction{
-			DropReportEnable:     ac.GetDropReport(),
-			TailDropReportEnable: ac.GetTailDropReport(),
-		}
-		switch ac.GetFlowOp() {
-		case gen.IntdInt_FlowOp_NOP:
-			if ac.IntSession != nil {
-				return nil, invalidf(ap+"int-session", "flow-op NOP takes no int-session")
+		a.Action = watchAction(ac)
+		if ac.IntSession != nil {
+			if !in.has(sai.ObjectTypeIntSession, ac.GetIntSession()) {
+				return invalidf(p+"/actions/config/int-session", "int-session %q does not exist", ac.GetIntSession())
 			}
-			if ac.GetReportAllPackets() {
-				return nil, invalidf(ap+"report-all-packets", "report-all-packets needs flow-op INT or POSTCARD")
-			}
-			if ac.GetPacketInterval() != 0 {
-				return nil, invalidf(ap+"packet-interval", "packet-interval needs flow-op INT or POSTCARD")
-			}
-		case gen.IntdInt_FlowOp_INT, gen.IntdInt_FlowOp_POSTCARD:
-			a.Action.FlowOp = sai.FlowOpPostcard
-			if ac.GetFlowOp() == gen.IntdInt_FlowOp_INT {
-				a.Action.FlowOp = sai.FlowOpInt
-				if ac.IntSession == nil {
-					return nil, invalidf(ap+"int-session", "flow-op INT needs an int-session")
-				}
-			}
-			a.Action.ReportAllPackets = ac.GetReportAllPackets()
-			a.Action.FlowSamplePercent = ac.GetSamplePercent()
-			a.Action.PacketInterval = time.Duration(ac.GetPacketInterval()) * time.Microsecond
-			if a.Action.FlowSamplePercent == 0 {
-				return nil, invalidf(ap+"sample-percent", "sample-percent 0 with flow-op %s acts on no flow", enumName(ac.GetFlowOp()))
-			}
-			if ac.IntSession != nil {
-				if sessions[ac.GetIntSession()] == nil {
-					return nil, invalidf(ap+"int-session", "int-session %q does not exist", ac.GetIntSession())
-				}
-				obj.refs = []key{{sai.ObjectTypeIntSession, ac.GetIntSession()}}
-			}
+			obj.refs = []key{{sai.ObjectTypeIntSession, ac.GetIntSession()}}
 		}
 		obj.attrs = a
-		add(obj)
+		in.add(obj)
 	}
+	return nil
+}
 
-	// Queue reports.
+func watchMatch(p string, m *gen.IntdInt_Int_Watchlist_Entries_Entry_Match_Config) (sai.WatchlistMatch, error) {
+	if m == nil {
+		m = &gen.IntdInt_Int_Watchlist_Entries_Entry_Match_Config{}
+	}
+	mp := p + "/match/config/"
+	var a sai.WatchlistMatch
+	var err error
+	if a.SrcPrefix, err = prefix(m.SourcePrefix, mp+"source-prefix"); err != nil {
+		return a, err
+	}
+	if a.DstPrefix, err = prefix(m.DestinationPrefix, mp+"destination-prefix"); err != nil {
+		return a, err
+	}
+	a.IPProtocol = m.GetProtocol()
+	if a.L4SrcPort, err = portRange(m.SourcePortMin, m.SourcePortMax, mp+"source-port"); err != nil {
+		return a, err
+	}
+	if a.L4DstPort, err = portRange(m.DestinationPortMin, m.DestinationPortMax, mp+"destination-port"); err != nil {
+		return a, err
+	}
+	if m.Dscp != nil {
+		a.DSCP = sai.DSCPMatch{Value: *m.Dscp, Mask: sai.MaxDSCP}
+	}
+	if m.TcpFlags != nil || m.TcpFlagsMask != nil {
+		mask := m.GetTcpFlagsMask()
+		if m.TcpFlagsMask == nil {
+			mask = m.GetTcpFlags() // the flags that must be set
+		}
+		a.TCPFlags = sai.TCPFlagsMatch{Value: m.GetTcpFlags(), Mask: mask}
+		if a.TCPFlags.Value&^mask != 0 {
+			return a, invalidf(mp+"tcp-flags", "tcp-flags %#x has bits outside tcp-flags-mask %#x", a.TCPFlags.Value, mask)
+		}
+	}
+	a.InPort = m.GetIngressInterface()
+	return a, nil
+}
+
+func innerMatch(vp string, v *gen.IntdInt_Int_Watchlist_Entries_Entry_VxlanMatch_Config) (sai.InnerMatch, error) {
+	in := sai.InnerMatch{VXLAN: true, VNI: v.GetVni(), IPProtocol: v.GetInnerProtocol()}
+	var err error
+	if in.SrcPrefix, err = prefix(v.InnerSourcePrefix, vp+"inner-source-prefix"); err != nil {
+		return in, err
+	}
+	if in.DstPrefix, err = prefix(v.InnerDestinationPrefix, vp+"inner-destination-prefix"); err != nil {
+		return in, err
+	}
+	if in.L4SrcPort, err = portRange(v.InnerSourcePortMin, v.InnerSourcePortMax, vp+"inner-source-port"); err != nil {
+		return in, err
+	}
+	if in.L4DstPort, err = portRange(v.InnerDestinationPortMin, v.InnerDestinationPortMax, vp+"inner-destination-port"); err != nil {
+		return in, err
+	}
+	return in, nil
+}
+
+func watchAction(ac *gen.IntdInt_Int_Watchlist_Entries_Entry_Actions_Config) sai.WatchlistAction {
+	a := sai.WatchlistAction{
+		DropReportEnable:     ac.GetDropReport(),
+		TailDropReportEnable: ac.GetTailDropReport(),
+		ReportAllPackets:     ac.GetReportAllPackets(),
+		PacketInterval:       time.Duration(ac.GetPacketInterval()) * time.Microsecond,
+	}
+	switch ac.GetFlowOp() {
+	case gen.IntdInt_FlowOp_INT:
+		a.FlowOp = sai.FlowOpInt
+	case gen.IntdInt_FlowOp_POSTCARD:
+		a.FlowOp = sai.FlowOpPostcard
+	}
+	// sample-percent has a default, meaningless without a flow-op.
+	if a.FlowOp != sai.FlowOpNop {
+		a.FlowSamplePercent = ac.GetSamplePercent()
+	}
+	return a
+}
+
+func translateQueueReports(in *intent, cfg *gen.Device) error {
 	var queues map[gen.IntdInt_Int_QueueReports_QueueReport_Key]*gen.IntdInt_Int_QueueReports_QueueReport
-	if root.QueueReports != nil {
-		queues = root.QueueReports.QueueReport
+	if q := cfg.GetInt().QueueReports; q != nil {
+		queues = q.QueueReport
 	}
 	qkeys := sortedFunc(queues, func(x, y gen.IntdInt_Int_QueueReports_QueueReport_Key) int {
 		return cmp.Or(cmp.Compare(x.Interface, y.Interface), cmp.Compare(x.QueueId, y.QueueId))
 	})
 	for _, k := range qkeys {
-		c := queues[k].GetConfig()
-		if c == nil {
-			c = &gen.IntdInt_Int_QueueReports_QueueReport_Config{}
-		}
 		p := queueReportPath(k.Interface, k.QueueId)
-		a := sai.QueueReportAttrs{
-			Port:             k.Interface,
-			Queue:            k.QueueId,
-			DepthThreshold:   c.GetDepthThreshold(),
-			LatencyThreshold: time.Duration(c.GetLatencyThreshold()) * time.Nanosecond,
-			BreachQuota:      c.GetBreachQuota(),
-			TailDrop:         c.GetTailDrop(),
-		}
-		switch {
-		case c.LatencyResetThreshold != nil && c.LatencyThreshold == nil:
-			return nil, invalidf(p+"/config/latency-reset-threshold", "latency-reset-threshold is set without a latency-threshold")
-		case c.LatencyResetThreshold != nil:
-			a.ResetThreshold = time.Duration(*c.LatencyResetThreshold) * time.Nanosecond
-			if a.ResetThreshold >= a.LatencyThreshold {
-				return nil, invalidf(p+"/config/latency-reset-threshold", "latency-reset-threshold %d must be below latency-threshold %d", *c.LatencyResetThreshold, c.GetLatencyThreshold())
-			}
-		default:
-			a.ResetThreshold = a.LatencyThreshold / 2
-		}
-		if a.BreachQuota == 0 {
-			return nil, invalidf(p+"/config/breach-quota", "breach-quota 0 would never report")
-		}
-		if a.DepthThreshold == 0 && a.LatencyThreshold == 0 && !a.TailDrop {
-			return nil, invalidf(p+"/config", "a queue report needs a depth-threshold, a latency-threshold or tail-drop")
-		}
-		add(&object{key: key{sai.ObjectTypeQueueReport, k.Interface + "/" + strconv.Itoa(int(k.QueueId))}, path: p, attrs: a})
+		a := queueReport(k, queues[k].GetConfig())
+		in.add(&object{key: key{sai.ObjectTypeQueueReport, k.Interface + "/" + strconv.Itoa(int(k.QueueId))}, path: p, attrs: a})
 	}
+	return nil
+}
 
-	// Events.
+func queueReport(k gen.IntdInt_Int_QueueReports_QueueReport_Key, c *gen.IntdInt_Int_QueueReports_QueueReport_Config) sai.QueueReportAttrs {
+	if c == nil {
+		c = &gen.IntdInt_Int_QueueReports_QueueReport_Config{}
+	}
+	a := sai.QueueReportAttrs{
+		Port:             k.Interface,
+		Queue:            k.QueueId,
+		DepthThreshold:   c.GetDepthThreshold(),
+		LatencyThreshold: time.Duration(c.GetLatencyThreshold()) * time.Nanosecond,
+		BreachQuota:      c.GetBreachQuota(),
+		TailDrop:         c.GetTailDrop(),
+	}
+	// sai validates the thresholds; YANG's default is half the trigger.
+	a.ResetThreshold = a.LatencyThreshold / 2
+	if c.LatencyResetThreshold != nil {
+		a.ResetThreshold = time.Duration(*c.LatencyResetThreshold) * time.Nanosecond
+	}
+	return a
+}
+
+func translateEvents(in *intent, cfg *gen.Device) error {
 	var events map[gen.E_IntdInt_DtelEventType]*gen.IntdInt_Int_Events_Event
-	if root.Events != nil {
-		events = root.Events.Event
+	if e := cfg.GetInt().Events; e != nil {
+		events = e.Event
 	}
 	for _, t := range sortedKeys(events) {
 		c := events[t].GetConfig()
@@ -428,32 +471,32 @@ func (o *Orchestrator) translate(cfg *gen.Device) (*intent, error) {
 		p := eventPath(t)
 		et, ok := eventTypes[t]
 		if !ok {
-			return nil, invalidf(p+"/config/type", "unknown event type %v", t)
+			return invalidf(p+"/config/type", "unknown event type %v", t)
 		}
-		if c.ReportSession == nil {
-			return nil, invalidf(p+"/config/report-session", "an event needs a report-session")
+		obj := &object{key: key{sai.ObjectTypeEvent, enumName(t)}, path: p, attrs: sai.EventAttrs{Type: et, DSCP: c.GetDscp()}}
+		if c.ReportSession != nil {
+			if !in.has(sai.ObjectTypeReportSession, c.GetReportSession()) {
+				return invalidf(p+"/config/report-session", "report-session %q does not exist", c.GetReportSession())
+			}
+			obj.refs = []key{{sai.ObjectTypeReportSession, c.GetReportSession()}}
 		}
-		if reports[c.GetReportSession()] == nil {
-			return nil, invalidf(p+"/config/report-session", "report-session %q does not exist", c.GetReportSession())
-		}
-		add(&object{
-			key:   key{sai.ObjectTypeEvent, enumName(t)},
-			path:  p,
-			attrs: sai.EventAttrs{Type: et, DSCP: c.GetDscp()},
-			refs:  []key{{sai.ObjectTypeReportSession, c.GetReportSession()}},
-		})
+		in.add(obj)
 	}
+	return nil
+}
 
-	// What sai and the backend say about each object, mapped back to the
-	// configuration path.
+// checkObjects runs what sai and the backend say about each object, mapped
+// back to the configuration path, and the backend's capacities.
+func (o *Orchestrator) checkObjects(in *intent) error {
+	caps := o.caps
 	for _, k := range sortedFunc(in.objects, compareKeys) {
 		obj := in.objects[k]
 		a := resolve(obj.attrs, placeholderOIDs(obj.refs))
 		if err := a.Validate(); err != nil {
-			return nil, o.attrError(obj, err)
+			return o.attrError(obj, err)
 		}
 		if err := caps.Check(a); err != nil {
-			return nil, o.attrError(obj, err)
+			return o.attrError(obj, err)
 		}
 	}
 	count := func(t sai.ObjectType) (n int) {
@@ -465,12 +508,12 @@ func (o *Orchestrator) translate(cfg *gen.Device) (*intent, error) {
 		return n
 	}
 	if n := count(sai.ObjectTypeWatchlistEntry); caps.MaxWatchlistEntries > 0 && n > caps.MaxWatchlistEntries {
-		return nil, invalidf("/int/watchlist/entries", "%d entries exceed the dataplane's limit of %d", n, caps.MaxWatchlistEntries)
+		return invalidf("/int/watchlist/entries", "%d entries exceed the dataplane's limit of %d", n, caps.MaxWatchlistEntries)
 	}
 	if n := count(sai.ObjectTypeQueueReport); caps.MaxQueueReports > 0 && n > caps.MaxQueueReports {
-		return nil, invalidf("/int/queue-reports", "%d queue reports exceed the dataplane's limit of %d", n, caps.MaxQueueReports)
+		return invalidf("/int/queue-reports", "%d queue reports exceed the dataplane's limit of %d", n, caps.MaxQueueReports)
 	}
-	return in, nil
+	return nil
 }
 
 func collectorPath(session, addr string, port uint16) string {

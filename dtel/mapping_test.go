@@ -417,21 +417,21 @@ func TestValidation(t *testing.T) {
 		want   string // full error text
 	}{
 		{"flow-op INT without int-session", nil, func(d *gen.Device) { entry(d, 10).Actions.Config.IntSession = nil },
-			"/int/watchlist/entries/entry[sequence-id=10]/actions/config/int-session: flow-op INT needs an int-session"},
+			"/int/watchlist/entries/entry[sequence-id=10]/actions/config/int-session: flow op INT needs an INT session"},
 		{"int-session that does not exist", nil, func(d *gen.Device) { entry(d, 10).Actions.Config.IntSession = ptrTo("nope") },
 			`/int/watchlist/entries/entry[sequence-id=10]/actions/config/int-session: int-session "nope" does not exist`},
 		{"NOP with int-session", nil, func(d *gen.Device) { entry(d, 30).Actions.Config.IntSession = ptrTo("md-5") },
-			"/int/watchlist/entries/entry[sequence-id=30]/actions/config/int-session: flow-op NOP takes no int-session"},
+			"/int/watchlist/entries/entry[sequence-id=30]/actions/config/int-session: flow op NOP takes no INT session"},
 		{"NOP reporting all packets", nil, func(d *gen.Device) { entry(d, 30).Actions.Config.ReportAllPackets = ptrTo(true) },
-			"/int/watchlist/entries/entry[sequence-id=30]/actions/config/report-all-packets: report-all-packets needs flow-op INT or POSTCARD"},
+			"/int/watchlist/entries/entry[sequence-id=30]/actions/config/report-all-packets: report all packets needs flow op INT or POSTCARD"},
 		{"NOP with packet-interval", nil, func(d *gen.Device) { entry(d, 30).Actions.Config.PacketInterval = ptrTo(uint32(1000)) },
-			"/int/watchlist/entries/entry[sequence-id=30]/actions/config/packet-interval: packet-interval needs flow-op INT or POSTCARD"},
+			"/int/watchlist/entries/entry[sequence-id=30]/actions/config/packet-interval: packet interval needs flow op INT or POSTCARD"},
 		{"packet-interval over an hour", nil, func(d *gen.Device) { entry(d, 10).Actions.Config.PacketInterval = ptrTo(uint32(3600_000_001)) },
 			"/int/watchlist/entries/entry[sequence-id=10]/actions/config/packet-interval: packet interval 1h0m0.000001s exceeds 1h0m0s"},
 		{"packet-interval the backend cannot honour", func(c *sai.Capabilities) { c.PacketInterval = false }, nil,
 			"/int/watchlist/entries/entry[sequence-id=10]/actions/config/packet-interval: per-flow packet interval is not supported by the dataplane"},
 		{"sample-percent 0", nil, func(d *gen.Device) { entry(d, 10).Actions.Config.SamplePercent = ptrTo(uint8(0)) },
-			"/int/watchlist/entries/entry[sequence-id=10]/actions/config/sample-percent: sample-percent 0 with flow-op INT acts on no flow"},
+			"/int/watchlist/entries/entry[sequence-id=10]/actions/config/sample-percent: flow sample percent 0 with flow op INT acts on no flow"},
 		{"source port min > max", nil, func(d *gen.Device) { entry(d, 10).Match.Config.SourcePortMax = ptrTo(uint16(1000)) },
 			"/int/watchlist/entries/entry[sequence-id=10]/match/config/source-port-min: port range 1024-1000: min is greater than max"},
 		{"inner port min > max", nil, func(d *gen.Device) { entry(d, 20).VxlanMatch.Config.InnerDestinationPortMin = ptrTo(uint16(54)) },
@@ -453,18 +453,18 @@ func TestValidation(t *testing.T) {
 		{"INT-MX with checksum complement", nil, func(d *gen.Device) {
 			c := d.Int.IntSessions.IntSession["mx-probe"].Config
 			c.Instructions = append(c.Instructions, gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_CHECKSUM_COMPLEMENT)
-		}, "/int/int-sessions/int-session[name=mx-probe]/config/instructions: INT_MX mode has no checksum complement: remove METADATA_FIELD_CHECKSUM_COMPLEMENT"},
+		}, "/int/int-sessions/int-session[name=mx-probe]/config/instructions: checksum complement (bit 15) is not applicable in MX mode: remove it"},
 		{"drop reason is no instruction", nil, func(d *gen.Device) {
 			c := d.Int.IntSessions.IntSession["md-5"].Config
 			c.Instructions = append(c.Instructions, gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_DROP_REASON)
 		}, "/int/int-sessions/int-session[name=md-5]/config/instructions: METADATA_FIELD_DROP_REASON is not an INT instruction"},
 		{"no instructions", nil, func(d *gen.Device) { d.Int.IntSessions.IntSession["md-5"].Config.Instructions = nil },
-			"/int/int-sessions/int-session[name=md-5]/config/instructions: the session requests no metadata"},
+			"/int/int-sessions/int-session[name=md-5]/config/instructions: instruction bitmap requests no metadata"},
 		{"only checksum complement", nil, func(d *gen.Device) {
 			d.Int.IntSessions.IntSession["md-5"].Config.Instructions = []gen.E_IntdIntMetadataSemantics_METADATA_BASELINE_FIELD{gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_CHECKSUM_COMPLEMENT}
-		}, "/int/int-sessions/int-session[name=md-5]/config/instructions: the session requests no metadata"},
+		}, "/int/int-sessions/int-session[name=md-5]/config/instructions: instruction bitmap requests no metadata"},
 		{"ds-instruction in the default domain", nil, func(d *gen.Device) { d.Int.IntSessions.IntSession["md-5"].Config.DsInstruction = ptrTo(uint16(1)) },
-			"/int/int-sessions/int-session[name=md-5]/config/ds-instruction: ds-instruction 0x0001 needs a non-zero domain-specific-id"},
+			"/int/int-sessions/int-session[name=md-5]/config/ds-instruction: DS instruction 0x0001 needs a non-zero domain specific id"},
 		{"ds-instruction bit without a field", nil, func(d *gen.Device) {
 			d.Int.IntSessions.IntSession["mx-probe"].Config.DsInstruction = ptrTo(uint16(0x2000))
 		}, "/int/int-sessions/int-session[name=mx-probe]/config/ds-instruction: ds-instruction bit 2 has no field in domain 4660"},
@@ -481,7 +481,7 @@ func TestValidation(t *testing.T) {
 			m.L4Marking, m.ProbeMarker = gen.IntdInt_L4Marking_PROBE_MARKER, nil
 		}, "/int/marking/config/probe-marker: l4-marking PROBE_MARKER needs a non-zero probe-marker"},
 		{"dscp value outside mask", nil, func(d *gen.Device) { d.Int.Marking.Config.DscpValue = ptrTo(uint8(33)) },
-			"/int/marking/config/dscp-value: dscp-value 0x21 has bits outside dscp-mask 0x20"},
+			"/int/marking/config/dscp-value: INT L4 DSCP value 0x21 has bits outside mask 0x20"},
 		{"encapsulation the backend cannot do", func(c *sai.Capabilities) { c.Encaps = c.Encaps[:3] }, nil,
 			"/int/marking/config/vxlan-gpe-next-protocol: INT encapsulation vxlan-gpe is not supported by the dataplane"},
 		{"node enabled without node-id", nil, func(d *gen.Device) { d.Int.Node.Config.NodeId = nil },
@@ -491,15 +491,15 @@ func TestValidation(t *testing.T) {
 			c.NodeId, c.IntEndpoint, c.IntTransit, c.DropReport, c.QueueReport, c.Postcard = nil, ptrTo(false), ptrTo(false), ptrTo(false), ptrTo(false), ptrTo(true)
 		}, "/int/node/config/node-id: postcard is enabled but node-id is not set: give this node an INT node-id unique in its domain"},
 		{"remark-dscp that carries the marking", nil, func(d *gen.Device) { d.Int.Marking.Config.RemarkDscp = ptrTo(uint8(46)) },
-			"/int/marking/config/remark-dscp: remark-dscp 46 itself carries the INT marking 32/0x20: choose a value user traffic may keep"},
+			"/int/marking/config/remark-dscp: remark DSCP 46 itself carries the INT marking 0x20/0x20: choose a value user traffic may keep"},
 		{"queue report reset = trigger", nil, func(d *gen.Device) { qr(d).LatencyResetThreshold = ptrTo(uint32(100000)) },
-			"/int/queue-reports/queue-report[interface=eth1][queue-id=0]/config/latency-reset-threshold: latency-reset-threshold 100000 must be below latency-threshold 100000"},
+			"/int/queue-reports/queue-report[interface=eth1][queue-id=0]/config/latency-reset-threshold: reset threshold 100µs must be below latency threshold 100µs"},
 		{"queue report reset without trigger", nil, func(d *gen.Device) { qr(d).LatencyThreshold = nil },
-			"/int/queue-reports/queue-report[interface=eth1][queue-id=0]/config/latency-reset-threshold: latency-reset-threshold is set without a latency-threshold"},
+			"/int/queue-reports/queue-report[interface=eth1][queue-id=0]/config/latency-reset-threshold: reset threshold 50µs is set without a latency threshold"},
 		{"queue report that never triggers", nil, func(d *gen.Device) {
 			c := qr(d)
 			c.LatencyThreshold, c.LatencyResetThreshold, c.DepthThreshold, c.TailDrop = nil, nil, nil, nil
-		}, "/int/queue-reports/queue-report[interface=eth1][queue-id=0]/config: a queue report needs a depth-threshold, a latency-threshold or tail-drop"},
+		}, "/int/queue-reports/queue-report[interface=eth1][queue-id=0]/config: no depth threshold, latency threshold or tail drop is set"},
 		{"queue report bad interface name", nil, func(d *gen.Device) {
 			q := d.Int.QueueReports.QueueReport
 			for k, v := range q {
@@ -511,14 +511,14 @@ func TestValidation(t *testing.T) {
 		{"event without report-session", nil, func(d *gen.Device) {
 			d.Int.Events.Event[gen.IntdInt_DtelEventType_DROP_REPORT].Config.ReportSession = nil
 		},
-			"/int/events/event[type=DROP_REPORT]/config/report-session: an event needs a report-session"},
+			"/int/events/event[type=DROP_REPORT]/config/report-session: DROP_REPORT event: report session is required"},
 		{"event type the backend lacks", func(c *sai.Capabilities) { c.EventTypes = c.EventTypes[:5] }, nil,
 			"/int/events/event[type=DROP_REPORT]/config/type: DROP_REPORT events are not supported by the dataplane"},
 		{"report session without collectors", nil, func(d *gen.Device) { d.Int.ReportSessions.ReportSession["legacy"].Collectors = nil },
-			"/int/report-sessions/report-session[name=legacy]/collectors: a report session needs at least one collector"},
+			"/int/report-sessions/report-session[name=legacy]/collectors: at least one destination is required"},
 		{"coalescing in v0.5", nil, func(d *gen.Device) {
 			d.Int.ReportSessions.ReportSession["legacy"].Config.MaxReportsPerPacket = ptrTo(uint8(4))
-		}, "/int/report-sessions/report-session[name=legacy]/config/max-reports-per-packet: TELEMETRY_REPORT_V0_5 cannot coalesce reports (max-reports-per-packet 4)"},
+		}, "/int/report-sessions/report-session[name=legacy]/config/max-reports-per-packet: coalescing needs report format 2.0, not 0.5"},
 		{"truncate size too small", nil, func(d *gen.Device) {
 			d.Int.ReportSessions.ReportSession["legacy"].Config.TruncateSize = ptrTo(uint16(10))
 		},

@@ -35,5 +35,11 @@
 // without a UDP port, Coalesce.MaxDelay without coalescing), so YANG
 // defaults can be copied through unconditionally.
 //
+// A backend keeps its objects in a [Store], which hands out OIDs and runs
+// every check that does not depend on the dataplane (validity, capabilities,
+// references, singletons and unique keys, limits, objects in use); the
+// backend adds its own checks and programs its dataplane after each change.
+// The orchestrator states no rule about an object itself: it calls Validate.
+//
 // Package sai imports nothing from intd; the dataplanes and dtel import it.
 package sai

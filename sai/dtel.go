@@ -186,7 +186,7 @@ func (a DTelAttrs) Validate() error {
 	case a.IntL4DSCPRemark > MaxDSCP:
 		return invalid(t, "IntL4DSCPRemark", "remark DSCP %d exceeds %d", a.IntL4DSCPRemark, MaxDSCP)
 	case a.IntL4DSCP.Mask != 0 && a.IntL4DSCP.Matches(a.IntL4DSCPRemark):
-		return invalid(t, "IntL4DSCPRemark", "remark DSCP %d itself carries the INT marking %#x/%#x", a.IntL4DSCPRemark, a.IntL4DSCP.Value, a.IntL4DSCP.Mask)
+		return invalid(t, "IntL4DSCPRemark", "remark DSCP %d itself carries the INT marking %#x/%#x: choose a value user traffic may keep", a.IntL4DSCPRemark, a.IntL4DSCP.Value, a.IntL4DSCP.Mask)
 	case a.MalformedAction > MalformedDrop:
 		return invalid(t, "MalformedAction", "malformed INT action %d is invalid", a.MalformedAction)
 	}

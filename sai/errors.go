@@ -31,7 +31,8 @@ var (
 type AttrError struct {
 	Object ObjectType
 	// Attr is the Go field path, e.g. "Destinations[2].UDPPort", so the
-	// orchestrator can map the error back to its configuration path.
+	// orchestrator can map the error back to its configuration path; ""
+	// when the error is about the object as a whole.
 	Attr string
 	// Msg is the human explanation, already naming the attribute.
 	Msg string

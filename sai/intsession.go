@@ -87,7 +87,7 @@ func (a IntSessionAttrs) Validate() error {
 		}
 	case IntModeMX:
 		if a.Instructions&spec.InstChecksumComplement != 0 {
-			return invalid(t, "Instructions", "checksum complement (bit 15) is not applicable in MX mode")
+			return invalid(t, "Instructions", "checksum complement (bit 15) is not applicable in MX mode: remove it")
 		}
 	default:
 		return invalid(t, "Mode", "mode %d is invalid", a.Mode)

@@ -74,11 +74,13 @@ func (a QueueReportAttrs) Validate() error {
 	}
 	switch {
 	case a.DepthThreshold == 0 && a.LatencyThreshold == 0 && !a.TailDrop:
-		return invalid(t, "LatencyThreshold", "no depth threshold, latency threshold or tail drop is set")
+		return invalid(t, "", "no depth threshold, latency threshold or tail drop is set")
 	case a.ResetThreshold != 0 && a.LatencyThreshold == 0:
 		return invalid(t, "ResetThreshold", "reset threshold %v is set without a latency threshold", a.ResetThreshold)
-	case a.ResetThreshold > a.LatencyThreshold:
-		return invalid(t, "ResetThreshold", "reset threshold %v exceeds latency threshold %v", a.ResetThreshold, a.LatencyThreshold)
+	case a.ResetThreshold != 0 && a.ResetThreshold >= a.LatencyThreshold:
+		// At or above the trigger the quota would refill while the
+		// queue is still breaching.
+		return invalid(t, "ResetThreshold", "reset threshold %v must be below latency threshold %v", a.ResetThreshold, a.LatencyThreshold)
 	case a.BreachQuota == 0:
 		return invalid(t, "BreachQuota", "breach quota 0 would never report")
 	}

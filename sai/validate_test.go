@@ -3,6 +3,7 @@ package sai
 import (
 	"errors"
 	"net/netip"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -67,7 +68,7 @@ func TestValidateValid(t *testing.T) {
 			a.Destinations = []ReportDestination{{IP: netip.MustParseAddr("2001:db8::2"), UDPPort: 1}, {IP: netip.MustParseAddr("2001:db8::2"), UDPPort: 2}}
 		}),
 		mod(validQueueReport(), func(a *QueueReportAttrs) { a.LatencyThreshold, a.DepthThreshold = 0, 1500 }),
-		mod(validQueueReport(), func(a *QueueReportAttrs) { a.ResetThreshold = a.LatencyThreshold }),
+		mod(validQueueReport(), func(a *QueueReportAttrs) { a.ResetThreshold = a.LatencyThreshold - 1 }),
 		mod(validEntry(), func(a *WatchlistEntryAttrs) {
 			a.Match.Inner = InnerMatch{VXLAN: true, VNI: MaxVNI, DstPrefix: netip.MustParsePrefix("192.168.0.0/16"), IPProtocol: IPProtocolUDP, L4SrcPort: PortRange{1000, 2000}}
 			a.Action = WatchlistAction{FlowOp: FlowOpPostcard, FlowSamplePercent: 1, ReportAllPackets: true}
@@ -149,10 +150,11 @@ func TestValidateRules(t *testing.T) {
 
 		// Queue report.
 		{"no port", mod(validQueueReport(), func(a *QueueReportAttrs) { a.Port = "" }), "Port", "sai: queue report: port is empty"},
-		{"no trigger", mod(validQueueReport(), func(a *QueueReportAttrs) { a.LatencyThreshold = 0 }), "LatencyThreshold", "no depth threshold, latency threshold or tail drop"},
+		{"no trigger", mod(validQueueReport(), func(a *QueueReportAttrs) { a.LatencyThreshold = 0 }), "", "no depth threshold, latency threshold or tail drop"},
 		{"negative latency", mod(validQueueReport(), func(a *QueueReportAttrs) { a.LatencyThreshold = -1 }), "LatencyThreshold", "negative"},
 		{"reset without latency", mod(validQueueReport(), func(a *QueueReportAttrs) { a.LatencyThreshold, a.DepthThreshold, a.ResetThreshold = 0, 100, 1 }), "ResetThreshold", "without a latency threshold"},
-		{"reset above latency", mod(validQueueReport(), func(a *QueueReportAttrs) { a.ResetThreshold = 3 * time.Microsecond }), "ResetThreshold", "reset threshold 3µs exceeds latency threshold 2µs"},
+		{"reset above latency", mod(validQueueReport(), func(a *QueueReportAttrs) { a.ResetThreshold = 3 * time.Microsecond }), "ResetThreshold", "reset threshold 3µs must be below latency threshold 2µs"},
+		{"reset at latency", mod(validQueueReport(), func(a *QueueReportAttrs) { a.ResetThreshold = 2 * time.Microsecond }), "ResetThreshold", "reset threshold 2µs must be below latency threshold 2µs"},
 		{"quota", mod(validQueueReport(), func(a *QueueReportAttrs) { a.BreachQuota = 0 }), "BreachQuota", "breach quota 0"},
 
 		// Event.
@@ -183,11 +185,11 @@ func TestValidateRules(t *testing.T) {
 		{"flow op", mod(validEntry(), func(a *WatchlistEntryAttrs) { a.Action.FlowOp = 9 }), "Action.FlowOp", "flow op 9 is invalid"},
 		{"int without session", mod(validEntry(), func(a *WatchlistEntryAttrs) { a.Action.IntSession = NullOID }), "Action.IntSession", "flow op INT needs an INT session"},
 		{"session wrong type", mod(validEntry(), func(a *WatchlistEntryAttrs) { a.Action.IntSession = MakeOID(ObjectTypeEvent, 1) }), "Action.IntSession", "event:1 is not an INT session"},
-		{"nop with session", mod(validEntry(), func(a *WatchlistEntryAttrs) { a.Action.FlowOp = FlowOpNop }), "Action.IntSession", "is set with flow op NOP"},
+		{"nop with session", mod(validEntry(), func(a *WatchlistEntryAttrs) { a.Action.FlowOp = FlowOpNop }), "Action.IntSession", "flow op NOP takes no INT session"},
 		{"nop with percent", WatchlistEntryAttrs{Action: WatchlistAction{FlowSamplePercent: 50}}, "Action.FlowSamplePercent", "flow sample percent 50 is set with flow op NOP"},
 		{"nop report all", WatchlistEntryAttrs{Action: WatchlistAction{ReportAllPackets: true}}, "Action.ReportAllPackets", "needs flow op INT or POSTCARD"},
 		{"percent 101", mod(validEntry(), func(a *WatchlistEntryAttrs) { a.Action.FlowSamplePercent = 101 }), "Action.FlowSamplePercent", "flow sample percent 101 exceeds 100"},
-		{"percent 0", mod(validEntry(), func(a *WatchlistEntryAttrs) { a.Action.FlowSamplePercent = 0 }), "Action.FlowSamplePercent", "flow sample percent 0 with flow op INT samples nothing"},
+		{"percent 0", mod(validEntry(), func(a *WatchlistEntryAttrs) { a.Action.FlowSamplePercent = 0 }), "Action.FlowSamplePercent", "flow sample percent 0 with flow op INT acts on no flow"},
 		{"nop packet interval", WatchlistEntryAttrs{Action: WatchlistAction{PacketInterval: time.Millisecond}}, "Action.PacketInterval", "packet interval needs flow op INT or POSTCARD"},
 		{"nop negative packet interval", WatchlistEntryAttrs{Action: WatchlistAction{PacketInterval: -1}}, "Action.PacketInterval", "packet interval -1ns is negative"},
 		{"negative packet interval", mod(validEntry(), func(a *WatchlistEntryAttrs) { a.Action.PacketInterval = -time.Millisecond }), "Action.PacketInterval", "packet interval -1ms is negative"},
@@ -206,6 +208,9 @@ func TestValidateRules(t *testing.T) {
 			if ae.Object != tt.a.ObjectType() || ae.Attr != tt.attr {
 				t.Errorf("error names %v %q, want %v %q", ae.Object, ae.Attr, tt.a.ObjectType(), tt.attr)
 			}
+			if !attrExists(reflect.TypeOf(tt.a), ae.Attr) {
+				t.Errorf("error names attribute %q, which %T does not have", ae.Attr, tt.a)
+			}
 			if !strings.Contains(err.Error(), tt.msg) {
 				t.Errorf("Error() = %q, want it to contain %q", err, tt.msg)
 			}
@@ -217,4 +222,26 @@ func TestValidateRules(t *testing.T) {
 			}
 		})
 	}
+}
+
+// attrExists reports whether attr ("Destinations[2].UDPPort", or "" for
+// the object as a whole) names a field of t.
+func attrExists(t reflect.Type, attr string) bool {
+	if attr == "" {
+		return true
+	}
+	for _, name := range strings.Split(attr, ".") {
+		if i := strings.IndexByte(name, '['); i >= 0 {
+			name = name[:i]
+		}
+		f, ok := t.FieldByName(name)
+		if !ok {
+			return false
+		}
+		t = f.Type
+		if t.Kind() == reflect.Slice {
+			t = t.Elem()
+		}
+	}
+	return true
 }

@@ -211,7 +211,7 @@ func (a WatchlistAction) validate() error {
 	case FlowOpNop:
 		switch {
 		case !a.IntSession.IsNull():
-			return invalid(tw, "Action.IntSession", "INT session %v is set with flow op NOP", a.IntSession)
+			return invalid(tw, "Action.IntSession", "flow op NOP takes no INT session")
 		case a.FlowSamplePercent != 0:
 			return invalid(tw, "Action.FlowSamplePercent", "flow sample percent %d is set with flow op NOP", a.FlowSamplePercent)
 		case a.ReportAllPackets:
@@ -237,7 +237,7 @@ func (a WatchlistAction) validate() error {
 	case a.FlowSamplePercent > 100:
 		return invalid(tw, "Action.FlowSamplePercent", "flow sample percent %d exceeds 100", a.FlowSamplePercent)
 	case a.FlowSamplePercent == 0:
-		return invalid(tw, "Action.FlowSamplePercent", "flow sample percent 0 with flow op %v samples nothing", a.FlowOp)
+		return invalid(tw, "Action.FlowSamplePercent", "flow sample percent 0 with flow op %v acts on no flow", a.FlowOp)
 	case a.PacketInterval < 0:
 		return invalid(tw, "Action.PacketInterval", "packet interval %v is negative", a.PacketInterval)
 	case a.PacketInterval > MaxPacketInterval:

@@ -20,11 +20,6 @@ import (
 	"github.com/intd-project/intd/sai/spec"
 )
 
-type object struct {
-	attrs sai.Attrs
-	refs  int
-}
-
 // cfg.flags, as in bpf/intd.c.
 const (
 	fDTel        = 1 << 0
@@ -81,34 +76,18 @@ func errf(err error, format string, args ...any) error {
 	return fmt.Errorf("ebpf: "+format+": %w", append(args, err)...)
 }
 
+// checkAttrs runs the checks of this dataplane, after the store's:
+// interface names, map capacities, what the BPF program can carry.
 func (d *Dataplane) checkAttrs(self sai.OID, a sai.Attrs) error {
-	for _, r := range a.References() {
-		o, ok := d.objects[r]
-		if !ok || r.Type() != o.attrs.ObjectType() {
-			return errf(sai.ErrNotFound, "%v references %v", a.ObjectType(), r)
-		}
-	}
-	count := func(t sai.ObjectType) int {
-		n := 0
-		for oid := range d.objects {
-			if oid.Type() == t && oid != self {
-				n++
-			}
-		}
-		return n
-	}
 	switch a := a.(type) {
 	case sai.DTelAttrs:
-		if self.IsNull() && !d.dtelOID.IsNull() {
-			return errf(sai.ErrExists, "the DTel object exists as %v", d.dtelOID)
-		}
 		for _, p := range a.SinkPortList {
 			if _, ok := d.ifaces[p]; !ok {
 				return errf(sai.ErrNotFound, "sink port %q", p)
 			}
 		}
 	case sai.IntSessionAttrs:
-		if self.IsNull() && count(sai.ObjectTypeIntSession) >= maxSessions {
+		if self.IsNull() && d.store.Len(sai.ObjectTypeIntSession) >= maxSessions {
 			return errf(sai.ErrUnsupported, "more than %d INT sessions", maxSessions)
 		}
 		if w := sai.Instruction(a.Instructions).Words() + bits.OnesCount16(a.DSInstruction); w > 31 {
@@ -121,60 +100,34 @@ func (d *Dataplane) checkAttrs(self sai.OID, a sai.Attrs) error {
 		if a.Queue != 0 {
 			return errf(sai.ErrUnsupported, "queue %d on port %q (only the root qdisc, id 0)", a.Queue, a.Port)
 		}
-		for oid, o := range d.objects {
-			if q, ok := o.attrs.(sai.QueueReportAttrs); ok && oid != self && q.Port == a.Port && q.Queue == a.Queue {
-				return errf(sai.ErrExists, "queue report for %s/%d is %v", a.Port, a.Queue, oid)
-			}
-		}
-		if self.IsNull() && count(sai.ObjectTypeQueueReport) >= maxQueueRep {
-			return errf(sai.ErrUnsupported, "more than %d queue reports", maxQueueRep)
-		}
-	case sai.EventAttrs:
-		for oid, o := range d.objects {
-			if e, ok := o.attrs.(sai.EventAttrs); ok && oid != self && e.Type == a.Type {
-				return errf(sai.ErrExists, "%v event is %v", a.Type, oid)
-			}
-		}
 	case sai.WatchlistEntryAttrs:
 		if p := a.Match.InPort; p != "" {
 			if _, ok := d.ifaces[p]; !ok {
 				return errf(sai.ErrNotFound, "watchlist in-port %q", p)
 			}
 		}
-		m := a.Match
-		if m.Inner.VXLAN {
+		if a.Match.Inner.VXLAN {
 			return errf(sai.ErrUnsupported, "VXLAN inner match")
-		}
-		if self.IsNull() && count(sai.ObjectTypeWatchlistEntry) >= maxWatchlist {
-			return errf(sai.ErrUnsupported, "more than %d watchlist entries", maxWatchlist)
 		}
 	}
 	return nil
 }
 
+// attrs returns the attributes of a live object. Called with d.mu held.
+func (d *Dataplane) attrs(oid sai.OID) sai.Attrs {
+	a, _ := d.store.Get(oid)
+	return a
+}
+
 // Create implements sai.Backend.
 func (d *Dataplane) Create(a sai.Attrs) (sai.OID, error) {
-	if err := sai.CheckCreate(a); err != nil {
-		return sai.NullOID, err
-	}
-	if err := d.Capabilities().Check(a); err != nil {
-		return sai.NullOID, err
-	}
-	a = sai.Clone(a)
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if err := d.checkAttrs(sai.NullOID, a); err != nil {
+	oid, err := d.store.Create(a)
+	if err != nil {
 		return sai.NullOID, err
 	}
-	d.nextIndex++
-	oid := sai.MakeOID(a.ObjectType(), d.nextIndex)
-	d.objects[oid] = &object{attrs: a}
-	for _, r := range a.References() {
-		d.objects[r].refs++
-	}
 	switch a.(type) {
-	case sai.DTelAttrs:
-		d.dtelOID = oid
 	case sai.IntSessionAttrs:
 		d.sessIdx[oid] = freeIndex(d.sessIdx, maxSessions)
 		d.zeroPerCPU(d.objs.SessStatsMap, d.sessIdx[oid], intdSessStats{})
@@ -186,7 +139,7 @@ func (d *Dataplane) Create(a sai.Attrs) (sai.OID, error) {
 		_ = d.objs.QrStateMap.Put(uint32(d.qrIdx[oid]), intdQrState{})
 	}
 	if err := d.programLocked(); err != nil {
-		d.removeLocked(oid)
+		_ = d.removeLocked(oid) // just created: nothing references it
 		_ = d.compileLocked()
 		return sai.NullOID, err
 	}
@@ -217,33 +170,13 @@ func (d *Dataplane) zeroPerCPU(m *ebpf.Map, i int, zero any) {
 func (d *Dataplane) Set(oid sai.OID, a sai.Attrs) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	o, ok := d.objects[oid]
-	if !ok {
-		return errf(sai.ErrNotFound, "set %v", oid)
-	}
-	if err := sai.CheckSet(oid, o.attrs, a); err != nil {
+	old, err := d.store.Set(oid, a)
+	if err != nil {
 		return err
 	}
-	if err := d.Capabilities().Check(a); err != nil {
-		return err
-	}
-	a = sai.Clone(a)
-	if err := d.checkAttrs(oid, a); err != nil {
-		return err
-	}
-	old := o.attrs
-	swap := func(from, to sai.Attrs) {
-		for _, r := range from.References() {
-			d.objects[r].refs--
-		}
-		for _, r := range to.References() {
-			d.objects[r].refs++
-		}
-		o.attrs = to
-	}
-	swap(old, a)
 	if err := d.programLocked(); err != nil {
-		swap(a, old)
+		// old passed these checks a moment ago and nothing else changed.
+		_, _ = d.store.Set(oid, old)
 		_ = d.compileLocked()
 		return err
 	}
@@ -254,14 +187,9 @@ func (d *Dataplane) Set(oid sai.OID, a sai.Attrs) error {
 func (d *Dataplane) Remove(oid sai.OID) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	o, ok := d.objects[oid]
-	if !ok {
-		return errf(sai.ErrNotFound, "remove %v", oid)
+	if err := d.removeLocked(oid); err != nil {
+		return err
 	}
-	if o.refs > 0 {
-		return errf(sai.ErrInUse, "remove %v: referenced by %d objects", oid, o.refs)
-	}
-	d.removeLocked(oid)
 	return d.programLocked()
 }
 
@@ -296,18 +224,15 @@ func (d *Dataplane) programLocked() error {
 	return d.compileLocked()
 }
 
-func (d *Dataplane) removeLocked(oid sai.OID) {
-	o := d.objects[oid]
-	for _, r := range o.attrs.References() {
-		d.objects[r].refs--
+// removeLocked forgets oid and the map slots it held.
+func (d *Dataplane) removeLocked(oid sai.OID) error {
+	if _, err := d.store.Remove(oid); err != nil {
+		return err
 	}
-	delete(d.objects, oid)
 	delete(d.sessIdx, oid)
 	delete(d.wlIdx, oid)
 	delete(d.qrIdx, oid)
-	if oid == d.dtelOID {
-		d.dtelOID = sai.NullOID
-	}
+	return nil
 }
 
 // latShift is the latency bucket width of the BPF flow filter: the largest
@@ -378,8 +303,8 @@ func portRange(r sai.PortRange) (uint16, uint16) {
 // switches to it, so packets see either the old or the new watchlist.
 func (d *Dataplane) compileLocked() error {
 	var dt *sai.DTelAttrs
-	if o := d.objects[d.dtelOID]; o != nil {
-		a := o.attrs.(sai.DTelAttrs)
+	if _, o, ok := d.store.First(sai.ObjectTypeDTel); ok {
+		a := o.(sai.DTelAttrs)
 		dt = &a
 	}
 	c := intdCfg{TimeOffset: d.timeOff, FlowInterval: uint64(time.Second), Netns: d.netns}
@@ -387,74 +312,10 @@ func (d *Dataplane) compileLocked() error {
 		c.GsoDev, c.GsoPeer = uint32(d.gso.devIndex), uint32(d.gso.peerIndex)
 	}
 	if dt != nil {
-		c.Flags |= fDTel
-		set := func(on bool, f uint32) {
-			if on {
-				c.Flags |= f
-			}
-		}
-		set(dt.IntEndpointEnable, fEndpoint)
-		set(dt.IntTransitEnable, fTransit)
-		set(dt.PostcardEnable, fPostcard)
-		set(dt.DropReportEnable, fDrop)
-		set(dt.QueueReportEnable, fQueue)
-		set(dt.FlowReport.OnPortChange, fPortChange)
-		set(dt.FlowReport.OnPathChange, fPathChange)
-		set(dt.FlowReport.OnQueueChange, fQueueChange)
-		c.NodeId = dt.SwitchID
-		c.DscpVal, c.DscpMask = dt.IntL4DSCP.Value, dt.IntL4DSCP.Mask
-		set(dt.IntEndpointEnable && dt.IntL4DSCP.Mask != 0, fRemark)
-		c.Remark = dt.IntL4DSCPRemark
-		if dt.MalformedAction == sai.MalformedDrop {
-			c.MalformedDrop = 1
-		}
-		c.UdpPort, c.Npt = dt.IntUDPDstPort, uint8(dt.IntUDPNPT)
-		c.FlowInterval = uint64(dt.FlowReport.Interval)
-		c.LatShift = latShift(dt.FlowReport.HopLatencyChange)
-		if dt.VXLANGPENextProtocol != 0 {
-			c.Tunnels |= tunGPE
-		}
-		if dt.GeneveOptionClass != 0 {
-			c.Tunnels |= tunGeneve
-		}
-		if dt.GREProtocolType != 0 {
-			c.Tunnels |= tunGRE
-			c.GreProto = dt.GREProtocolType
-		}
-		// The program compares the marker with the packet's 8 bytes
-		// loaded as one word.
-		c.Probe = binary.NativeEndian.Uint64(binary.BigEndian.AppendUint64(nil, dt.ProbeMarker))
+		dtelCfg(&c, dt)
 	}
-	var src wire.SourceOptions // the source's marking, for ClampTCPMSS
-	switch {
-	case dt == nil:
-	case dt.IntL4DSCP.Mask != 0:
-		src.Encap = wire.EncapDSCP
-	case dt.IntUDPDstPort != 0:
-		src.Encap = wire.EncapUDPPort
-	case dt.ProbeMarker != 0:
-		src.Encap = wire.EncapProbe
-	}
-	for oid, i := range d.sessIdx {
-		a := d.objects[oid].attrs.(sai.IntSessionAttrs)
-		s := intdSession{
-			Inst: uint16(a.Instructions), Domain: a.DomainSpecificID, DsInst: a.DSInstruction, DsFlags: a.DSFlags,
-			MaxHops: a.MaxHopCount, HopMl: uint8(wire.Instructions(a.Instructions).Words() + bits.OnesCount16(a.DSInstruction)),
-		}
-		typ := wire.TypeMD
-		if a.Mode == sai.IntModeMX {
-			s.Mode = 1
-			typ = wire.TypeMX
-		}
-		if a.ClampTCPMSS {
-			s.Clamp = uint16(wire.TCPSourceOverhead(typ, int(a.MaxHopCount), int(s.HopMl), &src))
-		}
-		if a.Discard {
-			s.Discard = 1
-		}
-		if err := d.objs.Sessions.Put(uint32(i), s); err != nil {
-			return fmt.Errorf("ebpf: sessions map: %w", err)
-		}
+	if err := d.writeSessions(dt); err != nil {
+		return err
 	}
 	type ent struct {
 		oid sai.OID
@@ -462,7 +323,7 @@ func (d *Dataplane) compileLocked() error {
 	}
 	var ents []ent
 	for oid := range d.wlIdx {
-		ents = append(ents, ent{oid, d.objects[oid].attrs.(sai.WatchlistEntryAttrs)})
+		ents = append(ents, ent{oid, d.attrs(oid).(sai.WatchlistEntryAttrs)})
 	}
 	slices.SortFunc(ents, func(a, b ent) int {
 		if a.a.Priority != b.a.Priority {
@@ -482,33 +343,7 @@ func (d *Dataplane) compileLocked() error {
 	c.Flags |= wt.flags
 	wlBytes := make([]byte, 0, len(ents)*int(unsafe.Sizeof(intdWlEntry{})))
 	for _, e := range ents {
-		m, act := e.a.Match, e.a.Action
-		w := intdWlEntry{Proto: m.IPProtocol, DscpVal: m.DSCP.Value, DscpMask: m.DSCP.Mask,
-			FlagsVal: m.TCPFlags.Value, FlagsMask: m.TCPFlags.Mask, FlowOp: uint8(act.FlowOp),
-			SamplePct: act.FlowSamplePercent, Stats: uint16(d.wlIdx[e.oid]),
-			IntervalUs: uint32((act.PacketInterval + time.Microsecond - 1) / time.Microsecond)}
-		w.Src, w.Srcmask = prefixWords(m.SrcPrefix)
-		w.Dst, w.Dstmask = prefixWords(m.DstPrefix)
-		w.Family = prefixFamily(m.SrcPrefix, m.DstPrefix)
-		w.SportLo, w.SportHi = portRange(m.L4SrcPort)
-		w.DportLo, w.DportHi = portRange(m.L4DstPort)
-		if m.InPort != "" {
-			w.InIfindex = uint32(d.ifaces[m.InPort].ifindex)
-		}
-		if act.DropReportEnable {
-			w.Act |= 1
-		}
-		if act.TailDropReportEnable {
-			w.Act |= 2
-		}
-		if act.ReportAllPackets {
-			w.Act |= 4
-		}
-		if !act.IntSession.IsNull() {
-			w.Session = uint8(d.sessIdx[act.IntSession])
-		} else if act.FlowOp == sai.FlowOpInt {
-			w.FlowOp = 0 // INT without a session: nothing to insert
-		}
+		w := d.wlEntry(e.oid, e.a)
 		wlBytes = append(wlBytes, unsafe.Slice((*byte)(unsafe.Pointer(&w)), unsafe.Sizeof(w))...)
 	}
 	if err := d.writeEntries(base, wlBytes); err != nil {
@@ -520,7 +355,7 @@ func (d *Dataplane) compileLocked() error {
 		c.Flags |= fTelemetry
 	}
 	for oid, i := range d.qrIdx {
-		a := d.objects[oid].attrs.(sai.QueueReportAttrs)
+		a := d.attrs(oid).(sai.QueueReportAttrs)
 		q := intdQrCfg{Depth: a.DepthThreshold, Latency: uint32(min(a.LatencyThreshold.Nanoseconds(), 1<<32-1)),
 			Reset: uint32(min(a.EffectiveResetThreshold().Nanoseconds(), 1<<32-1)), Quota: a.BreachQuota}
 		if a.TailDrop {
@@ -548,16 +383,122 @@ func (d *Dataplane) compileLocked() error {
 	return nil
 }
 
+// dtelCfg fills the configuration word from the DTel object.
+func dtelCfg(c *intdCfg, dt *sai.DTelAttrs) {
+	c.Flags |= fDTel
+	set := func(on bool, f uint32) {
+		if on {
+			c.Flags |= f
+		}
+	}
+	set(dt.IntEndpointEnable, fEndpoint)
+	set(dt.IntTransitEnable, fTransit)
+	set(dt.PostcardEnable, fPostcard)
+	set(dt.DropReportEnable, fDrop)
+	set(dt.QueueReportEnable, fQueue)
+	set(dt.FlowReport.OnPortChange, fPortChange)
+	set(dt.FlowReport.OnPathChange, fPathChange)
+	set(dt.FlowReport.OnQueueChange, fQueueChange)
+	c.NodeId = dt.SwitchID
+	c.DscpVal, c.DscpMask = dt.IntL4DSCP.Value, dt.IntL4DSCP.Mask
+	set(dt.IntEndpointEnable && dt.IntL4DSCP.Mask != 0, fRemark)
+	c.Remark = dt.IntL4DSCPRemark
+	if dt.MalformedAction == sai.MalformedDrop {
+		c.MalformedDrop = 1
+	}
+	c.UdpPort, c.Npt = dt.IntUDPDstPort, uint8(dt.IntUDPNPT)
+	c.FlowInterval = uint64(dt.FlowReport.Interval)
+	c.LatShift = latShift(dt.FlowReport.HopLatencyChange)
+	if dt.VXLANGPENextProtocol != 0 {
+		c.Tunnels |= tunGPE
+	}
+	if dt.GeneveOptionClass != 0 {
+		c.Tunnels |= tunGeneve
+	}
+	if dt.GREProtocolType != 0 {
+		c.Tunnels |= tunGRE
+		c.GreProto = dt.GREProtocolType
+	}
+	// The program compares the marker with the packet's 8 bytes
+	// loaded as one word.
+	c.Probe = binary.NativeEndian.Uint64(binary.BigEndian.AppendUint64(nil, dt.ProbeMarker))
+}
+
+// writeSessions writes the INT sessions into the sessions map.
+func (d *Dataplane) writeSessions(dt *sai.DTelAttrs) error {
+	var src wire.SourceOptions // the source's marking, for ClampTCPMSS
+	switch {
+	case dt == nil:
+	case dt.IntL4DSCP.Mask != 0:
+		src.Encap = wire.EncapDSCP
+	case dt.IntUDPDstPort != 0:
+		src.Encap = wire.EncapUDPPort
+	case dt.ProbeMarker != 0:
+		src.Encap = wire.EncapProbe
+	}
+	for oid, i := range d.sessIdx {
+		a := d.attrs(oid).(sai.IntSessionAttrs)
+		s := intdSession{
+			Inst: uint16(a.Instructions), Domain: a.DomainSpecificID, DsInst: a.DSInstruction, DsFlags: a.DSFlags,
+			MaxHops: a.MaxHopCount, HopMl: uint8(wire.Instructions(a.Instructions).Words() + bits.OnesCount16(a.DSInstruction)),
+		}
+		typ := wire.TypeMD
+		if a.Mode == sai.IntModeMX {
+			s.Mode = 1
+			typ = wire.TypeMX
+		}
+		if a.ClampTCPMSS {
+			s.Clamp = uint16(wire.TCPSourceOverhead(typ, int(a.MaxHopCount), int(s.HopMl), &src))
+		}
+		if a.Discard {
+			s.Discard = 1
+		}
+		if err := d.objs.Sessions.Put(uint32(i), s); err != nil {
+			return fmt.Errorf("ebpf: sessions map: %w", err)
+		}
+	}
+	return nil
+}
+
+// wlEntry encodes a watchlist entry as the BPF program reads it.
+func (d *Dataplane) wlEntry(oid sai.OID, a sai.WatchlistEntryAttrs) intdWlEntry {
+	m, act := a.Match, a.Action
+	w := intdWlEntry{Proto: m.IPProtocol, DscpVal: m.DSCP.Value, DscpMask: m.DSCP.Mask,
+		FlagsVal: m.TCPFlags.Value, FlagsMask: m.TCPFlags.Mask, FlowOp: uint8(act.FlowOp),
+		SamplePct: act.FlowSamplePercent, Stats: uint16(d.wlIdx[oid]),
+		IntervalUs: uint32((act.PacketInterval + time.Microsecond - 1) / time.Microsecond)}
+	w.Src, w.Srcmask = prefixWords(m.SrcPrefix)
+	w.Dst, w.Dstmask = prefixWords(m.DstPrefix)
+	w.Family = prefixFamily(m.SrcPrefix, m.DstPrefix)
+	w.SportLo, w.SportHi = portRange(m.L4SrcPort)
+	w.DportLo, w.DportHi = portRange(m.L4DstPort)
+	if m.InPort != "" {
+		w.InIfindex = uint32(d.ifaces[m.InPort].ifindex)
+	}
+	if act.DropReportEnable {
+		w.Act |= 1
+	}
+	if act.TailDropReportEnable {
+		w.Act |= 2
+	}
+	if act.ReportAllPackets {
+		w.Act |= 4
+	}
+	if !act.IntSession.IsNull() {
+		w.Session = uint8(d.sessIdx[act.IntSession])
+	} else if act.FlowOp == sai.FlowOpInt {
+		w.FlowOp = 0 // INT without a session: nothing to insert
+	}
+	return w
+}
+
 // writeTelemetry writes the collectors of the report sessions (address and
 // effective UDP port) into the telemetry map, whose traffic the watchlist
 // never matches, and returns how many there are.
 func (d *Dataplane) writeTelemetry() (int, error) {
 	want := map[intdTelKey]bool{}
-	for _, o := range d.objects {
-		a, ok := o.attrs.(sai.ReportSessionAttrs)
-		if !ok {
-			continue
-		}
+	for _, o := range d.store.Of(sai.ObjectTypeReportSession) {
+		a := o.(sai.ReportSessionAttrs)
 		for i, dst := range a.Destinations {
 			k := intdTelKey{Port: a.DstPort(i)}
 			b := dst.IP.As16() // IPv4 as ::ffff:a.b.c.d, as the program keys it
@@ -599,14 +540,7 @@ func (d *Dataplane) ReportError() error {
 }
 
 func (d *Dataplane) reportConfig(dt *sai.DTelAttrs) report.Config {
-	objects := func(yield func(sai.OID, sai.Attrs) bool) {
-		for oid, o := range d.objects {
-			if !yield(oid, o.attrs) {
-				return
-			}
-		}
-	}
-	return saireport.Config(dt, objects, func(name string) uint16 {
+	return saireport.Config(dt, d.store.All(), func(name string) uint16 {
 		if i := d.ifaces[name]; i != nil {
 			return i.cfg.ID
 		}
@@ -669,15 +603,7 @@ func (d *Dataplane) Stats(ctx context.Context) (sai.Stats, error) {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	st := sai.Stats{
-		Interfaces:     map[string]sai.Counters{},
-		Drops:          map[sai.DropReason]uint64{},
-		Reports:        map[sai.ReportType]sai.ReportCounters{},
-		Watchlist:      map[sai.OID]sai.WatchlistEntryStats{},
-		IntSessions:    map[sai.OID]sai.IntSessionStats{},
-		ReportSessions: map[sai.OID]sai.ReportSessionStats{},
-		QueueReports:   map[sai.OID]sai.QueueReportStats{},
-	}
+	st := d.store.NewStats()
 	var node [nCounters]uint64
 	for slot := 0; slot < maxSlots; slot++ {
 		if !d.slots[slot] {
@@ -733,11 +659,6 @@ func (d *Dataplane) Stats(ctx context.Context) (sai.Stats, error) {
 		var q intdQrState
 		_ = d.objs.QrStateMap.Lookup(uint32(i), &q)
 		st.QueueReports[oid] = sai.QueueReportStats{Breaches: q.Breaches, Reports: q.Reports, QuotaLeft: q.QuotaLeft}
-	}
-	for oid := range d.objects {
-		if oid.Type() == sai.ObjectTypeReportSession {
-			st.ReportSessions[oid] = sai.ReportSessionStats{}
-		}
 	}
 	st.Reports[sai.ReportFlow] = sai.ReportCounters{Generated: node[cFlowGen], Suppressed: node[cEvSuppressed]}
 	st.Reports[sai.ReportDrop] = sai.ReportCounters{Generated: node[cDropGen]}

@@ -128,13 +128,13 @@ func TestQueueReportQuota(t *testing.T) {
 	n.in = 1 // lo, where intd_ingress runs: the latency is measured
 	n.setMTU(1500)
 	setup{dt: func(a *sai.DTelAttrs) { a.QueueReportEnable = true }}.apply(t, n)
-	qr, err := n.Create(sai.QueueReportAttrs{Port: "lo", LatencyThreshold: 1, ResetThreshold: 1, BreachQuota: 3})
+	qr, err := n.Create(sai.QueueReportAttrs{Port: "lo", LatencyThreshold: 2, ResetThreshold: 1, BreachQuota: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
 	f := tcpFrame("10.0.1.1", "10.0.2.1", 1, 81, 0, []byte("queued"))
 	defer onCPU(t)()
-	// Ingress then egress: a latency is measured, above 1 ns.
+	// Ingress then egress: a latency is measured, above 2 ns.
 	slow := func() {
 		runProg(t, n.objs.IntdIngress, bytes.Clone(f))
 		n.process(t, bytes.Clone(f))

@@ -101,9 +101,7 @@ type Dataplane struct {
 	timeOff  uint64
 	netns    uint32 // inode of the network namespace New ran in
 
-	objects   map[sai.OID]*object
-	nextIndex uint64
-	dtelOID   sai.OID
+	store     *sai.Store
 	sessIdx   map[sai.OID]int
 	wlIdx     map[sai.OID]int
 	qrIdx     map[sai.OID]int
@@ -130,13 +128,13 @@ func New(cfg Config) (*Dataplane, error) {
 		log:     cfg.Logger,
 		cfg:     cfg,
 		ifaces:  map[string]*iface{},
-		objects: map[sai.OID]*object{},
 		sessIdx: map[sai.OID]int{},
 		wlIdx:   map[sai.OID]int{},
 		qrIdx:   map[sai.OID]int{},
 		done:    make(chan struct{}),
 	}
 	d.slots[0] = true // "other"
+	d.store = sai.NewStore(d.Capabilities(), d.checkAttrs)
 	if err := loadIntdObjects(&d.objs, nil); err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
@@ -442,13 +440,13 @@ func (d *Dataplane) removeStaleFilters() {
 
 func (d *Dataplane) ifaceValue(i *iface) intdIface {
 	v := intdIface{L1Id: i.cfg.ID, L2Id: i.cfg.L2ID, Mtu: uint16(min(i.mtu, 0xffff)), Slot: uint8(i.slot), On: 1}
-	if o := d.objects[d.dtelOID]; o != nil {
-		if slices.Contains(o.attrs.(sai.DTelAttrs).SinkPortList, i.cfg.Name) {
+	if _, o, ok := d.store.First(sai.ObjectTypeDTel); ok {
+		if slices.Contains(o.(sai.DTelAttrs).SinkPortList, i.cfg.Name) {
 			v.Sink = 1
 		}
 	}
 	for oid, idx := range d.qrIdx {
-		if d.objects[oid].attrs.(sai.QueueReportAttrs).Port == i.cfg.Name {
+		if d.attrs(oid).(sai.QueueReportAttrs).Port == i.cfg.Name {
 			v.Qr = uint8(idx + 1)
 		}
 	}

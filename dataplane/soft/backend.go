@@ -20,11 +20,6 @@ type StatsReporter interface {
 	ReportStats(st *sai.Stats)
 }
 
-type object struct {
-	attrs sai.Attrs
-	refs  int // objects referencing this one
-}
-
 // Capabilities implements sai.Backend.
 func (s *Switch) Capabilities() sai.Capabilities {
 	occ := sai.OccupancySemantics{Unit: sai.SizeBytes, Timing: sai.QueueTimingEnqueue}
@@ -58,20 +53,11 @@ func errf(err error, format string, args ...any) error {
 	return fmt.Errorf("soft: "+format+": %w", append(args, err)...)
 }
 
-// checkAttrs runs the backend-specific checks shared by Create and Set:
-// referenced OIDs, port names, uniqueness.
-func (s *Switch) checkAttrs(self sai.OID, a sai.Attrs) error {
-	for _, r := range a.References() {
-		o, ok := s.objs[r]
-		if !ok || r.Type() != o.attrs.ObjectType() {
-			return errf(sai.ErrNotFound, "%v references %v", a.ObjectType(), r)
-		}
-	}
+// checkAttrs runs the checks of this switch, after the store's: port
+// names, tunnel code points, queues.
+func (s *Switch) checkAttrs(_ sai.OID, a sai.Attrs) error {
 	switch a := a.(type) {
 	case sai.DTelAttrs:
-		if self.IsNull() && !s.dtelOID.IsNull() {
-			return errf(sai.ErrExists, "the DTel object exists as %v", s.dtelOID)
-		}
 		for _, p := range a.SinkPortList {
 			if _, ok := s.portByName[p]; !ok {
 				return errf(sai.ErrNotFound, "sink port %q", p)
@@ -90,17 +76,6 @@ func (s *Switch) checkAttrs(self sai.OID, a sai.Attrs) error {
 		if a.Queue != 0 {
 			return errf(sai.ErrUnsupported, "queue %d on port %q (ports have one queue, id 0)", a.Queue, a.Port)
 		}
-		for oid, o := range s.objs {
-			if q, ok := o.attrs.(sai.QueueReportAttrs); ok && oid != self && q.Port == a.Port && q.Queue == a.Queue {
-				return errf(sai.ErrExists, "queue report for %s/%d is %v", a.Port, a.Queue, oid)
-			}
-		}
-	case sai.EventAttrs:
-		for oid, o := range s.objs {
-			if e, ok := o.attrs.(sai.EventAttrs); ok && oid != self && e.Type == a.Type {
-				return errf(sai.ErrExists, "%v event is %v", a.Type, oid)
-			}
-		}
 	case sai.WatchlistEntryAttrs:
 		if p := a.Match.InPort; p != "" {
 			if _, ok := s.portByName[p]; !ok {
@@ -113,27 +88,13 @@ func (s *Switch) checkAttrs(self sai.OID, a sai.Attrs) error {
 
 // Create implements sai.Backend.
 func (s *Switch) Create(a sai.Attrs) (sai.OID, error) {
-	if err := sai.CheckCreate(a); err != nil {
-		return sai.NullOID, err
-	}
-	if err := s.Capabilities().Check(a); err != nil {
-		return sai.NullOID, err
-	}
-	a = sai.Clone(a)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.checkAttrs(sai.NullOID, a); err != nil {
+	oid, err := s.store.Create(a)
+	if err != nil {
 		return sai.NullOID, err
 	}
-	s.nextIndex++
-	oid := sai.MakeOID(a.ObjectType(), s.nextIndex)
-	s.objs[oid] = &object{attrs: a}
-	for _, r := range a.References() {
-		s.objs[r].refs++
-	}
 	switch a.(type) {
-	case sai.DTelAttrs:
-		s.dtelOID = oid
 	case sai.WatchlistEntryAttrs:
 		s.wlStats[oid] = &sai.WatchlistEntryStats{}
 	case sai.IntSessionAttrs:
@@ -141,7 +102,7 @@ func (s *Switch) Create(a sai.Attrs) (sai.OID, error) {
 	case sai.QueueReportAttrs:
 		s.qrStats[oid] = &qrState{}
 	}
-	s.recompile(a.ObjectType())
+	s.recompile(oid.Type())
 	return oid, nil
 }
 
@@ -149,28 +110,10 @@ func (s *Switch) Create(a sai.Attrs) (sai.OID, error) {
 func (s *Switch) Set(oid sai.OID, a sai.Attrs) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	o, ok := s.objs[oid]
-	if !ok {
-		return errf(sai.ErrNotFound, "set %v", oid)
-	}
-	if err := sai.CheckSet(oid, o.attrs, a); err != nil {
+	if _, err := s.store.Set(oid, a); err != nil {
 		return err
 	}
-	if err := s.Capabilities().Check(a); err != nil {
-		return err
-	}
-	a = sai.Clone(a)
-	if err := s.checkAttrs(oid, a); err != nil {
-		return err
-	}
-	for _, r := range o.attrs.References() {
-		s.objs[r].refs--
-	}
-	for _, r := range a.References() {
-		s.objs[r].refs++
-	}
-	o.attrs = a
-	s.recompile(a.ObjectType())
+	s.recompile(oid.Type())
 	return nil
 }
 
@@ -178,23 +121,12 @@ func (s *Switch) Set(oid sai.OID, a sai.Attrs) error {
 func (s *Switch) Remove(oid sai.OID) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	o, ok := s.objs[oid]
-	if !ok {
-		return errf(sai.ErrNotFound, "remove %v", oid)
+	if _, err := s.store.Remove(oid); err != nil {
+		return err
 	}
-	if o.refs > 0 {
-		return errf(sai.ErrInUse, "remove %v: referenced by %d objects", oid, o.refs)
-	}
-	for _, r := range o.attrs.References() {
-		s.objs[r].refs--
-	}
-	delete(s.objs, oid)
 	delete(s.wlStats, oid)
 	delete(s.sessStats, oid)
 	delete(s.qrStats, oid)
-	if oid == s.dtelOID {
-		s.dtelOID = sai.NullOID
-	}
 	s.recompile(oid.Type())
 	return nil
 }
@@ -206,16 +138,9 @@ func (s *Switch) Stats(ctx context.Context) (sai.Stats, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := sai.Stats{
-		Node:           s.node,
-		Interfaces:     make(map[string]sai.Counters, len(s.ports)),
-		Drops:          maps.Clone(s.drops),
-		Reports:        map[sai.ReportType]sai.ReportCounters{},
-		Watchlist:      make(map[sai.OID]sai.WatchlistEntryStats, len(s.wlStats)),
-		IntSessions:    make(map[sai.OID]sai.IntSessionStats, len(s.sessStats)),
-		ReportSessions: map[sai.OID]sai.ReportSessionStats{},
-		QueueReports:   make(map[sai.OID]sai.QueueReportStats, len(s.qrStats)),
-	}
+	st := s.store.NewStats()
+	st.Node = s.node
+	st.Drops = maps.Clone(s.drops)
 	for _, p := range s.ports {
 		st.Interfaces[p.cfg.Name] = p.ctr
 	}
@@ -227,11 +152,6 @@ func (s *Switch) Stats(ctx context.Context) (sai.Stats, error) {
 	}
 	for oid, q := range s.qrStats {
 		st.QueueReports[oid] = q.stats
-	}
-	for oid := range s.objs {
-		if oid.Type() == sai.ObjectTypeReportSession {
-			st.ReportSessions[oid] = sai.ReportSessionStats{}
-		}
 	}
 	// What the pipeline handed to the reporter; a StatsReporter refines it.
 	st.Reports[sai.ReportFlow] = sai.ReportCounters{Generated: s.generated[report.KindFlow]}
@@ -255,8 +175,8 @@ func (s *Switch) recompile(t sai.ObjectType) {
 	s.gen++
 	c := &compiled{gen: s.gen, qr: make([]*qrState, len(s.ports)), sink: make([]bool, len(s.ports))}
 	var dtel *sai.DTelAttrs
-	if o := s.objs[s.dtelOID]; o != nil {
-		d := o.attrs.(sai.DTelAttrs)
+	if _, o, ok := s.store.First(sai.ObjectTypeDTel); ok {
+		d := o.(sai.DTelAttrs)
 		dtel = &d
 		c.dtel = dtel
 		c.endpoint, c.transit, c.postcard = d.IntEndpointEnable, d.IntTransitEnable, d.PostcardEnable
@@ -290,8 +210,8 @@ func (s *Switch) recompile(t sai.ObjectType) {
 		}
 	}
 	sessions := map[sai.OID]*session{}
-	for oid, o := range s.objs {
-		switch a := o.attrs.(type) {
+	for oid, o := range s.store.All() {
+		switch a := o.(type) {
 		case sai.IntSessionAttrs:
 			se := newSession(oid, a, s.sessStats[oid])
 			if a.ClampTCPMSS {
@@ -315,11 +235,8 @@ func (s *Switch) recompile(t sai.ObjectType) {
 			c.qr[s.portByName[a.Port]] = q
 		}
 	}
-	for oid, o := range s.objs {
-		a, ok := o.attrs.(sai.WatchlistEntryAttrs)
-		if !ok {
-			continue
-		}
+	for oid, o := range s.store.Of(sai.ObjectTypeWatchlistEntry) {
+		a := o.(sai.WatchlistEntryAttrs)
 		e := &wlEntry{oid: oid, m: a.Match, act: a.Action, inPort: -1, stats: s.wlStats[oid], prio: a.Priority}
 		if a.Match.InPort != "" {
 			e.inPort = s.portByName[a.Match.InPort]

@@ -23,14 +23,7 @@ func (s *Switch) ReportError() error {
 // reportConfig translates the sai objects into a report.Config. Called
 // with s.mu held.
 func (s *Switch) reportConfig(d *sai.DTelAttrs) report.Config {
-	objects := func(yield func(sai.OID, sai.Attrs) bool) {
-		for oid, o := range s.objs {
-			if !yield(oid, o.attrs) {
-				return
-			}
-		}
-	}
-	return saireport.Config(d, objects, func(name string) uint16 {
+	return saireport.Config(d, s.store.All(), func(name string) uint16 {
 		if i, ok := s.portByName[name]; ok {
 			return s.ports[i].cfg.ID
 		}

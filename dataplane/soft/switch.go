@@ -32,9 +32,7 @@ type Switch struct {
 	maxFrame   int
 
 	// sai objects
-	objs      map[sai.OID]*object
-	nextIndex uint64
-	dtelOID   sai.OID
+	store     *sai.Store
 	wlStats   map[sai.OID]*sai.WatchlistEntryStats
 	sessStats map[sai.OID]*sai.IntSessionStats
 	qrStats   map[sai.OID]*qrState
@@ -103,7 +101,6 @@ func New(cfg Config) (*Switch, error) {
 		portByName: map[string]int{},
 		noTTL:      cfg.NoTTLDecrement,
 		maxFrame:   cfg.MaxFrame,
-		objs:       map[sai.OID]*object{},
 		wlStats:    map[sai.OID]*sai.WatchlistEntryStats{},
 		sessStats:  map[sai.OID]*sai.IntSessionStats{},
 		qrStats:    map[sai.OID]*qrState{},
@@ -114,6 +111,7 @@ func New(cfg Config) (*Switch, error) {
 	if s.clock == nil {
 		s.clock = NewRealClock()
 	}
+	s.store = sai.NewStore(s.Capabilities(), s.checkAttrs)
 	if s.maxFrame <= 0 {
 		s.maxFrame = defaultMaxFrame
 	}

@@ -64,8 +64,7 @@ func (o Op) String() string {
 type Backend struct {
 	mu       sync.Mutex
 	caps     sai.Capabilities
-	objs     map[sai.OID]sai.Attrs
-	next     map[sai.ObjectType]uint64
+	store    *sai.Store
 	log      []Op
 	calls    int // mutating calls so far
 	failAt   int // absolute call number to fail, 0 = none
@@ -87,14 +86,11 @@ func WithCapabilities(caps sai.Capabilities) Option {
 
 // New returns an empty backend.
 func New(opts ...Option) *Backend {
-	b := &Backend{
-		caps: sai.FullCapabilities(),
-		objs: make(map[sai.OID]sai.Attrs),
-		next: make(map[sai.ObjectType]uint64),
-	}
+	b := &Backend{caps: sai.FullCapabilities()}
 	for _, o := range opts {
 		o(b)
 	}
+	b.store = sai.NewStore(b.caps, nil)
 	return b
 }
 
@@ -138,7 +134,7 @@ func (b *Backend) ResetLog() {
 func (b *Backend) Get(oid sai.OID) (sai.Attrs, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	a, ok := b.objs[oid]
+	a, ok := b.store.Get(oid)
 	if !ok {
 		return nil, false
 	}
@@ -150,10 +146,8 @@ func (b *Backend) Objects(t sai.ObjectType) []sai.OID {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var out []sai.OID
-	for oid := range b.objs {
-		if oid.Type() == t {
-			out = append(out, oid)
-		}
+	for oid := range b.store.Of(t) {
+		out = append(out, oid)
 	}
 	slices.Sort(out)
 	return out
@@ -163,7 +157,7 @@ func (b *Backend) Objects(t sai.ObjectType) []sai.OID {
 func (b *Backend) Referrers(oid sai.OID) []sai.OID {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.referrers(oid)
+	return b.store.Referrers(oid)
 }
 
 // SetStats makes Stats return a copy of s. Until it is called, Stats returns
@@ -188,12 +182,7 @@ func (b *Backend) Create(a sai.Attrs) (sai.OID, error) {
 	}
 	err := b.inject(op)
 	if err == nil {
-		err = b.checkCreate(a)
-	}
-	if err == nil {
-		b.next[op.Type]++
-		op.OID = sai.MakeOID(op.Type, b.next[op.Type])
-		b.objs[op.OID] = sai.Clone(a)
+		op.OID, err = b.store.Create(a)
 	}
 	op.Err = err
 	b.log = append(b.log, op)
@@ -207,10 +196,7 @@ func (b *Backend) Set(oid sai.OID, a sai.Attrs) error {
 	op := Op{Kind: OpSet, Type: oid.Type(), OID: oid, Attrs: clone(a)}
 	err := b.inject(op)
 	if err == nil {
-		err = b.checkSet(oid, a)
-	}
-	if err == nil {
-		b.objs[oid] = sai.Clone(a)
+		_, err = b.store.Set(oid, a)
 	}
 	op.Err = err
 	b.log = append(b.log, op)
@@ -224,14 +210,7 @@ func (b *Backend) Remove(oid sai.OID) error {
 	op := Op{Kind: OpRemove, Type: oid.Type(), OID: oid}
 	err := b.inject(op)
 	if err == nil {
-		if _, ok := b.objs[oid]; !ok {
-			err = fmt.Errorf("sai: remove %v: %w", oid, sai.ErrNotFound)
-		} else if refs := b.referrers(oid); len(refs) > 0 {
-			err = fmt.Errorf("sai: remove %v: referenced by %v: %w", oid, refs, sai.ErrInUse)
-		}
-	}
-	if err == nil {
-		delete(b.objs, oid)
+		_, err = b.store.Remove(oid)
 	}
 	op.Err = err
 	b.log = append(b.log, op)
@@ -248,27 +227,13 @@ func (b *Backend) Stats(ctx context.Context) (sai.Stats, error) {
 	if b.stats != nil {
 		return cloneStats(*b.stats), nil
 	}
-	s := sai.Stats{
-		Interfaces:     map[string]sai.Counters{},
-		Drops:          map[sai.DropReason]uint64{},
-		Reports:        map[sai.ReportType]sai.ReportCounters{},
-		Watchlist:      map[sai.OID]sai.WatchlistEntryStats{},
-		IntSessions:    map[sai.OID]sai.IntSessionStats{},
-		ReportSessions: map[sai.OID]sai.ReportSessionStats{},
-		QueueReports:   map[sai.OID]sai.QueueReportStats{},
-	}
-	for oid, a := range b.objs {
+	s := b.store.NewStats()
+	for oid, a := range b.store.All() {
 		switch a := a.(type) {
 		case sai.DTelAttrs:
 			for _, p := range a.SinkPortList {
 				s.Interfaces[p] = sai.Counters{}
 			}
-		case sai.WatchlistEntryAttrs:
-			s.Watchlist[oid] = sai.WatchlistEntryStats{}
-		case sai.IntSessionAttrs:
-			s.IntSessions[oid] = sai.IntSessionStats{}
-		case sai.ReportSessionAttrs:
-			s.ReportSessions[oid] = sai.ReportSessionStats{}
 		case sai.QueueReportAttrs:
 			s.QueueReports[oid] = sai.QueueReportStats{QuotaLeft: a.BreachQuota}
 		}
@@ -292,106 +257,12 @@ func (b *Backend) inject(op Op) error {
 	return nil
 }
 
-func (b *Backend) checkCreate(a sai.Attrs) error {
-	if err := sai.CheckCreate(a); err != nil {
-		return err
-	}
-	if err := b.caps.Check(a); err != nil {
-		return err
-	}
-	t := a.ObjectType()
-	if err := b.checkRefs("create "+t.String(), a); err != nil {
-		return err
-	}
-	if dup := b.duplicate(a); !dup.IsNull() {
-		return fmt.Errorf("sai: create %v: same key as %v: %w", t, dup, sai.ErrExists)
-	}
-	limit := 0
-	switch t {
-	case sai.ObjectTypeWatchlistEntry:
-		limit = b.caps.MaxWatchlistEntries
-	case sai.ObjectTypeQueueReport:
-		limit = b.caps.MaxQueueReports
-	}
-	if limit > 0 && b.count(t) >= limit {
-		return fmt.Errorf("sai: create %v: limit of %d reached: %w", t, limit, sai.ErrUnsupported)
-	}
-	return nil
-}
-
-func (b *Backend) checkSet(oid sai.OID, a sai.Attrs) error {
-	old, ok := b.objs[oid]
-	if !ok {
-		return fmt.Errorf("sai: set %v: %w", oid, sai.ErrNotFound)
-	}
-	if err := sai.CheckSet(oid, old, a); err != nil {
-		return err
-	}
-	if err := b.caps.Check(a); err != nil {
-		return err
-	}
-	// Unique keys are create-only, so Set cannot create a duplicate.
-	return b.checkRefs("set "+oid.String(), a)
-}
-
-func (b *Backend) checkRefs(what string, a sai.Attrs) error {
-	for _, ref := range a.References() {
-		if _, ok := b.objs[ref]; !ok {
-			return fmt.Errorf("sai: %s: %v %v: %w", what, ref.Type(), ref, sai.ErrNotFound)
-		}
-	}
-	return nil
-}
-
-// duplicate returns the live object a would clash with, if any.
-func (b *Backend) duplicate(a sai.Attrs) sai.OID {
-	for oid, o := range b.objs {
-		if oid.Type() != a.ObjectType() {
-			continue
-		}
-		switch a := a.(type) {
-		case sai.DTelAttrs:
-			return oid // singleton
-		case sai.QueueReportAttrs:
-			if q := o.(sai.QueueReportAttrs); q.Port == a.Port && q.Queue == a.Queue {
-				return oid
-			}
-		case sai.EventAttrs:
-			if o.(sai.EventAttrs).Type == a.Type {
-				return oid
-			}
-		}
-	}
-	return sai.NullOID
-}
-
-func (b *Backend) count(t sai.ObjectType) int {
-	n := 0
-	for oid := range b.objs {
-		if oid.Type() == t {
-			n++
-		}
-	}
-	return n
-}
-
-func (b *Backend) referrers(oid sai.OID) []sai.OID {
-	var out []sai.OID
-	for o, a := range b.objs {
-		if slices.Contains(a.References(), oid) {
-			out = append(out, o)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
 // Snapshot returns a deep copy of the live objects.
 func (b *Backend) Snapshot() Snapshot {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	s := make(Snapshot, len(b.objs))
-	for oid, a := range b.objs {
+	s := Snapshot{}
+	for oid, a := range b.store.All() {
 		s[oid] = sai.Clone(a)
 	}
 	return s

@@ -117,7 +117,7 @@ func TestRuleRefusals(t *testing.T) {
 		{"two ingress ports", `"PRIORITY": "1", "IN_PORTS": "Ethernet0,Ethernet4", "FLOW_OP": "NOP"`, "IN_PORTS", "one ingress port"},
 		{"inner port without protocol", `"PRIORITY": "1", "INNER_L4_DST_PORT": "80", "FLOW_OP": "NOP"`, "INNER_IP_PROTOCOL", "inner L4 ports"},
 		{"dangling INT session", `"PRIORITY": "1", "IP_TYPE": "ANY", "FLOW_OP": "INT", "INT_SESSION": "NOPE"`, "INT_SESSION", "DTEL_INT_SESSION|NOPE does not exist"},
-		{"INT without session", `"PRIORITY": "1", "IP_TYPE": "ANY", "FLOW_OP": "INT"`, "INT_SESSION", "needs an int-session"},
+		{"INT without session", `"PRIORITY": "1", "IP_TYPE": "ANY", "FLOW_OP": "INT"`, "INT_SESSION", "needs an INT session"},
 		{"sample 0", `"PRIORITY": "1", "IP_TYPE": "ANY", "FLOW_OP": "POSTCARD", "FLOW_SAMPLE_PERCENT": "0"`, "FLOW_SAMPLE_PERCENT", "acts on no flow"},
 		{"same priority", `"PRIORITY": "7", "IP_TYPE": "ANY", "FLOW_OP": "NOP"`, "PRIORITY", "also the priority of ACL_RULE|DTEL_FLOW_WATCHLIST|A"},
 		{"case twice", `"PRIORITY": "1", "priority": "2", "IP_TYPE": "ANY", "FLOW_OP": "NOP"`, "PRIORITY", "different cases"},
@@ -194,7 +194,7 @@ func TestApplyErrorAttribution(t *testing.T) {
 	}
 	st := statusOf(res, "ACL_RULE|DTEL_FLOW_WATCHLIST|R")
 	if st.Applied || st.Field != "REPORT_ALL_PACKETS" || st.Path != "/int/watchlist/entries/entry[sequence-id=65520]/actions/config/report-all-packets" ||
-		st.Reason != "report-all-packets needs flow-op INT or POSTCARD" {
+		st.Reason != "report all packets needs flow op INT or POSTCARD" {
 		t.Errorf("status %+v", st)
 	}
 	if res.Attempts != 2 {

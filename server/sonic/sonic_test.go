@@ -417,7 +417,7 @@ func TestDTelFlowWatchlist(t *testing.T) {
 		e.redis.HSet(configDB, key, fields...)
 		if i == 3 {
 			e.waitStatus(key, map[string]string{"status": "refused", "in_effect": "none",
-				"field": "REPORT_ALL_PACKETS", "reason": "report-all-packets needs flow-op INT or POSTCARD"})
+				"field": "REPORT_ALL_PACKETS", "reason": "report all packets needs flow op INT or POSTCARD"})
 			if n := len(e.objects(sai.ObjectTypeWatchlistEntry)); n != 0 {
 				t.Errorf("RULE-3: %d watchlist entries", n)
 			}
