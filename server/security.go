@@ -133,12 +133,14 @@ var pbkdf2Runs atomic.Int64
 // loginBurst times, then once per loginEvery: past that its logins are
 // refused before any hashing, except for a password already verified.
 type Credentials struct {
-	users   map[string]*user
-	nobody  *user // hashed against for unknown names
-	limitMu sync.Mutex
-	limits  map[string]*rate.Limiter
-	every   time.Duration
-	burst   int
+	users map[string]*user
+	// certUsers are the users known by their client certificate.
+	certUsers map[string]Role
+	nobody    *user // hashed against for unknown names
+	limitMu   sync.Mutex
+	limits    map[string]*rate.Limiter
+	every     time.Duration
+	burst     int
 }
 
 const (
@@ -151,10 +153,13 @@ const (
 
 // ParseCredentials reads a credentials file: one user per line,
 // "NAME ROLE HASH" separated by blanks, ROLE read-only or read-write and
-// HASH from HashPassword (`intd passwd` prints such lines). Blank lines
-// and lines starting with # are ignored.
+// HASH from HashPassword (`intd passwd` prints such lines), or the word
+// "certificate" instead of a hash: a client presenting a verified
+// certificate (mutual TLS) whose subject common name or a DNS, email or
+// URI subject alternative name is NAME is that user, without a password.
+// Blank lines and lines starting with # are ignored.
 func ParseCredentials(data string) (*Credentials, error) {
-	c := &Credentials{users: map[string]*user{}}
+	c := &Credentials{users: map[string]*user{}, certUsers: map[string]Role{}}
 	sc := bufio.NewScanner(strings.NewReader(data))
 	for ln := 1; sc.Scan(); ln++ {
 		line := strings.TrimSpace(sc.Text())
@@ -169,6 +174,13 @@ func ParseCredentials(data string) (*Credentials, error) {
 		if err != nil {
 			return nil, fmt.Errorf("line %d: %w", ln, err)
 		}
+		if f[2] == "certificate" {
+			if c.users[f[0]] != nil || c.certUsers[f[0]] != 0 {
+				return nil, fmt.Errorf("line %d: user %s listed twice", ln, f[0])
+			}
+			c.certUsers[f[0]] = role
+			continue
+		}
 		parts := strings.Split(f[2], "$")
 		if len(parts) != 4 || parts[0] != hashScheme {
 			return nil, fmt.Errorf("line %d: hash is not %s$ITERATIONS$SALT$KEY", ln, hashScheme)
@@ -182,7 +194,7 @@ func ParseCredentials(data string) (*Credentials, error) {
 		if err1 != nil || err2 != nil || len(key) == 0 {
 			return nil, fmt.Errorf("line %d: bad base64 in hash", ln)
 		}
-		if c.users[f[0]] != nil {
+		if c.users[f[0]] != nil || c.certUsers[f[0]] != 0 {
 			return nil, fmt.Errorf("line %d: user %s listed twice", ln, f[0])
 		}
 		c.users[f[0]] = &user{role: role, iter: iter, salt: salt, key: key}
@@ -190,7 +202,7 @@ func ParseCredentials(data string) (*Credentials, error) {
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
-	if len(c.users) == 0 {
+	if len(c.users) == 0 && len(c.certUsers) == 0 {
 		return nil, fmt.Errorf("no users")
 	}
 	c.nobody = &user{iter: hashIterations, salt: make([]byte, 16), key: make([]byte, 32)}
@@ -202,6 +214,32 @@ func ParseCredentials(data string) (*Credentials, error) {
 	}
 	c.limits, c.every, c.burst = map[string]*rate.Limiter{}, loginEvery, loginBurst
 	return c, nil
+}
+
+// certUser finds the user a verified client certificate names.
+func (c *Credentials) certUser(ctx context.Context) (string, Role, bool) {
+	if len(c.certUsers) == 0 {
+		return "", 0, false
+	}
+	p, ok := peer.FromContext(ctx)
+	if !ok {
+		return "", 0, false
+	}
+	ti, ok := p.AuthInfo.(credentials.TLSInfo)
+	if !ok || len(ti.State.VerifiedChains) == 0 || len(ti.State.VerifiedChains[0]) == 0 {
+		return "", 0, false
+	}
+	leaf := ti.State.VerifiedChains[0][0]
+	names := slices.Concat([]string{leaf.Subject.CommonName}, leaf.DNSNames, leaf.EmailAddresses)
+	for _, u := range leaf.URIs {
+		names = append(names, u.String())
+	}
+	for _, n := range names {
+		if role, ok := c.certUsers[n]; ok && n != "" {
+			return n, role, true
+		}
+	}
+	return "", 0, false
 }
 
 // limiter returns the failed-login limiter of a client.
@@ -252,6 +290,9 @@ func (c *Credentials) authenticate(ctx context.Context) (name string, role Role,
 	md, _ := metadata.FromIncomingContext(ctx)
 	name, pw := first(md.Get("username")), first(md.Get("password"))
 	if name == "" {
+		if n, role, ok := c.certUser(ctx); ok {
+			return n, role, ""
+		}
 		return "", 0, "no username metadata"
 	}
 	u := c.users[name]
@@ -589,7 +630,63 @@ func TLSConfig(certFile, keyFile, clientCAFile string, hosts ...string) (*tls.Co
 	if err != nil {
 		return nil, fmt.Errorf("TLS certificate: %w", err)
 	}
-	return TLSConfigFor(cert, clientCAFile)
+	cfg, err := TLSConfigFor(cert, clientCAFile)
+	if err != nil || certFile == "" {
+		return cfg, err
+	}
+	rl := &certReloader{certFile: certFile, keyFile: keyFile, cfg: cfg}
+	rl.stamp, _ = fileStamps(certFile, keyFile)
+	cfg = cfg.Clone()
+	cfg.GetConfigForClient = rl.config
+	return cfg, nil
+}
+
+// certReloader serves the certificate and key files as they are now:
+// renewed files (cert-manager, ACME clients, an operator's cp) take
+// effect at the next handshake, without a restart. Files that do not
+// load (say, half written) leave the last good pair in use.
+type certReloader struct {
+	certFile, keyFile string
+	mu                sync.Mutex
+	cfg               *tls.Config // without GetConfigForClient
+	stamp             string      // of the files cfg was loaded from
+	checked           time.Time
+}
+
+// fileStamps identifies the current content of files by size and
+// modification time.
+func fileStamps(files ...string) (string, error) {
+	var b strings.Builder
+	for _, f := range files {
+		fi, err := os.Stat(f)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&b, "%d/%d;", fi.Size(), fi.ModTime().UnixNano())
+	}
+	return b.String(), nil
+}
+
+func (r *certReloader) config(*tls.ClientHelloInfo) (*tls.Config, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	// Stat at most once a second, however many clients connect.
+	if now := time.Now(); now.Sub(r.checked) >= time.Second {
+		r.checked = now
+		if st, err := fileStamps(r.certFile, r.keyFile); err == nil && st != r.stamp {
+			cert, err := tls.LoadX509KeyPair(r.certFile, r.keyFile)
+			if err != nil {
+				slog.Warn("TLS certificate files changed but do not load; still serving the previous certificate",
+					"cert", r.certFile, "key", r.keyFile, "err", err)
+			} else {
+				cfg := r.cfg.Clone()
+				cfg.Certificates = []tls.Certificate{cert}
+				r.cfg, r.stamp = cfg, st
+				slog.Info("TLS certificate reloaded", "file", r.certFile, "sha256-fingerprint", Fingerprint(cert.Certificate[0]))
+			}
+		}
+	}
+	return r.cfg, nil
 }
 
 // TLSConfigFor builds a server TLS configuration serving cert; with

@@ -98,7 +98,7 @@ func runFlags(o *runOptions) *flag.FlagSet {
 	fs.StringVar(&o.TLSKey, "tls-key", "", "TLS private key file (PEM)")
 	fs.StringVar(&o.TLSClientCA, "tls-client-ca", "", "CA bundle (PEM) for mutual TLS: clients must present a certificate it signed")
 	fs.BoolVar(&o.Insecure, "insecure", false, "serve plaintext gRPC (only allowed on a loopback address)")
-	fs.StringVar(&o.Credentials, "credentials", "", "credentials `file` (lines printed by intd passwd, mode 0600): clients must give a username and password")
+	fs.StringVar(&o.Credentials, "credentials", "", "credentials `file` (lines printed by intd passwd, or NAME ROLE certificate for a client known by its certificate; mode 0600): clients must give a username and password or such a certificate")
 	fs.BoolVar(&o.AllowUnauthenticated, "allow-unauthenticated", false, "listen beyond loopback without --credentials or --tls-client-ca: anyone who can connect may reconfigure the node")
 	fs.UintVar(&o.NodeID, "node-id", 0, "INT node ID put into the initial configuration (the --startup-config file, or an empty one) when no saved configuration exists")
 	fs.StringVar(&o.Target, "target", "intd", "gNMI target name of this node (requests without a target get it)")
