@@ -11,8 +11,6 @@ import (
 	"github.com/openconfig/ygot/ygot"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-
-	"github.com/intd-project/intd/gen"
 )
 
 // Commit confirmed (openconfig/reference rpc/gnmi/gnmi-commit-confirmed.md).
@@ -35,7 +33,7 @@ const defaultRollback = 10 * time.Minute
 type pendingCommit struct {
 	id       string
 	duration time.Duration
-	before   *gen.Device // the running configuration before the commit
+	before   ygot.GoStruct // the running configuration before the commit
 	timer    *time.Timer
 	deadline time.Time
 }
@@ -114,7 +112,7 @@ func (t *target) commitAction(ctx context.Context, c *gnmi_ext.Commit, nops int)
 
 // arm starts p's rollback timer once its commit is committed; before is
 // the configuration it rolls back to. t must be locked.
-func (t *target) arm(p *pendingCommit, before *gen.Device) {
+func (t *target) arm(p *pendingCommit, before ygot.GoStruct) {
 	p.before = before
 	p.deadline = time.Now().Add(p.duration)
 	p.timer = time.AfterFunc(p.duration, func() { t.expire(p) })
@@ -147,7 +145,7 @@ func (t *target) rollback(ctx context.Context, p *pendingCommit, why string) err
 	if err != nil {
 		return status.Errorf(codes.Internal, "copying the configuration before commit %q: %v", p.id, err)
 	}
-	if err := t.transact(context.WithoutCancel(ctx), cp.(*gen.Device), nil); err != nil {
+	if err := t.transact(context.WithoutCancel(ctx), cp.(ygot.GoStruct), nil); err != nil {
 		return status.Errorf(status.Code(err), "rolling back commit %q: %s", p.id, status.Convert(err).Message())
 	}
 	p.timer.Stop()
@@ -165,7 +163,7 @@ func (t *target) rollbackPath() string {
 }
 
 // persistRollback saves the configuration a pending commit rolls back to.
-func (t *target) persistRollback(before *gen.Device) error {
+func (t *target) persistRollback(before ygot.GoStruct) error {
 	if p := t.rollbackPath(); p != "" {
 		if err := saveConfig(p, before); err != nil {
 			return status.Errorf(codes.Internal, "saving the configuration to roll back to: %v", err)
@@ -213,7 +211,7 @@ func (t *target) unlock() { <-t.sem }
 // startConfig is the configuration a target starts from: the one saved
 // before a commit left pending at the last stop (rolled back), else the
 // saved one, else the initial one.
-func (t *target) startConfig() (cfg *gen.Device, from string, rolledBack bool, err error) {
+func (t *target) startConfig() (cfg ygot.GoStruct, from string, rolledBack bool, err error) {
 	for _, f := range []struct {
 		path, what string
 	}{{t.rollbackPath(), "configuration before a commit left unconfirmed"}, {t.opts.SavePath, "saved configuration"}} {
@@ -223,7 +221,10 @@ func (t *target) startConfig() (cfg *gen.Device, from string, rolledBack bool, e
 		data, err := os.ReadFile(f.path)
 		switch {
 		case err == nil:
-			cfg, err := gen.ParseConfig(data)
+			if t.srv.schema.parse == nil {
+				return nil, "", false, fmt.Errorf("%s %s: this model cannot be loaded from a file", f.what, f.path)
+			}
+			cfg, err := t.srv.schema.parse(data)
 			if err != nil {
 				return nil, "", false, fmt.Errorf("%s %s: %w", f.what, f.path, err)
 			}
@@ -232,6 +233,9 @@ func (t *target) startConfig() (cfg *gen.Device, from string, rolledBack bool, e
 		default:
 			return nil, "", false, fmt.Errorf("reading %s: %w", f.what, err)
 		}
+	}
+	if t.opts.Initial == nil { // not a nil *gen.Device in an interface
+		return nil, "initial configuration", false, nil
 	}
 	return t.opts.Initial, "initial configuration", false, nil
 }

@@ -179,7 +179,7 @@ var conformance = []requirement{
 		ns = append(ns, notifications(onceAll(t, env, subList(gpb.SubscriptionList_ONCE, onChange(t, "/int/node/config"))))...)
 		everyValue(ns, func(n *gpb.Notification, u *gpb.Update) {
 			full := append(append([]*gpb.PathElem{}, n.GetPrefix().GetElem()...), u.GetPath().GetElem()...)
-			if len(full) == 0 || theSchema.root.Dir[full[0].GetName()] == nil {
+			if len(full) == 0 || env.srv.schema.root.Dir[full[0].GetName()] == nil {
 				t.Errorf("path %s does not start at the root", pathString(full))
 			}
 		})
@@ -438,7 +438,7 @@ var conformance = []requirement{
 		got := leaves(confGet(t, env, &gpb.GetRequest{Encoding: gpb.Encoding_PROTO}))
 		mods := map[string]bool{}
 		for p := range got {
-			mods[theSchema.moduleOf[strings.Split(p, "/")[1]]] = true
+			mods[env.srv.schema.moduleOf[strings.Split(p, "/")[1]]] = true
 		}
 		if !mods["intd-int"] || !mods["intd-int-metadata-semantics"] {
 			t.Errorf("modules with data: %v", mods)
@@ -654,7 +654,7 @@ var conformance = []requirement{
 			sl := subList(gpb.SubscriptionList_ONCE, onChange(t, "/int/node"))
 			sl.Encoding, sl.AllowAggregation = enc, true
 			everyValue(notifications(onceAll(t, env, sl)), func(_ *gpb.Notification, u *gpb.Update) {
-				e := schemaEntry(u.GetPath().GetElem())
+				e := env.srv.schema.entry(u.GetPath().GetElem())
 				if e == nil || e.IsDir() || strings.HasPrefix(string(u.GetVal().GetJsonIetfVal()), "{") {
 					t.Errorf("%v: update %v is not one leaf", enc, u)
 				}

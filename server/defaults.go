@@ -6,7 +6,7 @@ import (
 
 	"github.com/openconfig/goyang/pkg/yang"
 
-	"github.com/intd-project/intd/gen"
+	"github.com/openconfig/ygot/ygot"
 )
 
 // YANG defaults in use (RFC 7950 §7.6.1) are data: Get returns them and
@@ -21,12 +21,12 @@ import (
 // withDefaults returns dev with every configuration default in use
 // filled in. dev is not modified: the result shares its leaves and
 // copies the structs and maps on the way to them.
-func withDefaults(dev *gen.Device) *gen.Device {
-	if dev == nil {
-		dev = &gen.Device{}
+func (s *schema) withDefaults(dev ygot.GoStruct) ygot.GoStruct {
+	if dev == nil || reflect.ValueOf(dev).IsNil() {
+		dev = s.newRoot()
 	}
-	out, _ := fillDefaults(reflect.ValueOf(dev), theSchema.root)
-	return out.Interface().(*gen.Device)
+	out, _ := fillDefaults(reflect.ValueOf(dev), s.root)
+	return out.Interface().(ygot.GoStruct)
 }
 
 // fillDefaults returns a copy of the struct p points to (a zero one when

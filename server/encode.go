@@ -17,13 +17,13 @@ import (
 // RFC 7951 for both JSON encodings (64-bit integers and decimal64 as
 // strings, smaller integers as numbers), with identities qualified by
 // their module for JSON_IETF only.
-func leafJSON(p []*gpb.PathElem, tv *gpb.TypedValue, ietf bool) *gpb.TypedValue {
+func (sc *schema) leafJSON(p []*gpb.PathElem, tv *gpb.TypedValue, ietf bool) *gpb.TypedValue {
 	switch tv.GetValue().(type) {
 	case *gpb.TypedValue_JsonVal, *gpb.TypedValue_JsonIetfVal:
 		return tv
 	}
 	var t *yang.YangType
-	if e := schemaEntry(p); e != nil {
+	if e := sc.entry(p); e != nil {
 		t = gen.LeafType(e)
 	}
 	v, ok := jsonOf(t, tv, ietf)
@@ -41,8 +41,8 @@ func leafJSON(p []*gpb.PathElem, tv *gpb.TypedValue, ietf bool) *gpb.TypedValue 
 }
 
 // schemaEntry is the schema node of a data path, or nil.
-func schemaEntry(p []*gpb.PathElem) *yang.Entry {
-	e := theSchema.root
+func (sc *schema) entry(p []*gpb.PathElem) *yang.Entry {
+	e := sc.root
 	for _, pe := range p {
 		if e = e.Dir[localName(pe.GetName())]; e == nil {
 			return nil

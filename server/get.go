@@ -12,18 +12,14 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/intd-project/intd/gen"
+	"google.golang.org/protobuf/proto"
 )
 
 // modelData lists the served modules with their revisions as versions.
-func modelData() []*gpb.ModelData {
-	out := make([]*gpb.ModelData, 0, len(gen.ΓModelData))
-	for _, m := range gen.ΓModelData {
-		out = append(out, &gpb.ModelData{
-			Name:         m.Name,
-			Organization: m.Organization,
-			Version:      gen.ModelVersions[m.Name],
-		})
+func (s *schema) modelData() []*gpb.ModelData {
+	out := make([]*gpb.ModelData, 0, len(s.models))
+	for _, m := range s.models {
+		out = append(out, proto.Clone(m).(*gpb.ModelData))
 	}
 	return out
 }

@@ -10,8 +10,6 @@ import (
 	"github.com/openconfig/ygot/util"
 	"github.com/openconfig/ygot/ygot"
 	"github.com/openconfig/ygot/ytypes"
-
-	"github.com/intd-project/intd/gen"
 )
 
 // Leafref validation. ygot's (ytypes.ValidateLeafRefData, part of
@@ -130,12 +128,18 @@ func anchored(leaf *yang.Entry, p *lrPath) *lrPath {
 // validateConfig is cand.ΛValidate() with the leafref part done by
 // checkLeafrefs. prev, when set, is the configuration cand was made from:
 // a reference left dangling by a removal is reported as such.
-func validateConfig(root *yang.Entry, cand, prev *gen.Device) error {
+func validateConfig(root *yang.Entry, cand, prev ygot.GoStruct) error {
 	m := leafrefModel(root)
-	if m.fallback != "" {
-		return cand.ΛValidate()
+	v, ok := cand.(interface {
+		ΛValidate(...ygot.ValidationOption) error
+	})
+	if !ok {
+		return fmt.Errorf("%T cannot be validated", cand)
 	}
-	if err := cand.ΛValidate(&ytypes.LeafrefOptions{IgnoreMissingData: true}); err != nil {
+	if m.fallback != "" {
+		return v.ΛValidate()
+	}
+	if err := v.ΛValidate(&ytypes.LeafrefOptions{IgnoreMissingData: true}); err != nil {
 		return err
 	}
 	return checkLeafrefs(m, root, cand, prev)
@@ -170,7 +174,7 @@ type lrChecker struct {
 	root  reflect.Value
 	rootE *yang.Entry
 	abs   map[*lrPath]*valueSet // absolute paths' target values
-	prev  *gen.Device
+	prev  ygot.GoStruct
 }
 
 // lrStep is one data node on the way down: a container, or a list entry
@@ -181,7 +185,7 @@ type lrStep struct {
 	key   reflect.Value // valid for list entries
 }
 
-func checkLeafrefs(m *lrModel, root *yang.Entry, dev ygot.GoStruct, prev *gen.Device) error {
+func checkLeafrefs(m *lrModel, root *yang.Entry, dev ygot.GoStruct, prev ygot.GoStruct) error {
 	c := &lrChecker{m: m, root: reflect.ValueOf(dev).Elem(), rootE: root, abs: map[*lrPath]*valueSet{}, prev: prev}
 	return c.walk(c.root, root, []reflect.Value{c.root}, []*yang.Entry{root}, nil)
 }

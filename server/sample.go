@@ -198,14 +198,14 @@ func (sm *sampler) build(gen uint64, prev *round) *round {
 	if r.ids == 0 {
 		r.ids = leafSetIDs.Add(1)
 	}
-	r.msgs = encodeRound(r.ns, ss.enc, ss.prefix(sub))
+	r.msgs = ss.srv.schema.encodeRound(r.ns, ss.enc, ss.prefix(sub))
 	return r
 }
 
 // encodeRound encodes cached one-update notifications as few responses:
 // consecutive leaves with one timestamp share a notification, up to
 // maxSampleBytes each.
-func encodeRound(ns []*gpb.Notification, enc gpb.Encoding, prefix *gpb.Path) []sampleMsg {
+func (sc *schema) encodeRound(ns []*gpb.Notification, enc gpb.Encoding, prefix *gpb.Path) []sampleMsg {
 	// Leaves published together share a timestamp but need not be
 	// adjacent in path order: group them (stable, in order of first
 	// appearance) so that each timestamp costs one notification.
@@ -236,7 +236,7 @@ func encodeRound(ns []*gpb.Notification, enc gpb.Encoding, prefix *gpb.Path) []s
 	for _, n := range ns {
 		u := n.GetUpdate()[0]
 		if enc != gpb.Encoding_PROTO {
-			u = &gpb.Update{Path: u.GetPath(), Val: leafJSON(u.GetPath().GetElem(), u.GetVal(), enc == gpb.Encoding_JSON_IETF)}
+			u = &gpb.Update{Path: u.GetPath(), Val: sc.leafJSON(u.GetPath().GetElem(), u.GetVal(), enc == gpb.Encoding_JSON_IETF)}
 		}
 		us := proto.Size(u) + 4
 		if cur != nil && (cur.GetTimestamp() != n.GetTimestamp() || size+us > maxSampleBytes) {

@@ -11,6 +11,7 @@ import (
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/goyang/pkg/yang"
 	"github.com/openconfig/ygot/ygot"
+	"github.com/openconfig/ygot/ytypes"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -18,38 +19,88 @@ import (
 )
 
 // schema bundles what the server needs to know about the YANG model: the
-// fake root's entry and which module each top-level node belongs to.
+// fake root's entry, which module each top-level node belongs to, how to
+// make and parse roots of its generated type.
 type schema struct {
 	root     *yang.Entry
 	moduleOf map[string]string // top-level node name -> module name
 	modules  map[string]bool   // module names served
+	models   []*gpb.ModelData  // served modules with versions (Capabilities)
+	rootType reflect.Type      // the generated root struct
+	parse    func([]byte) (ygot.GoStruct, error)
 }
 
+// Schema is a YANG model the server serves, as ygot generated it. Make one
+// with NewSchema; a Server serves intd's model unless given another with
+// WithSchema.
+type Schema struct{ s *schema }
+
+// NewSchema describes a generated model to the server: ys is what the
+// generated package's Schema function returns, models names the served
+// modules with their versions (revisions), and parse, when not nil,
+// decodes a saved configuration (RFC 7951 JSON) into a validated root;
+// without it targets cannot save or load their configuration.
+func NewSchema(ys *ytypes.Schema, models []*gpb.ModelData, parse func([]byte) (ygot.GoStruct, error)) (*Schema, error) {
+	if ys == nil || ys.Root == nil {
+		return nil, errors.New("schema: no root")
+	}
+	rt := reflect.TypeOf(ys.Root)
+	if rt.Kind() != reflect.Pointer || rt.Elem().Kind() != reflect.Struct {
+		return nil, fmt.Errorf("schema: root %T is not a pointer to a generated struct", ys.Root)
+	}
+	root := ys.RootSchema()
+	if root == nil {
+		return nil, fmt.Errorf("schema: no entry for root %T", ys.Root)
+	}
+	s := &schema{root: root, moduleOf: map[string]string{}, modules: map[string]bool{}, rootType: rt.Elem(), parse: parse}
+	for i := 0; i < rt.Elem().NumField(); i++ {
+		f := rt.Elem().Field(i)
+		s.moduleOf[f.Tag.Get("path")] = f.Tag.Get("module")
+	}
+	for _, m := range models {
+		s.modules[m.GetName()] = true
+		s.models = append(s.models, &gpb.ModelData{Name: m.GetName(), Organization: m.GetOrganization(), Version: m.GetVersion()})
+	}
+	return &Schema{s: s}, nil
+}
+
+// newRoot returns an empty root of the schema's generated type.
+func (s *schema) newRoot() ygot.GoStruct {
+	return reflect.New(s.rootType).Interface().(ygot.GoStruct)
+}
+
+// isIntd reports whether the schema's root is intd's (what Applier speaks).
+func (s *schema) isIntd() bool { return s.rootType == reflect.TypeOf(gen.Device{}) }
+
 var (
-	schemaOnce sync.Once
-	theSchema  *schema
-	schemaErr  error
+	intdOnce   sync.Once
+	intdSchema *Schema
+	intdErr    error
 )
 
-func loadSchema() (*schema, error) {
-	schemaOnce.Do(func() {
-		root, err := gen.RootEntry()
+// IntdSchema is intd's model (gen): the schema a Server serves by default.
+func IntdSchema() (*Schema, error) {
+	intdOnce.Do(func() {
+		ys, err := gen.Schema()
 		if err != nil {
-			schemaErr = err
+			intdErr = fmt.Errorf("loading schema: %w", err)
 			return
 		}
-		s := &schema{root: root, moduleOf: map[string]string{}, modules: map[string]bool{}}
-		t := reflect.TypeOf(gen.Device{})
-		for i := 0; i < t.NumField(); i++ {
-			f := t.Field(i)
-			s.moduleOf[f.Tag.Get("path")] = f.Tag.Get("module")
-		}
+		models := make([]*gpb.ModelData, 0, len(gen.ΓModelData))
 		for _, m := range gen.ΓModelData {
-			s.modules[m.Name] = true
+			models = append(models, &gpb.ModelData{Name: m.Name, Organization: m.Organization, Version: gen.ModelVersions[m.Name]})
 		}
-		theSchema = s
+		intdSchema, intdErr = NewSchema(ys, models, func(b []byte) (ygot.GoStruct, error) { return gen.ParseConfig(b) })
 	})
-	return theSchema, schemaErr
+	return intdSchema, intdErr
+}
+
+func loadSchema() (*schema, error) {
+	sc, err := IntdSchema()
+	if err != nil {
+		return nil, err
+	}
+	return sc.s, nil
 }
 
 // resolved is one concrete schema path that a (possibly wildcarded)
@@ -125,7 +176,7 @@ func (s *schema) useModels(ms []*gpb.ModelData) (modelSet, error) {
 	set := modelSet{}
 	for _, m := range ms {
 		name := m.GetName()
-		md := servedModel(name)
+		md := s.servedModel(name)
 		if md == nil {
 			return nil, status.Errorf(codes.InvalidArgument, "use_models: model %q is not served (see Capabilities)", name)
 		}
@@ -145,8 +196,8 @@ func (s *schema) useModels(ms []*gpb.ModelData) (modelSet, error) {
 	return nil, nil // every module: no restriction
 }
 
-func servedModel(name string) *gpb.ModelData {
-	for _, m := range modelData() {
+func (s *schema) servedModel(name string) *gpb.ModelData {
+	for _, m := range s.models {
 		if m.GetName() == name {
 			return m
 		}
@@ -180,11 +231,11 @@ func (m modelSet) key() string {
 // allows reports whether a schema node may be used: it is defined in one
 // of the modules, and, for an identityref, its identities are too (values
 // from a module outside the set must not be sent, §2.6).
-func (m modelSet) allows(e *yang.Entry) bool {
+func (m modelSet) allows(s *schema, e *yang.Entry) bool {
 	if m == nil {
 		return true
 	}
-	if !m[entryModule(e)] {
+	if !m[s.entryModule(e)] {
 		return false
 	}
 	if e.IsDir() {
@@ -218,21 +269,21 @@ func (m modelSet) identitiesAllowed(t *yang.YangType) bool {
 }
 
 // allowsPath is allows for the schema node of a data path.
-func (m modelSet) allowsPath(p *gpb.Path) bool {
+func (m modelSet) allowsPath(s *schema, p *gpb.Path) bool {
 	if m == nil {
 		return true
 	}
-	e := schemaEntry(p.GetElem())
-	return e != nil && m.allows(e)
+	e := s.entry(p.GetElem())
+	return e != nil && m.allows(s, e)
 }
 
 // entryModule names the module defining a schema node: the module of its
 // top-level ancestor (the served modules augment none of each other).
-func entryModule(e *yang.Entry) string {
+func (s *schema) entryModule(e *yang.Entry) string {
 	for e.Parent != nil && e.Parent.Parent != nil {
 		e = e.Parent
 	}
-	return theSchema.moduleOf[e.Name]
+	return s.moduleOf[e.Name]
 }
 
 // acceptedOrigin reports whether origin names this server's data: unset,
@@ -348,7 +399,7 @@ func (x *expander) expand(e *yang.Entry, elems, acc []*gpb.PathElem, wild, lenie
 			if len(pe.GetKey()) > 0 && !c.IsList() {
 				continue
 			}
-			if !x.models.allows(c) {
+			if !x.models.allows(s, c) {
 				continue
 			}
 			if err := x.child(c, pe.GetKey(), elems[1:], acc, wild, true); err != nil && first == nil {
@@ -363,7 +414,7 @@ func (x *expander) expand(e *yang.Entry, elems, acc []*gpb.PathElem, wild, lenie
 		}
 		first := x.expand(e, elems[1:], acc, wild, true)
 		for _, c := range sortedChildren(e) {
-			if !c.IsDir() || !x.models.allows(c) {
+			if !c.IsDir() || !x.models.allows(s, c) {
 				continue
 			}
 			if err := x.child(c, nil, elems, acc, wild, true); err != nil && first == nil {
@@ -384,7 +435,7 @@ func (x *expander) expand(e *yang.Entry, elems, acc []*gpb.PathElem, wild, lenie
 	if c == nil {
 		return unknownPath("%s: no schema node %q under %s", pathString(append(acc, elems...)), name, orRoot(pathString(acc)))
 	}
-	if !x.models.allows(c) {
+	if !x.models.allows(s, c) {
 		return unknownPath("%s: %s is outside the models in use_models (%s)", pathString(append(acc, elems...)), name, x.models.key())
 	}
 	return x.child(c, pe.GetKey(), elems[1:], acc, wild, lenient)

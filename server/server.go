@@ -41,6 +41,7 @@ type options struct {
 	maxPaths        int
 	minSample       time.Duration
 	targetDefSample time.Duration
+	schema          *Schema
 }
 
 // Option configures a Server.
@@ -94,6 +95,11 @@ func WithClientLimits(streams, paths int) Option {
 func WithSampleIntervals(min, targetDefined time.Duration) Option {
 	return func(o *options) { o.minSample, o.targetDefSample = min, targetDefined }
 }
+
+// WithSchema serves this model instead of intd's (IntdSchema). Targets
+// of another model are read-only (AddStateTarget); AddTarget serves
+// intd's model only.
+func WithSchema(sc *Schema) Option { return func(o *options) { o.schema = sc } }
 
 // Server is a gNMI server for one or more targets, each backed by an
 // Applier. The gNMI cache (github.com/openconfig/gnmi/cache) is its
@@ -151,10 +157,14 @@ func New(opts ...Option) (*Server, error) {
 	if o.stallTimeout <= 0 || o.maxStreams < 1 || o.maxPaths < 1 {
 		return nil, errors.New("stall timeout and client limits must be positive")
 	}
-	sc, err := loadSchema()
-	if err != nil {
-		return nil, fmt.Errorf("server: %w", err)
+	if o.schema == nil {
+		sc, err := IntdSchema()
+		if err != nil {
+			return nil, fmt.Errorf("server: %w", err)
+		}
+		o.schema = sc
 	}
+	sc := o.schema.s
 	s := &Server{
 		o:       o,
 		log:     o.log,
@@ -179,11 +189,29 @@ func New(opts ...Option) (*Server, error) {
 // configuration (or opts.Initial), applies it, publishes the first tree
 // and starts polling state. ctx bounds only the initial apply.
 func (s *Server) AddTarget(ctx context.Context, name string, a Applier, opts TargetOptions) error {
-	if name == "" {
-		return errors.New("target name must not be empty")
-	}
 	if a == nil {
 		return fmt.Errorf("target %s: nil applier", name)
+	}
+	if !s.schema.isIntd() {
+		return fmt.Errorf("target %s: an Applier serves intd's model, not this server's (use AddStateTarget)", name)
+	}
+	return s.addTarget(ctx, name, intdBackend{a}, false, opts)
+}
+
+// AddStateTarget serves a read-only target named name: its data is what
+// src's State returns, polled like an Applier's (WithStatePollInterval),
+// with changes and deletes published to subscribers. Set is refused with
+// UNIMPLEMENTED: nothing in it is configuration.
+func (s *Server) AddStateTarget(ctx context.Context, name string, src StateSource) error {
+	if src == nil {
+		return fmt.Errorf("target %s: nil state source", name)
+	}
+	return s.addTarget(ctx, name, stateOnly{src}, true, TargetOptions{})
+}
+
+func (s *Server) addTarget(ctx context.Context, name string, b backend, readOnly bool, opts TargetOptions) error {
+	if name == "" {
+		return errors.New("target name must not be empty")
 	}
 	s.mu.Lock()
 	if s.targets[name] != nil {
@@ -191,7 +219,7 @@ func (s *Server) AddTarget(ctx context.Context, name string, a Applier, opts Tar
 		return fmt.Errorf("target %s already exists", name)
 	}
 	s.mu.Unlock()
-	t := &target{name: name, srv: s, applier: a, opts: opts, log: s.log.With("target", name), sem: make(chan struct{}, 1)}
+	t := &target{name: name, srv: s, applier: b, readOnly: readOnly, opts: opts, log: s.log.With("target", name), sem: make(chan struct{}, 1)}
 	s.cache.Add(name)
 	if err := t.start(ctx); err != nil {
 		s.cache.Remove(name)
@@ -220,7 +248,8 @@ func (s *Server) Targets() []string {
 	return out
 }
 
-// Running returns a copy of a target's running configuration.
+// Running returns a copy of a target's running configuration (intd's
+// model).
 func (s *Server) Running(name string) (*gen.Device, error) {
 	s.mu.RLock()
 	t := s.targets[name]
@@ -236,7 +265,11 @@ func (s *Server) Running(name string) (*gen.Device, error) {
 	if err != nil {
 		return nil, fmt.Errorf("target %s: copying the running configuration: %w", name, err)
 	}
-	return cp.(*gen.Device), nil
+	dev, ok := cp.(*gen.Device)
+	if !ok {
+		return nil, fmt.Errorf("target %s does not serve intd's model", name)
+	}
+	return dev, nil
 }
 
 // RefreshState polls every target's applier once and publishes the
@@ -365,7 +398,7 @@ func (s *Server) Capabilities(ctx context.Context, req *gpb.CapabilityRequest) (
 		return nil, err
 	}
 	return &gpb.CapabilityResponse{
-		SupportedModels:    modelData(),
+		SupportedModels:    s.schema.modelData(),
 		SupportedEncodings: supportedEncodings,
 		GNMIVersion:        gnmiVersion(),
 	}, nil

@@ -124,6 +124,11 @@ func (s *Server) set(ctx context.Context, req *gpb.SetRequest, owner string) (*g
 	if err != nil {
 		return nil, err
 	}
+	if t.readOnly {
+		// Nothing in this target is configuration: the operation is not
+		// supported here (gRPC UNIMPLEMENTED), whoever asks.
+		return nil, status.Errorf(codes.Unimplemented, "target %s serves state only: Set is not supported", t.name)
+	}
 	if owner == "" && t.opts.Owner != "" {
 		return nil, status.Errorf(codes.FailedPrecondition, "the configuration of target %s is owned by %s: change it there; gNMI Set is refused", t.name, t.opts.Owner)
 	}
@@ -151,7 +156,7 @@ func (s *Server) set(ctx context.Context, req *gpb.SetRequest, owner string) (*g
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "copying running configuration: %v", err)
 	}
-	cand := cp.(*gen.Device)
+	cand := cp
 	for _, d := range req.GetDelete() {
 		if err := s.deletePath(cand, req.GetPrefix(), d); err != nil {
 			return nil, err
@@ -170,7 +175,7 @@ func (s *Server) set(ctx context.Context, req *gpb.SetRequest, owner string) (*g
 		}
 		resp.Response = append(resp.Response, &gpb.UpdateResult{Path: u.GetPath(), Op: gpb.UpdateResult_UPDATE})
 	}
-	var before *gen.Device
+	var before ygot.GoStruct
 	var prepare func() error
 	if armed != nil {
 		before, prepare = t.running, func() error { return t.persistRollback(before) }
@@ -195,7 +200,7 @@ func (s *Server) set(ctx context.Context, req *gpb.SetRequest, owner string) (*g
 // the last publish, at least commitMargin), nothing is committed and the
 // Set fails with DEADLINE_EXCEEDED, so that a client whose deadline
 // expired can count on nothing having changed. t must be locked.
-func (t *target) transact(ctx context.Context, cand *gen.Device, prepare func() error) error {
+func (t *target) transact(ctx context.Context, cand ygot.GoStruct, prepare func() error) error {
 	if err := ctxErr(ctx, 0); err != nil {
 		return err
 	}
@@ -283,7 +288,7 @@ func CheckConfig(cfg *gen.Device) error {
 // their config containers) and checks it against the schema: what every
 // Set and the configuration a target starts with go through. prev, when
 // set, is the configuration cand was made from.
-func (s *Server) checkCandidate(cand, prev *gen.Device) error {
+func (s *Server) checkCandidate(cand, prev ygot.GoStruct) error {
 	fillConfigKeys(reflect.ValueOf(cand).Elem(), s.schema.root)
 	if p := candidateError(reflect.ValueOf(cand).Elem(), s.schema.root, ""); p != "" {
 		return errors.New(p)
@@ -294,7 +299,7 @@ func (s *Server) checkCandidate(cand, prev *gen.Device) error {
 	return nil
 }
 
-func (s *Server) deletePath(cand *gen.Device, prefix, p *gpb.Path) error {
+func (s *Server) deletePath(cand ygot.GoStruct, prefix, p *gpb.Path) error {
 	elems, origin, err := s.schema.joinPaths(prefix, p)
 	if err != nil {
 		return err
@@ -331,7 +336,7 @@ func (s *Server) deletePath(cand *gen.Device, prefix, p *gpb.Path) error {
 	return nil
 }
 
-func (s *Server) setPath(cand *gen.Device, prefix *gpb.Path, u *gpb.Update, replace bool) error {
+func (s *Server) setPath(cand ygot.GoStruct, prefix *gpb.Path, u *gpb.Update, replace bool) error {
 	op := "update"
 	if replace {
 		op = "replace"
@@ -502,9 +507,10 @@ func candidateError(v reflect.Value, e *yang.Entry, at string) string {
 // clearRoot empties the root of the configuration for an origin: all of
 // it, or only the top-level containers of the module an origin names
 // (§2.7.3: other origins keep their contents).
-func (s *Server) clearRoot(cand *gen.Device, origin string) {
+func (s *Server) clearRoot(cand ygot.GoStruct, origin string) {
 	if !s.schema.modules[origin] {
-		*cand = gen.Device{}
+		v := reflect.ValueOf(cand).Elem()
+		v.Set(reflect.Zero(v.Type()))
 		return
 	}
 	v := reflect.ValueOf(cand).Elem()

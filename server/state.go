@@ -20,5 +20,6 @@ func (s *Server) State(target string) (*gen.Device, error) {
 	if sn == nil {
 		return nil, nil
 	}
-	return sn.state, nil
+	st, _ := sn.state.(*gen.Device)
+	return st, nil
 }

@@ -29,6 +29,7 @@ var syncResponse = &gpb.SubscribeResponse{Response: &gpb.SubscribeResponse_SyncR
 
 // leafSub is one subscribed path after expansion, with its trigger.
 type leafSub struct {
+	sc        *schema
 	query     []string // cache query: target, then path strings
 	onChange  bool     // ON_CHANGE part (TARGET_DEFINED: non-counters)
 	sample    time.Duration
@@ -59,7 +60,7 @@ func (sub *leafSub) covers(p *gpb.Path) bool {
 			return false
 		}
 	}
-	return sub.models.allowsPath(p)
+	return sub.models.allowsPath(sub.sc, p)
 }
 
 // filtered reports whether covers may refuse a leaf the query matches.
@@ -221,7 +222,7 @@ func (ss *session) compile(sl *gpb.SubscriptionList, models modelSet, depth int)
 		}
 		for _, r := range rs {
 			q := append([]string{ss.t.name}, r.queryStrings()...)
-			base := leafSub{query: q, origin: origin, models: s.schema.forOrigin(origin, models)}
+			base := leafSub{sc: s.schema, query: q, origin: origin, models: s.schema.forOrigin(origin, models)}
 			if depth > 0 {
 				base.maxLen = len(r.path.Elem) + depth
 			}
@@ -465,7 +466,7 @@ func (ss *session) response(n *gpb.Notification, sub *leafSub) (string, *gpb.Sub
 		p = &gpb.Path{Elem: u.GetPath().GetElem()}
 		val := u.GetVal()
 		if ss.enc != gpb.Encoding_PROTO {
-			val = leafJSON(p.Elem, val, ss.enc == gpb.Encoding_JSON_IETF)
+			val = ss.srv.schema.leafJSON(p.Elem, val, ss.enc == gpb.Encoding_JSON_IETF)
 		}
 		out.Update = []*gpb.Update{{Path: p, Val: val}}
 	case len(n.GetDelete()) == 1:
@@ -552,7 +553,7 @@ func (b *batcher) add(n *gpb.Notification) error {
 	}
 	for _, u := range n.GetUpdate() {
 		if b.ss.enc != gpb.Encoding_PROTO {
-			u = &gpb.Update{Path: u.GetPath(), Val: leafJSON(u.GetPath().GetElem(), u.GetVal(), b.ss.enc == gpb.Encoding_JSON_IETF)}
+			u = &gpb.Update{Path: u.GetPath(), Val: b.ss.srv.schema.leafJSON(u.GetPath().GetElem(), u.GetVal(), b.ss.enc == gpb.Encoding_JSON_IETF)}
 		}
 		b.cur.Update = append(b.cur.Update, u)
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,6 +41,43 @@ type Applier interface {
 	State(ctx context.Context) (*gen.Device, error)
 }
 
+// StateSource is what a read-only target needs: its state (config false
+// data), as a root of the server's schema. The server polls it like an
+// Applier's State, publishes what changed and deletes what went away; the
+// same ownership rules hold (return a fresh tree each call).
+type StateSource interface {
+	State(ctx context.Context) (ygot.GoStruct, error)
+}
+
+// backend is a target's applier in the schema's terms.
+type backend interface {
+	Apply(ctx context.Context, cfg ygot.GoStruct) error
+	State(ctx context.Context) (ygot.GoStruct, error)
+}
+
+// intdBackend serves an Applier of intd's schema.
+type intdBackend struct{ a Applier }
+
+func (b intdBackend) Apply(ctx context.Context, cfg ygot.GoStruct) error {
+	return b.a.Apply(ctx, cfg.(*gen.Device))
+}
+
+func (b intdBackend) State(ctx context.Context) (ygot.GoStruct, error) {
+	st, err := b.a.State(ctx)
+	if st == nil || err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// stateOnly serves a StateSource: there is no configuration to apply (a
+// read-only target starts from an empty one and refuses Set).
+type stateOnly struct{ src StateSource }
+
+func (stateOnly) Apply(context.Context, ygot.GoStruct) error { return nil }
+
+func (b stateOnly) State(ctx context.Context) (ygot.GoStruct, error) { return b.src.State(ctx) }
+
 // TargetOptions configures one served target.
 type TargetOptions struct {
 	// SavePath, when set, is where the running configuration is saved (as
@@ -69,9 +107,11 @@ type invalidArgument interface{ InvalidArgument() bool }
 type target struct {
 	name    string
 	srv     *Server
-	applier Applier
-	opts    TargetOptions
-	log     *slog.Logger
+	applier backend
+	// readOnly targets serve state only: Set is refused.
+	readOnly bool
+	opts     TargetOptions
+	log      *slog.Logger
 
 	// sem (lock, unlock) serialises Set transactions, commit rollbacks
 	// and state publishing.
@@ -82,11 +122,11 @@ type target struct {
 	masters map[string]electionID
 	// lastPublish is how long the last configuration publish took.
 	lastPublish time.Duration
-	running     *gen.Device // configuration only, as clients set it
+	running     ygot.GoStruct // configuration only, as clients set it
 	// published is running with the defaults in use filled in: what Get
 	// and subscribers see.
-	published *gen.Device
-	state     *gen.Device // latest applier state (config false only)
+	published ygot.GoStruct
+	state     ygot.GoStruct // latest applier state (config false only)
 	lastTS    int64
 
 	// The leaves last written to the cache, by path string.
@@ -111,14 +151,15 @@ type target struct {
 // their merged tree and its per-data-type views are built lazily, on the
 // first Get that needs them.
 type snapshot struct {
-	running, state *gen.Device
+	sc             *schema
+	running, state ygot.GoStruct
 	ts             int64 // when it was taken
 	mu             sync.Mutex
-	dev            *gen.Device
-	views          map[viewKey]*gen.Device
+	dev            ygot.GoStruct
+	views          map[viewKey]ygot.GoStruct
 }
 
-func (sn *snapshot) merged() (*gen.Device, error) {
+func (sn *snapshot) merged() (ygot.GoStruct, error) {
 	if sn.dev != nil {
 		return sn.dev, nil
 	}
@@ -130,7 +171,7 @@ func (sn *snapshot) merged() (*gen.Device, error) {
 	if err != nil {
 		return nil, fmt.Errorf("merging configuration and state: %w", err)
 	}
-	sn.dev = m.(*gen.Device)
+	sn.dev = m
 	return sn.dev, nil
 }
 
@@ -140,7 +181,7 @@ type viewKey struct {
 	models string
 }
 
-func (sn *snapshot) view(t gpb.GetRequest_DataType, models modelSet) (*gen.Device, error) {
+func (sn *snapshot) view(t gpb.GetRequest_DataType, models modelSet) (ygot.GoStruct, error) {
 	sn.mu.Lock()
 	defer sn.mu.Unlock()
 	dev, err := sn.merged()
@@ -150,7 +191,7 @@ func (sn *snapshot) view(t gpb.GetRequest_DataType, models modelSet) (*gen.Devic
 	keep := keepFor(t)
 	if models != nil {
 		typed := keep
-		keep = func(e *yang.Entry) bool { return models.allows(e) && (typed == nil || typed(e)) }
+		keep = func(e *yang.Entry) bool { return models.allows(sn.sc, e) && (typed == nil || typed(e)) }
 	}
 	if keep == nil {
 		return dev, nil
@@ -163,10 +204,10 @@ func (sn *snapshot) view(t gpb.GetRequest_DataType, models modelSet) (*gen.Devic
 	if err != nil {
 		return nil, fmt.Errorf("copying tree for %v view: %w", t, err)
 	}
-	v := cp.(*gen.Device)
-	filterTree(v, theSchema.root, keep)
+	v := cp
+	filterTree(v, sn.sc.root, keep)
 	if sn.views == nil {
-		sn.views = map[viewKey]*gen.Device{}
+		sn.views = map[viewKey]ygot.GoStruct{}
 	}
 	sn.views[k] = v
 	return v, nil
@@ -187,14 +228,14 @@ func (t *target) start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("target %s: %w", t.name, err)
 	}
-	if cfg == nil {
-		cfg = &gen.Device{}
+	if cfg == nil || reflect.ValueOf(cfg).IsNil() {
+		cfg = t.srv.schema.newRoot()
 	} else {
 		cp, err := ygot.DeepCopy(cfg)
 		if err != nil {
 			return fmt.Errorf("target %s: copying %s: %w", t.name, from, err)
 		}
-		cfg = cp.(*gen.Device)
+		cfg = cp
 	}
 	// Checked and applied as a Set replacing everything would be.
 	if err := t.srv.checkCandidate(cfg, nil); err != nil {
@@ -250,7 +291,7 @@ func (t *target) publishLocked(configChanged bool) error {
 	ts := t.nextTS()
 	var n gpb.Notification
 	if configChanged || t.cfgLeaves == nil {
-		t.published = withDefaults(t.running)
+		t.published = t.srv.schema.withDefaults(t.running)
 		leaves, err := flatten(t.published, nil)
 		if err != nil {
 			return fmt.Errorf("flattening configuration: %w", err)
@@ -260,15 +301,15 @@ func (t *target) publishLocked(configChanged bool) error {
 	}
 	st := t.state
 	if st == nil {
-		st = &gen.Device{}
+		st = t.srv.schema.newRoot()
 	}
-	leaves, err := flatten(st, isConfigListKey)
+	leaves, err := flatten(st, t.srv.schema.isConfigListKey)
 	if err != nil {
 		return fmt.Errorf("flattening state: %w", err)
 	}
 	diffLeaves(t.stLeaves, leaves, &n)
 	t.stLeaves = leaves
-	t.snap.Store(&snapshot{running: t.published, state: t.state, ts: ts})
+	t.snap.Store(&snapshot{sc: t.srv.schema, running: t.published, state: t.state, ts: ts})
 	if len(n.Update)+len(n.Delete) == 0 {
 		return nil
 	}
@@ -286,7 +327,7 @@ func (t *target) publishLocked(configChanged bool) error {
 
 // flatten renders a tree's leaves (ygot.TogNMINotifications) keyed by
 // path string, leaving out those skip matches.
-func flatten(dev *gen.Device, skip func([]*gpb.PathElem) bool) (map[string]*gpb.Update, error) {
+func flatten(dev ygot.GoStruct, skip func([]*gpb.PathElem) bool) (map[string]*gpb.Update, error) {
 	ns, err := ygot.TogNMINotifications(dev, 0, ygot.GNMINotificationsConfig{UsePathElem: true})
 	if err != nil {
 		return nil, err
@@ -346,7 +387,7 @@ func sameValue(a, b *gpb.TypedValue) bool {
 // configuration list entry: such leaves are published from the
 // configuration, so the state tree (which repeats them to hold its
 // entries) must not publish or delete them.
-func isConfigListKey(p []*gpb.PathElem) bool {
+func (s *schema) isConfigListKey(p []*gpb.PathElem) bool {
 	if len(p) < 2 {
 		return false
 	}
@@ -354,7 +395,7 @@ func isConfigListKey(p []*gpb.PathElem) bool {
 	if _, ok := parent.GetKey()[p[len(p)-1].GetName()]; !ok {
 		return false
 	}
-	e := theSchema.root
+	e := s.root
 	for _, pe := range p[:len(p)-1] {
 		if e = e.Dir[pe.GetName()]; e == nil {
 			return false
@@ -401,7 +442,7 @@ func (t *target) refreshState(ctx context.Context) {
 
 // saveConfig writes dev atomically: a temporary file in the same
 // directory, fsync, rename over the old one, fsync the directory.
-func saveConfig(path string, dev *gen.Device) error {
+func saveConfig(path string, dev ygot.GoStruct) error {
 	js, err := ygot.EmitJSON(dev, &ygot.EmitJSONConfig{
 		Format:         ygot.RFC7951,
 		Indent:         "  ",
