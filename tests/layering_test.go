@@ -23,7 +23,10 @@ var allowed = map[string][]string{
 	// The SONiC CONFIG_DB source speaks YANG and Redis and configures
 	// through the gNMI server, like any northbound client: no dtel, sai
 	// or dataplane.
-	"server/sonic":        {"gen", "server/sonic", "sai/spec"},
+	"server/sonic": {"gen", "server/sonic", "sai/spec"},
+	// The collector's state as its YANG model: a read-only gNMI target
+	// over the report collector.
+	"server/collector":    {"gen", "server", "server/collector", "dataplane/collector", "dataplane/wire", "sai/spec"},
 	"dtel":                {"gen", "sai", "sai/spec"},
 	"sai":                 {"sai", "sai/spec"},
 	"dataplane/wire":      {"dataplane/wire", "sai/spec"},
@@ -37,7 +40,9 @@ var allowed = map[string][]string{
 	// Build information and the /metrics server shared by the commands,
 	// and the build tools of deploy/, stand apart from the node.
 	"cmd/internal/": {"cmd/internal/"},
-	"deploy/":       {},
+	// The gNMI listener settings both commands share configure the server.
+	"cmd/internal/gnmilisten": {"cmd/internal/", "server"},
+	"deploy/":                 {},
 }
 
 // forbidden lists, per package, outside imports it must not have: the

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -12,13 +11,13 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/openconfig/ygot/ygot"
 
+	"github.com/intd-project/intd/cmd/internal/gnmilisten"
 	"github.com/intd-project/intd/cmd/internal/logging"
 	"github.com/intd-project/intd/dtel"
 	"github.com/intd-project/intd/gen"
@@ -28,27 +27,21 @@ import (
 // runOptions are `intd run`'s settings; a --config file sets the same
 // names (JSON object keys equal to the flag names), flags override it.
 type runOptions struct {
-	Addr                 string        `json:"addr"`
-	TLSCert              string        `json:"tls-cert"`
-	TLSKey               string        `json:"tls-key"`
-	TLSClientCA          string        `json:"tls-client-ca"`
-	Insecure             bool          `json:"insecure"`
-	Credentials          string        `json:"credentials"`
-	AllowUnauthenticated bool          `json:"allow-unauthenticated"`
-	NodeID               uint          `json:"node-id"`
-	Target               string        `json:"target"`
-	StateDir             string        `json:"state-dir"`
-	Save                 string        `json:"save"`
-	StartupConfig        string        `json:"startup-config"`
-	Dataplane            string        `json:"dataplane"`
-	Interfaces           string        `json:"interfaces"`
-	StateInterval        time.Duration `json:"-"`
-	StateInt             string        `json:"state-interval"`
-	LogLevel             string        `json:"log-level"`
-	LogFormat            string        `json:"log-format"`
-	SonicConfigDB        string        `json:"sonic-config-db"`
-	SonicDBConfig        string        `json:"sonic-db-config"`
-	Metrics              string        `json:"metrics"`
+	// The gNMI listener: --addr, TLS, credentials and --state-dir.
+	gnmilisten.Settings
+	NodeID        uint          `json:"node-id"`
+	Target        string        `json:"target"`
+	Save          string        `json:"save"`
+	StartupConfig string        `json:"startup-config"`
+	Dataplane     string        `json:"dataplane"`
+	Interfaces    string        `json:"interfaces"`
+	StateInterval time.Duration `json:"-"`
+	StateInt      string        `json:"state-interval"`
+	LogLevel      string        `json:"log-level"`
+	LogFormat     string        `json:"log-format"`
+	SonicConfigDB string        `json:"sonic-config-db"`
+	SonicDBConfig string        `json:"sonic-db-config"`
+	Metrics       string        `json:"metrics"`
 
 	// given holds the names of the settings given by flag or file.
 	given map[string]bool
@@ -168,53 +161,19 @@ func parseRunArgs(args []string, stderr io.Writer) (*runOptions, error) {
 	}
 	if !o.given["addr"] {
 		o.Addr = net.JoinHostPort("127.0.0.1", defaultPort)
-		if o.authenticated() {
+		if o.Authenticated() {
 			o.Addr = ":" + defaultPort
 		}
 	}
 	return o, nil
 }
 
-// authenticated reports whether clients must prove who they are.
-func (o *runOptions) authenticated() bool { return o.Credentials != "" || o.TLSClientCA != "" }
-
-// isLoopback reports whether a listen address binds only loopback.
-func isLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
+func isLoopback(addr string) bool { return gnmilisten.IsLoopback(addr) }
 
 // checkListen refuses listen settings that would expose the node: a
 // plaintext or unauthenticated server beyond loopback.
 func checkListen(o *runOptions, log *slog.Logger) error {
-	if o.Insecure {
-		if !isLoopback(o.Addr) {
-			return fmt.Errorf("--insecure is only allowed on a loopback address, not %q", o.Addr)
-		}
-		if o.TLSCert != "" || o.TLSKey != "" || o.TLSClientCA != "" {
-			return errors.New("--insecure conflicts with the --tls-* flags")
-		}
-	}
-	if (o.TLSCert == "") != (o.TLSKey == "") {
-		return errors.New("TLS needs both a certificate and a key file (--tls-cert and --tls-key)")
-	}
-	if o.authenticated() || isLoopback(o.Addr) {
-		return nil
-	}
-	if !o.AllowUnauthenticated {
-		return fmt.Errorf("--addr %s listens beyond loopback but clients are not authenticated: anyone who can reach it could reconfigure this node. "+
-			"Give --credentials FILE (users from `intd passwd`) or --tls-client-ca FILE (mutual TLS), or listen on loopback (the default, 127.0.0.1:%s); "+
-			"--allow-unauthenticated accepts the risk", o.Addr, defaultPort)
-	}
-	log.Warn("UNAUTHENTICATED gNMI beyond loopback (--allow-unauthenticated): anyone who can reach "+o.Addr+" can reconfigure this node and change the packets it forwards", "addr", o.Addr)
-	return nil
+	return o.Check(log, "--addr", "127.0.0.1:"+defaultPort, "reconfigure this node and change the packets it forwards")
 }
 
 // checkInterfaces checks that every interface exists here, before any
@@ -399,21 +358,11 @@ func run(ctx context.Context, o *runOptions, log *slog.Logger) (err error) {
 		}
 	}
 
-	opts := []server.Option{server.WithLogger(log), server.WithStatePollInterval(o.StateInterval), server.WithDefaultTarget(o.Target)}
-	if o.Credentials != "" {
-		creds, err := server.LoadCredentials(o.Credentials)
-		if err != nil {
-			return err
-		}
-		opts = append(opts, server.WithCredentials(creds))
+	opts, err := o.ServerOptions(log)
+	if err != nil {
+		return err
 	}
-	if !o.Insecure {
-		tlsCfg, err := tlsConfig(o, log)
-		if err != nil {
-			return err
-		}
-		opts = append(opts, server.WithTLS(tlsCfg))
-	}
+	opts = append(opts, server.WithLogger(log), server.WithStatePollInterval(o.StateInterval), server.WithDefaultTarget(o.Target))
 
 	// A port in use stops intd before the dataplane touches anything.
 	lis, err := net.Listen("tcp", o.Addr)
@@ -495,44 +444,4 @@ func run(ctx context.Context, o *runOptions, log *slog.Logger) (err error) {
 		}
 		return nil
 	}
-}
-
-// tlsConfig is the server's TLS: --tls-cert/--tls-key, or the self-signed
-// certificate kept in the state directory (made at the first start). Its
-// fingerprint is logged so that clients can pin it.
-func tlsConfig(o *runOptions, log *slog.Logger) (*tls.Config, error) {
-	if o.TLSCert != "" {
-		cfg, err := server.TLSConfig(o.TLSCert, o.TLSKey, o.TLSClientCA)
-		if err != nil {
-			return nil, err
-		}
-		log.Info("TLS certificate", "file", o.TLSCert, "sha256-fingerprint", server.Fingerprint(cfg.Certificates[0].Certificate[0]))
-		return cfg, nil
-	}
-	hosts := server.CertHosts(o.Addr)
-	cert, created, err := server.StateCert(o.StateDir, hosts)
-	if err != nil {
-		return nil, err
-	}
-	file := filepath.Join(o.StateDir, server.StateCertFile)
-	fp := server.Fingerprint(cert.Certificate[0])
-	if created {
-		log.Info("made a self-signed TLS certificate, kept for the next starts; clients trust this file (gnmic --tls-ca) or pin its fingerprint",
-			"file", file, "sha256-fingerprint", fp, "names", slices.Concat(cert.Leaf.DNSNames, ipStrings(cert.Leaf.IPAddresses)))
-	} else {
-		log.Info("self-signed TLS certificate; clients trust this file (gnmic --tls-ca) or pin its fingerprint", "file", file, "sha256-fingerprint", fp)
-	}
-	if un := server.Uncovered(cert.Leaf, hosts); len(un) > 0 {
-		log.Warn("the kept TLS certificate does not cover some of this node's names and addresses: clients using them fail to verify it; "+
-			"delete it and its key to have a new one made (clients must trust the new one)", "file", file, "not-covered", un)
-	}
-	return server.TLSConfigFor(cert, o.TLSClientCA)
-}
-
-func ipStrings(ips []net.IP) []string {
-	out := make([]string, len(ips))
-	for i, ip := range ips {
-		out[i] = ip.String()
-	}
-	return out
 }

@@ -1,12 +1,42 @@
-package main
+package collector
 
 import (
+	"context"
+
+	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/ygot/ygot"
 
 	"github.com/intd-project/intd/dataplane/collector"
 	"github.com/intd-project/intd/dataplane/wire"
 	gc "github.com/intd-project/intd/gen/collector"
+	"github.com/intd-project/intd/server"
 )
+
+// Schema is the intd-collector model (gen/collector) for server.WithSchema.
+func Schema() (*server.Schema, error) {
+	ys, err := gc.Schema()
+	if err != nil {
+		return nil, err
+	}
+	models := make([]*gpb.ModelData, 0, len(gc.ΓModelData))
+	for _, m := range gc.ΓModelData {
+		models = append(models, &gpb.ModelData{Name: m.Name, Organization: m.Organization, Version: gc.ModelVersions[m.Name]})
+	}
+	return server.NewSchema(ys, models, nil)
+}
+
+// Source is a server.StateSource: the collector's counters, sources and
+// its MaxFlows most recently updated flows (0: all). A flow evicted from
+// the table leaves the tree, and the server publishes its deletion.
+type Source struct {
+	C        *collector.Collector
+	MaxFlows int
+}
+
+// State renders a fresh snapshot of the collector.
+func (s Source) State(context.Context) (ygot.GoStruct, error) {
+	return Tree(s.C.Snapshot(s.MaxFlows)), nil
+}
 
 // Tree renders a collector snapshot as the intd-collector YANG tree.
 func Tree(s *collector.Snapshot) *gc.Device {
