@@ -332,6 +332,18 @@ func (s *Server) GRPCServer() *grpc.Server {
 	return gs
 }
 
+// writable reports whether some target accepts Set.
+func (s *Server) writable() bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, t := range s.targets {
+		if !t.readOnly {
+			return true
+		}
+	}
+	return false
+}
+
 // Serve serves gNMI on lis until Close; it returns nil after Close.
 func (s *Server) Serve(lis net.Listener) error {
 	gs := s.GRPCServer()
@@ -342,7 +354,11 @@ func (s *Server) Serve(lis net.Listener) error {
 		if ta, ok := lis.Addr().(*net.TCPAddr); ok && ta.IP.IsLoopback() {
 			who = "any local process"
 		}
-		s.log.Warn("gNMI server listening without authentication: "+who+" can reconfigure this node", attrs...)
+		can := "read its state"
+		if s.writable() {
+			can = "reconfigure this node"
+		}
+		s.log.Warn("gNMI server listening without authentication: "+who+" can "+can, attrs...)
 	} else {
 		s.log.Info("gNMI server listening", attrs...)
 	}

@@ -255,7 +255,9 @@ func (t *target) start(ctx context.Context) error {
 		t.removeRollback()
 		t.log.Warn("a commit was waiting for confirmation when the target stopped: rolled back", "from", from)
 	}
-	t.log.Info("configuration applied", "from", from)
+	if !t.readOnly {
+		t.log.Info("configuration applied", "from", from)
+	}
 	if err := t.lock(context.Background()); err != nil {
 		return err
 	}

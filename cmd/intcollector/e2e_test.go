@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/intd-project/intd/cmd/internal/gnmilisten"
 	"github.com/intd-project/intd/dataplane/collector"
 	"github.com/intd-project/intd/dataplane/lab"
 	"github.com/intd-project/intd/dataplane/soft"
@@ -27,7 +28,7 @@ import (
 func TestLabEndToEnd(t *testing.T) {
 	c := collector.New(collector.Config{})
 	c.Decoder().Parser.DSCP, c.Decoder().Parser.DSCPMask = lab.DSCPValue, lab.DSCPMask
-	s, err := start(c, &serveConfig{listen: "127.0.0.1:0", metrics: "127.0.0.1:0", gnmi: "127.0.0.1:0", exportFlows: 100, flowMetrics: 100})
+	s, err := start(c, &serveConfig{listen: "127.0.0.1:0", metrics: "127.0.0.1:0", gnmi: gnmilisten.Settings{Addr: "127.0.0.1:0", Insecure: true}, exportFlows: 100, flowMetrics: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,6 +186,8 @@ func TestLabEndToEnd(t *testing.T) {
 	promtoolCheck(t, scrapeText(t, s))
 
 	// The same through the collector's gNMI.
+	// State is published every --state-interval: publish it now.
+	s.gnmi.RefreshState(context.Background())
 	conn, err := grpc.NewClient(s.gnmiLn.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
@@ -196,7 +199,7 @@ func TestLabEndToEnd(t *testing.T) {
 		return &gpb.PathElem{Name: "flow", Key: map[string]string{"src-address": k.Src.String(), "dst-address": k.Dst.String(),
 			"protocol": strconv.Itoa(int(k.Proto)), "src-port": strconv.Itoa(int(k.SrcPort)), "dst-port": strconv.Itoa(int(k.DstPort))}}
 	}
-	get, err := gpb.NewGNMIClient(conn).Get(ctx, &gpb.GetRequest{Encoding: gpb.Encoding_JSON_IETF, Path: []*gpb.Path{
+	get, err := gpb.NewGNMIClient(conn).Get(ctx, &gpb.GetRequest{Encoding: gpb.Encoding_PROTO, Path: []*gpb.Path{
 		{Elem: []*gpb.PathElem{{Name: "collector"}, {Name: "flows"}, flowElem(tcp), {Name: "path"}}},
 		{Elem: []*gpb.PathElem{{Name: "collector"}, {Name: "flows"}, flowElem(udp), {Name: "state"}, {Name: "counters"}}}}})
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/intd-project/intd/cmd/internal/gnmilisten"
 	"github.com/intd-project/intd/dataplane/collector"
 	"github.com/intd-project/intd/dataplane/wire"
 	"github.com/intd-project/intd/sai/spec"
@@ -59,7 +60,7 @@ func sinkReport(t *testing.T, seq uint32) []byte {
 
 func TestServe(t *testing.T) {
 	c := collector.New(collector.Config{})
-	s, err := start(c, &serveConfig{listen: "127.0.0.1:0", metrics: "127.0.0.1:0", gnmi: "127.0.0.1:0", exportFlows: 10, flowMetrics: 10})
+	s, err := start(c, &serveConfig{listen: "127.0.0.1:0", metrics: "127.0.0.1:0", gnmi: gnmilisten.Settings{Addr: "127.0.0.1:0", Insecure: true}, exportFlows: 10, flowMetrics: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,6 +104,8 @@ func TestServe(t *testing.T) {
 		}
 	}
 
+	// State is published every --state-interval: publish it now.
+	s.gnmi.RefreshState(context.Background())
 	conn, err := grpc.NewClient(s.gnmiLn.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +116,7 @@ func TestServe(t *testing.T) {
 	defer cancel()
 	flow := &gpb.PathElem{Name: "flow", Key: map[string]string{"src-address": "10.0.0.1", "dst-address": "10.0.0.2",
 		"protocol": "17", "src-port": "1111", "dst-port": "2222"}}
-	get, err := cl.Get(ctx, &gpb.GetRequest{Encoding: gpb.Encoding_JSON_IETF, Path: []*gpb.Path{{Elem: []*gpb.PathElem{
+	get, err := cl.Get(ctx, &gpb.GetRequest{Encoding: gpb.Encoding_PROTO, Path: []*gpb.Path{{Elem: []*gpb.PathElem{
 		{Name: "collector"}, {Name: "flows"}, flow, {Name: "path"}, {Name: "hop", Key: map[string]string{"index": "*"}},
 		{Name: "state"}}}}})
 	if err != nil {
@@ -135,7 +138,7 @@ func TestServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	sub.Send(&gpb.SubscribeRequest{Request: &gpb.SubscribeRequest_Subscribe{Subscribe: &gpb.SubscriptionList{
-		Mode: gpb.SubscriptionList_ONCE, Subscription: []*gpb.Subscription{{Path: &gpb.Path{Elem: []*gpb.PathElem{
+		Mode: gpb.SubscriptionList_ONCE, Encoding: gpb.Encoding_PROTO, Subscription: []*gpb.Subscription{{Path: &gpb.Path{Elem: []*gpb.PathElem{
 			{Name: "collector"}, {Name: "flows"}, flow, {Name: "state"}, {Name: "counters"}}}}}}}})
 	got := map[string]uint64{}
 	for {
@@ -177,7 +180,7 @@ func TestServeLogs(t *testing.T) {
 		}
 		return rs
 	}
-	cmd := exec.Command(bin, "--log-format", "json", "--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0", "--gnmi", "127.0.0.1:0")
+	cmd := exec.Command(bin, "--log-format", "json", "--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0", "--gnmi", "127.0.0.1:0", "--state-dir", t.TempDir())
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -209,7 +212,11 @@ func TestServeLogs(t *testing.T) {
 		t.Errorf("exit: %v\n%s", err, stderr.String())
 	}
 	rs := records(stderr.String())
-	if len(rs) < 2 || rs[0]["msg"] != "intcollector listening" || rs[len(rs)-1]["msg"] != "intcollector stopped" {
+	// The listening line follows the TLS certificate's.
+	for len(rs) > 0 && rs[0]["msg"] != "intcollector listening" {
+		rs = rs[1:]
+	}
+	if len(rs) < 2 || rs[len(rs)-1]["msg"] != "intcollector stopped" {
 		t.Fatalf("log records %v", rs)
 	}
 	for _, k := range []string{"reports", "metrics", "gnmi"} {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -13,20 +14,24 @@ import (
 	"syscall"
 	"time"
 
-	gpb "github.com/openconfig/gnmi/proto/gnmi"
-	"google.golang.org/grpc"
-
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/intd-project/intd/cmd/internal/gnmilisten"
 	"github.com/intd-project/intd/cmd/internal/logging"
 	"github.com/intd-project/intd/cmd/internal/promserve"
 	"github.com/intd-project/intd/dataplane/collector"
 	"github.com/intd-project/intd/dataplane/collector/metrics"
+	"github.com/intd-project/intd/server"
+	gnmicollector "github.com/intd-project/intd/server/collector"
 )
 
 type serveConfig struct {
-	log                   *slog.Logger // nil: slog.Default()
-	listen, metrics, gnmi string
+	log             *slog.Logger // nil: slog.Default()
+	listen, metrics string
+	// gnmi is the gNMI listener; an empty Addr disables it.
+	gnmi                  gnmilisten.Settings
+	target                string
+	stateInterval         time.Duration
 	json                  bool
 	maxFlows, exportFlows int
 	flowMetrics           int
@@ -41,6 +46,8 @@ const (
 	defaultListen  = ":32766"
 	defaultMetrics = "127.0.0.1:23266"
 	defaultGNMI    = "127.0.0.1:23267"
+	// defaultStateDir keeps the self-signed TLS certificate.
+	defaultStateDir = "/var/lib/intcollector"
 )
 
 func serveMain(args []string) int {
@@ -49,7 +56,17 @@ func serveMain(args []string) int {
 	fs := flag.NewFlagSet("intcollector", flag.ExitOnError)
 	fs.StringVar(&cfg.listen, "listen", defaultListen, "UDP address receiving telemetry reports")
 	fs.StringVar(&cfg.metrics, "metrics", defaultMetrics, "HTTP address serving Prometheus /metrics (empty disables)")
-	fs.StringVar(&cfg.gnmi, "gnmi", defaultGNMI, "gNMI address (insecure; empty disables)")
+	g := &cfg.gnmi
+	fs.StringVar(&g.Addr, "gnmi", defaultGNMI, "gNMI address (empty disables); an address beyond loopback needs --credentials or --tls-client-ca")
+	fs.StringVar(&g.TLSCert, "tls-cert", "", "TLS certificate file (PEM) of the gNMI server; with --tls-key. Without both a self-signed certificate is made once and kept in --state-dir")
+	fs.StringVar(&g.TLSKey, "tls-key", "", "TLS private key file (PEM)")
+	fs.StringVar(&g.TLSClientCA, "tls-client-ca", "", "CA bundle (PEM) for mutual TLS: gNMI clients must present a certificate it signed")
+	fs.BoolVar(&g.Insecure, "insecure", false, "serve plaintext gNMI (only allowed on a loopback address)")
+	fs.StringVar(&g.Credentials, "credentials", "", "credentials `file` (lines printed by intd passwd, mode 0600): gNMI clients must give a username and password")
+	fs.BoolVar(&g.AllowUnauthenticated, "allow-unauthenticated", false, "serve gNMI beyond loopback without --credentials or --tls-client-ca: anyone who can connect may read every flow")
+	fs.StringVar(&g.StateDir, "state-dir", defaultStateDir, "directory of intcollector's state: the generated TLS certificate")
+	fs.StringVar(&cfg.target, "target", "intcollector", "gNMI target name of the collector (requests without a target get it)")
+	fs.DurationVar(&cfg.stateInterval, "state-interval", time.Second, "how often the flow table is published over gNMI")
 	fs.BoolVar(&cfg.json, "json", false, "write every decoded report as a JSON line on stdout")
 	fs.IntVar(&cfg.maxFlows, "max-flows", 65536, "flow table size (least recently updated flows are evicted)")
 	fs.IntVar(&cfg.exportFlows, "export-flows", 1000, "most recently updated flows exported over gNMI")
@@ -118,7 +135,7 @@ type service struct {
 	recv    *collector.Receiver
 	metrics *promserve.Server
 	gnmiLn  net.Listener
-	grpc    *grpc.Server
+	gnmi    *server.Server
 	wg      sync.WaitGroup
 	reports string
 }
@@ -158,20 +175,11 @@ func start(c *collector.Collector, cfg *serveConfig) (*service, error) {
 		}
 		s.metrics = m
 	}
-	if cfg.gnmi != "" {
-		ln, err := net.Listen("tcp", cfg.gnmi)
-		if err != nil {
+	if cfg.gnmi.Addr != "" {
+		if err := s.serveGNMI(cfg, log); err != nil {
 			s.stop()
-			return nil, fmt.Errorf("gNMI (--gnmi): %w", err)
+			return nil, err
 		}
-		s.gnmiLn = ln
-		s.grpc = grpc.NewServer()
-		gpb.RegisterGNMIServer(s.grpc, &gnmiServer{c: c, maxFlows: cfg.exportFlows})
-		go func() {
-			if err := s.grpc.Serve(ln); err != nil {
-				log.Error("serving gNMI", "err", err.Error())
-			}
-		}()
 	}
 	return s, nil
 }
@@ -181,8 +189,58 @@ func (s *service) stop() {
 	if s.metrics != nil {
 		s.metrics.Close()
 	}
-	if s.grpc != nil {
-		s.grpc.Stop()
+	if s.gnmi != nil {
+		s.gnmi.Close()
 	}
 	s.wg.Wait()
+}
+
+// serveGNMI serves the collector's state (the intd-collector model) as a
+// read-only target, with intd's listener rules: TLS unless --insecure,
+// authentication beyond loopback.
+func (s *service) serveGNMI(cfg *serveConfig, log *slog.Logger) error {
+	if err := cfg.gnmi.Check(log, "--gnmi", defaultGNMI, "read every flow and source"); err != nil {
+		return err
+	}
+	if err := cfg.gnmi.PrepareStateDir("intcollector"); err != nil {
+		return err
+	}
+	opts, err := cfg.gnmi.ServerOptions(log)
+	if err != nil {
+		return err
+	}
+	sc, err := gnmicollector.Schema()
+	if err != nil {
+		return err
+	}
+	every := cfg.stateInterval
+	if every <= 0 {
+		every = time.Second
+	}
+	target := cfg.target
+	if target == "" {
+		target = "intcollector"
+	}
+	opts = append(opts, server.WithSchema(sc), server.WithLogger(log), server.WithStatePollInterval(every), server.WithDefaultTarget(target))
+	ln, err := net.Listen("tcp", cfg.gnmi.Addr)
+	if err != nil {
+		return fmt.Errorf("gNMI (--gnmi): %w", err)
+	}
+	srv, err := server.New(opts...)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	if err := srv.AddStateTarget(context.Background(), target, gnmicollector.Source{C: s.c, MaxFlows: cfg.exportFlows}); err != nil {
+		ln.Close()
+		srv.Close()
+		return err
+	}
+	s.gnmiLn, s.gnmi = ln, srv
+	go func() {
+		if err := srv.Serve(ln); err != nil {
+			log.Error("serving gNMI", "err", err.Error())
+		}
+	}()
+	return nil
 }
