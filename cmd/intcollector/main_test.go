@@ -27,7 +27,10 @@ import (
 // sinkReport builds a v2.0 report from sink node 4 embedding a frame with
 // a 3-hop INT-MD stack (nodes 3, 2, 1 on top-of-stack order), plus a drop
 // report and a congestion report for the same flow.
-func sinkReport(t *testing.T, seq uint32) []byte {
+func sinkReport(t *testing.T, seq uint32) []byte { return sinkReportPort(t, seq, 1111) }
+
+// sinkReportPort is sinkReport for the flow from UDP source port sport.
+func sinkReportPort(t *testing.T, seq uint32, sport uint16) []byte {
 	inst := spec.InstNodeID | spec.InstL1Interfaces | spec.InstHopLatency | spec.InstQueue
 	hopLen := inst.Words() * 4
 	intLen := wire.MDHeaderLen + 3*hopLen
@@ -35,7 +38,7 @@ func sinkReport(t *testing.T, seq uint32) []byte {
 	wire.PutEthernet(f, [6]byte{2}, [6]byte{2}, wire.EtherTypeIPv4)
 	ip := f[wire.EthernetLen:]
 	wire.IPv4Header{TotalLen: uint16(len(ip)), TTL: 64, Proto: wire.ProtoUDP, Src: [4]byte{10, 0, 0, 1}, Dst: [4]byte{10, 0, 0, 2}}.Put(ip)
-	wire.UDPHeader{SrcPort: 1111, DstPort: 2222, Length: uint16(len(ip) - 20)}.Put(ip[20:])
+	wire.UDPHeader{SrcPort: sport, DstPort: 2222, Length: uint16(len(ip) - 20)}.Put(ip[20:])
 	sh := ip[28:]
 	wire.Shim{Type: wire.TypeMD, Length: uint8(intLen / 4)}.Put(sh)
 	wire.MDHeader{Version: 2, HopML: uint8(inst.Words()), RemainingHops: 4, Instructions: inst}.Put(sh[4:])
