@@ -145,7 +145,7 @@ func (t *target) rollback(ctx context.Context, p *pendingCommit, why string) err
 	if err != nil {
 		return status.Errorf(codes.Internal, "copying the configuration before commit %q: %v", p.id, err)
 	}
-	if err := t.transact(context.WithoutCancel(ctx), cp.(ygot.GoStruct), nil); err != nil {
+	if err := t.transact(context.WithoutCancel(ctx), cp, nil); err != nil {
 		return status.Errorf(status.Code(err), "rolling back commit %q: %s", p.id, status.Convert(err).Message())
 	}
 	p.timer.Stop()
