@@ -16,6 +16,18 @@
 // WithDefaultTarget. The target is echoed in responses only when the
 // client sent one.
 //
+// # Models
+//
+// The model served is passed in: intd's (IntdSchema, gen/) unless
+// WithSchema names another (NewSchema over a ygot generated package, as
+// server/collector does for intcollector). An Applier speaks intd's model;
+// a server of another model serves read-only targets (AddStateTarget):
+// their state is polled and published like an Applier's, deletes
+// included, and Set is refused with UNIMPLEMENTED, the operation not
+// being supported there. The schema is the server's, not the package's:
+// the package imports gen only for intd's default schema and the typed
+// Applier API intd's callers use.
+//
 // # Datastore
 //
 // Each target keeps its running configuration (a gen.Device holding only
