@@ -46,7 +46,7 @@ generate:
 		-generate_simple_unions -include_model_data -generate_rename yang/intd-collector.yang
 	sed -i "s#$$($(GO) env GOMODCACHE)/##g" gen/collector/collector.go
 	gofmt -w gen/collector/collector.go
-	PACKAGE=collector sh gen/versions.sh yang/intd-collector.yang > gen/collector/versions.go
+	PACKAGE=collector sh gen/versions.sh yang/intd-collector.yang yang/ietf/ietf-yang-types.yang > gen/collector/versions.go
 	gofmt -w gen/collector/versions.go
 	# BPF objects of the tc/eBPF dataplane (bpf2go; needs clang and llvm-strip).
 	$(GO) generate ./dataplane/ebpf

@@ -177,7 +177,7 @@ func TestGNMIUnknownPath(t *testing.T) {
 // Get echoes the target of the request's prefix; Set is refused.
 func TestGNMITargetAndSet(t *testing.T) {
 	e := startGNMI(t, 0)
-	r, err := e.cl.Get(ctxT(t), &gpb.GetRequest{Prefix: &gpb.Path{Target: "intcollector"}, Path: []*gpb.Path{mustPath(t, "/collector/state/flows")}, Encoding: gpb.Encoding_PROTO})
+	r, err := e.cl.Get(ctxT(t), &gpb.GetRequest{Prefix: &gpb.Path{Target: "intcollector"}, Path: []*gpb.Path{mustPath(t, "/collector/state/flow-count")}, Encoding: gpb.Encoding_PROTO})
 	if err != nil {
 		t.Fatal(err)
 	}

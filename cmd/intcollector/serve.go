@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -191,6 +192,8 @@ func (s *service) stop() {
 	}
 	if s.gnmi != nil {
 		s.gnmi.Close()
+		// A Serve that had not started yet returns on the closed listener.
+		s.gnmiLn.Close()
 	}
 	s.wg.Wait()
 }
@@ -237,8 +240,11 @@ func (s *service) serveGNMI(cfg *serveConfig, log *slog.Logger) error {
 		return err
 	}
 	s.gnmiLn, s.gnmi = ln, srv
+	// stop waits for Serve, so that its lines come before the last one.
+	s.wg.Add(1)
 	go func() {
-		if err := srv.Serve(ln); err != nil {
+		defer s.wg.Done()
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, net.ErrClosed) {
 			log.Error("serving gNMI", "err", err.Error())
 		}
 	}()

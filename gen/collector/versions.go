@@ -4,5 +4,6 @@ package collector
 
 // ModelVersions maps each YANG module to its newest revision date.
 var ModelVersions = map[string]string{
-	"intd-collector": "2026-11-21",
+	"intd-collector":  "2026-11-24",
+	"ietf-yang-types": "2013-07-15",
 }

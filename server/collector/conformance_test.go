@@ -92,8 +92,14 @@ func TestReadOnlyConformance(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r.GetGNMIVersion() == "" || len(r.GetSupportedModels()) != 1 || r.GetSupportedModels()[0].GetName() != "intd-collector" ||
-				r.GetSupportedModels()[0].GetVersion() == "" || len(r.GetSupportedEncodings()) == 0 {
+			names := map[string]bool{}
+			for _, m := range r.GetSupportedModels() {
+				if m.GetVersion() == "" {
+					t.Errorf("model %s without a version", m.GetName())
+				}
+				names[m.GetName()] = true
+			}
+			if r.GetGNMIVersion() == "" || !names["intd-collector"] || len(r.GetSupportedEncodings()) == 0 {
 				t.Errorf("capabilities %v", r)
 			}
 		}},
@@ -109,7 +115,7 @@ func TestReadOnlyConformance(t *testing.T) {
 			}
 		}},
 		{"2.2.2.1", "a target in a request's prefix is reflected in the responses' prefix", func(t *testing.T, cl gpb.GNMIClient) {
-			r, err := cl.Get(ctxFor(t), &gpb.GetRequest{Prefix: &gpb.Path{Target: "col"}, Path: []*gpb.Path{gp(t, "/collector/state/flows")}, Encoding: gpb.Encoding_PROTO})
+			r, err := cl.Get(ctxFor(t), &gpb.GetRequest{Prefix: &gpb.Path{Target: "col"}, Path: []*gpb.Path{gp(t, "/collector/state/flow-count")}, Encoding: gpb.Encoding_PROTO})
 			if err != nil || r.GetNotification()[0].GetPrefix().GetTarget() != "col" {
 				t.Errorf("Get: %v %v", r, err)
 			}
@@ -118,7 +124,7 @@ func TestReadOnlyConformance(t *testing.T) {
 				t.Fatal(err)
 			}
 			sub.Send(&gpb.SubscribeRequest{Request: &gpb.SubscribeRequest_Subscribe{Subscribe: &gpb.SubscriptionList{
-				Prefix: &gpb.Path{Target: "col"}, Mode: gpb.SubscriptionList_ONCE, Subscription: []*gpb.Subscription{{Path: gp(t, "/collector/state/flows")}}}}})
+				Prefix: &gpb.Path{Target: "col"}, Mode: gpb.SubscriptionList_ONCE, Subscription: []*gpb.Subscription{{Path: gp(t, "/collector/state/flow-count")}}}}})
 			for _, n := range recvAll(t, sub) {
 				if n.GetPrefix().GetTarget() != "col" {
 					t.Errorf("Subscribe notification %v", n)
@@ -152,7 +158,7 @@ func TestReadOnlyConformance(t *testing.T) {
 			}
 		}},
 		{"3.3.2", "one notification per path of the request", func(t *testing.T, cl gpb.GNMIClient) {
-			r, err := cl.Get(ctxFor(t), &gpb.GetRequest{Path: []*gpb.Path{gp(t, "/collector/state/flows"), gp(t, "/collector/state/counters/packets")}, Encoding: gpb.Encoding_PROTO})
+			r, err := cl.Get(ctxFor(t), &gpb.GetRequest{Path: []*gpb.Path{gp(t, "/collector/state/flow-count"), gp(t, "/collector/state/counters/packets")}, Encoding: gpb.Encoding_PROTO})
 			if err != nil || len(r.GetNotification()) != 2 {
 				t.Errorf("Get: %v %v", r, err)
 			}
