@@ -17,11 +17,11 @@ import (
 // before the schema lookup).
 var attrObjectPaths = map[sai.ObjectType]string{
 	sai.ObjectTypeDTel:           "/int",
-	sai.ObjectTypeIntSession:     intSessionPath("x"),
-	sai.ObjectTypeReportSession:  reportSessionPath("x"),
-	sai.ObjectTypeQueueReport:    queueReportPath("x", 0),
+	sai.ObjectTypeIntSession:     gen.IntSessionPath("x"),
+	sai.ObjectTypeReportSession:  gen.ReportSessionPath("x"),
+	sai.ObjectTypeQueueReport:    gen.QueueReportPath("x", 0),
 	sai.ObjectTypeEvent:          eventPath(gen.IntdInt_DtelEventType_DROP_REPORT),
-	sai.ObjectTypeWatchlistEntry: entryPath(1),
+	sai.ObjectTypeWatchlistEntry: gen.EntryPath(1),
 }
 
 var attrSamples = []sai.Attrs{

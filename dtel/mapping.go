@@ -27,22 +27,6 @@ const (
 	pathInterfaces = "/int/interfaces"
 )
 
-func intSessionPath(name string) string {
-	return "/int/int-sessions/int-session[name=" + name + "]"
-}
-
-func reportSessionPath(name string) string {
-	return "/int/report-sessions/report-session[name=" + name + "]"
-}
-
-func entryPath(seq uint32) string {
-	return "/int/watchlist/entries/entry[sequence-id=" + strconv.FormatUint(uint64(seq), 10) + "]"
-}
-
-func queueReportPath(ifname string, q uint8) string {
-	return fmt.Sprintf("/int/queue-reports/queue-report[interface=%s][queue-id=%d]", ifname, q)
-}
-
 func eventPath(t gen.E_IntdInt_DtelEventType) string {
 	return "/int/events/event[type=" + enumName(t) + "]"
 }
@@ -202,7 +186,7 @@ func translateIntSessions(in *intent, cfg *gen.Device) error {
 		sessions = s.IntSession
 	}
 	for _, name := range sortedKeys(sessions) {
-		p := intSessionPath(name)
+		p := gen.IntSessionPath(name)
 		a, err := intSession(cfg, p, sessions[name].GetConfig())
 		if err != nil {
 			return err
@@ -252,7 +236,7 @@ func translateReportSessions(in *intent, cfg *gen.Device) error {
 		reports = r.ReportSession
 	}
 	for _, name := range sortedKeys(reports) {
-		p := reportSessionPath(name)
+		p := gen.ReportSessionPath(name)
 		a, err := reportSession(p, reports[name])
 		if err != nil {
 			return err
@@ -312,7 +296,7 @@ func translateWatchlist(in *intent, cfg *gen.Device) error {
 		entries = e.Entry
 	}
 	for _, seq := range sortedKeys(entries) {
-		p := entryPath(seq)
+		p := gen.EntryPath(seq)
 		if seq > math.MaxUint16 {
 			return invalidf(p+"/config/sequence-id", "sequence-id %d exceeds %d", seq, math.MaxUint16)
 		}
@@ -431,7 +415,7 @@ func translateQueueReports(in *intent, cfg *gen.Device) error {
 		return cmp.Or(cmp.Compare(x.Interface, y.Interface), cmp.Compare(x.QueueId, y.QueueId))
 	})
 	for _, k := range qkeys {
-		p := queueReportPath(k.Interface, k.QueueId)
+		p := gen.QueueReportPath(k.Interface, k.QueueId)
 		a := queueReport(k, queues[k].GetConfig())
 		in.add(&object{key: key{sai.ObjectTypeQueueReport, k.Interface + "/" + strconv.Itoa(int(k.QueueId))}, path: p, attrs: a})
 	}

@@ -127,7 +127,7 @@ func intSessionsToConfigDB(ss *gen.IntdInt_Int_IntSessions, cfg Config, n *notes
 	}
 	for _, name := range slices.Sorted(maps.Keys(ss.IntSession)) {
 		c := ss.IntSession[name].GetConfig()
-		p := intSessionPath(name)
+		p := gen.IntSessionPath(name)
 		f := Fields{}
 		if c.GetMode() == gen.IntdInt_IntMode_INT_MX {
 			n.add(p, "INT-MX: CONFIG_DB sessions are INT-MD")
@@ -160,7 +160,7 @@ func reportSessionsToConfigDB(rss *gen.IntdInt_Int_ReportSessions, cfg Config, n
 	for _, name := range slices.Sorted(maps.Keys(rss.ReportSession)) {
 		rs := rss.ReportSession[name]
 		c := rs.GetConfig()
-		p := reportSessionPath(name)
+		p := gen.ReportSessionPath(name)
 		f := Fields{}
 		if c.SourceAddress != nil {
 			f["SRC_IP"] = *c.SourceAddress
@@ -231,7 +231,7 @@ func queueReportsToConfigDB(qs *gen.IntdInt_Int_QueueReports, cfg Config, n *not
 			f["REPORT_TAIL_DROP"] = tf(*c.TailDrop)
 		}
 		if c.LatencyResetThreshold != nil {
-			n.add(queueReportPath(k.Interface, k.QueueId)+"/config/latency-reset-threshold", "no CONFIG_DB field")
+			n.add(gen.QueueReportPath(k.Interface, k.QueueId)+"/config/latency-reset-threshold", "no CONFIG_DB field")
 		}
 		cfg.set(Key{TableQueueReport, k.Interface + "|" + strconv.Itoa(int(k.QueueId))}, f)
 	}
@@ -274,7 +274,7 @@ func watchlistToConfigDB(root *gen.IntdInt_Int, cfg Config) []string {
 	used := map[uint32]Key{} // priorities taken
 	for _, seq := range slices.Sorted(maps.Keys(es.Entry)) {
 		en := es.Entry[seq]
-		p := entryPath(seq)
+		p := gen.EntryPath(seq)
 		if seq > 2*MaxPriority+1 {
 			notes = append(notes, p+": sequence-id above "+strconv.Itoa(2*MaxPriority+1)+" has no ACL priority")
 			continue

@@ -120,7 +120,7 @@ func (tr *translation) ruleEntry(name string, raw Fields) (*entry, *refusal) {
 	for i, proto := range protos {
 		s := seq + uint32(i)
 		e.seqs = append(e.seqs, s)
-		p := entryPath(s)
+		p := gen.EntryPath(s)
 		e.path(p, "")
 		e.base = append(e.base, p)
 		for leaf, field := range r.fields {

@@ -5,7 +5,6 @@ import (
 	"maps"
 	"net/netip"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/openconfig/ygot/ygot"
@@ -256,23 +255,6 @@ func (tr *translation) entry(k Key, f Fields) (*entry, *refusal) {
 	return nil, refuse("", "table %s is not DTel configuration", k.Table)
 }
 
-// The YANG data paths intd's errors name.
-func intSessionPath(name string) string {
-	return "/int/int-sessions/int-session[name=" + name + "]"
-}
-
-func reportSessionPath(name string) string {
-	return "/int/report-sessions/report-session[name=" + name + "]"
-}
-
-func entryPath(seq uint32) string {
-	return "/int/watchlist/entries/entry[sequence-id=" + strconv.FormatUint(uint64(seq), 10) + "]"
-}
-
-func queueReportPath(ifname string, q uint8) string {
-	return fmt.Sprintf("/int/queue-reports/queue-report[interface=%s][queue-id=%d]", ifname, q)
-}
-
 func eventPath(t string) string { return "/int/events/event[type=" + t + "]" }
 
 func interfacePath(name string) string { return "/int/interfaces/interface[name=" + name + "]" }
@@ -452,7 +434,7 @@ func intSessionEntry(name string, f Fields) (*entry, *refusal) {
 	if r := validName(name); r != nil {
 		return nil, r
 	}
-	p := intSessionPath(name)
+	p := gen.IntSessionPath(name)
 	e := newEntry()
 	e.path(p, "")
 	e.base = []string{p}
@@ -525,7 +507,7 @@ func reportSessionEntry(name string, f Fields) (*entry, *refusal) {
 	if r := validName(name); r != nil {
 		return nil, r
 	}
-	p := reportSessionPath(name)
+	p := gen.ReportSessionPath(name)
 	e := newEntry()
 	e.path(p, "")
 	e.base = []string{p}
@@ -616,7 +598,7 @@ func queueReportEntry(name string, f Fields) (*entry, *refusal) {
 		r.Reason = "queue " + r.Reason
 		return nil, r
 	}
-	p := queueReportPath(port, uint8(qid))
+	p := gen.QueueReportPath(port, uint8(qid))
 	e := newEntry()
 	e.path(p, "")
 	e.base = []string{p}
