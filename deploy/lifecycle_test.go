@@ -259,7 +259,10 @@ func TestPackageLifecycle(t *testing.T) {
 	m.run(t, "ip", "link", "set", "v2", "up")
 	m.run(t, "ip", "link", "set", "lo", "up")
 	m.run(t, "sh", "-c", `echo 'INTD_ARGS="--dataplane ebpf --interfaces v1,v2 --addr 127.0.0.1:9339 --insecure"' > /etc/default/intd`)
-	m.run(t, "systemctl", "start", "intd", "intcollector")
+	if out, err := m.exec("systemctl", "start", "intd", "intcollector"); err != nil {
+		j, _ := m.exec("journalctl", "--no-pager", "-u", "intd", "-u", "intcollector")
+		t.Fatalf("systemctl start intd intcollector: %v\n%s\n%s", err, out, j)
+	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		if out, _ := m.exec("tc", "filter", "show", "dev", "v1", "ingress"); strings.Contains(out, "intd_ingress") {

@@ -551,7 +551,7 @@ func (f *fabric) startNodes(t *testing.T, dp string) {
 	t.Helper()
 	l := f.lab
 	l.start("c", "intcollector", f.reports.line, "--listen", ":32766", "--metrics", "127.0.0.1:23266",
-		"--gnmi", "127.0.0.1:23267", "--flow-metrics", "100", "--json", "--int-dscp", "32", "--int-dscp-mask", "32")
+		"--gnmi", "127.0.0.1:23267", "--state-dir", t.TempDir(), "--flow-metrics", "100", "--json", "--int-dscp", "32", "--int-dscp-mask", "32")
 	f.metrics = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
 		return l.dialer("c")(ctx, addr)
 	}}, Timeout: 5 * time.Second}

@@ -478,7 +478,7 @@ func TestINTRouters(t *testing.T) {
 		t.Run(dp, func(t *testing.T) {
 			r := newRouters(t)
 			r.lab.start("c", "intcollector", r.reports.line, "--listen", "10.0.9.2:32766", "--metrics", "127.0.0.1:23266",
-				"--gnmi", "127.0.0.1:23267", "--flow-metrics", "100", "--json", "--int-dscp", strconv.Itoa(collidingDSCP), "--int-dscp-mask", "63")
+				"--gnmi", "127.0.0.1:23267", "--state-dir", t.TempDir(), "--flow-metrics", "100", "--json", "--int-dscp", strconv.Itoa(collidingDSCP), "--int-dscp-mask", "63")
 			r.metrics = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
 				return r.dialer("c")(ctx, addr)
 			}}, Timeout: 5 * time.Second}
