@@ -465,24 +465,7 @@ func (r *recorder) Report(ev *report.Event) {
 // the kernel's receive timestamp: frames that waited 100 ms in the socket
 // before the node read them report at least that.
 func TestHopLatencyFromKernel(t *testing.T) {
-	ns, h := testNS(t)
-	addVeth(t, h, "h1", "s1")
-	addVeth(t, h, "h2", "s2")
-	var ph1, ph2, ps1, ps2 *Port
-	inNS(t, ns, func() (err error) {
-		for _, x := range []struct {
-			p    **Port
-			name string
-		}{{&ph1, "h1"}, {&ph2, "h2"}, {&ps1, "s1"}, {&ps2, "s2"}} {
-			if *x.p, err = Open(x.name, PortConfig{}); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	for _, p := range []*Port{ph1, ph2, ps1, ps2} {
-		defer p.Close()
-	}
+	ph1, ph2, ps1, ps2 := twoLinks(t, PortConfig{})
 	rec := &recorder{}
 	sw, err := soft.New(soft.Config{Name: "s", Reporter: rec, Ports: []soft.PortConfig{
 		{Name: "s1", MAC: ps1.MAC}, {Name: "s2", MAC: ps2.MAC}},

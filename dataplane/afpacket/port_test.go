@@ -56,6 +56,29 @@ func inNS(t *testing.T, ns netns.NsHandle, fn func() error) {
 	}
 }
 
+// twoLinks makes veth pairs h1-s1 and h2-s2 in a private namespace and opens
+// a port with cfg on each end: the hosts' ends, then the switch's.
+func twoLinks(t *testing.T, cfg PortConfig) (h1, h2, s1, s2 *Port) {
+	t.Helper()
+	ns, h := testNS(t)
+	addVeth(t, h, "h1", "s1")
+	addVeth(t, h, "h2", "s2")
+	inNS(t, ns, func() (err error) {
+		for _, x := range []struct {
+			p    **Port
+			name string
+		}{{&h1, "h1"}, {&h2, "h2"}, {&s1, "s1"}, {&s2, "s2"}} {
+			if *x.p, err = Open(x.name, cfg); err != nil {
+				return err
+			}
+			p := *x.p
+			t.Cleanup(func() { p.Close() })
+		}
+		return nil
+	})
+	return h1, h2, s1, s2
+}
+
 func addVeth(t *testing.T, h *netlink.Handle, a, b string) {
 	t.Helper()
 	la := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: a, MTU: 1500}, PeerName: b}
@@ -248,24 +271,7 @@ func TestChecksumCompleted(t *testing.T) {
 // through it with a rate-limited egress port: they arrive with TTL
 // decremented and MACs rewritten, paced at the port rate.
 func TestNodeForwards(t *testing.T) {
-	ns, h := testNS(t)
-	addVeth(t, h, "h1", "s1")
-	addVeth(t, h, "h2", "s2")
-	var ph1, ph2, ps1, ps2 *Port
-	inNS(t, ns, func() (err error) {
-		for _, x := range []struct {
-			p    **Port
-			name string
-		}{{&ph1, "h1"}, {&ph2, "h2"}, {&ps1, "s1"}, {&ps2, "s2"}} {
-			if *x.p, err = Open(x.name, PortConfig{Batch: 32}); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	for _, p := range []*Port{ph1, ph2, ps1, ps2} {
-		defer p.Close()
-	}
+	ph1, ph2, ps1, ps2 := twoLinks(t, PortConfig{Batch: 32})
 	const rate = 10e6 // 10 Mbit/s: 1000-byte frames leave every 0.8 ms
 	sw, err := soft.New(soft.Config{Name: "s", Ports: []soft.PortConfig{
 		{Name: "s1", MAC: ps1.MAC}, {Name: "s2", MAC: ps2.MAC, Rate: rate}},
