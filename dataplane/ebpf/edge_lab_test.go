@@ -2,7 +2,6 @@ package ebpf
 
 import (
 	"bytes"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"net"
@@ -16,6 +15,7 @@ import (
 	"github.com/intd-project/intd/dataplane/internal/ethtool"
 	"github.com/intd-project/intd/dataplane/report"
 	"github.com/intd-project/intd/dataplane/wire"
+	"github.com/intd-project/intd/dataplane/wire/wiretest"
 	"github.com/intd-project/intd/sai"
 	"github.com/intd-project/intd/sai/spec"
 )
@@ -125,19 +125,7 @@ func synMSS(frames [][]byte, flags uint8, sport, dport uint16) uint16 {
 			f[p.L4+13] != flags || p.Flow.SrcPort != sport || p.Flow.DstPort != dport {
 			continue
 		}
-		opts := f[p.L4+20 : p.L4+p.L4HeaderLen]
-		for i := 0; i+3 < len(opts); {
-			switch opts[i] {
-			case 0:
-				return 0
-			case 1:
-				i++
-				continue
-			case 2:
-				return binary.BigEndian.Uint16(opts[i+2:])
-			}
-			i += max(int(opts[i+1]), 2)
-		}
+		return wiretest.MSS(f[p.L4+20 : p.L4+p.L4HeaderLen])
 	}
 	return 0
 }

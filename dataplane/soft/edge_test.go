@@ -164,20 +164,7 @@ func tcpMSS(t *testing.T) func(f []byte) uint16 {
 		if !wire.VerifyL4Checksum(f, &p) || p.IPVersion == 4 && wire.Fold(wire.Sum(0, f[p.L3:p.L3+20])) != 0xffff {
 			t.Errorf("bad checksum in %x", f)
 		}
-		opts := f[p.L4+20 : p.L4+p.L4HeaderLen]
-		for i := 0; i+3 < len(opts); {
-			switch opts[i] {
-			case 0:
-				return 0
-			case 1:
-				i++
-				continue
-			case 2:
-				return binary.BigEndian.Uint16(opts[i+2:])
-			}
-			i += int(opts[i+1])
-		}
-		return 0
+		return wiretest.MSS(f[p.L4+20 : p.L4+p.L4HeaderLen])
 	}
 }
 

@@ -94,3 +94,22 @@ func SYNFrame(src, dst string, sport, dport uint16, dscp, flags uint8, opts []by
 
 // MSSOption is a TCP MSS option (kind 2, length 4).
 func MSSOption(mss uint16) []byte { return []byte{2, 4, byte(mss >> 8), byte(mss)} }
+
+// MSS is the value of the MSS option among a TCP header's options (the
+// bytes after its fixed 20), or 0 when there is none before end-of-options.
+// A length below 2 counts as 2 so that a bad option cannot stall the walk.
+func MSS(opts []byte) uint16 {
+	for i := 0; i+3 < len(opts); {
+		switch opts[i] {
+		case 0:
+			return 0
+		case 1:
+			i++
+			continue
+		case 2:
+			return binary.BigEndian.Uint16(opts[i+2:])
+		}
+		i += max(int(opts[i+1]), 2)
+	}
+	return 0
+}
