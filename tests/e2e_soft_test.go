@@ -218,15 +218,7 @@ func (r *reportLog) count(node uint32, fn func(*collector.IndividualJSON) bool) 
 	return n
 }
 
-func (f *fabric) scrape(t *testing.T) string {
-	resp, err := f.metrics.Get("http://127.0.0.1:23266/metrics")
-	if err != nil {
-		return ""
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
-}
+func (f *fabric) scrape(t *testing.T) string { return scrapeCollector(f.metrics) }
 
 // udpSink is a UDP server in h2 keeping every datagram by sequence number.
 type udpSink struct {
@@ -552,9 +544,7 @@ func (f *fabric) startNodes(t *testing.T, dp string) {
 	l := f.lab
 	l.start("c", "intcollector", f.reports.line, "--listen", ":32766", "--metrics", "127.0.0.1:23266",
 		"--gnmi", "127.0.0.1:23267", "--state-dir", t.TempDir(), "--flow-metrics", "100", "--json", "--int-dscp", "32", "--int-dscp-mask", "32")
-	f.metrics = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
-		return l.dialer("c")(ctx, addr)
-	}}, Timeout: 5 * time.Second}
+	f.metrics = l.httpClient("c")
 	for i, s := range switches {
 		l.start(s, "intd", nil, append([]string{"run", "--dataplane", dp, "--interfaces", "p1,p2", "--insecure",
 			"--addr", "127.0.0.1:9339", "--save", "", "--target", s, "--node-id", strconv.Itoa(i + 1),

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -147,6 +148,25 @@ func (l *lab) dialer(n string) func(ctx context.Context, addr string) (net.Conn,
 		})
 		return c, err
 	}
+}
+
+// httpClient speaks HTTP to addresses inside namespace n.
+func (l *lab) httpClient(n string) *http.Client {
+	return &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
+		return l.dialer(n)(ctx, addr)
+	}}, Timeout: 5 * time.Second}
+}
+
+// scrapeCollector reads the collector's /metrics (127.0.0.1:23266 in its
+// namespace) through c; "" while it does not answer, for callers that poll.
+func scrapeCollector(c *http.Client) string {
+	resp, err := c.Get("http://127.0.0.1:23266/metrics")
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }
 
 // proc is a process started in a namespace, in its own process group.

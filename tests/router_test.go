@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -479,9 +478,7 @@ func TestINTRouters(t *testing.T) {
 			r := newRouters(t)
 			r.lab.start("c", "intcollector", r.reports.line, "--listen", "10.0.9.2:32766", "--metrics", "127.0.0.1:23266",
 				"--gnmi", "127.0.0.1:23267", "--state-dir", t.TempDir(), "--flow-metrics", "100", "--json", "--int-dscp", strconv.Itoa(collidingDSCP), "--int-dscp-mask", "63")
-			r.metrics = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
-				return r.dialer("c")(ctx, addr)
-			}}, Timeout: 5 * time.Second}
+			r.metrics = r.httpClient("c")
 			reportsSeen := r.watchCollectorLink(t)
 			r.start(t, dp)
 			for i, n := range []string{"r1", "r2"} {
@@ -558,12 +555,4 @@ func TestINTRouters(t *testing.T) {
 	}
 }
 
-func (r *routers) scrape() string {
-	resp, err := r.metrics.Get("http://127.0.0.1:23266/metrics")
-	if err != nil {
-		return ""
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
-}
+func (r *routers) scrape() string { return scrapeCollector(r.metrics) }
