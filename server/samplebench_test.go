@@ -22,7 +22,7 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// BenchmarkSampleFanoutScale is issue 7's SAMPLE figure at full size: 100
+// BenchmarkSampleFanoutScale is the SAMPLE fan-out at full size: 100
 // subscribers each sampling 10,000 watchlist counter leaves every second
 // (1M sampled leaves a second) while the state poller publishes changed
 // counters every second.

@@ -1,6 +1,6 @@
 package lab
 
-// Issue 6: the reporting pipeline's behaviours (smart flow filter, drop
+// The reporting pipeline's behaviours (smart flow filter, drop
 // reports, queue-congestion quotas, coalescing and sequence numbers) shown
 // in the lab, with real queues and the soft dataplane, on a manual clock.
 // Every count below follows from the scenario: flows send one packet every
