@@ -109,6 +109,15 @@ type SourceState struct {
 	Congested uint64
 }
 
+// VersionName is the report format the source sends, as the YANG model
+// and the metrics name it: "2.0" or "0.5".
+func (s *SourceState) VersionName() string {
+	if s.Version == wire.Version2 {
+		return "2.0"
+	}
+	return "0.5"
+}
+
 // Error kinds counted for malformed input.
 const (
 	ErrKindTruncated = iota

@@ -7,7 +7,6 @@ import (
 	"github.com/openconfig/ygot/ygot"
 
 	"github.com/intd-project/intd/dataplane/collector"
-	"github.com/intd-project/intd/dataplane/wire"
 	gc "github.com/intd-project/intd/gen/collector"
 	"github.com/intd-project/intd/server"
 )
@@ -56,10 +55,7 @@ func Tree(s *collector.Snapshot) *gc.Device {
 	}
 	for i := range s.Sources {
 		src := &s.Sources[i]
-		v := "2.0"
-		if src.Version != wire.Version2 {
-			v = "0.5"
-		}
+		v := src.VersionName()
 		ss := col.GetOrCreateSources().GetOrCreateSource(src.NodeID, src.HWID, v).GetOrCreateState()
 		ss.NodeId, ss.HwId, ss.Version, ss.LastSequence = ygot.Uint32(src.NodeID), ygot.Uint8(src.HWID), ygot.String(v), ygot.Uint32(src.LastSeq)
 		sc := ss.GetOrCreateCounters()

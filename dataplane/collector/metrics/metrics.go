@@ -145,7 +145,7 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 
 	for i := range a.Sources {
 		s := &a.Sources[i]
-		lv := []string{u32(s.NodeID), strconv.Itoa(int(s.HWID)), versionName(s.Version)}
+		lv := []string{u32(s.NodeID), strconv.Itoa(int(s.HWID)), s.VersionName()}
 		counter(d.srcReports, s.Reports, lv...)
 		counter(d.srcLost, s.Lost, lv...)
 		counter(d.srcReordered, s.Reordered, lv...)
@@ -241,13 +241,6 @@ func optional(v int) string {
 		return "unknown"
 	}
 	return strconv.Itoa(v)
-}
-
-func versionName(v uint8) string {
-	if v == wire.Version2 {
-		return "2.0"
-	}
-	return "0.5"
 }
 
 // DropReason names a drop reason code (sai/spec's SD-Fabric table), or
