@@ -569,7 +569,13 @@ func TestCounters(t *testing.T) {
 	r.HSet(configDB, "DTEL_QUEUE_REPORT|Ethernet8|3", "QUEUE_LATENCY_THRESHOLD", "1000")
 	r.HSet(configDB, "DTEL_EVENT|EVENT_TYPE_DROP_REPORT", "EVENT_REPORT_SESSION", "RS-1")
 	r.HSet(configDB, "ACL_RULE|DTEL_FLOW_WATCHLIST|ALL", "PRIORITY", "5", "ETHER_TYPE", "0x0800", "L4_DST_PORT", "9", "FLOW_OP", "INT", "INT_SESSION", "INT-1")
+	// CONFIG_DB is read table by table, so the entries may land over
+	// more than one sync: wait for each.
 	e.waitFor("/int/watchlist", "ALL")
+	e.waitFor("/int/int-sessions", "INT-1")
+	e.waitFor("/int/report-sessions", "RS-1")
+	e.waitFor("/int/queue-reports", "Ethernet8")
+	e.waitFor("/int/events", "DROP_REPORT")
 	oid := func(t sai.ObjectType) sai.OID { return e.b.Objects(t)[0] }
 	wl := map[sai.OID]sai.WatchlistEntryStats{}
 	for i, o := range e.b.Objects(sai.ObjectTypeWatchlistEntry) {
