@@ -87,11 +87,19 @@ run:
 	$(GO) build -o bin/intd ./cmd/intd
 	exec bin/intd lab $(LAB_FLAGS)
 
-# iperf3 TCP throughput h1 -> h2 through three intd soft switches on AF_PACKET
-# (INT on, INT off) and through Linux forwarding in the same namespaces. Root.
-.PHONY: bench-e2e
-bench-e2e:
-	INTD_BENCH_E2E=1 $(GO) test -count=1 -run '^TestBenchE2E$$' -v ./tests/
+# Interleaved ratios (median (min-max) over rounds, with the load
+# average), root and iperf3: bench-soft compares iperf3 TCP h1 -> h2
+# across three switches by Linux forwarding, a minimal AF_PACKET
+# forwarder with vnet headers and intd's soft switch (INT off, on);
+# bench-ebpf the tc/eBPF dataplane (no programs, programs with an empty
+# watchlist, INT-XD, INT-MD sampled, INT-MD on every packet).
+# BENCH_ROUNDS and BENCH_SECS set the rounds and seconds per run.
+BENCH_ROUNDS ?= 5
+BENCH_SECS   ?= 4
+.PHONY: bench-soft bench-ebpf
+bench-soft bench-ebpf:
+	INTD_BENCH=1 INTD_BENCH_ROUNDS=$(BENCH_ROUNDS) INTD_BENCH_SECS=$(BENCH_SECS) $(GO) test -count=1 -timeout 1800s \
+		-run '^TestBench$(if $(filter bench-soft,$@),Soft,EBPF)$$' -v ./tests/
 
 # Static (no cgo) linux binaries of intd and intcollector for $(ARCH) in
 # $(DIST)/linux_$(ARCH)/.

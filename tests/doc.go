@@ -4,5 +4,5 @@
 // otherwise.
 //
 //	go test -count=1 -v ./tests/             # the end-to-end test
-//	make bench-e2e                           # throughput with INT on/off vs kernel forwarding
+//	make bench-soft bench-ebpf               # interleaved throughput ratios (soft, tc/eBPF)
 package tests

@@ -1,0 +1,76 @@
+package tests
+
+import (
+	"net"
+	"os"
+	"testing"
+)
+
+// Soft-switch benchmark modes.
+const (
+	modeLinux   = "Linux forwarding"
+	modeVnetFwd = "AF_PACKET forwarder, vnet headers"
+	modeSoftOff = "intd soft, INT off"
+	modeSoftOn  = "intd soft, INT on"
+)
+
+// TestBenchSoft measures iperf3 TCP throughput h1 -> h2 across three
+// switches (hosts' TSO/GSO on) forwarding by Linux (ip_forward=1), by a
+// minimal AF_PACKET forwarder with vnet headers (vnetFwd), and by intd's
+// soft switch with INT off (empty watchlist) and on (the flow watched at
+// s1, transit s2, sink s3), each on its own fabric, the modes interleaved
+// round by round. With INTD_BENCH=1 (make bench-soft) it runs
+// INTD_BENCH_ROUNDS rounds of INTD_BENCH_SECS seconds and prints the
+// ratios; otherwise one one-second round checks that it measures.
+func TestBenchSoft(t *testing.T) {
+	rounds, secs, full := benchParams()
+	kernel := buildFabric(t, false, 0)
+	fwd := buildFabric(t, false, 0)
+	for i, s := range switches {
+		fwd.sh(s, "echo 0 > /proc/sys/net/ipv4/ip_forward")
+		left, right := [2]string{"h1", "eth0"}, [2]string{"h2", "eth0"}
+		if i > 0 {
+			left = [2]string{switches[i-1], "p2"}
+		}
+		if i < len(switches)-1 {
+			right = [2]string{switches[i+1], "p1"}
+		}
+		startVnetFwd(t, fwd.lab, s, [2]string{"p1", "p2"}, [2][6]byte{macOf(t, fwd.lab, left[0], left[1]), macOf(t, fwd.lab, right[0], right[1])})
+	}
+	soft := buildFabric(t, true, 0)
+	soft.configure(t, false)
+	watched := false
+	setSoft := func(on bool) func(t *testing.T) {
+		return func(t *testing.T) {
+			if watched != on {
+				soft.configure(t, on)
+				watched = on
+			}
+		}
+	}
+	modes := []benchMode{
+		{name: modeLinux, run: func(t *testing.T) float64 { return kernel.iperf3(t, secs) }},
+		{name: modeVnetFwd, run: func(t *testing.T) float64 { return fwd.iperf3(t, secs) }},
+		{name: modeSoftOff, setup: setSoft(false), run: func(t *testing.T) float64 { return soft.iperf3(t, secs) }},
+		{name: modeSoftOn, setup: setSoft(true), run: func(t *testing.T) float64 { return soft.iperf3(t, secs) }},
+	}
+	ratios := [][2]string{{modeSoftOff, modeVnetFwd}, {modeSoftOff, modeLinux}, {modeSoftOn, modeSoftOff}, {modeVnetFwd, modeLinux}}
+	r := interleave(t, rounds, modes)
+	r.checkShape(t, rounds, ratios)
+	if full {
+		r.print(os.Stdout, "bench-soft: iperf3 TCP h1 -> h2 across 3 switches, MSS 1340, hosts' TSO/GSO on", "Mbit/s", 1e6, ratios)
+	}
+}
+
+// macOf returns the MAC of interface dev in namespace n.
+func macOf(t *testing.T, l *lab, n, dev string) (mac [6]byte) {
+	t.Helper()
+	l.in(n, func() error {
+		ifi, err := net.InterfaceByName(dev)
+		if err == nil {
+			copy(mac[:], ifi.HardwareAddr)
+		}
+		return err
+	})
+	return mac
+}
