@@ -155,11 +155,18 @@ func intConfig(n int, watch bool) []byte {
 // configure replaces /int on every switch through gNMI Set.
 func (f *fabric) configure(t *testing.T, watch bool) {
 	t.Helper()
+	f.configureWith(t, func(n int) []byte { return intConfig(n, watch) })
+}
+
+// configureWith replaces /int on every switch n (1-3) with cfg(n)
+// through gNMI Set.
+func (f *fabric) configureWith(t *testing.T, cfg func(n int) []byte) {
+	t.Helper()
 	for i, s := range switches {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		_, err := f.sw[s].Set(ctx, &gpb.SetRequest{Prefix: &gpb.Path{Target: s}, Replace: []*gpb.Update{{
 			Path: &gpb.Path{Elem: []*gpb.PathElem{{Name: "int"}}},
-			Val:  &gpb.TypedValue{Value: &gpb.TypedValue_JsonIetfVal{JsonIetfVal: intConfig(i+1, watch)}}}}})
+			Val:  &gpb.TypedValue{Value: &gpb.TypedValue_JsonIetfVal{JsonIetfVal: cfg(i + 1)}}}}})
 		cancel()
 		if err != nil {
 			t.Fatalf("gNMI Set on %s: %v", s, err)
