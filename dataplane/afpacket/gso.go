@@ -316,3 +316,36 @@ func addrSum(f []byte, h headers) uint64 {
 	}
 	return uint64(wire.Fold64(wire.Sum64(0, f[h.l3+8:h.l3+40])))
 }
+
+// segmentIPLen returns the IP length of the largest segment Segment would
+// cut TCP or UDP (GSO_UDP_L4) super-packet frame into, 0 when frame is
+// not one Segment would take (legacy UFO, which becomes fragments,
+// included), so that it is never forwarded whole.
+func segmentIPLen(h VnetHdr, frame []byte) int {
+	gt := h.GSOType &^ GSOECN
+	var proto byte
+	switch gt {
+	case GSOTCPv4, GSOTCPv6:
+		proto = 6
+	case GSOUDPL4:
+		proto = 17
+	default:
+		return 0
+	}
+	hd, ok := parseHeaders(frame)
+	if !ok || hd.proto != proto || gt == GSOTCPv4 && !hd.v4 || gt == GSOTCPv6 && hd.v4 ||
+		h.Flags&VnetNeedsCsum == 0 || int(h.CsumStart) != hd.l4 || h.GSOSize == 0 {
+		return 0
+	}
+	hlen := hd.l4 + 8
+	if proto == 6 {
+		hlen = hd.l4 + int(frame[hd.l4+12]>>4)*4
+		if hlen < hd.l4+20 || hlen > len(frame) {
+			return 0
+		}
+	}
+	if hlen > MaxGSOHeader || (len(frame)-hlen+int(h.GSOSize)-1)/int(h.GSOSize) > MaxGSOSegments {
+		return 0
+	}
+	return hlen - hd.l3 + min(int(h.GSOSize), len(frame)-hlen)
+}

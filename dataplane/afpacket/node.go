@@ -41,6 +41,7 @@ type Node struct {
 	holdNH  netip.Addr // next hop it waits for
 	held    []heldFrame
 	freeBuf [][]byte
+	offload soft.Offload
 }
 
 type heldFrame struct {
@@ -207,6 +208,9 @@ func (n *Node) Run(ctx context.Context) error {
 					}
 					switch v {
 					case Forward:
+						if n.whole(p, i, j) {
+							continue
+						}
 						// Every segment of a super-packet has its headers.
 						p.Segments(j, recv[i])
 					case Hold:
@@ -232,6 +236,27 @@ func (n *Node) Run(ctx context.Context) error {
 		}
 		n.mu.Unlock()
 	}
+}
+
+// whole hands frame j of port i to the switch whole when it is a GSO
+// super-packet the switch forwards so (soft.Switch.ReceiveWhole), and
+// says whether it did.
+func (n *Node) whole(p *Port, i, j int) bool {
+	vh := p.rxVnet[j]
+	if vh.GSOType == GSONone {
+		return false
+	}
+	f := p.Frame(j)
+	seg := segmentIPLen(vh, f)
+	if seg <= 0 {
+		return false
+	}
+	vh.Put(n.offload[:])
+	if !n.sw.ReceiveWhole(n.swPort[i], f, n.rxAt, &n.offload, seg) {
+		return false
+	}
+	p.stats.RxWhole++
+	return true
 }
 
 // hold keeps a copy of frame (of port n.holdIn, waiting for n.holdNH).

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/intd-project/intd/dataplane/soft"
 	"github.com/intd-project/intd/dataplane/wire"
 )
 
@@ -41,6 +42,7 @@ type PortStats struct {
 	RxFrames, RxBytes, RxBatches uint64
 	RxOversize                   uint64 // truncated frames, dropped
 	RxGSO                        uint64 // GSO super-packets received (in RxFrames)
+	RxWhole                      uint64 // of them, forwarded whole (Node; not segmented)
 	RxSegments                   uint64 // segments made of them by Segments
 	RxGSOErrors                  uint64 // super-packets Segments could not segment, dropped
 	RxChecksummed                uint64 // partial checksums completed in software
@@ -94,6 +96,8 @@ type Port struct {
 	rxTime  []int64   // per frame of the last read: kernel receive time, Unix ns (0: none)
 
 	txStore [][]byte
+	txWhole [][]byte // per message: room for a super-packet, made on first use
+	txHdr   [][vnetHdrLen]byte
 	txIov   []unix.Iovec // 2 per message
 	txMsgs  []unix.Mmsghdr
 	txN     int
@@ -174,6 +178,7 @@ func Open(name string, cfg PortConfig) (*Port, error) {
 	p.rxIov, p.rxMsgs, p.rxOff, p.rxLen = make([]unix.Iovec, 2*n), make([]unix.Mmsghdr, n), make([]int, n), make([]int, n)
 	p.rxVnet, p.rxTime = make([]VnetHdr, n), make([]int64, n)
 	p.txStore, p.txIov, p.txMsgs = make([][]byte, n), make([]unix.Iovec, 2*n), make([]unix.Mmsghdr, n)
+	p.txWhole, p.txHdr = make([][]byte, n), make([][vnetHdrLen]byte, n)
 	for i := 0; i < n; i++ {
 		// Room for a GSO super-packet; one spare byte detects longer
 		// frames (MSG_TRUNC is set on them too). Pages beyond what the
@@ -368,7 +373,32 @@ func (p *Port) Transmit(frame []byte) {
 	}
 	i := p.txN
 	n := copy(p.txStore[i], frame)
+	p.txIov[2*i].Base = &p.zeroHdr[0]
 	p.txIov[2*i+1].Base = &p.txStore[i][0]
+	p.txIov[2*i+1].SetLen(n)
+	p.txN++
+}
+
+// TransmitWhole queues a copy of a GSO super-packet with its
+// virtio_net_hdr (o, as Read gave it in Vnet and Node passed it to the
+// switch): the kernel segments it, or hands it whole to a device that
+// takes it so. It implements soft.WholeLink.
+func (p *Port) TransmitWhole(frame []byte, o *soft.Offload) {
+	if len(frame) > p.maxGSO+vlanRoom {
+		p.stats.TxErrors++
+		return
+	}
+	if p.txN == len(p.txMsgs) {
+		p.Flush()
+	}
+	i := p.txN
+	if p.txWhole[i] == nil {
+		p.txWhole[i] = make([]byte, p.maxGSO+vlanRoom) // once per slot
+	}
+	n := copy(p.txWhole[i], frame)
+	p.txHdr[i] = [vnetHdrLen]byte(o[:vnetHdrLen])
+	p.txIov[2*i].Base = &p.txHdr[i][0]
+	p.txIov[2*i+1].Base = &p.txWhole[i][0]
 	p.txIov[2*i+1].SetLen(n)
 	p.txN++
 }

@@ -14,6 +14,21 @@ type Link interface {
 	Transmit(frame []byte)
 }
 
+// Offload is what a receiving port knows of a GSO super-packet beyond its
+// bytes (for an AF_PACKET port, its virtio_net_hdr: segment size, type,
+// where the checksum to complete starts). The switch does not read it: it
+// goes unchanged with a super-packet forwarded whole (ReceiveWhole) to
+// the egress port's WholeLink, which hands it to its device.
+type Offload [10]byte
+
+// WholeLink is a Link that also sends GSO super-packets whole, with the
+// Offload they arrived with. Frame and Offload are only valid during the
+// call.
+type WholeLink interface {
+	Link
+	TransmitWhole(frame []byte, o *Offload)
+}
+
 // LinkFunc adapts a function to Link.
 type LinkFunc func(frame []byte)
 
@@ -81,5 +96,9 @@ const (
 	defaultMTU        = 1500
 	defaultQueueBytes = 256 << 10
 	defaultMaxFrame   = 9216
-	intRoom           = 512 // buffer room for INT headers and metadata
+	// maxWhole is the largest super-packet ReceiveWhole takes: 64 KB
+	// of payload behind Ethernet, two VLAN tags and up to 128 bytes of
+	// IPv6 and TCP headers.
+	maxWhole = 65535 + 14 + 8 + 40 + 128
+	intRoom  = 512 // buffer room for INT headers and metadata
 )

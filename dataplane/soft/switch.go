@@ -50,8 +50,9 @@ type Switch struct {
 	drops     map[sai.DropReason]uint64
 	generated [4]uint64 // by report.Kind
 
-	free   []*pbuf
-	queued int // bytes in all queues (the shared buffer)
+	free      []*pbuf
+	freeWhole []*pbuf // buffers of super-packets forwarded whole
+	queued    int     // bytes in all queues (the shared buffer)
 
 	// scratch, reused for every packet
 	inner wire.Packet
@@ -61,10 +62,11 @@ type Switch struct {
 }
 
 type port struct {
-	cfg  PortConfig
-	link Link
-	ctr  sai.Counters
-	q    queue
+	cfg   PortConfig
+	link  Link
+	whole WholeLink // link, when it sends super-packets whole
+	ctr   sai.Counters
+	q     queue
 	// tx utilisation over windows of utilWindow ns
 	winStart, winBytes int64
 	util               uint32
@@ -90,6 +92,13 @@ type pbuf struct {
 	bufOc uint32
 	entry *wlEntry
 	op    sai.FlowOp
+	// whole: a GSO super-packet forwarded as it came (ReceiveWhole),
+	// with its offload metadata.
+	whole   bool
+	offload Offload
+	segIP   int // IP length of its largest segment
+	// unsampled: a peeking lookup found the packet sampled out
+	unsampled bool
 }
 
 // New builds a switch from cfg. Port names must be unique and non-empty,
@@ -146,7 +155,8 @@ func New(cfg Config) (*Switch, error) {
 			pc.QueueBytes = defaultQueueBytes
 		}
 		s.portByName[pc.Name] = i
-		s.ports = append(s.ports, port{cfg: pc, link: pc.Link})
+		s.ports = append(s.ports, port{cfg: pc})
+		s.ports[i].setLink(pc.Link)
 	}
 	if err := s.setRoutes(cfg.Routes); err != nil {
 		return nil, err
@@ -181,8 +191,13 @@ func (s *Switch) Ports() []string {
 // SetLink connects port i's transmit side to l.
 func (s *Switch) SetLink(i int, l Link) {
 	s.mu.Lock()
-	s.ports[i].link = l
+	s.ports[i].setLink(l)
 	s.mu.Unlock()
+}
+
+func (p *port) setLink(l Link) {
+	p.link = l
+	p.whole, _ = l.(WholeLink)
 }
 
 // SetRoutes replaces the static routes.
@@ -241,8 +256,22 @@ func (s *Switch) alloc() *pbuf {
 	return &pbuf{store: make([]byte, s.maxFrame+intRoom)}
 }
 
+// allocWhole returns a buffer for a super-packet (ReceiveWhole).
+func (s *Switch) allocWhole() *pbuf {
+	if n := len(s.freeWhole); n > 0 {
+		b := s.freeWhole[n-1]
+		s.freeWhole = s.freeWhole[:n-1]
+		return b
+	}
+	return &pbuf{store: make([]byte, maxWhole), whole: true}
+}
+
 func (s *Switch) release(b *pbuf) {
 	b.entry = nil
+	if b.whole {
+		s.freeWhole = append(s.freeWhole, b)
+		return
+	}
 	s.free = append(s.free, b)
 }
 
@@ -263,6 +292,31 @@ func (s *Switch) ReceiveAt(in int, frame []byte, rx int64) {
 	now := s.clock.Now()
 	s.receive(in, frame, min(rx, now), now)
 	s.mu.Unlock()
+}
+
+// ReceiveWhole is ReceiveAt for a GSO super-packet (frame with its
+// receiving port's offload metadata o), forwarded whole when nothing in
+// it is instrumented: it carries no INT, no watchlist entry acts on it
+// (none matches, or flow or packet sampling leaves it out), and it
+// leaves through a port whose Link is a WholeLink, whose queue holds at
+// least four such packets and whose MTU its segments fit (segIP: the IP
+// length of its largest segment). It returns false
+// without doing anything otherwise: the caller then cuts the packet into
+// segments and hands each to ReceiveAt, so that every segment that gets
+// INT (or a postcard, a queue report) is one on the wire. Counters count
+// a super-packet forwarded whole as one packet, as the kernel's
+// interface counters do.
+func (s *Switch) ReceiveWhole(in int, frame []byte, rx int64, o *Offload, segIP int) bool {
+	if len(frame) > maxWhole {
+		return false
+	}
+	s.mu.Lock()
+	now := s.clock.Now()
+	b := s.allocWhole()
+	b.offload, b.segIP = *o, segIP
+	ok := s.receiveWhole(in, frame, b, min(rx, now), now)
+	s.mu.Unlock()
+	return ok
 }
 
 // Poll transmits every queued packet whose departure time has come and
@@ -318,8 +372,24 @@ func (s *Switch) receive(in int, frame []byte, rx, now int64) {
 		s.countDrop(in, spec.DropUnknown)
 		return
 	}
+	s.process(in, frame, s.alloc(), rx, now)
+}
+
+// receiveWhole is receive for a super-packet in b (ReceiveWhole); false
+// when it is not to be forwarded whole, and then nothing was done.
+func (s *Switch) receiveWhole(in int, frame []byte, b *pbuf, rx, now int64) bool {
+	if !s.process(in, frame, b, rx, now) {
+		s.release(b)
+		return false
+	}
+	return true
+}
+
+// process runs the ingress pipeline on frame, copied into b. For a
+// super-packet (b.whole) it first checks that it can be forwarded whole
+// and returns false, having changed nothing, when not.
+func (s *Switch) process(in int, frame []byte, b *pbuf, rx, now int64) bool {
 	c := s.cfg
-	b := s.alloc()
 	b.data = b.store[:len(frame)]
 	copy(b.data, frame)
 	b.in, b.tIn, b.out = in, rx, -1
@@ -332,13 +402,19 @@ func (s *Switch) receive(in int, frame []byte, rx, now int64) {
 	}
 	bad := false
 	if err := pr.Parse(b.data, &b.pkt); err != nil {
+		if b.whole {
+			return false
+		}
 		if s.innerParser.Parse(b.data, &b.pkt) != nil {
 			s.dropPkt(b, in, spec.DropUnknown, false)
-			return
+			return true
 		}
 		// Only the INT headers (version, length, type) or a tunnel's
 		// options are bad; from outside the domain, a plain packet.
 		bad = !edge
+	}
+	if b.whole && b.pkt.INT >= 0 {
+		return false
 	}
 	if b.pkt.INT >= 0 && b.pkt.INTType == wire.TypeMD && c.dtel != nil {
 		h := b.data[b.pkt.INT:]
@@ -354,23 +430,33 @@ func (s *Switch) receive(in int, frame []byte, rx, now int64) {
 		rt, out = s.route(&b.pkt, b.pkt.Flow.Hash(0))
 		b.out = out
 		if !s.malformed(b, c) {
-			return
+			return true
 		}
 	} else {
-		ent, op, rt, out = s.lookup(c, b)
+		ent, op, rt, out = s.lookup(c, b, b.whole)
+	}
+	if b.whole {
+		if op != sai.FlowOpNop || rt < 0 || !s.wholeOut(out, len(frame), b.segIP) {
+			return false
+		}
+		s.ports[in].ctr.InPackets++
+		s.node.InPackets++
 	}
 	b.entry, b.op = ent, op
+	if b.whole {
+		countUnsampled(b)
+	}
 	if ent != nil {
 		ent.stats.MatchedPackets++
 		ent.stats.MatchedBytes += uint64(len(frame))
 	}
 	if rt < 0 {
 		s.dropPkt(b, in, spec.DropRoutingMiss, false)
-		return
+		return true
 	}
 	if !s.noTTL && !s.decTTL(b) {
 		s.dropPkt(b, in, spec.DropIPTTLZero, false)
-		return
+		return true
 	}
 	if edge && c.remark && !c.sink[out] {
 		s.remark(b, c)
@@ -381,6 +467,21 @@ func (s *Switch) receive(in int, frame []byte, rx, now int64) {
 	}
 	b.out = out
 	s.enqueue(b, now)
+	return true
+}
+
+// wholeOut says whether a super-packet of n bytes whose segments are IP
+// datagrams of up to segIP bytes can leave whole through port out: its
+// link sends super-packets, its queue holds four of them (a shaped port's
+// short queue takes segments, so that tail drops and queue reports
+// see packets as they will be on the wire) and its MTU the segments. A
+// queue report sees a super-packet as one packet of its size.
+func (s *Switch) wholeOut(out, n, segIP int) bool {
+	if out < 0 || out >= len(s.ports) {
+		return false
+	}
+	p := &s.ports[out]
+	return p.whole != nil && 4*n <= p.cfg.QueueBytes && segIP > 0 && segIP <= p.cfg.MTU
 }
 
 // malformed handles a packet from inside the domain that carries the INT
@@ -669,7 +770,10 @@ func (s *Switch) egress(b *pbuf) {
 	if send {
 		p.ctr.OutPackets++
 		s.node.OutPackets++
-		if p.link != nil {
+		switch {
+		case b.whole:
+			p.whole.TransmitWhole(b.data, &b.offload)
+		case p.link != nil:
 			p.link.Transmit(b.data)
 		}
 	}

@@ -94,10 +94,18 @@ type cacheSlot struct {
 
 // sample returns the flow op for a packet arriving at now on the flow of
 // slot: op for the first packet and for the first one interval after the
-// last acted on, NOP (counted as unsampled) for the others.
-func (slot *cacheSlot) sample(now int64, p *wire.Packet) sai.FlowOp {
+// last acted on, NOP (counted as unsampled) for the others. With peek it
+// only says which, changing and counting nothing (countUnsampled counts
+// later).
+func (slot *cacheSlot) sample(now int64, p *wire.Packet, peek bool) sai.FlowOp {
 	if slot.op == sai.FlowOpInt && p.INT >= 0 {
 		return slot.op // already carries INT: transit, the source does nothing
+	}
+	if peek {
+		if slot.acted && now-slot.last < slot.interval {
+			return sai.FlowOpNop
+		}
+		return slot.op
 	}
 	if slot.acted && now-slot.last < slot.interval {
 		slot.entry.stats.UnsampledPackets++
@@ -108,6 +116,19 @@ func (slot *cacheSlot) sample(now int64, p *wire.Packet) sai.FlowOp {
 	}
 	slot.acted, slot.last = true, now
 	return slot.op
+}
+
+// countUnsampled counts b when a peeking lookup found it sampled out by
+// the packet interval of its entry, as sample would have.
+func countUnsampled(b *pbuf) {
+	e := b.entry
+	if e == nil || !b.unsampled {
+		return
+	}
+	e.stats.UnsampledPackets++
+	if e.act.FlowOp == sai.FlowOpInt && e.sess != nil {
+		e.sess.stats.NotInitiatedSampled++
+	}
 }
 
 // flowEq is FlowKey equality field by field: the generated == on the
@@ -254,7 +275,7 @@ func (s *Switch) parseInner(data []byte, p *wire.Packet, in *wire.Packet) (uint3
 
 // lookup classifies b: the watchlist entry (nil if none), the effective
 // flow op and the route, through the flow cache.
-func (s *Switch) lookup(c *compiled, b *pbuf) (*wlEntry, sai.FlowOp, int, int) {
+func (s *Switch) lookup(c *compiled, b *pbuf, peek bool) (*wlEntry, sai.FlowOp, int, int) {
 	p := &b.pkt
 	k := matchKey{in: uint16(b.in), flow: p.Flow}
 	if c.needDSCP && p.L3 >= 0 {
@@ -280,8 +301,10 @@ func (s *Switch) lookup(c *compiled, b *pbuf) (*wlEntry, sai.FlowOp, int, int) {
 	same := slot.key.equal(&k)
 	if slot.gen == s.gen && same {
 		op := slot.op
+		b.unsampled = false
 		if slot.interval != 0 {
-			op = slot.sample(b.tIn, p)
+			op = slot.sample(b.tIn, p, peek)
+			b.unsampled = op == sai.FlowOpNop
 		}
 		return slot.entry, op, int(slot.route), int(slot.port)
 	}
@@ -301,12 +324,14 @@ func (s *Switch) lookup(c *compiled, b *pbuf) (*wlEntry, sai.FlowOp, int, int) {
 			op = sai.FlowOpNop
 		}
 	}
+	b.unsampled = false
 	route, port := s.route(p, h)
 	last, acted := slot.last, slot.acted && same
 	*slot = cacheSlot{gen: s.gen, key: k, entry: ent, op: op, route: int32(route), port: int32(port), last: last, acted: acted}
 	if op != sai.FlowOpNop && ent.act.PacketInterval != 0 {
 		slot.interval = int64(ent.act.PacketInterval)
-		op = slot.sample(b.tIn, p)
+		op = slot.sample(b.tIn, p, peek)
+		b.unsampled = op == sai.FlowOpNop
 	}
 	return ent, op, route, port
 }
