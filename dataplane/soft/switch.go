@@ -305,7 +305,8 @@ func (s *Switch) ReceiveAt(in int, frame []byte, rx int64) {
 // segments and hands each to ReceiveAt, so that every segment that gets
 // INT (or a postcard, a queue report) is one on the wire. Counters count
 // a super-packet forwarded whole as one packet, as the kernel's
-// interface counters do.
+// interface counters do. Unlike ReceiveAt, it rewrites frame in place
+// (headers) when it returns true: the caller is done with it.
 func (s *Switch) ReceiveWhole(in int, frame []byte, rx int64, o *Offload, segIP int) bool {
 	if len(frame) > maxWhole {
 		return false
@@ -390,8 +391,13 @@ func (s *Switch) receiveWhole(in int, frame []byte, b *pbuf, rx, now int64) bool
 // and returns false, having changed nothing, when not.
 func (s *Switch) process(in int, frame []byte, b *pbuf, rx, now int64) bool {
 	c := s.cfg
-	b.data = b.store[:len(frame)]
-	copy(b.data, frame)
+	if b.whole {
+		// Worked on in place; enqueue copies it only if it has to wait.
+		b.data = frame
+	} else {
+		b.data = b.store[:len(frame)]
+		copy(b.data, frame)
+	}
 	b.in, b.tIn, b.out = in, rx, -1
 	// A packet from outside the INT domain (through a sink port) is never
 	// INT, whatever its DSCP or ports say.
@@ -669,6 +675,20 @@ func (s *Switch) enqueue(b *pbuf, now int64) {
 	start := max(now, q.busyUntil)
 	b.dep = start + int64(size)*8*1_000_000_000/p.cfg.Rate
 	q.busyUntil = b.dep
+	if b.whole {
+		// A super-packet leaves when its turn comes, not once its
+		// segments would all be on the wire: waiting out its 50 µs at
+		// 10 Gbit/s costs a timer wake-up of as much again, per packet.
+		// The port stays busy for its segments. It leaves at once,
+		// from the receive buffer, when nothing is ahead of it, and is
+		// copied to wait otherwise.
+		b.dep = start
+		if q.n == 0 && start == now {
+			s.egress(b)
+			return
+		}
+		b.data = b.store[:copy(b.store, b.data)]
+	}
 	q.push(b)
 	q.bytes += size
 	s.queued += size
