@@ -132,7 +132,7 @@ func (r *benchResult) print(w io.Writer, title, unit string, scale float64, rati
 		fmt.Fprintf(w, "  %-40s %s %s\n", m, spreadOf(v).String("%.1f"), unit)
 	}
 	for _, q := range ratios {
-		fmt.Fprintf(w, "  ratio %-34s %s\n", q[0]+" / "+q[1], r.ratio(q[0], q[1]).String("%.3f"))
+		fmt.Fprintf(w, "  %-72s %s\n", q[0]+" / "+q[1], r.ratio(q[0], q[1]).String("%.3f"))
 	}
 	fmt.Fprintf(w, "  rounds %d, interleaved; load average (1 min) %s\n", len(r.vals[r.modes[0]]), spreadOf(r.load).String("%.2f"))
 }

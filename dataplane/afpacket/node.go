@@ -143,7 +143,10 @@ func (n *Node) Run(ctx context.Context) error {
 	hold := make([]func([]byte), len(n.ports))
 	for i := range n.ports {
 		sp := n.swPort[i]
-		recv[i] = func(f []byte) { n.sw.ReceiveAt(sp, f, n.rxAt) }
+		recv[i] = func(f []byte) {
+			n.sw.ReceiveAt(sp, f, n.rxAt)
+			n.flushRefs()
+		}
 		hold[i] = n.hold
 	}
 	clock := n.sw.Clock()
@@ -252,11 +255,23 @@ func (n *Node) whole(p *Port, i, j int) bool {
 		return false
 	}
 	vh.Put(n.offload[:])
-	if !n.sw.ReceiveWhole(n.swPort[i], f, n.rxAt, &n.offload, seg) {
-		return false
+	ok := n.sw.ReceiveWhole(n.swPort[i], f, n.rxAt, &n.offload, seg)
+	n.flushRefs()
+	if ok {
+		p.stats.RxWhole++
 	}
-	p.stats.RxWhole++
-	return true
+	return ok
+}
+
+// flushRefs sends what ports queued by reference (Port.TransmitWhole): a
+// receive buffer read again, or a switch buffer used again by the next
+// packet, would change it.
+func (n *Node) flushRefs() {
+	for _, p := range n.ports {
+		if p.refs > 0 {
+			p.Flush()
+		}
+	}
 }
 
 // hold keeps a copy of frame (of port n.holdIn, waiting for n.holdNH).
@@ -293,6 +308,7 @@ func (n *Node) release(now int64) {
 		switch {
 		case n.kernel.Resolved(h.nh):
 			n.sw.ReceiveAt(n.swPort[h.port], h.buf, h.rx)
+			n.flushRefs()
 		case now >= h.deadline:
 			n.ports[h.port].stats.HoldDrops++
 		default:

@@ -96,8 +96,8 @@ type Port struct {
 	rxTime  []int64   // per frame of the last read: kernel receive time, Unix ns (0: none)
 
 	txStore [][]byte
-	txWhole [][]byte // per message: room for a super-packet, made on first use
 	txHdr   [][vnetHdrLen]byte
+	refs    int // frames queued by reference (TransmitWhole)
 	txIov   []unix.Iovec // 2 per message
 	txMsgs  []unix.Mmsghdr
 	txN     int
@@ -178,7 +178,7 @@ func Open(name string, cfg PortConfig) (*Port, error) {
 	p.rxIov, p.rxMsgs, p.rxOff, p.rxLen = make([]unix.Iovec, 2*n), make([]unix.Mmsghdr, n), make([]int, n), make([]int, n)
 	p.rxVnet, p.rxTime = make([]VnetHdr, n), make([]int64, n)
 	p.txStore, p.txIov, p.txMsgs = make([][]byte, n), make([]unix.Iovec, 2*n), make([]unix.Mmsghdr, n)
-	p.txWhole, p.txHdr = make([][]byte, n), make([][vnetHdrLen]byte, n)
+	p.txHdr = make([][vnetHdrLen]byte, n)
 	for i := 0; i < n; i++ {
 		// Room for a GSO super-packet; one spare byte detects longer
 		// frames (MSG_TRUNC is set on them too). Pages beyond what the
@@ -379,29 +379,28 @@ func (p *Port) Transmit(frame []byte) {
 	p.txN++
 }
 
-// TransmitWhole queues a copy of a GSO super-packet with its
-// virtio_net_hdr (o, as Read gave it in Vnet and Node passed it to the
-// switch): the kernel segments it, or hands it whole to a device that
-// takes it so. It implements soft.WholeLink.
+// TransmitWhole queues a GSO super-packet with its virtio_net_hdr (o,
+// as Read gave it in Vnet and Node passed it to the switch): the kernel
+// segments it, or hands it whole to a device that takes it so. The frame
+// is not copied: it must stay as it is until the next Flush (Node flushes
+// after every call into the switch that sent one, see Refs). It
+// implements soft.WholeLink.
 func (p *Port) TransmitWhole(frame []byte, o *soft.Offload) {
-	if len(frame) > p.maxGSO+vlanRoom {
-		p.stats.TxErrors++
-		return
-	}
 	if p.txN == len(p.txMsgs) {
 		p.Flush()
 	}
 	i := p.txN
-	if p.txWhole[i] == nil {
-		p.txWhole[i] = make([]byte, p.maxGSO+vlanRoom) // once per slot
-	}
-	n := copy(p.txWhole[i], frame)
 	p.txHdr[i] = [vnetHdrLen]byte(o[:vnetHdrLen])
 	p.txIov[2*i].Base = &p.txHdr[i][0]
-	p.txIov[2*i+1].Base = &p.txWhole[i][0]
-	p.txIov[2*i+1].SetLen(n)
+	p.txIov[2*i+1].Base = &frame[0]
+	p.txIov[2*i+1].SetLen(len(frame))
 	p.txN++
+	p.refs++
 }
+
+// Refs returns the number of frames TransmitWhole queued without a copy
+// since the last Flush.
+func (p *Port) Refs() int { return p.refs }
 
 // Pending returns the number of frames waiting for Flush.
 func (p *Port) Pending() int { return p.txN }
@@ -435,7 +434,7 @@ func (p *Port) Flush() {
 			i++
 		}
 	}
-	p.txN = 0
+	p.txN, p.refs = 0, 0
 }
 
 // ErrClosed is returned by Node.Run after Close.
