@@ -97,7 +97,7 @@ type Port struct {
 
 	txStore [][]byte
 	txHdr   [][vnetHdrLen]byte
-	refs    int // frames queued by reference (TransmitWhole)
+	refs    int          // frames queued by reference (TransmitWhole)
 	txIov   []unix.Iovec // 2 per message
 	txMsgs  []unix.Mmsghdr
 	txN     int
