@@ -81,7 +81,7 @@
 //
 // Transmitted frames carry an all-zero virtio_net_hdr: no GSO (every
 // frame fits the MTU) and no checksum left to complete (frames leave with
-// whole checksums).
+// whole checksums), super-packets forwarded whole aside (below).
 //
 // # GSO super-packets
 //
@@ -105,6 +105,16 @@
 // segment (unknown type, headers that do not match it) are dropped and
 // counted (RxGSOErrors). The frame's hdr_len is only a hint from the
 // kernel (skb_headlen) and is not used; headers are parsed.
+//
+// Super-packets forwarded whole: Node first offers a super-packet to
+// soft.Switch.ReceiveWhole, which forwards it as it is when nothing in it
+// is instrumented (no INT in it, no watchlist entry acting on it, sampled
+// out, an egress port with room in its queue and an MTU its segments fit;
+// see there). Port.TransmitWhole then sends it with the virtio_net_hdr it
+// came with (segment size, type, partial checksum), from the buffer it
+// is in, without a copy; the kernel segments it after the switch, or
+// passes it whole to a device that takes super-packets (veth). Only what
+// gets INT is cut in userspace (PortStats.RxWhole against RxGSO).
 //
 // Offloads: a router must see what is on the wire. New turns GRO and LRO
 // off on its ports like `ethtool -K` (package dataplane/internal/ethtool)
