@@ -676,14 +676,17 @@ func (s *Switch) enqueue(b *pbuf, now int64) {
 	b.dep = start + int64(size)*8*1_000_000_000/p.cfg.Rate
 	q.busyUntil = b.dep
 	if b.whole {
-		// A super-packet leaves when its turn comes, not once its
-		// segments would all be on the wire: waiting out its 50 µs at
-		// 10 Gbit/s costs a timer wake-up of as much again, per packet.
-		// The port stays busy for its segments. It leaves at once,
-		// from the receive buffer, when nothing is ahead of it, and is
-		// copied to wait otherwise.
+		// A super-packet leaves when nothing is queued ahead of it, not
+		// once its segments would be on the wire at the port's rate:
+		// waiting out 50 µs at 10 Gbit/s costs a timer wake-up of as
+		// much again, and the device after the switch paces segments
+		// itself (a shaped port, whose queue is short, gets segments:
+		// see wholeOut). The port is busy for its segments all the
+		// same, so packets behind it see the occupancy. It leaves
+		// from the receive buffer, and is copied only to wait.
 		b.dep = start
-		if q.n == 0 && start == now {
+		if q.n == 0 {
+			b.dep = now
 			s.egress(b)
 			return
 		}
