@@ -152,6 +152,40 @@ func intConfig(n int, watch bool) []byte {
 	return b
 }
 
+// tcpTransfer sends size bytes over TCP from h1 (source port srcPort) to
+// h2 (port dstPort) and fails unless they arrive byte for byte.
+func (f *fabric) tcpTransfer(t *testing.T, srcPort, dstPort, size int) {
+	t.Helper()
+	var ln net.Listener
+	f.in("h2", func() (err error) { ln, err = net.Listen("tcp4", fmt.Sprintf("10.0.2.1:%d", dstPort)); return err })
+	defer ln.Close()
+	data := payload(0, size)
+	got := receiveAll(ln, 30*time.Second)
+	var c net.Conn
+	f.in("h1", func() (err error) {
+		c, err = (&net.Dialer{Timeout: 10 * time.Second, LocalAddr: &net.TCPAddr{IP: net.IPv4(10, 0, 1, 1), Port: srcPort}}).Dial("tcp4", fmt.Sprintf("10.0.2.1:%d", dstPort))
+		return err
+	})
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := c.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if b := <-got; !bytes.Equal(b, data) {
+		t.Fatalf("h2 received %d bytes, not the %d h1 sent", len(b), len(data))
+	}
+}
+
+// waitPath waits for the collector to know the 3-hop INT path of the TCP
+// flow from h1:srcPort to h2:dstPort.
+func (f *fabric) waitPath(t *testing.T, srcPort, dstPort int) {
+	t.Helper()
+	eventually(t, 10*time.Second, "TCP flow's 3-hop path at the collector", func() (bool, string) {
+		_, ok := metricValue(f.scrape(t), "intcollector_flow_hop_max_latency_seconds", flowLabels("tcp", srcPort, dstPort, "hop", "2", "node_id", "3"))
+		return ok, ""
+	})
+}
+
 // configure replaces /int on every switch through gNMI Set.
 func (f *fabric) configure(t *testing.T, watch bool) {
 	t.Helper()
@@ -471,30 +505,10 @@ func TestSoftEndToEnd(t *testing.T) {
 	})
 
 	t.Run("tcp", func(t *testing.T) {
-		var ln net.Listener
-		f.in("h2", func() (err error) { ln, err = net.Listen("tcp4", "10.0.2.1:5002"); return err })
-		defer ln.Close()
-		data := payload(0, 4<<20)
-		got := receiveAll(ln, 30*time.Second)
-		var c net.Conn
-		f.in("h1", func() (err error) {
-			c, err = (&net.Dialer{Timeout: 10 * time.Second, LocalAddr: &net.TCPAddr{IP: net.IPv4(10, 0, 1, 1), Port: 40003}}).Dial("tcp4", "10.0.2.1:5002")
-			return err
-		})
 		st := time.Now()
-		c.SetDeadline(time.Now().Add(30 * time.Second))
-		if _, err := c.Write(data); err != nil {
-			t.Fatal(err)
-		}
-		c.Close()
-		if b := <-got; !bytes.Equal(b, data) {
-			t.Fatalf("h2 received %d bytes, not the %d h1 sent", len(b), len(data))
-		}
+		f.tcpTransfer(t, 40003, 5002, 4<<20)
 		t.Logf("4 MiB over TCP through the shaped fabric in %v", time.Since(st))
-		eventually(t, 10*time.Second, "TCP flow's 3-hop path at the collector", func() (bool, string) {
-			_, ok := metricValue(f.scrape(t), "intcollector_flow_hop_max_latency_seconds", flowLabels("tcp", 40003, 5002, "hop", "2", "node_id", "3"))
-			return ok, ""
-		})
+		f.waitPath(t, 40003, 5002)
 	})
 
 	t.Run("queue reports", func(t *testing.T) {
