@@ -5,7 +5,6 @@ package afpacket
 import (
 	"bytes"
 	"encoding/binary"
-	"io"
 	"net"
 	"sort"
 	"testing"
@@ -61,18 +60,7 @@ func TestKernelGSO(t *testing.T) {
 	defer usock.Close()
 
 	data := payloadBytes(1 << 20)
-	recvd := make(chan []byte, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			recvd <- nil
-			return
-		}
-		defer c.Close()
-		c.SetDeadline(time.Now().Add(20 * time.Second))
-		b, _ := io.ReadAll(c)
-		recvd <- b
-	}()
+	recvd := acceptAll(ln)
 	var c net.Conn
 	var ufd int
 	inNS(t, ns1, func() (err error) {

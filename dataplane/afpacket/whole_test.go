@@ -31,18 +31,7 @@ func TestWholeSuperPackets(t *testing.T) {
 	})
 	defer ln.Close()
 	data := payloadBytes(8 << 20)
-	recvd := make(chan []byte, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			recvd <- nil
-			return
-		}
-		defer c.Close()
-		c.SetDeadline(time.Now().Add(20 * time.Second))
-		b, _ := io.ReadAll(c)
-		recvd <- b
-	}()
+	recvd := acceptAll(ln)
 	var c net.Conn
 	inNS(t, h1, func() (err error) {
 		c, err = net.DialTimeout("tcp4", "10.2.0.1:5555", 5*time.Second)
@@ -66,4 +55,22 @@ func TestWholeSuperPackets(t *testing.T) {
 	if st[1].TxErrors != 0 {
 		t.Errorf("s2: %d frames refused", st[1].TxErrors)
 	}
+}
+
+// acceptAll accepts one connection on ln and sends what it read until
+// EOF (nil if none came), waiting at most 20 s.
+func acceptAll(ln net.Listener) <-chan []byte {
+	recvd := make(chan []byte, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			recvd <- nil
+			return
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(20 * time.Second))
+		b, _ := io.ReadAll(c)
+		recvd <- b
+	}()
+	return recvd
 }
