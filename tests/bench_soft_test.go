@@ -14,6 +14,7 @@ const (
 	modeSoftOn  = "intd soft, INT on"
 	// h1 sends MSS-sized frames (gso_max_segs 1 on its veth), so both
 	// cross the switches segment by segment: INT's own cost.
+	modeVnetFwdFrames = "AF_PACKET forwarder, h1 sends frames"
 	modeSoftOffFrames = "intd soft, INT off, h1 sends frames"
 	modeSoftOnFrames  = "intd soft, INT on, h1 sends frames"
 )
@@ -22,8 +23,8 @@ const (
 // switches (hosts' TSO/GSO on) forwarding by Linux (ip_forward=1), by a
 // minimal AF_PACKET forwarder with vnet headers (vnetFwd), and by intd's
 // soft switch with INT off (empty watchlist) and on (the flow watched at
-// s1, transit s2, sink s3), the last two also with h1 sending MSS-sized
-// frames instead of super-packets; each forwarder on its own fabric, the
+// s1, transit s2, sink s3), the forwarder and intd also with h1 sending
+// MSS-sized frames instead of super-packets; each forwarder on its own fabric, the
 // modes interleaved round by round. With INTD_BENCH=1 (make bench-soft) it runs
 // INTD_BENCH_ROUNDS rounds of INTD_BENCH_SECS seconds and prints the
 // ratios; otherwise one one-second round checks that it measures.
@@ -44,34 +45,41 @@ func TestBenchSoft(t *testing.T) {
 	}
 	soft := buildFabric(t, true, 0)
 	soft.configure(t, false)
-	watched, frames := false, false
+	// h1's veth hands TCP super-packets (gso_max_segs 65535, the
+	// default) or MSS-sized frames (1).
+	segs := map[*fabric]bool{}
+	setFrames := func(f *fabric, fr bool) {
+		if segs[f] != fr {
+			n := "65535"
+			if fr {
+				n = "1"
+			}
+			f.ip("-n", f.ns("h1"), "link", "set", "dev", "eth0", "gso_max_segs", n)
+			segs[f] = fr
+		}
+	}
+	watched := false
 	setSoft := func(on, fr bool) func(t *testing.T) {
 		return func(t *testing.T) {
 			if watched != on {
 				soft.configure(t, on)
 				watched = on
 			}
-			if frames != fr {
-				segs := "65535"
-				if fr {
-					segs = "1"
-				}
-				soft.ip("-n", soft.ns("h1"), "link", "set", "dev", "eth0", "gso_max_segs", segs)
-				frames = fr
-			}
+			setFrames(soft, fr)
 		}
 	}
 	run := func(t *testing.T) float64 { return soft.iperf3(t, secs) }
 	modes := []benchMode{
 		{name: modeLinux, run: func(t *testing.T) float64 { return kernel.iperf3(t, secs) }},
-		{name: modeVnetFwd, run: func(t *testing.T) float64 { return fwd.iperf3(t, secs) }},
+		{name: modeVnetFwd, setup: func(*testing.T) { setFrames(fwd, false) }, run: func(t *testing.T) float64 { return fwd.iperf3(t, secs) }},
+		{name: modeVnetFwdFrames, setup: func(*testing.T) { setFrames(fwd, true) }, run: func(t *testing.T) float64 { return fwd.iperf3(t, secs) }},
 		{name: modeSoftOff, setup: setSoft(false, false), run: run},
 		{name: modeSoftOn, setup: setSoft(true, false), run: run},
 		{name: modeSoftOffFrames, setup: setSoft(false, true), run: run},
 		{name: modeSoftOnFrames, setup: setSoft(true, true), run: run},
 	}
 	ratios := [][2]string{{modeSoftOff, modeVnetFwd}, {modeSoftOff, modeLinux}, {modeSoftOn, modeSoftOff},
-		{modeSoftOnFrames, modeSoftOffFrames}, {modeVnetFwd, modeLinux}}
+		{modeSoftOffFrames, modeVnetFwdFrames}, {modeSoftOnFrames, modeSoftOffFrames}, {modeVnetFwd, modeLinux}}
 	r := interleave(t, rounds, modes)
 	r.checkShape(t, rounds, ratios)
 	if full {
