@@ -383,8 +383,8 @@ func (p *Port) Transmit(frame []byte) {
 // as Read gave it in Vnet and Node passed it to the switch): the kernel
 // segments it, or hands it whole to a device that takes it so. The frame
 // is not copied: it must stay as it is until the next Flush (Node flushes
-// after every call into the switch that sent one, see Refs). It
-// implements soft.WholeLink.
+// after every call into the switch that queued one). It implements
+// soft.WholeLink.
 func (p *Port) TransmitWhole(frame []byte, o *soft.Offload) {
 	if p.txN == len(p.txMsgs) {
 		p.Flush()
@@ -397,10 +397,6 @@ func (p *Port) TransmitWhole(frame []byte, o *soft.Offload) {
 	p.txN++
 	p.refs++
 }
-
-// Refs returns the number of frames TransmitWhole queued without a copy
-// since the last Flush.
-func (p *Port) Refs() int { return p.refs }
 
 // Pending returns the number of frames waiting for Flush.
 func (p *Port) Pending() int { return p.txN }

@@ -300,8 +300,8 @@ func (s *Switch) ReceiveAt(in int, frame []byte, rx int64) {
 // (none matches, or flow or packet sampling leaves it out), and it
 // leaves through a port whose Link is a WholeLink, whose queue holds at
 // least four such packets and whose MTU its segments fit (segIP: the IP
-// length of its largest segment). It returns false
-// without doing anything otherwise: the caller then cuts the packet into
+// length of its largest segment). It returns false without doing
+// anything otherwise: the caller then cuts the packet into
 // segments and hands each to ReceiveAt, so that every segment that gets
 // INT (or a postcard, a queue report) is one on the wire. Counters count
 // a super-packet forwarded whole as one packet, as the kernel's
@@ -386,13 +386,14 @@ func (s *Switch) receiveWhole(in int, frame []byte, b *pbuf, rx, now int64) bool
 	return true
 }
 
-// process runs the ingress pipeline on frame, copied into b. For a
-// super-packet (b.whole) it first checks that it can be forwarded whole
-// and returns false, having changed nothing, when not.
+// process runs the ingress pipeline on frame, copied into b (a
+// super-packet, b.whole, is worked on in place). For a super-packet it
+// first checks that it can be forwarded whole and returns false, having
+// changed nothing, when not.
 func (s *Switch) process(in int, frame []byte, b *pbuf, rx, now int64) bool {
 	c := s.cfg
 	if b.whole {
-		// Worked on in place; enqueue copies it only if it has to wait.
+		// enqueue copies it only if it has to wait.
 		b.data = frame
 	} else {
 		b.data = b.store[:len(frame)]
