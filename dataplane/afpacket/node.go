@@ -17,8 +17,9 @@ import (
 
 // Node runs one software switch over AF_PACKET ports: a single goroutine
 // waits (ppoll) for frames on every port or for the switch's next queue
-// departure, reads frames in batches (GSO super-packets cut into
-// segments), hands the switch's (Kernel.Classify) to Switch.ReceiveAt with
+// departure, reads frames in batches (GSO super-packets forwarded whole
+// when the switch takes them so, else cut into segments), hands the
+// switch's (Kernel.Classify) to Switch.ReceiveAt with
 // the kernel's receive timestamp, calls Switch.Poll on the switch's (real)
 // clock so egress queues drain at their configured rate, and flushes what
 // the switch transmitted with one sendmmsg per port. Frames whose next hop

@@ -9,6 +9,12 @@
 // returns the next departure time; RealClock gives POSIX nanoseconds from a
 // monotonic source, ManualClock makes tests deterministic.
 //
+// GSO super-packets: ReceiveWhole takes one whole (with its port's
+// Offload) and forwards it so, to a port whose Link is a WholeLink, when
+// nothing in it is instrumented; otherwise it refuses it untouched and
+// the caller cuts it into segments for Receive. A super-packet forwarded
+// whole leaves as soon as nothing is queued ahead of it.
+//
 // Pipeline: parse (wire.Parser from the DTel markings) -> watchlist
 // (priority-ordered entries with prefix, range, DSCP, TCP flag, in-port and
 // VXLAN inner matches; a direct-mapped flow cache keyed by everything the
