@@ -3,6 +3,8 @@ package sai
 import (
 	"slices"
 	"time"
+
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // NPT is the Next Protocol Type of the INT shim header for TCP/UDP (INT v2.1
@@ -17,12 +19,6 @@ const (
 	// NPTL4Header: a new UDP header was inserted before the original L4
 	// header, whose IP protocol is saved in the shim.
 	NPTL4Header NPT = 2
-)
-
-// Well-known INT encapsulation code points (INT v2.1, tentative assignments).
-const (
-	VXLANGPENextProtocolInt uint8  = 0x82
-	GeneveOptionClassInt    uint16 = 0x0103
 )
 
 // FlowReportFilter holds the "smart filter" parameters that limit flow
@@ -125,8 +121,8 @@ type DTelAttrs struct {
 func DefaultDTelAttrs() DTelAttrs {
 	return DTelAttrs{
 		LatencySensitivity:   8,
-		VXLANGPENextProtocol: VXLANGPENextProtocolInt,
-		GeneveOptionClass:    GeneveOptionClassInt,
+		VXLANGPENextProtocol: spec.VXLANGPENextProtoINT,
+		GeneveOptionClass:    spec.GeneveClassINT,
 		FlowReport: FlowReportFilter{
 			Interval:         time.Second,
 			HopLatencyChange: 256 * time.Nanosecond,

@@ -121,6 +121,13 @@ func TestVocabularyRoundTrip(t *testing.T) {
 			}
 		}
 	}
+	for _, row := range spec.EncapTable {
+		for name, c := range caps {
+			if !slices.Contains(c.Encaps, row.Encap) {
+				t.Errorf("%s: encapsulations %v lack %v", name, c.Encaps, row.Encap)
+			}
+		}
+	}
 	for i, row := range spec.EventTypeTable {
 		if int(row.Type) != i+1 || row.Type.String() != row.Name || row.SAI != "SAI_DTEL_EVENT_TYPE_"+row.Name {
 			t.Errorf("event type row %d: %+v", i, row)

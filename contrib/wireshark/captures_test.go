@@ -244,12 +244,12 @@ func writeCaptures(t *testing.T, dir string) []string {
 	}
 	tunnel := func(kind string) []byte {
 		var th [8]byte
-		port := uint16(wire.PortVXLANGPE)
+		port := uint16(spec.PortVXLANGPE)
 		if kind == "gpe" {
 			_ = wire.VXLANGPE{Flags: wire.GPEFlagI | wire.GPEFlagP, NextProto: 3, VNI: 42}.Put(th[:])
 		} else {
 			_ = wire.Geneve{Protocol: wire.EtherTypeTEB, VNI: 42}.Put(th[:])
-			port = wire.PortGeneve
+			port = spec.PortGeneve
 		}
 		return wiretest.UDPFrame("10.0.1.1", "10.0.2.1", 40000, port, append(th[:], innerTCP...), true)
 	}

@@ -25,7 +25,7 @@ const (
 type INTStack struct {
 	Present bool
 	Format  Legacy
-	Encap   wire.Encap
+	Encap   spec.Encap
 	// Type is the INT header type: TypeMD, TypeMX or TypeDestination.
 	Type                              wire.HeaderType
 	Version                           uint8
@@ -132,7 +132,7 @@ type Decoder struct {
 // Geneve on their IANA ports, Host-INT's UDP port 33122 and DSCP 0x01/0x01.
 func NewDecoder() *Decoder {
 	return &Decoder{
-		Parser:        wire.Parser{VXLANGPEPort: wire.PortVXLANGPE, GenevePort: wire.PortGeneve, AllowTruncated: true},
+		Parser:        wire.Parser{VXLANGPEPort: spec.PortVXLANGPE, GenevePort: spec.PortGeneve, AllowTruncated: true},
 		INT05Port:     wire.HostINTDefaultPort,
 		INT05DSCP:     0x01,
 		INT05DSCPMask: 0x01,
@@ -322,7 +322,7 @@ func (d *Decoder) decodeInner(r *Report, buf []byte, ethernet, fromReport bool) 
 		return
 	}
 	off := p.L4 + p.L4HeaderLen
-	if p.Proto == wire.ProtoUDP && p.Flow.DstPort == wire.PortVXLANGPE && off+wire.VXLANLen <= len(buf) &&
+	if p.Proto == wire.ProtoUDP && p.Flow.DstPort == spec.PortVXLANGPE && off+wire.VXLANLen <= len(buf) &&
 		buf[off]&wire.GPEFlagP != 0 && buf[off+3] == wire.GPENextProtoINT2016 {
 		r.InnerErr = decode2016(st, buf[off+wire.VXLANLen:])
 		return
@@ -340,9 +340,9 @@ func (d *Decoder) decodeInner(r *Report, buf []byte, ethernet, fromReport bool) 
 	if looksV21Shim(buf[off:]) {
 		s, _ := wire.DecodeShim(buf[off:])
 		l := int(s.Length) * 4
-		p.Encap, p.Shim, p.INT, p.INTType, p.INTLen, p.Next = wire.EncapDSCP, off, off+wire.ShimLen, s.Type, l, off+wire.ShimLen+l
+		p.Encap, p.Shim, p.INT, p.INTType, p.INTLen, p.Next = spec.EncapDSCP, off, off+wire.ShimLen, s.Type, l, off+wire.ShimLen+l
 		if s.NPT != 0 {
-			p.Encap = wire.EncapUDPPort
+			p.Encap = spec.EncapUDPPort
 		}
 		if s.NPT == 1 {
 			r.Flow.DstPort = s.Value
@@ -404,7 +404,7 @@ func looksV21Shim(b []byte) bool {
 
 // decodeV21 decodes the INT v2.1 header and stack b (of type typ, carried
 // as encap) into st, which is r.INT.
-func (d *Decoder) decodeV21(r *Report, st *INTStack, b []byte, encap wire.Encap, typ wire.HeaderType) error {
+func (d *Decoder) decodeV21(r *Report, st *INTStack, b []byte, encap spec.Encap, typ wire.HeaderType) error {
 	st.Present, st.Format, st.Encap, st.Type = true, INTv21, encap, typ
 	if typ == wire.TypeMX {
 		h, err := wire.DecodeMXHeader(b)
@@ -465,7 +465,7 @@ func decode2016(st *INTStack, b []byte) error {
 			return
 		}
 		found = true
-		st.Present, st.Format, st.Encap, st.Version = true, INT2016, wire.EncapVXLANGPE, g.Header.Version
+		st.Present, st.Format, st.Encap, st.Version = true, INT2016, spec.EncapVXLANGPE, g.Header.Version
 		st.Type = wire.TypeMD
 		if g.Type == wire.INT05TypeDest {
 			st.Type = wire.TypeDestination
@@ -499,9 +499,9 @@ func (d *Decoder) decodeINT05(st *INTStack, r *Report, b []byte, udpExt, fromRep
 		return err
 	}
 	st.Present, st.Format, st.Version = true, INT05, x.Header.Version
-	st.Encap = wire.EncapDSCP
+	st.Encap = spec.EncapDSCP
 	if udpExt {
-		st.Encap = wire.EncapUDPPort
+		st.Encap = spec.EncapUDPPort
 	}
 	st.Type = wire.TypeMD
 	if x.Shim.Type == wire.INT05TypeDest {

@@ -38,13 +38,6 @@ const (
 	fTelemetry   = 1 << 13
 )
 
-// cfg.tunnels, as in bpf/intd.c.
-const (
-	tunGPE    = 1
-	tunGeneve = 2
-	tunGRE    = 4
-)
-
 // Capabilities implements sai.Backend.
 func (d *Dataplane) Capabilities() sai.Capabilities {
 	return sai.Capabilities{
@@ -54,7 +47,7 @@ func (d *Dataplane) Capabilities() sai.Capabilities {
 		// written as all ones: Linux has no per-packet value for them.
 		Instructions:        spec.InstAll,
 		ReportMetadata:      spec.InstReportable,
-		Encaps:              []sai.Encap{sai.EncapDSCP, sai.EncapUDPPort, sai.EncapProbeMarker, sai.EncapVXLANGPE, sai.EncapGeneve, sai.EncapGRE},
+		Encaps:              []spec.Encap{spec.EncapDSCP, spec.EncapUDPPort, spec.EncapProbeMarker, spec.EncapVXLANGPE, spec.EncapGeneve, spec.EncapGRE},
 		ReportFormats:       []sai.ReportFormat{spec.ReportFormatV2, spec.ReportFormatV05},
 		Coalescing:          true,
 		EventTypes:          spec.EventTypes(),
@@ -410,13 +403,13 @@ func dtelCfg(c *intdCfg, dt *sai.DTelAttrs) {
 	c.FlowInterval = uint64(dt.FlowReport.Interval)
 	c.LatShift = latShift(dt.FlowReport.HopLatencyChange)
 	if dt.VXLANGPENextProtocol != 0 {
-		c.Tunnels |= tunGPE
+		c.Tunnels |= spec.EncapVXLANGPE.TunnelBit()
 	}
 	if dt.GeneveOptionClass != 0 {
-		c.Tunnels |= tunGeneve
+		c.Tunnels |= spec.EncapGeneve.TunnelBit()
 	}
 	if dt.GREProtocolType != 0 {
-		c.Tunnels |= tunGRE
+		c.Tunnels |= spec.EncapGRE.TunnelBit()
 		c.GreProto = dt.GREProtocolType
 	}
 	// The program compares the marker with the packet's 8 bytes
@@ -430,11 +423,11 @@ func (d *Dataplane) writeSessions(dt *sai.DTelAttrs) error {
 	switch {
 	case dt == nil:
 	case dt.IntL4DSCP.Mask != 0:
-		src.Encap = wire.EncapDSCP
+		src.Encap = spec.EncapDSCP
 	case dt.IntUDPDstPort != 0:
-		src.Encap = wire.EncapUDPPort
+		src.Encap = spec.EncapUDPPort
 	case dt.ProbeMarker != 0:
-		src.Encap = wire.EncapProbe
+		src.Encap = spec.EncapProbeMarker
 	}
 	for oid, i := range d.sessIdx {
 		a := d.attrs(oid).(sai.IntSessionAttrs)

@@ -35,7 +35,7 @@ func behaviourMore(t *testing.T, tcp80 []byte) {
 		a.IntUDPDstPort, a.IntUDPNPT = 5000, sai.NPTL4Header
 	}
 	mx := sai.IntSessionAttrs{Mode: sai.IntModeMX, Instructions: detInst}
-	mxIn := insertINT(t, tcp80, mx, wire.SourceOptions{Encap: wire.EncapDSCP, DSCP: 0x17, Mask: 0x3f})
+	mxIn := insertINT(t, tcp80, mx, wire.SourceOptions{Encap: spec.EncapDSCP, DSCP: 0x17, Mask: 0x3f})
 	npt2In := func() []byte {
 		// What an NPT 2 source (either backend) sends.
 		n := nodes(t, setup{sess: &mdSession, match: port80(), dt: npt2})

@@ -46,10 +46,10 @@ func (e *evState) setParser(dt *sai.DTelAttrs) {
 		e.parser.GREProto = dt.GREProtocolType
 		e.parser.ProbeMarker = dt.ProbeMarker
 		if dt.VXLANGPENextProtocol != 0 {
-			e.parser.VXLANGPEPort = wire.PortVXLANGPE
+			e.parser.VXLANGPEPort = spec.PortVXLANGPE
 		}
 		if dt.GeneveOptionClass != 0 {
-			e.parser.GenevePort = wire.PortGeneve
+			e.parser.GenevePort = spec.PortGeneve
 		}
 	}
 	e.inner = wire.Parser{AllowTruncated: true}

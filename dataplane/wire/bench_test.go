@@ -29,11 +29,11 @@ func mdUDPPacket(tb testing.TB, hops int, tcp bool) benchCase {
 	payload := make([]byte, 64)
 	var orig []byte
 	c := Parser{UDPPort: exINTPort}
-	opt := SourceOptions{Encap: EncapUDPPort, NPT: NPTUDPPort, UDPPort: exINTPort}
+	opt := SourceOptions{Encap: spec.EncapUDPPort, NPT: NPTUDPPort, UDPPort: exINTPort}
 	if tcp {
 		orig = tcpPacket(tb, 0, payload)
 		c = Parser{DSCP: exINTDSCP, DSCPMask: 0x3f}
-		opt = SourceOptions{Encap: EncapDSCP, DSCP: exINTDSCP, Mask: 0x3f}
+		opt = SourceOptions{Encap: spec.EncapDSCP, DSCP: exINTDSCP, Mask: 0x3f}
 	} else {
 		orig = udpPacket(tb, exOrigPort, payload, false)
 	}

@@ -136,13 +136,13 @@ func TestIncrementalChecksumProperty(t *testing.T) {
 		c := Parser{UDPPort: 9999}
 		switch k := r.IntN(4); {
 		case k == 0:
-			opt.Encap, c = EncapDSCP, Parser{DSCP: 0x17, DSCPMask: 0x3f}
+			opt.Encap, c = spec.EncapDSCP, Parser{DSCP: 0x17, DSCPMask: 0x3f}
 		case k == 1:
-			opt.Encap, c = EncapProbe, Parser{ProbeMarker: opt.ProbeMarker}
+			opt.Encap, c = spec.EncapProbeMarker, Parser{ProbeMarker: opt.ProbeMarker}
 		case k == 2 && !tcp:
-			opt.Encap, opt.NPT = EncapUDPPort, NPTUDPPort
+			opt.Encap, opt.NPT = spec.EncapUDPPort, NPTUDPPort
 		default:
-			opt.Encap, opt.NPT = EncapUDPPort, NPTIPProto
+			opt.Encap, opt.NPT = spec.EncapUDPPort, NPTIPProto
 		}
 		pkt := bytes.Clone(orig)
 		pkt = append(pkt[:len(pkt):len(pkt)], make([]byte, 512)...)[:len(orig)]

@@ -47,7 +47,7 @@ func captureSeeds(f *testing.F) [][]byte {
 }
 
 var fuzzParser = Parser{DSCP: exINTDSCP, DSCPMask: 0x3f, UDPPort: exINTPort, ProbeMarker: 0x1122334455667788,
-	GREProto: exGREProto, VXLANGPEPort: PortVXLANGPE, GenevePort: PortGeneve}
+	GREProto: exGREProto, VXLANGPEPort: spec.PortVXLANGPE, GenevePort: spec.PortGeneve}
 
 func FuzzParse(f *testing.F) {
 	for _, s := range specSeeds(f) {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/intd-project/intd/dataplane/wire"
 	"github.com/intd-project/intd/dataplane/wire/wiretest"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // TestClampMSS: the MSS option of SYNs and SYN-ACKs is lowered, never
@@ -72,9 +73,9 @@ func TestClampMSS(t *testing.T) {
 // TestTCPSourceOverhead: the INT a source adds to a full-sized TCP
 // segment, by mode and marking, and the MSS that leaves room for it.
 func TestTCPSourceOverhead(t *testing.T) {
-	dscp := wire.SourceOptions{Encap: wire.EncapDSCP, DSCP: 0x17, Mask: 0x3f}
-	udp := wire.SourceOptions{Encap: wire.EncapUDPPort, UDPPort: 5000, NPT: wire.NPTUDPPort}
-	probe := wire.SourceOptions{Encap: wire.EncapProbe, ProbeMarker: 1}
+	dscp := wire.SourceOptions{Encap: spec.EncapDSCP, DSCP: 0x17, Mask: 0x3f}
+	udp := wire.SourceOptions{Encap: spec.EncapUDPPort, UDPPort: 5000, NPT: wire.NPTUDPPort}
+	probe := wire.SourceOptions{Encap: spec.EncapProbeMarker, ProbeMarker: 1}
 	for _, c := range []struct {
 		typ        wire.HeaderType
 		hops, hopW int

@@ -112,7 +112,7 @@ func (s GREShim) Put(b []byte) error {
 //	Type(4) Rsvd(4) | Length(8) | G(1) Reserved(7) | Next Protocol(8)
 //
 // G set means the original packet used plain VXLAN. NextProto is
-// GPENextProtoINT when another INT shim follows.
+// spec.VXLANGPENextProtoINT when another INT shim follows.
 type GPEShim struct {
 	Type      HeaderType
 	Length    uint8
@@ -147,7 +147,7 @@ func (s GPEShim) Put(b []byte) error {
 //
 //	Option Class(16) | Type(8) | R(3) Length(5)
 //
-// For INT the class is GeneveClassINT and the type is the INT header type.
+// For INT the class is spec.GeneveClassINT and the type is the INT header type.
 // Length counts the option data in 4-byte words, at most 31 (124 bytes).
 type GeneveOption struct {
 	Class  uint16

@@ -188,7 +188,7 @@ func TestSpecExampleMDOverTCP(t *testing.T) {
 	}
 	// Switch1 (source) inserts INT-MD with its own hop: 8 -> 7.
 	pkt, err := InsertINT(pkt, &p, TypeMD, mdSource(t, exMD(7), hopNQ(1)),
-		&SourceOptions{Encap: EncapDSCP, DSCP: exINTDSCP, Mask: 0x3f})
+		&SourceOptions{Encap: spec.EncapDSCP, DSCP: exINTDSCP, Mask: 0x3f})
 	must(t, err)
 	checkChecksums(t, pkt, &p)
 	// Switch2 (transit) parses and pushes: 7 -> 6.
@@ -199,7 +199,7 @@ func TestSpecExampleMDOverTCP(t *testing.T) {
 	checkChecksums(t, pkt, &p)
 	// Switch3 (sink) decodes and strips.
 	must(t, c.ParseIP(pkt, &p))
-	if p.Encap != EncapDSCP || p.Shim != 40 {
+	if p.Encap != spec.EncapDSCP || p.Shim != 40 {
 		t.Fatalf("parse: %+v", p)
 	}
 	s, _ := DecodeShim(pkt[p.Shim:])
@@ -220,7 +220,7 @@ func TestSpecExampleMXOverTCP(t *testing.T) {
 	var p Packet
 	must(t, c.ParseIP(pkt, &p))
 	pkt, err := InsertINT(pkt, &p, TypeMX, mxSource(t, exMX, nil),
-		&SourceOptions{Encap: EncapDSCP, DSCP: exINTDSCP, Mask: 0x3f})
+		&SourceOptions{Encap: spec.EncapDSCP, DSCP: exINTDSCP, Mask: 0x3f})
 	must(t, err)
 	mustEqual(t, "INT-MX over TCP", pkt, want)
 	checkChecksums(t, pkt, &p)
@@ -251,7 +251,7 @@ func TestSpecExampleNewUDPBeforeTCP(t *testing.T) {
 			if tc.typ == TypeMD {
 				hdr = mdSource(t, exMD(7), hopNQ(1))
 			}
-			pkt, err := InsertINT(pkt, &p, tc.typ, hdr, &SourceOptions{Encap: EncapUDPPort, NPT: NPTIPProto, UDPPort: exINTPort})
+			pkt, err := InsertINT(pkt, &p, tc.typ, hdr, &SourceOptions{Encap: spec.EncapUDPPort, NPT: NPTIPProto, UDPPort: exINTPort})
 			must(t, err)
 			if tc.typ == TypeMD {
 				must(t, c.ParseIP(pkt, &p))
@@ -264,7 +264,7 @@ func TestSpecExampleNewUDPBeforeTCP(t *testing.T) {
 			mustEqual(t, "new UDP + INT before TCP", pkt, want)
 			must(t, c.ParseIP(pkt, &p))
 			checkChecksums(t, pkt, &p) // outer UDP checksum is zero
-			if p.Encap != EncapUDPPort || p.Flow.Proto != ProtoTCP || p.Flow.SrcPort != 50000 || p.Flow.DstPort != 80 {
+			if p.Encap != spec.EncapUDPPort || p.Flow.Proto != ProtoTCP || p.Flow.SrcPort != 50000 || p.Flow.DstPort != 80 {
 				t.Fatalf("parse: %+v", p)
 			}
 			s, _ := DecodeShim(pkt[p.Shim:])
@@ -305,7 +305,7 @@ func TestSpecExampleBetweenUDPAndPayload(t *testing.T) {
 			if tc.typ == TypeMD {
 				hdr = mdSource(t, exMD(7), hopNQ(1))
 			}
-			pkt, err := InsertINT(pkt, &p, tc.typ, hdr, &SourceOptions{Encap: EncapUDPPort, NPT: NPTUDPPort, UDPPort: exINTPort})
+			pkt, err := InsertINT(pkt, &p, tc.typ, hdr, &SourceOptions{Encap: spec.EncapUDPPort, NPT: NPTUDPPort, UDPPort: exINTPort})
 			must(t, err)
 			checkChecksums(t, pkt, &p)
 			if tc.typ == TypeMD {
@@ -343,7 +343,7 @@ func TestSpecExampleMXBeforeIPsec(t *testing.T) {
 	pkt := withRoom(orig, 64)
 	var p Packet
 	must(t, c.ParseIP(pkt, &p))
-	pkt, err := InsertINT(pkt, &p, TypeMX, mxSource(t, exMX, nil), &SourceOptions{Encap: EncapUDPPort, NPT: NPTIPProto, UDPPort: exINTPort})
+	pkt, err := InsertINT(pkt, &p, TypeMX, mxSource(t, exMX, nil), &SourceOptions{Encap: spec.EncapUDPPort, NPT: NPTIPProto, UDPPort: exINTPort})
 	must(t, err)
 	mustEqual(t, "INT-MX before IPsec", pkt, want)
 	must(t, c.ParseIP(pkt, &p))
@@ -389,7 +389,7 @@ func TestSpecExampleMXSourceInsertedDS(t *testing.T) {
 	pkt := withRoom(orig, 64)
 	var p Packet
 	must(t, c.ParseIP(pkt, &p))
-	pkt, err := InsertINT(pkt, &p, TypeMX, mxSource(t, mx, ds), &SourceOptions{Encap: EncapUDPPort, NPT: NPTIPProto, UDPPort: exINTPort})
+	pkt, err := InsertINT(pkt, &p, TypeMX, mxSource(t, mx, ds), &SourceOptions{Encap: spec.EncapUDPPort, NPT: NPTIPProto, UDPPort: exINTPort})
 	must(t, err)
 	mustEqual(t, "INT-MX with source-inserted metadata", pkt, want)
 	must(t, c.ParseIP(pkt, &p))
@@ -427,7 +427,7 @@ func TestSpecExampleMDSourceOnlyDS(t *testing.T) {
 	pkt := withRoom(orig, 64)
 	var p Packet
 	must(t, c.ParseIP(pkt, &p))
-	pkt, err := InsertINT(pkt, &p, TypeMD, src, &SourceOptions{Encap: EncapUDPPort, NPT: NPTUDPPort, UDPPort: exINTPort})
+	pkt, err := InsertINT(pkt, &p, TypeMD, src, &SourceOptions{Encap: spec.EncapUDPPort, NPT: NPTUDPPort, UDPPort: exINTPort})
 	must(t, err)
 	for _, n := range []uint32{1, 2} {
 		must(t, c.ParseIP(pkt, &p))

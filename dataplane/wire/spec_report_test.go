@@ -3,6 +3,8 @@ package wire
 import (
 	"bytes"
 	"testing"
+
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // Examples of telemetry-report-v2.0.mdk §5 "Examples of Telemetry Reports".
@@ -187,7 +189,7 @@ func embeddedMDPacket(t testing.TB) []byte {
 	pkt := withRoom(tcpPacket(t, 0, payld), 64)
 	var p Packet
 	must(t, c.ParseIP(pkt, &p))
-	pkt, err := InsertINT(pkt, &p, TypeMD, mdSource(t, exMD(7), hopNQ(1)), &SourceOptions{Encap: EncapUDPPort, NPT: NPTIPProto, UDPPort: exINTPort})
+	pkt, err := InsertINT(pkt, &p, TypeMD, mdSource(t, exMD(7), hopNQ(1)), &SourceOptions{Encap: spec.EncapUDPPort, NPT: NPTIPProto, UDPPort: exINTPort})
 	must(t, err)
 	must(t, c.ParseIP(pkt, &p))
 	pkt, err = PushHop(pkt, &p, hopNQ(2), PushOptions{})

@@ -2,6 +2,8 @@ package wire
 
 import (
 	"testing"
+
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // Tunnel examples of int-spec-v2.1.mdk §6: IPv4/GRE (original packet IPv4,
@@ -192,7 +194,7 @@ func TestSpecExampleOverGRE(t *testing.T) {
 			c := Parser{GREProto: exGREProto}
 			var p Packet
 			parseFrame(t, &c, tc.ce, pkt, &p)
-			if p.Encap != EncapGRE {
+			if p.Encap != spec.EncapGRE {
 				t.Fatalf("parse: %+v", p)
 			}
 			var err error
@@ -300,11 +302,11 @@ func TestSpecExampleOverVXLANGPE(t *testing.T) {
 				intPart = mdSource(t, exMD(8)) // Host1 inserts no metadata
 			}
 			body := make([]byte, VXLANLen+ShimLen, 64)
-			must(t, VXLANGPE{Flags: GPEFlagI | GPEFlagP, NextProto: GPENextProtoINT, VNI: exVNI}.Put(body))
+			must(t, VXLANGPE{Flags: GPEFlagI | GPEFlagP, NextProto: spec.VXLANGPENextProtoINT, VNI: exVNI}.Put(body))
 			must(t, GPEShim{Type: tc.typ, Length: uint8(len(intPart) / 4), NextProto: 3}.Put(body[VXLANLen:]))
 			body = append(append(body, intPart...), inner...)
-			pkt := withRoom(udpTunnel(t, PortVXLANGPE, body), 64)
-			c := Parser{VXLANGPEPort: PortVXLANGPE}
+			pkt := withRoom(udpTunnel(t, spec.PortVXLANGPE, body), 64)
+			c := Parser{VXLANGPEPort: spec.PortVXLANGPE}
 			var p Packet
 			if tc.typ == TypeMD {
 				for _, n := range []uint32{1, 2, 3} {
@@ -316,7 +318,7 @@ func TestSpecExampleOverVXLANGPE(t *testing.T) {
 				}
 			}
 			must(t, c.ParseIP(pkt, &p))
-			if p.Encap != EncapVXLANGPE {
+			if p.Encap != spec.EncapVXLANGPE {
 				t.Fatalf("parse: %+v", p)
 			}
 			mustEqual(t, "INT over VXLAN-GPE", pkt[p.Tunnel:p.Next], want)
@@ -330,7 +332,7 @@ func TestSpecExampleOverVXLANGPE(t *testing.T) {
 			must(t, err)
 			plain := make([]byte, VXLANLen, 64)
 			must(t, VXLANGPE{Flags: GPEFlagI | GPEFlagP, NextProto: 3, VNI: exVNI}.Put(plain))
-			mustEqual(t, "stripped", pkt, udpTunnel(t, PortVXLANGPE, append(plain, inner...)))
+			mustEqual(t, "stripped", pkt, udpTunnel(t, spec.PortVXLANGPE, append(plain, inner...)))
 		})
 	}
 }
@@ -353,10 +355,10 @@ func TestSpecExampleOverGeneve(t *testing.T) {
 			words := uint8(len(intPart) / 4)
 			body := make([]byte, GeneveLen+4, 64)
 			must(t, Geneve{OptLen: 1 + words, Protocol: EtherTypeTEB, VNI: exVNI}.Put(body))
-			must(t, GeneveOption{Class: GeneveClassINT, Type: uint8(tc.typ), Length: words}.Put(body[GeneveLen:]))
+			must(t, GeneveOption{Class: spec.GeneveClassINT, Type: uint8(tc.typ), Length: words}.Put(body[GeneveLen:]))
 			body = append(append(body, intPart...), inner...)
-			pkt := withRoom(udpTunnel(t, PortGeneve, body), 64)
-			c := Parser{GenevePort: PortGeneve}
+			pkt := withRoom(udpTunnel(t, spec.PortGeneve, body), 64)
+			c := Parser{GenevePort: spec.PortGeneve}
 			var p Packet
 			if tc.typ == TypeMD {
 				for _, n := range []uint32{1, 2, 3} {
@@ -368,7 +370,7 @@ func TestSpecExampleOverGeneve(t *testing.T) {
 				}
 			}
 			must(t, c.ParseIP(pkt, &p))
-			if p.Encap != EncapGeneve {
+			if p.Encap != spec.EncapGeneve {
 				t.Fatalf("parse: %+v", p)
 			}
 			mustEqual(t, "INT over Geneve", pkt[p.Tunnel:p.Next], want)
@@ -382,7 +384,7 @@ func TestSpecExampleOverGeneve(t *testing.T) {
 			must(t, err)
 			plain := make([]byte, GeneveLen, 64)
 			must(t, Geneve{Protocol: EtherTypeTEB, VNI: exVNI}.Put(plain))
-			mustEqual(t, "stripped", pkt, udpTunnel(t, PortGeneve, append(plain, inner...)))
+			mustEqual(t, "stripped", pkt, udpTunnel(t, spec.PortGeneve, append(plain, inner...)))
 		})
 	}
 }

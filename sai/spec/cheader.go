@@ -26,6 +26,24 @@ func CHeader() []byte {
 	for _, r := range DropReasonTable {
 		fmt.Fprintf(&b, "#define DROP_%s %d\n", r.Name, r.Reason)
 	}
+	b.WriteString("\n/* INT encapsulations (pkt.encap, pkt.tun); the tunnels are a range */\n")
+	lo, hi := NumEncaps, EncapNone
+	for _, r := range EncapTable {
+		fmt.Fprintf(&b, "#define %s %d\n", r.Encap.C(), r.Encap)
+		if r.Tunnel {
+			lo, hi = min(lo, r.Encap), max(hi, r.Encap)
+		}
+	}
+	fmt.Fprintf(&b, "#define ENC_IS_TUNNEL(e) ((e) >= %s && (e) <= %s)\n", lo.C(), hi.C())
+	b.WriteString("/* cfg.tunnels: bits of the tunnels INT is looked for in */\n")
+	for _, r := range EncapTable {
+		if r.Tunnel {
+			fmt.Fprintf(&b, "#define TUN%s %d\n", strings.TrimPrefix(r.Encap.C(), "ENC"), r.Encap.TunnelBit())
+		}
+	}
+	fmt.Fprintf(&b, "#define IPPROTO_GRE %d\n", IPProtoGRE)
+	fmt.Fprintf(&b, "#define PORT_VXLAN_GPE %d\n#define PORT_GENEVE %d\n", PortVXLANGPE, PortGeneve)
+	fmt.Fprintf(&b, "#define VXLAN_GPE_NP_INT 0x%02x\n#define GENEVE_CLASS_INT 0x%04x\n", VXLANGPENextProtoINT, GeneveClassINT)
 	b.WriteString("\n#endif\n")
 	return []byte(b.String())
 }

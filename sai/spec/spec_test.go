@@ -96,3 +96,40 @@ func TestReportFormatTable(t *testing.T) {
 		t.Errorf("undefined format %v valid", f)
 	}
 }
+
+// TestEncapTable: rows in numeric order from 1, unique names, the tunnels
+// last and in a row (the C program's ENC_IS_TUNNEL is a range), and the
+// code points those of INT v2.1 §5.7 and IANA.
+func TestEncapTable(t *testing.T) {
+	names := map[string]bool{}
+	tunnels := false
+	for i, r := range EncapTable {
+		if int(r.Encap) != i+1 || !r.Encap.Valid() || r.Encap.String() != r.Name || names[r.Name] || r.YANG == "" {
+			t.Errorf("row %d: %+v", i, r)
+		}
+		names[r.Name] = true
+		if got, _ := r.Encap.Info(); got != r {
+			t.Errorf("%v: Info %+v", r.Encap, got)
+		}
+		if tunnels && !r.Tunnel {
+			t.Errorf("%v: not a tunnel after a tunnel", r.Encap)
+		}
+		tunnels = tunnels || r.Tunnel
+		if r.Tunnel != (r.IPProto != 0) || r.Tunnel != (r.Encap.TunnelBit() != 0) || r.Encap.Tunnel() != r.Tunnel {
+			t.Errorf("%v: tunnel %v, IP protocol %d, bit %d", r.Encap, r.Tunnel, r.IPProto, r.Encap.TunnelBit())
+		}
+	}
+	want := map[Encap][3]int{EncapVXLANGPE: {17, 4790, 0x82}, EncapGeneve: {17, 6081, 0x0103}, EncapGRE: {47, 0, 0}}
+	for e, w := range want {
+		r, _ := e.Info()
+		if got := [3]int{int(r.IPProto), int(r.Port), int(r.CodePoint)}; got != w {
+			t.Errorf("%v: protocol, port, code point %v; want %v", e, got, w)
+		}
+	}
+	if EncapVXLANGPE.TunnelBit() != 1 || EncapGeneve.TunnelBit() != 2 || EncapGRE.TunnelBit() != 4 || EncapDSCP.TunnelBit() != 0 {
+		t.Error("tunnel bits")
+	}
+	if EncapNone.Valid() || EncapNone.String() != "none" || NumEncaps.Valid() || NumEncaps.String() != "Encap(7)" || EncapVXLANGPE.C() != "ENC_VXLAN_GPE" {
+		t.Errorf("none %v, %v, %s", EncapNone, NumEncaps, EncapVXLANGPE.C())
+	}
+}

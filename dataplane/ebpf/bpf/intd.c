@@ -61,24 +61,8 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define F_REMARK (1 << 12) /* endpoint with DSCP marking: re-mark colliding DSCPs entering the domain */
 #define F_TELEMETRY (1 << 13) /* report sessions: traffic to their collectors is never watched */
 
-/* cfg.tunnels: INT v2.1 over VXLAN-GPE (UDP 4790, next protocol 0x82),
- * Geneve (UDP 6081, option class 0x0103) and GRE over IPv4 (cfg.gre_proto) */
-#define TUN_GPE 1
-#define TUN_GENEVE 2
-#define TUN_GRE 4
-#define PORT_GPE 4790
-#define PORT_GENEVE 6081
-#define GPE_NP_INT 0x82
-#define GENEVE_CLASS_INT 0x0103
-#define IPPROTO_GRE 47
-/* pkt.encap / pkt.tun */
-#define ENC_DSCP 1
-#define ENC_UDP 2
-#define ENC_GPE 3
-#define ENC_GENEVE 4
-#define ENC_GRE 5
-#define ENC_PROBE 6
-#define ENC_IS_TUNNEL(e) ((e) >= ENC_GPE && (e) <= ENC_GRE)
+/* ENC_* (pkt.encap, pkt.tun), TUN_* (cfg.tunnels) and the tunnels' code
+ * points are in intd_spec.h */
 
 /* wl_entry.act */
 #define ACT_DROP_REPORT 1
@@ -349,7 +333,7 @@ struct pkt {
 	__u8 ipproto; /* IP header protocol */
 	__u8 tos;
 	__u8 encap; /* ENC_*: how INT was found */
-	__u8 tun;   /* ENC_GPE, ENC_GENEVE, ENC_GRE: the packet is in such a tunnel */
+	__u8 tun;   /* ENC_VXLAN_GPE, ENC_GENEVE, ENC_GRE: the packet is in such a tunnel */
 	__u32 tunnel; /* offset of the tunnel header when tun */
 	__u8 tcp_flags;
 	__u8 npt2_flags; /* NPT 2 over TCP: the flags of the TCP header behind the stack */
@@ -1002,7 +986,7 @@ static __always_inline int parse(struct __sk_buff *skb, struct scratch *s)
 		p->csum = l4 + 6;
 		p->csum_flags = BPF_F_MARK_MANGLED_0;
 	}
-	if (p->proto == IPPROTO_UDP && (c->tunnels & TUN_GPE) && p->dport == PORT_GPE) {
+	if (p->proto == IPPROTO_UDP && (c->tunnels & TUN_VXLAN_GPE) && p->dport == PORT_VXLAN_GPE) {
 		/* VXLAN-GPE: INT when the P flag is set and the next protocol
 		 * is INT; the first shim must be MD or MX. */
 		__u8 *g = t + 8;
@@ -1010,12 +994,12 @@ static __always_inline int parse(struct __sk_buff *skb, struct scratch *s)
 			return 0;
 		if (!(g[0] & 0x04))
 			return 0;
-		p->tun = ENC_GPE;
+		p->tun = ENC_VXLAN_GPE;
 		p->tunnel = l4 + 8;
-		if (edge || g[3] != GPE_NP_INT)
+		if (edge || g[3] != VXLAN_GPE_NP_INT)
 			return 0;
 		p->shim = l4 + 16;
-		p->encap = ENC_GPE;
+		p->encap = ENC_VXLAN_GPE;
 	} else if (p->proto == IPPROTO_UDP && (c->tunnels & TUN_GENEVE) && p->dport == PORT_GENEVE) {
 		/* Geneve: INT is the first option of class INT and type MD or
 		 * MX among the first four options. */
@@ -1053,7 +1037,7 @@ static __always_inline int parse(struct __sk_buff *skb, struct scratch *s)
 		p->encap = ENC_DSCP;
 	} else if (c->udp_port && p->proto == IPPROTO_UDP && p->dport == c->udp_port) {
 		p->shim = l4 + 8;
-		p->encap = ENC_UDP;
+		p->encap = ENC_UDP_PORT;
 	} else if (c->probe) {
 		/* A 64-bit probe marker right after the L4 header. */
 		__u32 mo = (l4 + p->l4len) & 0xff;
@@ -1062,7 +1046,7 @@ static __always_inline int parse(struct __sk_buff *skb, struct scratch *s)
 		if (m + 8 > end || *(__u64 *)m != c->probe)
 			return 0;
 		p->shim = mo + 8;
-		p->encap = ENC_PROBE;
+		p->encap = ENC_PROBE_MARKER;
 	} else {
 		return 0;
 	}
@@ -1105,7 +1089,7 @@ hdr:
 	p->inst = ((__u16)b[8] << 8) | b[9];
 	if (p->itype != 1 && p->itype != 3)
 		return 1;
-	if (p->ver != 2 || p->shim_words < 3 || p->npt > 2 || (p->npt && p->encap != 2))
+	if (p->ver != 2 || p->shim_words < 3 || p->npt > 2 || (p->npt && p->encap != ENC_UDP_PORT))
 		return 1;
 	if (p->shim + 4 + (__u32)p->shim_words * 4 > L3 + p->ip_len)
 		return 1;
@@ -1926,7 +1910,7 @@ static __always_inline __u32 tunnel_headers(struct __sk_buff *skb, struct pkt *p
 		return 0;
 	__u32 in;
 	__u16 proto; /* EtherType of the inner packet */
-	if (p->tun == ENC_GPE) {
+	if (p->tun == ENC_VXLAN_GPE) {
 		in = p->tunnel + 8;
 		proto = tb[3] == 1 ? 0x0800 : tb[3] == 2 ? 0x86dd : tb[3] == 3 ? 0x6558 : 0;
 	} else {
@@ -2276,9 +2260,9 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 			__u8 *g = d + (p->tunnel & 0xff);
 			if (g + 4 > end)
 				return TC_ACT_SHOT;
-			if (p->tun == ENC_GPE) {
+			if (p->tun == ENC_VXLAN_GPE) {
 				o16 = *(__u16 *)(g + 2);
-				g[3] = GPE_NP_INT;
+				g[3] = VXLAN_GPE_NP_INT;
 				acc = cadd(acc, o16, *(__u16 *)(g + 2));
 			} else if (p->tun == ENC_GENEVE) {
 				o16 = *(__u16 *)g;
@@ -2452,7 +2436,7 @@ static __always_inline int strip(struct __sk_buff *skb, struct scratch *s)
 	}
 	/* The bytes removed: shim and INT, after the probe marker. */
 	__u32 start = p->shim;
-	if (p->encap == ENC_PROBE) {
+	if (p->encap == ENC_PROBE_MARKER) {
 		start -= 8;
 		ilen += 8;
 	}
@@ -2514,7 +2498,7 @@ static __always_inline int strip(struct __sk_buff *skb, struct scratch *s)
 		__u8 *g = d + (p->tunnel & 0xff), *sh = d + (p->shim & 0xff);
 		if (g + 4 > end || sh + 4 > end)
 			return -1;
-		if (p->encap == ENC_GPE) {
+		if (p->encap == ENC_VXLAN_GPE) {
 			o16 = *(__u16 *)(g + 2);
 			g[3] = sh[3];
 			acc = cadd(acc, o16, *(__u16 *)(g + 2));
