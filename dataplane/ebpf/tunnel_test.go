@@ -241,7 +241,7 @@ func vxlanGPE(t *testing.T, mtu string, all bool) {
 			t.Fatalf("r1 session: %+v", ss)
 		}
 	}
-	if det := r[0].rawCounters(0)[cGSO] + r[0].rawCounters(1)[cGSO] + r[0].rawCounters(2)[cGSO]; det == 0 {
+	if det := r[0].rawCounters(0)[intdCounterC_GSO] + r[0].rawCounters(1)[intdCounterC_GSO] + r[0].rawCounters(2)[intdCounterC_GSO]; det == 0 {
 		t.Fatal("no tunnel GSO super-packet took the detour")
 	}
 	for _, ev := range rec3.wait(t, 1) {

@@ -36,54 +36,69 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define IPPROTO_TCP 6
 #define IPPROTO_UDP 17
 
-#define MAX_WL 1024    /* watchlist entries (one half of the double buffer) */
-#define MAX_SESS 64    /* INT sessions */
-#define MAX_SLOTS 64   /* interface counter slots; slot 0 is "other" */
-#define MAX_QR 16      /* queue reports */
+/* The enums below are shared with Go: bpf2go -type turns each into Go
+ * constants (see dataplane/ebpf/gen.go and unused_abi). */
+
+/* Table sizes */
+enum limit {
+	MAX_WL = 1024,       /* watchlist entries (one half of the double buffer) */
+	MAX_SESS = 64,       /* INT sessions */
+	MAX_SLOTS = 64,      /* interface counter slots; slot 0 is "other" */
+	MAX_QR = 16,         /* queue reports */
+	MAX_IFINDEX = 65536, /* the ifaces map */
+};
 #define MAX_CAP 512    /* bytes of a frame copied into an event */
 #define MAX_MOVE 128   /* header bytes moved when room is made after L4 */
 #define MAX_INT 1024   /* largest INT shim length handled, bytes */
 #define MAX_EXT 48     /* IPv6 extension header bytes handled (moves stay within MAX_MOVE) */
 
 /* cfg.flags */
-#define F_DTEL (1 << 0)
-#define F_ENDPOINT (1 << 1)
-#define F_TRANSIT (1 << 2)
-#define F_POSTCARD (1 << 3)
-#define F_DROP (1 << 4)
-#define F_QUEUE (1 << 5)
-#define F_WL_DSCP (1 << 6)
-#define F_WL_FLAGS (1 << 7)
-#define F_PORT_CHANGE (1 << 8)
-#define F_PATH_CHANGE (1 << 9)
-#define F_QUEUE_CHANGE (1 << 10)
-#define F_WL_IFX (1 << 11) /* some watchlist entry matches the ingress port */
-#define F_REMARK (1 << 12) /* endpoint with DSCP marking: re-mark colliding DSCPs entering the domain */
-#define F_TELEMETRY (1 << 13) /* report sessions: traffic to their collectors is never watched */
+enum cfg_flag {
+	F_DTEL = 1 << 0,
+	F_ENDPOINT = 1 << 1,
+	F_TRANSIT = 1 << 2,
+	F_POSTCARD = 1 << 3,
+	F_DROP = 1 << 4,
+	F_QUEUE = 1 << 5,
+	F_WL_DSCP = 1 << 6,
+	F_WL_FLAGS = 1 << 7,
+	F_PORT_CHANGE = 1 << 8,
+	F_PATH_CHANGE = 1 << 9,
+	F_QUEUE_CHANGE = 1 << 10,
+	F_WL_IFX = 1 << 11,    /* some watchlist entry matches the ingress port */
+	F_REMARK = 1 << 12,    /* endpoint with DSCP marking: re-mark colliding DSCPs entering the domain */
+	F_TELEMETRY = 1 << 13, /* report sessions: traffic to their collectors is never watched */
+};
 
 /* ENC_* (pkt.encap, pkt.tun), TUN_* (cfg.tunnels) and the tunnels' code
  * points are in intd_spec.h */
 
 /* wl_entry.act */
-#define ACT_DROP_REPORT 1
-#define ACT_TAIL_DROP 2
-#define ACT_REPORT_ALL 4
+enum wl_act {
+	ACT_DROP_REPORT = 1,
+	ACT_TAIL_DROP = 2,
+	ACT_REPORT_ALL = 4,
+};
 
-/* flow ops */
-#define OP_NOP 0
-#define OP_INT 1
-#define OP_POSTCARD 2
+/* flow ops (wl_entry.flow_op, session.op) */
+enum flow_op {
+	OP_NOP,
+	OP_INT,
+	OP_POSTCARD,
+};
 
 /* event flags (the kinds, EV_*, are in intd_spec.h) */
-#define EVF_REPORT_ALL 1
-#define EVF_UNWATCHED 2
-#define EVF_TAIL_DROP 4
-#define EVF_TAIL_DROP_REPORT 8
-#define EVF_SINK 16   /* frame as received at the sink: userspace pushes Hop */
-#define EVF_BREACH 32 /* queue report inside a breach */
+enum event_flag {
+	EVF_REPORT_ALL = 1,
+	EVF_UNWATCHED = 2,
+	EVF_TAIL_DROP = 4,
+	EVF_TAIL_DROP_REPORT = 8,
+	EVF_SINK = 16,   /* frame as received at the sink: userspace pushes Hop */
+	EVF_BREACH = 32, /* queue report inside a breach */
+};
 
 /* counters */
-enum {
+enum counter {
 	C_IN,
 	C_OUT,
 	C_DROP,
@@ -185,15 +200,17 @@ struct wl_bm {
 
 /* wl_small, per half: protocol, DSCP, TCP flags, family (IPv4, IPv6),
  * then the set of entries without an ingress port. */
-#define WLS_PROTO 0
-#define WLS_DSCP 256
-#define WLS_FLAGS 320
-#define WLS_FAM 576
-#define WLS_IFX_ANY 578
-#define WLS_N 580
-#define WL_PFX (MAX_WL + 1)      /* trie nodes per half and field */
-#define WL_IVAL (2 * MAX_WL + 2) /* port intervals per half and field */
-#define WL_PORTS 65536
+enum wl_set {
+	WLS_PROTO = 0,
+	WLS_DSCP = 256,
+	WLS_FLAGS = 320,
+	WLS_FAM = 576,
+	WLS_IFX_ANY = 578,
+	WLS_N = 580,
+	WL_PFX = MAX_WL + 1,      /* trie nodes per half and field */
+	WL_IVAL = 2 * MAX_WL + 2, /* port intervals per half and field */
+	WL_PORTS = 65536,
+};
 
 /* The trie key: tag = half * 2 + field (0 source, 1 destination), then the
  * 16-byte address (IPv4 as ::ffff:a.b.c.d); prefixlen counts the tag's 8
@@ -401,9 +418,8 @@ struct {
 	__type(value, struct cfg);
 } cfg_map SEC(".maps");
 
-/* Interfaces by ifindex: an array, so that the lookup is inlined address
- * arithmetic (a hash lookup hashes and walks a bucket). */
-#define MAX_IFINDEX 65536
+/* Interfaces by ifindex (MAX_IFINDEX): an array, so that the lookup is
+ * inlined address arithmetic (a hash lookup hashes and walks a bucket). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, MAX_IFINDEX);
@@ -537,7 +553,9 @@ struct {
 
 /* kernel skb_drop_reason -> sai drop reason + 1 (0: not mapped: unknown;
  * DR_IP_HDR + 1: header error, TTL expiry when the TTL is 1 or 0) */
-#define DR_IP_HDR 256
+enum drop_map {
+	DR_IP_HDR = 256,
+};
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 512);
@@ -599,6 +617,17 @@ struct {
 /* Generated Go types for userspace. */
 struct event *unused_event __attribute__((unused));
 struct flow_key *unused_flow_key __attribute__((unused));
+/* The shared enums, so that BTF describes them for bpf2go -type. */
+struct abi {
+	enum limit limit;
+	enum cfg_flag cfg_flag;
+	enum wl_act wl_act;
+	enum flow_op flow_op;
+	enum event_flag event_flag;
+	enum counter counter;
+	enum wl_set wl_set;
+	enum drop_map drop_map;
+} *unused_abi __attribute__((unused));
 
 /* ---- CO-RE view of the egress qdisc (queue occupancy) ---- */
 
@@ -1741,7 +1770,7 @@ static __always_inline int classify(struct __sk_buff *skb, struct scratch *s)
 			hit = i;
 		}
 	}
-	struct wl_cache nc = {.gen = c->wl_gen, .entry = hit, .flow_op = OP_NOP};
+	struct wl_cache nc = {.gen = c->wl_gen, .entry = hit}; /* flow_op OP_NOP (0) */
 	/* Here wc is the flow's stale cache entry, if any: its last_act
 	 * carries the sampling over watchlist changes. */
 	__u64 prev = wc ? wc->last_act : 0;
