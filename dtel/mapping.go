@@ -155,9 +155,9 @@ func (o *Orchestrator) translateMarking(d *sai.DTelAttrs, mc *gen.IntdInt_Int_Ma
 			return invalidf(pathMarking+"/udp-port", "l4-marking UDP_DESTINATION_PORT needs a udp-port")
 		}
 		d.IntUDPDstPort = mc.GetUdpPort()
-		d.IntUDPNPT = sai.NPTUDPPayload
+		d.IntUDPNPT = spec.NPTUDPPort
 		if mc.GetUdpNpt() == gen.IntdInt_UdpNpt_NEW_UDP_HEADER {
-			d.IntUDPNPT = sai.NPTL4Header
+			d.IntUDPNPT = spec.NPTIPProto
 		}
 	case gen.IntdInt_L4Marking_PROBE_MARKER:
 		if mc.GetProbeMarker() == 0 {

@@ -417,10 +417,10 @@ func (d *Dataplane) writeSessions(dt *sai.DTelAttrs) error {
 			Inst: uint16(a.Instructions), Domain: a.DomainSpecificID, DsInst: a.DSInstruction, DsFlags: a.DSFlags,
 			MaxHops: a.MaxHopCount, HopMl: uint8(wire.Instructions(a.Instructions).Words() + bits.OnesCount16(a.DSInstruction)),
 		}
-		typ := wire.TypeMD
+		typ := spec.TypeMD
 		if a.Mode == sai.IntModeMX {
 			s.Mode = 1
-			typ = wire.TypeMX
+			typ = spec.TypeMX
 		}
 		if a.ClampTCPMSS {
 			s.Clamp = uint16(wire.TCPSourceOverhead(typ, int(a.MaxHopCount), int(s.HopMl), &src))

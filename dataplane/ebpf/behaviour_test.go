@@ -88,9 +88,9 @@ func insertINT(t testing.TB, orig []byte, sa sai.IntSessionAttrs, opt wire.Sourc
 	inst := wire.Instructions(sa.Instructions)
 	hdr := make([]byte, 256)
 	n := wire.MDHeaderLen
-	typ := wire.TypeMD
+	typ := spec.TypeMD
 	if sa.Mode == sai.IntModeMX {
-		typ = wire.TypeMX
+		typ = spec.TypeMX
 		_ = wire.MXHeader{Version: 2, Instructions: inst}.Put(hdr)
 	} else {
 		_ = wire.MDHeader{Version: 2, HopML: uint8(inst.Words()), RemainingHops: sa.MaxHopCount - 1, Instructions: inst}.Put(hdr)
@@ -146,7 +146,7 @@ func behaviourCases(t *testing.T, tcp80, tcp81, udp53, udp0 []byte, l3 int) []be
 	mx := sai.IntSessionAttrs{Mode: sai.IntModeMX, Instructions: detInst}
 	udpPort := func(a *sai.DTelAttrs) {
 		a.IntL4DSCP = sai.DSCPMatch{}
-		a.IntUDPDstPort, a.IntUDPNPT = 5000, sai.NPTUDPPayload
+		a.IntUDPDstPort, a.IntUDPNPT = 5000, spec.NPTUDPPort
 	}
 	ipLen := len(tcp80) - wire.EthernetLen
 	malformed := bytes.Clone(transitIn)
@@ -155,7 +155,7 @@ func behaviourCases(t *testing.T, tcp80, tcp81, udp53, udp0 []byte, l3 int) []be
 		{"source MD over TCP (DSCP)", setup{sess: &mdSession, match: port80()}, tcp80,
 			insertINT(t, tcp80, mdSession, wire.SourceOptions{Encap: spec.EncapDSCP, DSCP: 0x17, Mask: 0x3f})},
 		{"source MD over UDP (UDP port, NPT 1)", setup{sess: &mdSession, dt: udpPort}, udp53,
-			insertINT(t, udp53, mdSession, wire.SourceOptions{Encap: spec.EncapUDPPort, UDPPort: 5000, NPT: wire.NPTUDPPort})},
+			insertINT(t, udp53, mdSession, wire.SourceOptions{Encap: spec.EncapUDPPort, UDPPort: 5000, NPT: spec.NPTUDPPort})},
 		{"source over UDP without checksum", setup{sess: &mdSession}, udp0,
 			insertINT(t, udp0, mdSession, wire.SourceOptions{Encap: spec.EncapDSCP, DSCP: 0x17, Mask: 0x3f})},
 		{"source MX", setup{sess: &mx, match: port80()}, tcp80,
@@ -169,7 +169,7 @@ func behaviourCases(t *testing.T, tcp80, tcp81, udp53, udp0 []byte, l3 int) []be
 		{"transit M bit when the MTU is full", setup{mtu: len(transitIn) - wire.EthernetLen + 8}, transitIn, withM(t, transitIn)},
 		{"sink strips to the original bytes", setup{sink: true}, transitIn, tcp80},
 		{"sink of a UDP-port INT packet restores the port", setup{sink: true, dt: udpPort},
-			insertINT(t, udp53, mdSession, wire.SourceOptions{Encap: spec.EncapUDPPort, UDPPort: 5000, NPT: wire.NPTUDPPort}), udp53},
+			insertINT(t, udp53, mdSession, wire.SourceOptions{Encap: spec.EncapUDPPort, UDPPort: 5000, NPT: spec.NPTUDPPort}), udp53},
 		{"sink discards D-bit packets", setup{sink: true}, intFrame(t, tcp80, mdSession, 1, true), nil},
 		{"malformed INT forwarded unchanged", setup{}, malformed, malformed},
 		{"malformed INT dropped (DROP)", setup{dt: func(a *sai.DTelAttrs) { a.MalformedAction = sai.MalformedDrop }}, malformed, nil},
@@ -183,7 +183,7 @@ func behaviourCases(t *testing.T, tcp80, tcp81, udp53, udp0 []byte, l3 int) []be
 		copy(f, tcp80)
 		var p wire.Packet
 		_ = (&wire.Parser{}).Parse(f, &p)
-		out, _ := wire.InsertINT(f, &p, wire.TypeMD, hdr, &wire.SourceOptions{Encap: spec.EncapDSCP, DSCP: 0x17, Mask: 0x3f})
+		out, _ := wire.InsertINT(f, &p, spec.TypeMD, hdr, &wire.SourceOptions{Encap: spec.EncapDSCP, DSCP: 0x17, Mask: 0x3f})
 		cases[5].want = out
 	}
 	return cases
@@ -236,9 +236,9 @@ func TestBehaviourIPv6(t *testing.T) {
 	v4Match.SrcPrefix = netip.MustParsePrefix("0.0.0.0/0")
 	npt2 := func(a *sai.DTelAttrs) {
 		a.IntL4DSCP = sai.DSCPMatch{}
-		a.IntUDPDstPort, a.IntUDPNPT = 5000, sai.NPTL4Header
+		a.IntUDPDstPort, a.IntUDPNPT = 5000, spec.NPTIPProto
 	}
-	npt2Out := insertINT(t, tcp80, mdSession, wire.SourceOptions{Encap: spec.EncapUDPPort, UDPPort: 5000, NPT: wire.NPTIPProto})
+	npt2Out := insertINT(t, tcp80, mdSession, wire.SourceOptions{Encap: spec.EncapUDPPort, UDPPort: 5000, NPT: spec.NPTIPProto})
 	// ext puts an IPv6 extension header (next-header value nh, body
 	// after the first two bytes) in front of the L4 header.
 	ext := func(nh byte, body []byte) func([]byte) []byte {

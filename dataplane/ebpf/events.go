@@ -134,7 +134,7 @@ func (e *evState) convert(raw *intdEvent) *report.Event {
 		ev.Packet = b
 		return ev
 	}
-	if raw.Flags&uint8(intdEventFlagEVF_SINK) != 0 && p.INT >= 0 && p.INTType == wire.TypeMD {
+	if raw.Flags&uint8(intdEventFlagEVF_SINK) != 0 && p.INT >= 0 && p.INTType == spec.TypeMD {
 		if out, err := wire.PushHop(b, &p, &ev.Hop, wire.PushOptions{}); err == nil || err == wire.ErrHopLimit {
 			b = out
 		}

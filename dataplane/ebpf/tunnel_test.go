@@ -83,7 +83,7 @@ func TestTunnelRoles(t *testing.T) {
 				if pk.Encap == spec.EncapDSCP || pk.Encap == spec.EncapUDPPort {
 					t.Fatalf("INT over L4, not in the tunnel: %+v", pk)
 				}
-				if pk.INTType == wire.TypeMD {
+				if pk.INTType == spec.TypeMD {
 					_, st, err := wire.DecodeMD(outs[0][pk.INT:pk.INT+pk.INTLen], 0)
 					if err != nil || st.Count() != wantHops {
 						t.Fatalf("hops %d, want %d (%v)", st.Count(), wantHops, err)
@@ -111,7 +111,7 @@ func TestTunnelRoles(t *testing.T) {
 				if err := tunnelParser().Parse(ev.Packet, &pk); err != nil || pk.INT != ev.INT {
 					t.Fatalf("%s: reported frame: INT at %d, event says %d (%v)", n.name(), pk.INT, ev.INT, err)
 				}
-				if pk.INTType == wire.TypeMD { // source, two transits and the sink's own hop
+				if pk.INTType == spec.TypeMD { // source, two transits and the sink's own hop
 					if _, st, err := wire.DecodeMD(ev.Packet[pk.INT:pk.INT+pk.INTLen], 0); err != nil || st.Count() != 4 {
 						t.Fatalf("%s: reported stack: %d hops, %v", n.name(), st.Count(), err)
 					}

@@ -204,7 +204,7 @@ func (s *Switch) recompile(t sai.ObjectType) {
 		case d.IntL4DSCP.Mask != 0:
 			c.src = wire.SourceOptions{Encap: spec.EncapDSCP, DSCP: d.IntL4DSCP.Value, Mask: d.IntL4DSCP.Mask}
 		case d.IntUDPDstPort != 0:
-			c.src = wire.SourceOptions{Encap: spec.EncapUDPPort, UDPPort: d.IntUDPDstPort, NPT: uint8(d.IntUDPNPT)}
+			c.src = wire.SourceOptions{Encap: spec.EncapUDPPort, UDPPort: d.IntUDPDstPort, NPT: d.IntUDPNPT}
 		case d.ProbeMarker != 0:
 			c.src = wire.SourceOptions{Encap: spec.EncapProbeMarker, ProbeMarker: d.ProbeMarker}
 		}
@@ -215,9 +215,9 @@ func (s *Switch) recompile(t sai.ObjectType) {
 		case sai.IntSessionAttrs:
 			se := newSession(oid, a, s.sessStats[oid])
 			if a.ClampTCPMSS {
-				typ := wire.TypeMD
+				typ := spec.TypeMD
 				if a.Mode == sai.IntModeMX {
-					typ = wire.TypeMX
+					typ = spec.TypeMX
 				}
 				se.clamp = wire.TCPSourceOverhead(typ, int(a.MaxHopCount), se.hopML, &c.src)
 			}

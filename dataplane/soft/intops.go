@@ -20,7 +20,7 @@ func (b *pbuf) setData(out []byte) { b.data = b.store[:len(out)] }
 
 // transit is the INT transit hop step.
 func (s *Switch) transit(b *pbuf, c *compiled, p *port, t int64) {
-	if b.pkt.INTType == wire.TypeMX {
+	if b.pkt.INTType == spec.TypeMX {
 		p.ctr.IntTransited++
 		s.node.IntTransited++
 		if s.reporter != nil {
@@ -96,7 +96,7 @@ func (s *Switch) l4Word(b *pbuf, off int, old, nw uint16) {
 func (s *Switch) sink(b *pbuf, c *compiled, p *port, t int64) bool {
 	discard := b.data[b.pkt.INT]&0x08 != 0
 	s.fillHop(b, c, t, &s.hop)
-	if b.pkt.INTType == wire.TypeMD {
+	if b.pkt.INTType == spec.TypeMD {
 		out, err := wire.PushHop(b.data, &b.pkt, &s.hop, wire.PushOptions{})
 		b.setData(out)
 		if err == wire.ErrHopLimit {
@@ -161,10 +161,10 @@ func (s *Switch) source(b *pbuf, c *compiled, p *port, t int64) {
 	case opt.Encap == spec.EncapProbeMarker:
 		fixed += wire.ProbeLen
 	case opt.Encap == spec.EncapUDPPort:
-		if opt.NPT == wire.NPTUDPPort && b.pkt.Proto != wire.ProtoUDP {
-			opt.NPT = wire.NPTIPProto // non-UDP traffic always gets NPT 2
+		if opt.NPT == spec.NPTUDPPort && b.pkt.Proto != wire.ProtoUDP {
+			opt.NPT = spec.NPTIPProto // non-UDP traffic always gets NPT 2
 		}
-		if opt.NPT == wire.NPTIPProto {
+		if opt.NPT == spec.NPTIPProto {
 			fixed += wire.UDPLen
 		}
 	}
@@ -178,10 +178,10 @@ func (s *Switch) source(b *pbuf, c *compiled, p *port, t int64) {
 		return
 	}
 	hdr := s.hdr[:]
-	typ := wire.TypeMD
+	typ := spec.TypeMD
 	n := wire.MDHeaderLen
 	if se.a.Mode == sai.IntModeMX {
-		typ = wire.TypeMX
+		typ = spec.TypeMX
 		_ = wire.MXHeader{Version: wire.Version2, Discard: se.a.Discard, Instructions: se.inst,
 			DomainID: se.a.DomainSpecificID, DSInstructions: se.a.DSInstruction, DSFlags: se.a.DSFlags}.Put(hdr)
 	} else {
@@ -215,7 +215,7 @@ func (s *Switch) source(b *pbuf, c *compiled, p *port, t int64) {
 	se.stats.PacketsInitiated++
 	p.ctr.IntInserted++
 	s.node.IntInserted++
-	if typ == wire.TypeMX && s.reporter != nil {
+	if typ == spec.TypeMX && s.reporter != nil {
 		ev := s.event(report.KindFlow, b, t)
 		s.fillHop(b, c, t, &ev.Hop)
 		s.emit(ev)
@@ -226,7 +226,7 @@ func (s *Switch) source(b *pbuf, c *compiled, p *port, t int64) {
 // Geneve encapsulated (the spec's "original packet had the tunnel" case):
 // a GRE or GPE shim after the tunnel header, or an INT Geneve option
 // placed first. Lengths and checksums are updated incrementally.
-func insertTunnel(pkt []byte, p *wire.Packet, e spec.Encap, typ wire.HeaderType, hdr []byte, greProto uint16) ([]byte, error) {
+func insertTunnel(pkt []byte, p *wire.Packet, e spec.Encap, typ spec.HeaderType, hdr []byte, greProto uint16) ([]byte, error) {
 	words := len(hdr) / 4
 	n := wire.ShimLen + len(hdr)
 	t := p.Tunnel

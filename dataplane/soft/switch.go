@@ -340,7 +340,7 @@ func (s *Switch) receive(in int, frame []byte, rx, now int64) {
 		// options are bad; from outside the domain, a plain packet.
 		bad = !edge
 	}
-	if b.pkt.INT >= 0 && b.pkt.INTType == wire.TypeMD && c.dtel != nil {
+	if b.pkt.INT >= 0 && b.pkt.INTType == spec.TypeMD && c.dtel != nil {
 		h := b.data[b.pkt.INT:]
 		inst := wire.Instructions(binary.BigEndian.Uint16(h[4:]))
 		if int(h[2]&0x1f) < inst.Words() {

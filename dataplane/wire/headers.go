@@ -74,12 +74,12 @@ type Packet struct {
 	// header behind the INT stack.
 	Flow    FlowKey
 	Encap   spec.Encap
-	Tunnel  int        // GRE, VXLAN-GPE or Geneve header
-	Shim    int        // INT shim (for Geneve, the option header)
-	INT     int        // INT-MD or INT-MX header
-	INTType HeaderType // TypeMD or TypeMX
-	INTLen  int        // bytes of INT header and stack (shim excluded)
-	Next    int        // first byte after the INT stack
+	Tunnel  int             // GRE, VXLAN-GPE or Geneve header
+	Shim    int             // INT shim (for Geneve, the option header)
+	INT     int             // INT-MD or INT-MX header
+	INTType spec.HeaderType // spec.TypeMD or spec.TypeMX
+	INTLen  int             // bytes of INT header and stack (shim excluded)
+	Next    int             // first byte after the INT stack
 	// Truncated is set when the IP length field exceeds the buffer
 	// (Parser.AllowTruncated).
 	Truncated bool
@@ -296,8 +296,8 @@ func (c *Parser) parseShim(b []byte, off int, e spec.Encap, p *Packet) error {
 
 // setINT records the INT header found at shim+shimLen and checks that its
 // version matches its type and that it fits in the buffer.
-func (p *Packet) setINT(b []byte, e spec.Encap, shim, shimLen int, t HeaderType, intLen int) error {
-	if t != TypeMD && t != TypeMX {
+func (p *Packet) setINT(b []byte, e spec.Encap, shim, shimLen int, t spec.HeaderType, intLen int) error {
+	if t != spec.TypeMD && t != spec.TypeMX {
 		return ErrBadType
 	}
 	start := shim + shimLen
@@ -310,7 +310,7 @@ func (p *Packet) setINT(b []byte, e spec.Encap, shim, shimLen int, t HeaderType,
 	if b[start]>>4 != 2 {
 		return ErrBadVersion
 	}
-	if t == TypeMD {
+	if t == spec.TypeMD {
 		ml := int(b[start+2]&0x1f) * 4
 		if (intLen-MDHeaderLen) != 0 && ml == 0 {
 			return ErrBadLength
@@ -368,7 +368,7 @@ func (c *Parser) parseGPE(b []byte, off int, p *Packet) error {
 		if err != nil {
 			return err
 		}
-		if s.Type == TypeMD || s.Type == TypeMX {
+		if s.Type == spec.TypeMD || s.Type == spec.TypeMX {
 			return p.setINT(b, spec.EncapVXLANGPE, at, ShimLen, s.Type, int(s.Length)*4)
 		}
 		if s.NextProto != spec.VXLANGPENextProtoINT {
@@ -399,8 +399,8 @@ func (c *Parser) parseGeneve(b []byte, off int, p *Packet) error {
 		if err != nil {
 			return err
 		}
-		t := HeaderType(o.Type & 0x7f) // the top bit of the type is the critical flag
-		if o.Class == spec.GeneveClassINT && (t == TypeMD || t == TypeMX) {
+		t := spec.HeaderType(o.Type & 0x7f) // the top bit of the type is the critical flag
+		if o.Class == spec.GeneveClassINT && (t == spec.TypeMD || t == spec.TypeMX) {
 			return p.setINT(b[:optEnd], spec.EncapGeneve, at, ShimLen, t, int(o.Length)*4)
 		}
 		at += 4 + int(o.Length)*4

@@ -20,7 +20,7 @@ func TestParserNoINT(t *testing.T) {
 		if err := (&wire.Parser{}).Parse(g, &p); err != nil {
 			t.Fatal(err)
 		}
-		out, err := wire.InsertINT(g, &p, wire.TypeMD, hdr, &opt)
+		out, err := wire.InsertINT(g, &p, spec.TypeMD, hdr, &opt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,7 +39,7 @@ func TestParserNoINT(t *testing.T) {
 		tun  bool
 	}{
 		{"DSCP", insert(tcp, wire.SourceOptions{Encap: spec.EncapDSCP, DSCP: 0x17, Mask: 0x3f}), false},
-		{"UDP port", insert(udp, wire.SourceOptions{Encap: spec.EncapUDPPort, UDPPort: 5000, NPT: wire.NPTUDPPort}), false},
+		{"UDP port", insert(udp, wire.SourceOptions{Encap: spec.EncapUDPPort, UDPPort: 5000, NPT: spec.NPTUDPPort}), false},
 		{"VXLAN-GPE", gpe, true},
 	} {
 		var p wire.Packet

@@ -160,7 +160,7 @@ type PushOptions struct {
 // When the frame has no spare capacity it sets the M bit and returns
 // ErrNoRoom. p is updated to describe the new frame.
 func PushHop(pkt []byte, p *Packet, m *HopMetadata, opt PushOptions) ([]byte, error) {
-	if p.INT < 0 || p.INTType != TypeMD {
+	if p.INT < 0 || p.INTType != spec.TypeMD {
 		return pkt, ErrNoINT
 	}
 	if out, ok, err := pushHopFast(pkt, p, m, opt); ok {
@@ -286,7 +286,7 @@ func fold64(s uint64) uint32 {
 // pushHop is the general PushHop: Geneve, hop limit, no room, checksum
 // complement.
 func pushHop(pkt []byte, p *Packet, m *HopMetadata, opt PushOptions) ([]byte, error) {
-	if p.INT < 0 || p.INTType != TypeMD {
+	if p.INT < 0 || p.INTType != spec.TypeMD {
 		return pkt, ErrNoINT
 	}
 	if p.L4 >= 0 && (p.INT-p.L4)&1 != 0 {
@@ -370,7 +370,7 @@ func Strip(pkt []byte, p *Packet, opt SinkOptions) ([]byte, error) {
 			start -= ProbeLen
 		}
 		switch s.NPT {
-		case NPTNone:
+		case spec.NPTNone:
 			if opt.RestoreDSCP && p.Encap == spec.EncapDSCP {
 				tos := uint16(s.DSCP()) << 2
 				if p.IPVersion == 4 {
@@ -381,9 +381,9 @@ func Strip(pkt []byte, p *Packet, opt SinkOptions) ([]byte, error) {
 					binary.BigEndian.PutUint16(pkt[p.L3:], w&0xf03f|tos<<4)
 				}
 			}
-		case NPTUDPPort:
+		case spec.NPTUDPPort:
 			e.set16(p.L4+2, s.Value)
-		case NPTIPProto:
+		case spec.NPTIPProto:
 			return stripNPT2(pkt, p, s)
 		}
 	case spec.EncapGRE:
@@ -446,8 +446,8 @@ func stripNPT2(pkt []byte, p *Packet, s Shim) ([]byte, error) {
 // SourceOptions say how an INT source marks INT over TCP/UDP.
 type SourceOptions struct {
 	Encap spec.Encap // spec.EncapDSCP, spec.EncapUDPPort or spec.EncapProbeMarker
-	// NPT for spec.EncapUDPPort: NPTUDPPort (UDP only) or NPTIPProto (new UDP header).
-	NPT         uint8
+	// NPT for spec.EncapUDPPort: spec.NPTUDPPort (UDP only) or spec.NPTIPProto (new UDP header).
+	NPT         spec.NPT
 	DSCP, Mask  uint8  // spec.EncapDSCP: new DSCP = old&^Mask | DSCP&Mask
 	UDPPort     uint16 // spec.EncapUDPPort: INT_TBD destination port
 	ProbeMarker uint64 // spec.EncapProbeMarker
@@ -459,9 +459,9 @@ type SourceOptions struct {
 // marking adds (the probe marker; with UDP-port marking the UDP header of
 // NPT 2, which TCP always gets). 0 when opt marks nothing. An MSS that
 // leaves this much room under the MTU lets every segment carry INT.
-func TCPSourceOverhead(typ HeaderType, hops, hopWords int, opt *SourceOptions) int {
+func TCPSourceOverhead(typ spec.HeaderType, hops, hopWords int, opt *SourceOptions) int {
 	n := ShimLen + MDHeaderLen // MX header: the same 12 bytes
-	if typ == TypeMD {
+	if typ == spec.TypeMD {
 		n += hops * hopWords * 4
 	}
 	switch opt.Encap {
@@ -483,7 +483,7 @@ func TCPSourceOverhead(typ HeaderType, hops, hopWords int, opt *SourceOptions) i
 // opt says. For NPT 2 a new UDP header with an entropy source port (hash of
 // the original 5-tuple) and a zero checksum goes in front of the original
 // L4 header. p describes the new frame afterwards.
-func InsertINT(pkt []byte, p *Packet, typ HeaderType, hdr []byte, opt *SourceOptions) ([]byte, error) {
+func InsertINT(pkt []byte, p *Packet, typ spec.HeaderType, hdr []byte, opt *SourceOptions) ([]byte, error) {
 	if p.INT >= 0 {
 		return pkt, ErrBadType // already has INT
 	}
@@ -497,7 +497,7 @@ func InsertINT(pkt []byte, p *Packet, typ HeaderType, hdr []byte, opt *SourceOpt
 		origDSCP = uint8(binary.BigEndian.Uint16(pkt[p.L3:])>>4) >> 2
 	}
 	shim := Shim{Type: typ, Length: uint8(len(hdr) / 4)}
-	if opt.Encap == spec.EncapUDPPort && opt.NPT == NPTIPProto {
+	if opt.Encap == spec.EncapUDPPort && opt.NPT == spec.NPTIPProto {
 		return insertNPT2(pkt, p, shim, hdr, opt)
 	}
 	if p.L4 < 0 {
@@ -511,10 +511,10 @@ func InsertINT(pkt []byte, p *Packet, typ HeaderType, hdr []byte, opt *SourceOpt
 	case spec.EncapProbeMarker:
 		pre = ProbeLen
 	case spec.EncapUDPPort:
-		if p.Proto != ProtoUDP || opt.NPT != NPTUDPPort {
+		if p.Proto != ProtoUDP || opt.NPT != spec.NPTUDPPort {
 			return pkt, ErrUnsupported
 		}
-		shim.NPT = NPTUDPPort
+		shim.NPT = spec.NPTUDPPort
 		shim.Value = binary.BigEndian.Uint16(pkt[p.L4+2:])
 	default:
 		return pkt, ErrUnsupported
@@ -558,7 +558,7 @@ func insertNPT2(pkt []byte, p *Packet, shim Shim, hdr []byte, opt *SourceOptions
 	if p.IPVersion == 6 && p.IPHeaderLen != IPv6Len {
 		return pkt, ErrUnsupported
 	}
-	shim.NPT, shim.Value = NPTIPProto, uint16(p.Proto)
+	shim.NPT, shim.Value = spec.NPTIPProto, uint16(p.Proto)
 	at := p.L3 + p.IPHeaderLen // works for any payload, e.g. IPsec or IP-in-IP
 	n := UDPLen + ShimLen + len(hdr)
 	grown, err := insertGap(pkt, at, n)

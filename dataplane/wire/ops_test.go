@@ -14,7 +14,7 @@ func TestPushHopLimits(t *testing.T) {
 		pkt := withRoom(orig, 64)
 		var p Packet
 		must(t, c.ParseIP(pkt, &p))
-		pkt, err := InsertINT(pkt, &p, TypeMD, mdSource(t, exMD(remaining)), &SourceOptions{Encap: spec.EncapUDPPort, NPT: NPTUDPPort, UDPPort: exINTPort})
+		pkt, err := InsertINT(pkt, &p, spec.TypeMD, mdSource(t, exMD(remaining)), &SourceOptions{Encap: spec.EncapUDPPort, NPT: spec.NPTUDPPort, UDPPort: exINTPort})
 		must(t, err)
 		out := make([]byte, len(pkt), len(pkt)+room)
 		copy(out, pkt)
@@ -76,10 +76,10 @@ func TestParseVLANAndChainedGPE(t *testing.T) {
 	md := mdSource(t, exMD(8))
 	body := make([]byte, VXLANLen+ShimLen, 128)
 	must(t, VXLANGPE{Flags: GPEFlagI | GPEFlagP, NextProto: spec.VXLANGPENextProtoINT, VNI: 7}.Put(body))
-	must(t, GPEShim{Type: TypeMD, Length: uint8(len(md) / 4), NextProto: spec.VXLANGPENextProtoINT}.Put(body[VXLANLen:]))
+	must(t, GPEShim{Type: spec.TypeMD, Length: uint8(len(md) / 4), NextProto: spec.VXLANGPENextProtoINT}.Put(body[VXLANLen:]))
 	body = append(body, md...)
 	dst := make([]byte, 8)
-	must(t, GPEShim{Type: TypeDestination, Length: 1, NextProto: 3}.Put(dst))
+	must(t, GPEShim{Type: spec.TypeDestination, Length: 1, NextProto: 3}.Put(dst))
 	body = append(append(body, dst...), inner...)
 	ip := udpTunnel(t, spec.PortVXLANGPE, body)
 	frame := make([]byte, 22, 22+len(ip)+64)
@@ -89,7 +89,7 @@ func TestParseVLANAndChainedGPE(t *testing.T) {
 	c := Parser{VXLANGPEPort: spec.PortVXLANGPE}
 	var p Packet
 	must(t, c.Parse(frame, &p))
-	if p.VLANs != 2 || p.VLAN != [2]uint16{100, 200} || p.Encap != spec.EncapVXLANGPE || p.INTType != TypeMD {
+	if p.VLANs != 2 || p.VLAN != [2]uint16{100, 200} || p.Encap != spec.EncapVXLANGPE || p.INTType != spec.TypeMD {
 		t.Fatalf("parse %+v", p)
 	}
 	frame, err := PushHop(frame, &p, hopNQ(1), PushOptions{})
@@ -101,7 +101,7 @@ func TestParseVLANAndChainedGPE(t *testing.T) {
 	frame, err = Strip(frame, &p, SinkOptions{})
 	must(t, err)
 	must(t, c.Parse(frame, &p))
-	if p.HasINT() || frame[p.Tunnel+3] != spec.VXLANGPENextProtoINT || HeaderType(frame[p.Tunnel+VXLANLen]>>4) != TypeDestination {
+	if p.HasINT() || frame[p.Tunnel+3] != spec.VXLANGPENextProtoINT || spec.HeaderType(frame[p.Tunnel+VXLANLen]>>4) != spec.TypeDestination {
 		t.Fatalf("after strip: %+v", p)
 	}
 	checkChecksums(t, frame, &p)

@@ -166,13 +166,13 @@ func parseFrame(t testing.TB, c *Parser, withEth bool, b []byte, p *Packet) {
 func TestSpecExampleOverGRE(t *testing.T) {
 	for _, tc := range []struct {
 		name, lit string
-		typ       HeaderType
+		typ       spec.HeaderType
 		ce        bool
 	}{
-		{"MD-IPv4", exMDOverGRE, TypeMD, false},
-		{"MX-IPv4", exMXOverGRE, TypeMX, false},
-		{"MD-CE", exMDOverGRECE, TypeMD, true},
-		{"MX-CE", exMXOverGRECE, TypeMX, true},
+		{"MD-IPv4", exMDOverGRE, spec.TypeMD, false},
+		{"MX-IPv4", exMXOverGRE, spec.TypeMX, false},
+		{"MD-CE", exMDOverGRECE, spec.TypeMD, true},
+		{"MX-CE", exMXOverGRECE, spec.TypeMX, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			want := hx(t, tc.lit)
@@ -181,7 +181,7 @@ func TestSpecExampleOverGRE(t *testing.T) {
 				inner, next = innerEthernet(t), EtherTypeTEB
 			}
 			var intPart []byte
-			if tc.typ == TypeMD {
+			if tc.typ == spec.TypeMD {
 				// Source Switch1 adds GRE, the shim and INT-MD with its hop.
 				intPart = mdSource(t, exMD(7), hopNQ(1))
 			} else {
@@ -198,7 +198,7 @@ func TestSpecExampleOverGRE(t *testing.T) {
 				t.Fatalf("parse: %+v", p)
 			}
 			var err error
-			if tc.typ == TypeMD {
+			if tc.typ == spec.TypeMD {
 				pkt, err = PushHop(pkt, &p, hopNQ(2), PushOptions{})
 				must(t, err)
 			}
@@ -209,7 +209,7 @@ func TestSpecExampleOverGRE(t *testing.T) {
 			if !s.G || s.NextProto != next || s.Type != tc.typ {
 				t.Fatalf("GRE shim %+v", s)
 			}
-			if tc.typ == TypeMD {
+			if tc.typ == spec.TypeMD {
 				checkMD(t, pkt, &p, 6, 2, 1)
 			} else {
 				checkMX(t, pkt, &p, exMX)
@@ -289,16 +289,16 @@ func udpTunnel(t testing.TB, dport uint16, body []byte) []byte {
 func TestSpecExampleOverVXLANGPE(t *testing.T) {
 	for _, tc := range []struct {
 		name, lit string
-		typ       HeaderType
+		typ       spec.HeaderType
 	}{
-		{"MD", exMDOverGPE, TypeMD},
-		{"MX", exMXOverGPE, TypeMX},
+		{"MD", exMDOverGPE, spec.TypeMD},
+		{"MX", exMXOverGPE, spec.TypeMX},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			want := hx(t, tc.lit)
 			inner := innerEthernet(t)
 			intPart := mxSource(t, exMX, nil)
-			if tc.typ == TypeMD {
+			if tc.typ == spec.TypeMD {
 				intPart = mdSource(t, exMD(8)) // Host1 inserts no metadata
 			}
 			body := make([]byte, VXLANLen+ShimLen, 64)
@@ -308,7 +308,7 @@ func TestSpecExampleOverVXLANGPE(t *testing.T) {
 			pkt := withRoom(udpTunnel(t, spec.PortVXLANGPE, body), 64)
 			c := Parser{VXLANGPEPort: spec.PortVXLANGPE}
 			var p Packet
-			if tc.typ == TypeMD {
+			if tc.typ == spec.TypeMD {
 				for _, n := range []uint32{1, 2, 3} {
 					must(t, c.ParseIP(pkt, &p))
 					var err error
@@ -323,7 +323,7 @@ func TestSpecExampleOverVXLANGPE(t *testing.T) {
 			}
 			mustEqual(t, "INT over VXLAN-GPE", pkt[p.Tunnel:p.Next], want)
 			checkChecksums(t, pkt, &p)
-			if tc.typ == TypeMD {
+			if tc.typ == spec.TypeMD {
 				checkMD(t, pkt, &p, 5, 3, 2, 1)
 			} else {
 				checkMX(t, pkt, &p, exMX)
@@ -340,16 +340,16 @@ func TestSpecExampleOverVXLANGPE(t *testing.T) {
 func TestSpecExampleOverGeneve(t *testing.T) {
 	for _, tc := range []struct {
 		name, lit string
-		typ       HeaderType
+		typ       spec.HeaderType
 	}{
-		{"MD", exMDOverGeneve, TypeMD},
-		{"MX", exMXOverGeneve, TypeMX},
+		{"MD", exMDOverGeneve, spec.TypeMD},
+		{"MX", exMXOverGeneve, spec.TypeMX},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			want := hx(t, tc.lit)
 			inner := innerEthernet(t)
 			intPart := mxSource(t, exMX, nil)
-			if tc.typ == TypeMD {
+			if tc.typ == spec.TypeMD {
 				intPart = mdSource(t, exMD(8))
 			}
 			words := uint8(len(intPart) / 4)
@@ -360,7 +360,7 @@ func TestSpecExampleOverGeneve(t *testing.T) {
 			pkt := withRoom(udpTunnel(t, spec.PortGeneve, body), 64)
 			c := Parser{GenevePort: spec.PortGeneve}
 			var p Packet
-			if tc.typ == TypeMD {
+			if tc.typ == spec.TypeMD {
 				for _, n := range []uint32{1, 2, 3} {
 					must(t, c.ParseIP(pkt, &p))
 					var err error
@@ -375,7 +375,7 @@ func TestSpecExampleOverGeneve(t *testing.T) {
 			}
 			mustEqual(t, "INT over Geneve", pkt[p.Tunnel:p.Next], want)
 			checkChecksums(t, pkt, &p)
-			if tc.typ == TypeMD {
+			if tc.typ == spec.TypeMD {
 				checkMD(t, pkt, &p, 5, 3, 2, 1)
 			} else {
 				checkMX(t, pkt, &p, exMX)

@@ -1048,7 +1048,7 @@ static __always_inline int parse(struct __sk_buff *skb, struct scratch *s)
 				return 0;
 			__u8 ty = q[2] & 0x7f;
 			__u16 class = ((__u16)q[0] << 8) | q[1];
-			if (class == GENEVE_CLASS_INT && (ty == 1 || ty == 3)) {
+			if (class == GENEVE_CLASS_INT && (ty == INT_TYPE_MD || ty == INT_TYPE_MX)) {
 				if (o + 4 + (q[3] & 0x1f) * 4 > oend)
 					return 1;
 				p->shim = o;
@@ -1100,13 +1100,13 @@ shim:;
 			p->itype = b[0] >> 4;
 			p->shim_words = b[1];
 		}
-		if (p->itype != 1 && p->itype != 3)
+		if (p->itype != INT_TYPE_MD && p->itype != INT_TYPE_MX)
 			return -1; /* another INT type first: untouched */
 		goto hdr;
 	}
 	p->itype = b[0] >> 4;
 	p->npt = (b[0] >> 2) & 3;
-	if (p->npt == 2 && p->ext)
+	if (p->npt == NPT_IP_PROTO && p->ext)
 		return -1; /* the protocol to restore is in the last extension header: untouched */
 	p->shim_words = b[1];
 	p->shim_val = ((__u16)b[2] << 8) | b[3];
@@ -1116,21 +1116,21 @@ hdr:
 	p->hop_ml = b[6] & 0x1f;
 	p->rhc = b[7];
 	p->inst = ((__u16)b[8] << 8) | b[9];
-	if (p->itype != 1 && p->itype != 3)
+	if (p->itype != INT_TYPE_MD && p->itype != INT_TYPE_MX)
 		return 1;
-	if (p->ver != 2 || p->shim_words < 3 || p->npt > 2 || (p->npt && p->encap != ENC_UDP_PORT))
+	if (p->ver != 2 || p->shim_words < 3 || p->npt > NPT_IP_PROTO || (p->npt && p->encap != ENC_UDP_PORT))
 		return 1;
 	if (p->shim + 4 + (__u32)p->shim_words * 4 > L3 + p->ip_len)
 		return 1;
-	if (p->itype == 1) {
+	if (p->itype == INT_TYPE_MD) {
 		if (p->hop_ml < inst_words(p->inst))
 			return 1;
 		if (p->shim_words > 3 && p->hop_ml == 0)
 			return 1;
 	}
-	if (p->npt == 1) {
+	if (p->npt == NPT_UDP_PORT) {
 		p->dport = p->shim_val;
-	} else if (p->npt == 2) {
+	} else if (p->npt == NPT_IP_PROTO) {
 		__u8 o[14];
 		p->proto = (__u8)p->shim_val;
 		p->sport = p->dport = 0;
@@ -1498,7 +1498,7 @@ static __always_inline int filter(struct __sk_buff *skb, struct scratch *s)
 		d = hash64(d, ((__u64)h->in_ifindex << 32) | h->out_ifindex);
 	if (h->valid & INST_HOP_LATENCY)
 		d = hash64(d, h->latency >> lat_shift);
-	if (p->shim && p->itype == 1 && p->hop_ml) {
+	if (p->shim && p->itype == INT_TYPE_MD && p->hop_ml) {
 		/* Up to 8 hops of the stack: node ids and latencies. */
 		__u32 stack = p->shim + 16;
 		__u32 end = p->shim + 4 + (__u32)p->shim_words * 4;
@@ -2075,7 +2075,7 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 	struct sess_stats *ss = bpf_map_lookup_elem(&sess_stats_map, &sid);
 	if (!se || !ss)
 		return TC_ACT_OK;
-	__u32 npt = 0;
+	__u32 npt = NPT_NONE;
 	__u32 fixed = 4 + 12;
 	__u32 pre = 0; /* probe marker bytes before the shim */
 	if (p->tun) {
@@ -2083,12 +2083,12 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 		 * super-packet takes the detour like any other: segmented in
 		 * software (outer headers on every segment), each gets INT. */
 	} else if (c->dscp_mask) {
-		npt = 0;
+		npt = NPT_NONE;
 	} else if (c->udp_port) {
 		npt = c->npt;
-		if (npt == 1 && p->proto != IPPROTO_UDP)
-			npt = 2;
-		if (npt == 2)
+		if (npt == NPT_UDP_PORT && p->proto != IPPROTO_UDP)
+			npt = NPT_IP_PROTO;
+		if (npt == NPT_IP_PROTO)
 			fixed += 8;
 	} else if (c->probe) {
 		pre = 8;
@@ -2097,13 +2097,13 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 		ss->unsupported++; /* no marking to announce INT with */
 		return TC_ACT_OK;
 	}
-	if (npt == 2 && p->ext) {
+	if (npt == NPT_IP_PROTO && p->ext) {
 		/* The new UDP header would go behind IPv6 extension headers,
 		 * whose last next-header field this does not rewrite. */
 		ss->unsupported++;
 		return TC_ACT_OK;
 	}
-	if (npt != 2 && !p->l4len) {
+	if (npt != NPT_IP_PROTO && !p->l4len) {
 		/* INT over TCP/UDP needs a TCP or UDP header to follow. */
 		ss->unsupported++;
 		return TC_ACT_OK;
@@ -2148,10 +2148,10 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 	hopw &= 31;
 	__u32 ilen = 12 + hopw * 4;
 	__u8 shim[4];
-	shim[0] = ((se->mode == 0 ? 1 : 3) << 4) | (npt << 2);
+	shim[0] = ((se->mode == 0 ? INT_TYPE_MD : INT_TYPE_MX) << 4) | (npt << 2);
 	shim[1] = ilen / 4;
 	__u32 n = ilen + 4;
-	if (npt == 2) {
+	if (npt == NPT_IP_PROTO) {
 		/* New UDP header + shim + INT between the IP header and the
 		 * original L4 header; the original L4 checksum stays valid. */
 		n += 8;
@@ -2197,7 +2197,7 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 				ss->unsupported++;
 				return TC_ACT_OK;
 			}
-			__u8 type = se->mode == 0 ? 1 : 3;
+			__u8 type = se->mode == 0 ? INT_TYPE_MD : INT_TYPE_MX;
 			if (p->tun == ENC_GENEVE) {
 				if (ilen / 4 > 31 || (tb[0] & 0x3f) + n / 4 > 63) {
 					ss->unsupported++; /* Geneve's option lengths */
@@ -2216,7 +2216,7 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 				at = p->tunnel + 8;
 		} else if (pre) {
 			shim[2] = shim[3] = 0;
-		} else if (npt == 0) {
+		} else if (npt == NPT_NONE) {
 			shim[2] = 0;
 			shim[3] = (p->tos >> 2) << 2;
 		} else {
@@ -2279,7 +2279,7 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 			*(__u16 *)(u + 4) = bpf_htons(seg + n);
 			acc = cadd(acc, o16, *(__u16 *)(u + 4));
 		}
-		if (npt == 1) {
+		if (npt == NPT_UDP_PORT) {
 			o16 = *(__u16 *)(u + 2);
 			*(__u16 *)(u + 2) = bpf_htons(c->udp_port);
 			acc = cadd(acc, o16, *(__u16 *)(u + 2));
@@ -2303,7 +2303,7 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 		}
 		/* TOS / traffic class (DSCP marking) and length. */
 		__u8 tos = p->tos;
-		if (npt == 0 && !p->tun && !pre) {
+		if (npt == NPT_NONE && !p->tun && !pre) {
 			__u8 dscp = p->tos >> 2;
 			__u8 nd = (dscp & ~c->dscp_mask) | (c->dscp_val & c->dscp_mask);
 			tos = (nd << 2) | (p->tos & 3);
@@ -2338,7 +2338,7 @@ static __always_inline int transit(struct __sk_buff *skb, struct scratch *s)
 	if (!s)
 		return TC_ACT_OK;
 	struct pkt *p = &s->p;
-	if (p->itype == 3) {
+	if (p->itype == INT_TYPE_MX) {
 		cnt(s, C_TRANSITED);
 		flow_event(skb, s, 0);
 		return TC_ACT_OK;
@@ -2447,7 +2447,7 @@ static __always_inline int strip(struct __sk_buff *skb, struct scratch *s)
 	__u32 ilen = 4 + (__u32)p->shim_words * 4;
 	if (ilen > MAX_INT)
 		return -1;
-	if (p->npt == 2) {
+	if (p->npt == NPT_IP_PROTO) {
 		__u32 n = 8 + ilen;
 		if (p->v6) {
 			__u8 nh = p->shim_val;
@@ -2544,7 +2544,7 @@ static __always_inline int strip(struct __sk_buff *skb, struct scratch *s)
 		*(__u16 *)(u + 4) = bpf_htons(seg - ilen);
 		acc = cadd(acc, o16, *(__u16 *)(u + 4));
 	}
-	if (p->npt == 1) {
+	if (p->npt == NPT_UDP_PORT) {
 		o16 = *(__u16 *)(u + 2);
 		*(__u16 *)(u + 2) = bpf_htons(p->shim_val);
 		acc = cadd(acc, o16, *(__u16 *)(u + 2));
@@ -2585,7 +2585,7 @@ static __always_inline int sink(struct __sk_buff *skb, struct scratch *s)
 	if (!s)
 		return TC_ACT_OK;
 	int discard = s->p.hdr0 & 0x08;
-	if (s->p.itype == 1 && s->p.rhc == 0)
+	if (s->p.itype == INT_TYPE_MD && s->p.rhc == 0)
 		cnt(s, C_EBIT);
 	flow_event(skb, s, EVF_SINK);
 	if (strip(skb, s)) {

@@ -42,6 +42,15 @@
 #define DROP_UPF_UL_PDR_MISS 133
 #define DROP_UPF_FAR_MISS 134
 
+/* INT header types (shim and Geneve option type) */
+#define INT_TYPE_MD 1
+#define INT_TYPE_DESTINATION 2
+#define INT_TYPE_MX 3
+/* Next Protocol Types of the TCP/UDP shim */
+#define NPT_NONE 0
+#define NPT_UDP_PORT 1
+#define NPT_IP_PROTO 2
+
 /* INT encapsulations (pkt.encap, pkt.tun); the tunnels are a range */
 #define ENC_DSCP 1
 #define ENC_UDP_PORT 2
