@@ -419,7 +419,7 @@ func (d *Dataplane) writeSessions(dt *sai.DTelAttrs) error {
 		}
 		typ := spec.TypeMD
 		if a.Mode == sai.IntModeMX {
-			s.Mode = 1
+			s.Mode = uint8(intdSessModeMODE_MX)
 			typ = spec.TypeMX
 		}
 		if a.ClampTCPMSS {

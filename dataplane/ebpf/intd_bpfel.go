@@ -313,6 +313,13 @@ type intdScratch struct {
 	_         [4]byte
 }
 
+type intdSessMode uint32
+
+const (
+	intdSessModeMODE_MD intdSessMode = 0
+	intdSessModeMODE_MX intdSessMode = 1
+)
+
 type intdSessStats struct {
 	_           structs.HostLayout
 	Initiated   uint64

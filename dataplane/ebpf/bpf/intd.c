@@ -80,6 +80,12 @@ enum wl_act {
 	ACT_REPORT_ALL = 4,
 };
 
+/* session.mode */
+enum sess_mode {
+	MODE_MD,
+	MODE_MX,
+};
+
 /* flow ops (wl_entry.flow_op, session.op) */
 enum flow_op {
 	OP_NOP,
@@ -159,7 +165,7 @@ struct session {
 	__u16 domain;
 	__u16 ds_inst;
 	__u16 ds_flags;
-	__u8 mode; /* 0 MD, 1 MX */
+	__u8 mode; /* enum sess_mode */
 	__u8 max_hops;
 	__u8 discard;
 	__u8 hop_ml; /* words: baseline + domain specific */
@@ -623,6 +629,7 @@ struct abi {
 	enum cfg_flag cfg_flag;
 	enum wl_act wl_act;
 	enum flow_op flow_op;
+	enum sess_mode sess_mode;
 	enum event_flag event_flag;
 	enum counter counter;
 	enum wl_set wl_set;
@@ -1993,7 +2000,7 @@ static __always_inline int detour(struct __sk_buff *skb, struct scratch *s, stru
 	if (!s->c.gso_dev || out > 0xffff || !out)
 		goto unsupported;
 	if (p->ipproto == IPPROTO_TCP) {
-		__u32 reserve = fixed + (se->mode == 0 ? (__u32)se->max_hops * se->hop_ml * 4 : 0);
+		__u32 reserve = fixed + (se->mode == MODE_MD ? (__u32)se->max_hops * se->hop_ml * 4 : 0);
 		__u32 hdrs = p->ihl + p->l4len + reserve;
 		__u32 mtu = s->ifc.mtu;
 		if (mtu < hdrs + 256)
@@ -2017,7 +2024,7 @@ static __always_inline int detour(struct __sk_buff *skb, struct scratch *s, stru
 		 * segments without room leave without INT) when the inner
 		 * packet is not TCP or the kernel refuses. */
 		__u32 hdrs = tunnel_headers(skb, p);
-		__u32 reserve = fixed + (se->mode == 0 ? (__u32)se->max_hops * se->hop_ml * 4 : 0);
+		__u32 reserve = fixed + (se->mode == MODE_MD ? (__u32)se->max_hops * se->hop_ml * 4 : 0);
 		__u32 mtu = s->ifc.mtu;
 		__u32 gso = skb->gso_size;
 		if (hdrs && mtu >= hdrs + reserve + 256 && gso > mtu - hdrs - reserve) {
@@ -2120,7 +2127,7 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 	__u8 hdr[12];
 	__u8 rhc = se->max_hops;
 	__u8 b0 = 0x20 | (se->discard ? 0x08 : 0);
-	if (se->mode == 0) {
+	if (se->mode == MODE_MD) {
 		if (fixed + (__u32)se->hop_ml * 4 > room) {
 			b0 |= 0x02;
 			cnt(s, C_MBIT);
@@ -2135,8 +2142,8 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 	}
 	hdr[0] = b0;
 	hdr[1] = 0;
-	hdr[2] = se->mode == 0 ? se->hop_ml : 0;
-	hdr[3] = se->mode == 0 ? rhc : 0;
+	hdr[2] = se->mode == MODE_MD ? se->hop_ml : 0;
+	hdr[3] = se->mode == MODE_MD ? rhc : 0;
 	hdr[4] = se->inst >> 8;
 	hdr[5] = se->inst;
 	hdr[6] = se->domain >> 8;
@@ -2148,7 +2155,7 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 	hopw &= 31;
 	__u32 ilen = 12 + hopw * 4;
 	__u8 shim[4];
-	shim[0] = ((se->mode == 0 ? INT_TYPE_MD : INT_TYPE_MX) << 4) | (npt << 2);
+	shim[0] = ((se->mode == MODE_MD ? INT_TYPE_MD : INT_TYPE_MX) << 4) | (npt << 2);
 	shim[1] = ilen / 4;
 	__u32 n = ilen + 4;
 	if (npt == NPT_IP_PROTO) {
@@ -2197,7 +2204,7 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 				ss->unsupported++;
 				return TC_ACT_OK;
 			}
-			__u8 type = se->mode == 0 ? INT_TYPE_MD : INT_TYPE_MX;
+			__u8 type = se->mode == MODE_MD ? INT_TYPE_MD : INT_TYPE_MX;
 			if (p->tun == ENC_GENEVE) {
 				if (ilen / 4 > 31 || (tb[0] & 0x3f) + n / 4 > 63) {
 					ss->unsupported++; /* Geneve's option lengths */
@@ -2315,7 +2322,7 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 	}
 	ss->initiated++;
 	cnt(s, C_INSERTED);
-	if (se->mode == 1)
+	if (se->mode == MODE_MX)
 		flow_event(skb, s, 0);
 	return TC_ACT_OK;
 }
