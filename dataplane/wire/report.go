@@ -70,7 +70,7 @@ const (
 	RepL2Ports          = uint16(spec.InstL2Interfaces)
 	RepTxUtilization    = uint16(spec.InstEgressTxUtil)
 	RepBuffer           = uint16(spec.InstBuffer)
-	RepDrop             = uint16(1) // bit 15: queue id(8) + drop reason(8) + pad(16)
+	RepDrop             = uint16(0x8000) >> spec.RepMdDropReason // queue id(8) + drop reason(8) + pad(16)
 )
 
 // ReportHeader carries the fields of an individual report other than the
