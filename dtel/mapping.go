@@ -155,9 +155,9 @@ func (o *Orchestrator) translateMarking(d *sai.DTelAttrs, mc *gen.IntdInt_Int_Ma
 			return invalidf(pathMarking+"/udp-port", "l4-marking UDP_DESTINATION_PORT needs a udp-port")
 		}
 		d.IntUDPDstPort = mc.GetUdpPort()
-		d.IntUDPNPT = sai.NPTUDPPayload
+		d.IntUDPNPT = spec.NPTUDPPort
 		if mc.GetUdpNpt() == gen.IntdInt_UdpNpt_NEW_UDP_HEADER {
-			d.IntUDPNPT = sai.NPTL4Header
+			d.IntUDPNPT = spec.NPTIPProto
 		}
 	case gen.IntdInt_L4Marking_PROBE_MARKER:
 		if mc.GetProbeMarker() == 0 {
@@ -169,11 +169,11 @@ func (o *Orchestrator) translateMarking(d *sai.DTelAttrs, mc *gen.IntdInt_Int_Ma
 	// YANG default for a tunnel the dataplane cannot parse is dropped
 	// (it simply won't see INT there); an explicit value is passed on, so
 	// the dataplane refuses it with a clear error.
-	tunnel := func(set bool, enc sai.Encap) bool { return set || slices.Contains(o.caps.Encaps, enc) }
-	if tunnel(mc != nil && mc.VxlanGpeNextProtocol != nil, sai.EncapVXLANGPE) {
+	tunnel := func(set bool, enc spec.Encap) bool { return set || slices.Contains(o.caps.Encaps, enc) }
+	if tunnel(mc != nil && mc.VxlanGpeNextProtocol != nil, spec.EncapVXLANGPE) {
 		d.VXLANGPENextProtocol = mc.GetVxlanGpeNextProtocol()
 	}
-	if tunnel(mc != nil && mc.GeneveOptionClass != nil, sai.EncapGeneve) {
+	if tunnel(mc != nil && mc.GeneveOptionClass != nil, spec.EncapGeneve) {
 		d.GeneveOptionClass = mc.GetGeneveOptionClass()
 	}
 	d.GREProtocolType = mc.GetGreProtocolType()

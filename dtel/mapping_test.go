@@ -192,7 +192,7 @@ func TestMapping(t *testing.T) {
 			},
 			want: func(objs map[key]sai.Attrs, _ map[key]key) {
 				modify(objs, kDTel, func(a *sai.DTelAttrs) {
-					a.IntL4DSCP, a.IntUDPDstPort, a.IntUDPNPT = sai.DSCPMatch{}, 5900, sai.NPTL4Header
+					a.IntL4DSCP, a.IntUDPDstPort, a.IntUDPNPT = sai.DSCPMatch{}, 5900, spec.NPTIPProto
 				})
 			},
 		},
@@ -201,7 +201,7 @@ func TestMapping(t *testing.T) {
 			mutate: func(d *gen.Device) { i(d).Marking.Config.L4Marking = gen.IntdInt_L4Marking_UDP_DESTINATION_PORT },
 			want: func(objs map[key]sai.Attrs, _ map[key]key) {
 				modify(objs, kDTel, func(a *sai.DTelAttrs) {
-					a.IntL4DSCP, a.IntUDPDstPort, a.IntUDPNPT = sai.DSCPMatch{}, 5900, sai.NPTUDPPayload
+					a.IntL4DSCP, a.IntUDPDstPort, a.IntUDPNPT = sai.DSCPMatch{}, 5900, spec.NPTUDPPort
 				})
 			},
 		},

@@ -8,6 +8,7 @@ import (
 
 	"github.com/intd-project/intd/sai"
 	"github.com/intd-project/intd/sai/saitest"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // TestTunnelDefaultsOnLimitedBackend: a dataplane that parses no tunnels
@@ -15,8 +16,8 @@ import (
 // explicit one.
 func TestTunnelDefaultsOnLimitedBackend(t *testing.T) {
 	caps := testCaps()
-	caps.Encaps = slices.DeleteFunc(slices.Clone(caps.Encaps), func(e sai.Encap) bool {
-		return e == sai.EncapVXLANGPE || e == sai.EncapGeneve
+	caps.Encaps = slices.DeleteFunc(slices.Clone(caps.Encaps), func(e spec.Encap) bool {
+		return e == spec.EncapVXLANGPE || e == spec.EncapGeneve
 	})
 	o, b := newTest(t, saitest.WithCapabilities(caps))
 	d := full(t)

@@ -6,36 +6,6 @@ import (
 	"github.com/intd-project/intd/sai/spec"
 )
 
-// Encap is a way INT is carried in (and recognised in) data packets.
-type Encap uint8
-
-const (
-	EncapDSCP        Encap = iota + 1 // INT over TCP/UDP, signalled by DSCP
-	EncapUDPPort                      // INT over TCP/UDP, signalled by UDP destination port
-	EncapProbeMarker                  // INT over TCP/UDP, signalled by a 64-bit probe marker
-	EncapVXLANGPE                     // INT shim in VXLAN-GPE
-	EncapGeneve                       // INT Geneve option
-	EncapGRE                          // INT shim after GRE
-)
-
-func (e Encap) String() string {
-	switch e {
-	case EncapDSCP:
-		return "dscp"
-	case EncapUDPPort:
-		return "udp-port"
-	case EncapProbeMarker:
-		return "probe-marker"
-	case EncapVXLANGPE:
-		return "vxlan-gpe"
-	case EncapGeneve:
-		return "geneve"
-	case EncapGRE:
-		return "gre"
-	}
-	return "Encap(" + itoa(int(e)) + ")"
-}
-
 // The unit enums follow the p4-dtel-metadata-semantics YANG identities; the
 // zero value means "not reported".
 
@@ -118,7 +88,7 @@ type Capabilities struct {
 	// ReportMetadata is the bits this node can put in telemetry reports
 	// (RepMdBits), e.g. for INT-MX and postcards.
 	ReportMetadata Instruction
-	Encaps         []Encap
+	Encaps         []spec.Encap
 	ReportFormats  []ReportFormat
 	Coalescing     bool
 	EventTypes     []EventType
@@ -158,7 +128,7 @@ func FullCapabilities() Capabilities {
 		Modes:               []IntMode{IntModeMD, IntModeMX},
 		Instructions:        spec.InstAll,
 		ReportMetadata:      spec.InstReportable,
-		Encaps:              []Encap{EncapDSCP, EncapUDPPort, EncapProbeMarker, EncapVXLANGPE, EncapGeneve, EncapGRE},
+		Encaps:              spec.Encaps(),
 		ReportFormats:       []ReportFormat{spec.ReportFormatV2, spec.ReportFormatV05},
 		Coalescing:          true,
 		EventTypes:          spec.EventTypes(),
@@ -250,15 +220,15 @@ func (c Capabilities) checkDTel(a DTelAttrs) error {
 	}
 	for _, e := range []struct {
 		on   bool
-		enc  Encap
+		enc  spec.Encap
 		attr string
 	}{
-		{a.IntL4DSCP.Mask != 0, EncapDSCP, "IntL4DSCP"},
-		{a.IntUDPDstPort != 0, EncapUDPPort, "IntUDPDstPort"},
-		{a.ProbeMarker != 0, EncapProbeMarker, "ProbeMarker"},
-		{a.VXLANGPENextProtocol != 0, EncapVXLANGPE, "VXLANGPENextProtocol"},
-		{a.GeneveOptionClass != 0, EncapGeneve, "GeneveOptionClass"},
-		{a.GREProtocolType != 0, EncapGRE, "GREProtocolType"},
+		{a.IntL4DSCP.Mask != 0, spec.EncapDSCP, "IntL4DSCP"},
+		{a.IntUDPDstPort != 0, spec.EncapUDPPort, "IntUDPDstPort"},
+		{a.ProbeMarker != 0, spec.EncapProbeMarker, "ProbeMarker"},
+		{a.VXLANGPENextProtocol != 0, spec.EncapVXLANGPE, "VXLANGPENextProtocol"},
+		{a.GeneveOptionClass != 0, spec.EncapGeneve, "GeneveOptionClass"},
+		{a.GREProtocolType != 0, spec.EncapGRE, "GREProtocolType"},
 	} {
 		if e.on && !slices.Contains(c.Encaps, e.enc) {
 			return unsupported(t, e.attr, "INT encapsulation %v is not supported", e.enc)

@@ -3,26 +3,8 @@ package sai
 import (
 	"slices"
 	"time"
-)
 
-// NPT is the Next Protocol Type of the INT shim header for TCP/UDP (INT v2.1
-// §"INT over TCP/UDP"), used when INT is signalled by a UDP destination port.
-type NPT uint8
-
-const (
-	NPTNone NPT = 0
-	// NPTUDPPayload: INT follows the original UDP header, whose destination
-	// port is saved in the shim (original packet was UDP).
-	NPTUDPPayload NPT = 1
-	// NPTL4Header: a new UDP header was inserted before the original L4
-	// header, whose IP protocol is saved in the shim.
-	NPTL4Header NPT = 2
-)
-
-// Well-known INT encapsulation code points (INT v2.1, tentative assignments).
-const (
-	VXLANGPENextProtocolInt uint8  = 0x82
-	GeneveOptionClassInt    uint16 = 0x0103
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // FlowReportFilter holds the "smart filter" parameters that limit flow
@@ -105,7 +87,7 @@ type DTelAttrs struct {
 	IntUDPDstPort uint16
 	// IntUDPNPT is how a source marks UDP traffic when IntUDPDstPort is
 	// set (1 or 2; ignored otherwise); non-UDP traffic always gets NPT 2.
-	IntUDPNPT NPT
+	IntUDPNPT spec.NPT
 	// ProbeMarker is the 64-bit marker after the L4 header (Probe Marker
 	// (1) in the high 32 bits); 0 disables.
 	ProbeMarker uint64
@@ -125,8 +107,8 @@ type DTelAttrs struct {
 func DefaultDTelAttrs() DTelAttrs {
 	return DTelAttrs{
 		LatencySensitivity:   8,
-		VXLANGPENextProtocol: VXLANGPENextProtocolInt,
-		GeneveOptionClass:    GeneveOptionClassInt,
+		VXLANGPENextProtocol: spec.VXLANGPENextProtoINT,
+		GeneveOptionClass:    spec.GeneveClassINT,
 		FlowReport: FlowReportFilter{
 			Interval:         time.Second,
 			HopLatencyChange: 256 * time.Nanosecond,
@@ -190,8 +172,8 @@ func (a DTelAttrs) Validate() error {
 	case a.MalformedAction > MalformedDrop:
 		return invalid(t, "MalformedAction", "malformed INT action %d is invalid", a.MalformedAction)
 	}
-	if a.IntUDPDstPort != 0 && a.IntUDPNPT != NPTUDPPayload && a.IntUDPNPT != NPTL4Header {
-		return invalid(t, "IntUDPNPT", "INT UDP NPT %d is invalid (want 1 or 2)", a.IntUDPNPT)
+	if a.IntUDPDstPort != 0 && a.IntUDPNPT != spec.NPTUDPPort && a.IntUDPNPT != spec.NPTIPProto {
+		return invalid(t, "IntUDPNPT", "INT UDP spec.NPT %d is invalid (want 1 or 2)", a.IntUDPNPT)
 	}
 	var marks []string
 	if a.IntL4DSCP.Mask != 0 {

@@ -163,7 +163,7 @@ func TestCapabilitiesCheck(t *testing.T) {
 	limited := full
 	limited.Instructions = spec.InstNodeID | spec.InstHopLatency
 	limited.ReportMetadata = spec.InstNodeID
-	limited.Encaps = []Encap{EncapDSCP}
+	limited.Encaps = []spec.Encap{spec.EncapDSCP}
 	limited.Postcard = false
 	limited.Coalescing = false
 	limited.MaxReportDestinations = 1

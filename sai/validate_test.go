@@ -56,8 +56,8 @@ func TestValidateValid(t *testing.T) {
 			a.IntEndpointEnable, a.SinkPortList = true, []string{"eth0", "eth1"}
 			a.IntL4DSCP = DSCPMatch{Value: 0x20, Mask: 0x20}
 		}),
-		mod(DefaultDTelAttrs(), func(a *DTelAttrs) { a.IntUDPDstPort, a.IntUDPNPT = 5000, NPTL4Header }),
-		mod(DefaultDTelAttrs(), func(a *DTelAttrs) { a.IntUDPNPT = NPTUDPPayload }), // ignored without a port
+		mod(DefaultDTelAttrs(), func(a *DTelAttrs) { a.IntUDPDstPort, a.IntUDPNPT = 5000, spec.NPTIPProto }),
+		mod(DefaultDTelAttrs(), func(a *DTelAttrs) { a.IntUDPNPT = spec.NPTUDPPort }), // ignored without a port
 		mod(DefaultIntSessionAttrs(), func(a *IntSessionAttrs) { a.Mode, a.MaxHopCount = IntModeMX, 8 }),
 		mod(DefaultIntSessionAttrs(), func(a *IntSessionAttrs) { a.Instructions = spec.InstAll }),
 		mod(DefaultIntSessionAttrs(), func(a *IntSessionAttrs) { a.Instructions, a.DomainSpecificID, a.DSInstruction = 0, 7, 0x8000 }),
@@ -105,7 +105,7 @@ func TestValidateRules(t *testing.T) {
 		{"remark too large", mod(DefaultDTelAttrs(), func(a *DTelAttrs) { a.IntL4DSCPRemark = 64 }), "IntL4DSCPRemark", "remark DSCP 64 exceeds 63"},
 		{"malformed action", mod(DefaultDTelAttrs(), func(a *DTelAttrs) { a.MalformedAction = 7 }), "MalformedAction", "malformed INT action 7 is invalid"},
 		{"dscp outside mask", mod(DefaultDTelAttrs(), func(a *DTelAttrs) { a.IntL4DSCP = DSCPMatch{Value: 3, Mask: 1} }), "IntL4DSCP.Value", "bits outside mask"},
-		{"npt", mod(DefaultDTelAttrs(), func(a *DTelAttrs) { a.IntUDPDstPort = 5000 }), "IntUDPNPT", "INT UDP NPT 0 is invalid"},
+		{"npt", mod(DefaultDTelAttrs(), func(a *DTelAttrs) { a.IntUDPDstPort = 5000 }), "IntUDPNPT", "INT UDP spec.NPT 0 is invalid"},
 		{"two markings", mod(DefaultDTelAttrs(), func(a *DTelAttrs) {
 			a.IntL4DSCP, a.ProbeMarker = DSCPMatch{Value: 1, Mask: 1}, 0xdeadbeef
 		}), "IntL4DSCP", "both DSCP and probe marker"},

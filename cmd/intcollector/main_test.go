@@ -40,7 +40,7 @@ func sinkReportPort(t *testing.T, seq uint32, sport uint16) []byte {
 	wire.IPv4Header{TotalLen: uint16(len(ip)), TTL: 64, Proto: wire.ProtoUDP, Src: [4]byte{10, 0, 0, 1}, Dst: [4]byte{10, 0, 0, 2}}.Put(ip)
 	wire.UDPHeader{SrcPort: sport, DstPort: 2222, Length: uint16(len(ip) - 20)}.Put(ip[20:])
 	sh := ip[28:]
-	wire.Shim{Type: wire.TypeMD, Length: uint8(intLen / 4)}.Put(sh)
+	wire.Shim{Type: spec.TypeMD, Length: uint8(intLen / 4)}.Put(sh)
 	wire.MDHeader{Version: 2, HopML: uint8(inst.Words()), RemainingHops: 4, Instructions: inst}.Put(sh[4:])
 	off := 4 + wire.MDHeaderLen
 	for _, n := range []uint32{3, 2, 1} {
@@ -52,11 +52,11 @@ func sinkReportPort(t *testing.T, seq uint32, sport uint16) []byte {
 		off += k
 	}
 	b, _ := wire.AppendGroupHeader(nil, wire.GroupHeader{Version: 2, Seq: seq, NodeID: 4})
-	h := wire.ReportHeader{Type: wire.RepINT, InType: wire.InEthernet, TrackedFlow: true, RepMdBits: wire.RepHopLatency}
+	h := wire.ReportHeader{Type: spec.RepINT, InType: spec.InEthernet, TrackedFlow: true, RepMdBits: wire.RepHopLatency}
 	b, _ = wire.AppendReport(b, &h, &wire.ReportMetadata{HopLatency: 400}, nil, f)
-	h = wire.ReportHeader{Type: wire.RepINT, InType: wire.InEthernet, Dropped: true, RepMdBits: wire.RepDrop}
+	h = wire.ReportHeader{Type: spec.RepINT, InType: spec.InEthernet, Dropped: true, RepMdBits: wire.RepDrop}
 	b, _ = wire.AppendReport(b, &h, &wire.ReportMetadata{DropReason: 132}, nil, f[:42])
-	h = wire.ReportHeader{Type: wire.RepINT, InType: wire.InEthernet, Congested: true, RepMdBits: wire.RepQueue}
+	h = wire.ReportHeader{Type: spec.RepINT, InType: spec.InEthernet, Congested: true, RepMdBits: wire.RepQueue}
 	b, _ = wire.AppendReport(b, &h, &wire.ReportMetadata{QueueOccupancy: 999}, nil, f[:42])
 	return b
 }

@@ -152,7 +152,7 @@ func flowReport(t *testing.T, seq uint32, k wire.FlowKey, a, b byte, extra bool)
 	wire.IPv4Header{TotalLen: uint16(len(ip)), TTL: 64, Proto: k.Proto, Src: [4]byte{10, 1, a, b}, Dst: [4]byte{10, 2, 0, 1}}.Put(ip)
 	wire.UDPHeader{SrcPort: k.SrcPort, DstPort: k.DstPort, Length: uint16(len(ip) - 20)}.Put(ip[20:])
 	sh := ip[28:]
-	wire.Shim{Type: wire.TypeMD, Length: uint8(intLen / 4)}.Put(sh)
+	wire.Shim{Type: spec.TypeMD, Length: uint8(intLen / 4)}.Put(sh)
 	wire.MDHeader{Version: 2, HopML: uint8(inst.Words()), RemainingHops: 4, Instructions: inst}.Put(sh[4:])
 	off := 4 + wire.MDHeaderLen
 	for _, n := range []uint32{3, 2, 1} {
@@ -164,12 +164,12 @@ func flowReport(t *testing.T, seq uint32, k wire.FlowKey, a, b byte, extra bool)
 		off += k
 	}
 	p, _ := wire.AppendGroupHeader(nil, wire.GroupHeader{Version: 2, Seq: seq, NodeID: 4})
-	h := wire.ReportHeader{Type: wire.RepINT, InType: wire.InEthernet, TrackedFlow: true, RepMdBits: wire.RepHopLatency}
+	h := wire.ReportHeader{Type: spec.RepINT, InType: spec.InEthernet, TrackedFlow: true, RepMdBits: wire.RepHopLatency}
 	p, _ = wire.AppendReport(p, &h, &wire.ReportMetadata{HopLatency: 500}, nil, f)
 	if extra {
-		h = wire.ReportHeader{Type: wire.RepINT, InType: wire.InEthernet, Dropped: true, RepMdBits: wire.RepDrop}
+		h = wire.ReportHeader{Type: spec.RepINT, InType: spec.InEthernet, Dropped: true, RepMdBits: wire.RepDrop}
 		p, _ = wire.AppendReport(p, &h, &wire.ReportMetadata{DropReason: 29}, nil, f[:42])
-		h = wire.ReportHeader{Type: wire.RepINT, InType: wire.InEthernet, Congested: true, RepMdBits: wire.RepL1Ports | wire.RepQueue}
+		h = wire.ReportHeader{Type: spec.RepINT, InType: spec.InEthernet, Congested: true, RepMdBits: wire.RepL1Ports | wire.RepQueue}
 		p, _ = wire.AppendReport(p, &h, &wire.ReportMetadata{EgressPort: 2, QueueID: 1, QueueOccupancy: 900}, nil, f[:42])
 	}
 	return p

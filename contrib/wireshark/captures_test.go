@@ -244,17 +244,17 @@ func writeCaptures(t *testing.T, dir string) []string {
 	}
 	tunnel := func(kind string) []byte {
 		var th [8]byte
-		port := uint16(wire.PortVXLANGPE)
+		port := uint16(spec.PortVXLANGPE)
 		if kind == "gpe" {
 			_ = wire.VXLANGPE{Flags: wire.GPEFlagI | wire.GPEFlagP, NextProto: 3, VNI: 42}.Put(th[:])
 		} else {
 			_ = wire.Geneve{Protocol: wire.EtherTypeTEB, VNI: 42}.Put(th[:])
-			port = wire.PortGeneve
+			port = spec.PortGeneve
 		}
 		return wiretest.UDPFrame("10.0.1.1", "10.0.2.1", 40000, port, append(th[:], innerTCP...), true)
 	}
 	dscp := func(a *sai.DTelAttrs) { a.IntL4DSCP = sai.DSCPMatch{Value: markDSCP, Mask: markDSCPMask} }
-	udpPort := func(npt sai.NPT) func(a *sai.DTelAttrs) {
+	udpPort := func(npt spec.NPT) func(a *sai.DTelAttrs) {
 		return func(a *sai.DTelAttrs) { a.IntUDPDstPort, a.IntUDPNPT = markUDPPort, npt }
 	}
 	cases := []struct {
@@ -265,9 +265,9 @@ func writeCaptures(t *testing.T, dir string) []string {
 		{"md-tcp-dscp", scenario{dtel: dscp}, [][]byte{tcp(1000), tcp(1000)}},
 		{"md-udp-dscp", scenario{dtel: dscp}, [][]byte{udp(1001)}},
 		{"mx-tcp-dscp", scenario{dtel: dscp, mode: sai.IntModeMX}, [][]byte{tcp(1002)}},
-		{"md-udp-port-npt1", scenario{dtel: udpPort(sai.NPTUDPPayload)}, [][]byte{udp(1003)}},
-		{"md-tcp-udp-port-npt2", scenario{dtel: udpPort(sai.NPTL4Header)}, [][]byte{tcp(1004)}},
-		{"md-udp-udp-port-npt2", scenario{dtel: udpPort(sai.NPTL4Header)}, [][]byte{udp(1005)}},
+		{"md-udp-port-npt1", scenario{dtel: udpPort(spec.NPTUDPPort)}, [][]byte{udp(1003)}},
+		{"md-tcp-udp-port-npt2", scenario{dtel: udpPort(spec.NPTIPProto)}, [][]byte{tcp(1004)}},
+		{"md-udp-udp-port-npt2", scenario{dtel: udpPort(spec.NPTIPProto)}, [][]byte{udp(1005)}},
 		{"md-tcp-probe", scenario{dtel: func(a *sai.DTelAttrs) { a.ProbeMarker = markProbe }}, [][]byte{tcp(1006)}},
 		{"mx-udp-probe", scenario{dtel: func(a *sai.DTelAttrs) { a.ProbeMarker = markProbe }, mode: sai.IntModeMX}, [][]byte{udp(1007)}},
 		{"md-gre", scenario{dtel: func(a *sai.DTelAttrs) { a.GREProtocolType = markGRE }}, [][]byte{gre()}},

@@ -107,7 +107,7 @@ func TestDissector(t *testing.T) {
 	}
 	sort.Strings(seen)
 	t.Logf("checked: %s", strings.Join(seen, " "))
-	for _, k := range []string{"int/dscp/md", "int/dscp/mx", "int/udp-port/md", "int/probe/md", "int/probe/mx",
+	for _, k := range []string{"int/dscp/md", "int/dscp/mx", "int/udp-port/md", "int/probe-marker/md", "int/probe-marker/mx",
 		"int/gre/md", "int/gre/mx", "int/vxlan-gpe/md", "int/vxlan-gpe/mx", "int/geneve/md", "int/geneve/mx",
 		"report/2/flow", "report/2/drop", "report/2/queue", "report/0/flow", "report/0/drop", "report/0/queue",
 		"report/2/inner-int", "report/0/inner-int"} {

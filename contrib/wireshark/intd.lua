@@ -580,7 +580,7 @@ local function heuristic(tvb, pinfo, tree, proto)
 	end
 	local hi, lo = probe_marker()
 	if hi and tvb:len() >= 8 + 16 and tvb(0, 4):uint() == hi and tvb(4, 4):uint() == lo then
-		return dissect_l4(tvb, pinfo, tree, 8, "probe", 8) > 0
+		return dissect_l4(tvb, pinfo, tree, 8, "probe-marker", 8) > 0
 	end
 	if proto == "udp" then
 		local dport = last(x_udp_dstport)

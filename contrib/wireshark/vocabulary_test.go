@@ -10,8 +10,8 @@ import (
 	"github.com/intd-project/intd/sai/spec"
 )
 
-// TestDissectorVocabulary: the dissector's drop reason names and reserved
-// instruction bits are sai/spec's.
+// TestDissectorVocabulary: the dissector's drop reason names, reserved
+// instruction bits and encapsulation names are sai/spec's.
 func TestDissectorVocabulary(t *testing.T) {
 	src, err := os.ReadFile("intd.lua")
 	if err != nil {
@@ -46,5 +46,20 @@ func TestDissectorVocabulary(t *testing.T) {
 		if reserved := spec.InstReserved.Bit(n); reserved != strings.HasPrefix(m[1], "Reserved") {
 			t.Errorf("bit %d: dissector says %q, reserved in the table: %v", n, m[1], reserved)
 		}
+	}
+	encaps := map[string]bool{}
+	for _, line := range regexp.MustCompile(`(?m)^.*(?:fi\.encap, |dissect_l4\(|dissect_int05\().*$`).FindAllString(string(src), -1) {
+		for _, m := range regexp.MustCompile(`"([a-z-]+)"`).FindAllStringSubmatch(line, -1) {
+			encaps[m[1]] = true
+		}
+	}
+	for _, r := range spec.EncapTable {
+		if !encaps[r.Name] {
+			t.Errorf("the dissector never names encapsulation %q", r.Name)
+		}
+		delete(encaps, r.Name)
+	}
+	if len(encaps) != 0 {
+		t.Errorf("the dissector names encapsulations the table lacks: %v", encaps)
 	}
 }

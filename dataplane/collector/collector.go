@@ -319,9 +319,9 @@ func (c *Collector) HandleReport(r *Report) {
 	switch {
 	case r.raw.layout != nil:
 		c.mdPathRaw(f, r) // the case below, hops decoded in place
-	case len(r.INT.Hops) > 0 && r.INT.Type == wire.TypeMD && !r.I && !r.D && !r.Q:
+	case len(r.INT.Hops) > 0 && r.INT.Type == spec.TypeMD && !r.I && !r.D && !r.Q:
 		c.mdPath(f, r)
-	case len(r.INT.Hops) > 0 && r.INT.Type == wire.TypeMD:
+	case len(r.INT.Hops) > 0 && r.INT.Type == spec.TypeMD:
 		c.partialPath(f, r, dropped)
 	default:
 		c.nodeHop(f, r, dropped)

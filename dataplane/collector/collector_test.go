@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/intd-project/intd/dataplane/wire"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 var testFlow = wire.FlowKey{Src: netip.MustParseAddr("10.0.0.1"), Dst: netip.MustParseAddr("10.0.0.2"),
@@ -52,7 +53,7 @@ func TestPathChange(t *testing.T) {
 	hops := testHops()
 	hops[1].NodeID = 9
 	b, _ := wire.AppendGroupHeader(nil, wire.GroupHeader{Version: 2, HWID: 5, Seq: 2, NodeID: 4})
-	h := wire.ReportHeader{Type: wire.RepINT, InType: wire.InEthernet, RepMdBits: wire.RepHopLatency}
+	h := wire.ReportHeader{Type: spec.RepINT, InType: spec.InEthernet, RepMdBits: wire.RepHopLatency}
 	b, _ = wire.AppendReport(b, &h, &wire.ReportMetadata{HopLatency: 1}, nil, mdFrame(t, hops, testInst, 0))
 	c.HandlePacket(b, 2)
 	f, _ := c.Flow(testFlow)
@@ -65,7 +66,7 @@ func TestSequenceLoss(t *testing.T) {
 	c := New(Config{})
 	pkt := func(seq uint32) []byte {
 		b, _ := wire.AppendGroupHeader(nil, wire.GroupHeader{Version: 2, HWID: 1, Seq: seq, NodeID: 7})
-		b, _ = wire.AppendReport(b, &wire.ReportHeader{Type: wire.RepInnerOnly, InType: wire.InNone}, nil, nil, nil)
+		b, _ = wire.AppendReport(b, &wire.ReportHeader{Type: spec.RepInnerOnly, InType: spec.InNone}, nil, nil, nil)
 		return b
 	}
 	for _, s := range []uint32{wire.MaxReportSeq - 1, wire.MaxReportSeq, 0, 1, 4, 3, 4, 10} {
@@ -86,7 +87,7 @@ func TestEviction(t *testing.T) {
 		frame := mdFrame(t, testHops(), testInst, 0)
 		frame[wire.EthernetLen+wire.IPv4MinLen+1] = byte(i) // source port
 		b, _ := wire.AppendGroupHeader(nil, wire.GroupHeader{Version: 2, Seq: uint32(i), NodeID: 4})
-		b, _ = wire.AppendReport(b, &wire.ReportHeader{Type: wire.RepInnerOnly, InType: wire.InEthernet}, nil, nil, frame)
+		b, _ = wire.AppendReport(b, &wire.ReportHeader{Type: spec.RepInnerOnly, InType: spec.InEthernet}, nil, nil, frame)
 		c.HandlePacket(b, int64(i))
 	}
 	s := c.Snapshot(0)
@@ -201,7 +202,7 @@ func TestTopFlows(t *testing.T) {
 			frame := mdFrame(t, testHops(), testInst, 0)
 			frame[wire.EthernetLen+wire.IPv4MinLen+1] = byte(i)
 			b, _ := wire.AppendGroupHeader(nil, wire.GroupHeader{Version: 2, Seq: uint32(n), NodeID: 4})
-			h := wire.ReportHeader{Type: wire.RepINT, InType: wire.InEthernet, TrackedFlow: true, RepMdBits: wire.RepHopLatency}
+			h := wire.ReportHeader{Type: spec.RepINT, InType: spec.InEthernet, TrackedFlow: true, RepMdBits: wire.RepHopLatency}
 			b, _ = wire.AppendReport(b, &h, &wire.ReportMetadata{HopLatency: 1}, nil, frame)
 			c.HandlePacket(b, int64(i*10+n))
 		}
@@ -230,7 +231,7 @@ func benchPayload(b testing.TB, n int, seq uint32) []byte {
 	for i := 0; i < n; i++ {
 		frame := mdFrame(b, testHops(), testInst, 0)
 		frame[wire.EthernetLen+wire.IPv4MinLen+1] = byte(i)
-		h := wire.ReportHeader{Type: wire.RepINT, InType: wire.InEthernet, TrackedFlow: true,
+		h := wire.ReportHeader{Type: spec.RepINT, InType: spec.InEthernet, TrackedFlow: true,
 			RepMdBits: wire.RepL1Ports | wire.RepHopLatency | wire.RepQueue}
 		md := wire.ReportMetadata{IngressPort: 1, EgressPort: 9, HopLatency: 4000, QueueOccupancy: 40}
 		p, _ = wire.AppendReport(p, &h, &md, nil, frame)
@@ -275,7 +276,7 @@ func reportRate(b *testing.B, n int, cpu time.Duration) {
 func nodeReport(t testing.TB, node, seq uint32, d, q, i bool, lat uint32, frame []byte) []byte {
 	b, err := wire.AppendGroupHeader(nil, wire.GroupHeader{Version: 2, HWID: 1, Seq: seq, NodeID: node})
 	must(t, err)
-	h := wire.ReportHeader{Type: wire.RepINT, InType: wire.InEthernet, Dropped: d, Congested: q, Intermediate: i, TrackedFlow: true,
+	h := wire.ReportHeader{Type: spec.RepINT, InType: spec.InEthernet, Dropped: d, Congested: q, Intermediate: i, TrackedFlow: true,
 		RepMdBits: wire.RepL1Ports | wire.RepHopLatency | wire.RepQueue}
 	md := wire.ReportMetadata{IngressPort: 1, EgressPort: 2, HopLatency: lat, QueueOccupancy: lat / 10}
 	if d {
@@ -373,7 +374,7 @@ func TestPostcardPath(t *testing.T) {
 		fr[wire.EthernetLen+8] = ttl
 		b, err := wire.AppendGroupHeader(nil, wire.GroupHeader{Version: 2, HWID: 1, NodeID: node})
 		must(t, err)
-		h := wire.ReportHeader{Type: wire.RepINT, InType: wire.InEthernet, TrackedFlow: true,
+		h := wire.ReportHeader{Type: spec.RepINT, InType: spec.InEthernet, TrackedFlow: true,
 			RepMdBits: wire.RepHopLatency | wire.RepIngressTimestamp}
 		b, err = wire.AppendReport(b, &h, &wire.ReportMetadata{HopLatency: node * 100, IngressTimestamp: ts}, nil, fr)
 		must(t, err)

@@ -25,9 +25,9 @@ const (
 type INTStack struct {
 	Present bool
 	Format  Legacy
-	Encap   wire.Encap
+	Encap   spec.Encap
 	// Type is the INT header type: TypeMD, TypeMX or TypeDestination.
-	Type                              wire.HeaderType
+	Type                              spec.HeaderType
 	Version                           uint8
 	D, E, M                           bool
 	HopML                             uint8 // words per hop (INT 0.5/2016: instruction count)
@@ -58,8 +58,8 @@ type Report struct {
 	// RepType and InType are the v2.0 code points; TR 0.5 next protocols
 	// are mapped onto them (local and drop headers are RepType INT, the
 	// inner frame is Ethernet, Host-INT's inner packet IPv4).
-	RepType    wire.ReportType
-	InType     wire.InnerType
+	RepType    spec.RepType
+	InType     spec.InType
 	D, Q, F, I bool
 	// HasMD says the report carries the node's own metadata in MD
 	// (MD.Valid says which fields). MD.NodeID is not used: the node is
@@ -132,7 +132,7 @@ type Decoder struct {
 // Geneve on their IANA ports, Host-INT's UDP port 33122 and DSCP 0x01/0x01.
 func NewDecoder() *Decoder {
 	return &Decoder{
-		Parser:        wire.Parser{VXLANGPEPort: wire.PortVXLANGPE, GenevePort: wire.PortGeneve, AllowTruncated: true},
+		Parser:        wire.Parser{VXLANGPEPort: spec.PortVXLANGPE, GenevePort: spec.PortGeneve, AllowTruncated: true},
 		INT05Port:     wire.HostINTDefaultPort,
 		INT05DSCP:     0x01,
 		INT05DSCPMask: 0x01,
@@ -178,7 +178,7 @@ func (d *Decoder) decodeV2(payload []byte, h Handler) (int, error) {
 		if len(b) < wire.ReportHeaderLen {
 			return n, wire.ErrTruncated
 		}
-		typ, inType, length, mdWords, flags := wire.ReportType(b[0]>>4), wire.InnerType(b[0]&0x0f), b[1], int(b[2]), b[3]
+		typ, inType, length, mdWords, flags := spec.RepType(b[0]>>4), spec.InType(b[0]&0x0f), b[1], int(b[2]), b[3]
 		end := len(b)
 		if length != wire.ReportLengthToEnd {
 			end = wire.ReportHeaderLen + int(length)*4
@@ -190,7 +190,7 @@ func (d *Decoder) decodeV2(payload []byte, h Handler) (int, error) {
 		b = b[end:]
 		var repMdBits uint16
 		var md []byte
-		if typ == wire.RepINT {
+		if typ == spec.RepINT {
 			mdLen := mdWords * 4
 			if len(body) < wire.INTReportFixedLen+mdLen {
 				return n, wire.ErrBadLength
@@ -206,7 +206,7 @@ func (d *Decoder) decodeV2(payload []byte, h Handler) (int, error) {
 		r.Version, r.HWID, r.Seq, r.NodeID, r.Index = g.Version, g.HWID, g.Seq, g.NodeID, n
 		r.RepType, r.InType = typ, inType
 		r.D, r.Q, r.F, r.I = flags&0x80 != 0, flags&0x40 != 0, flags&0x20 != 0, flags&0x10 != 0
-		if typ == wire.RepINT {
+		if typ == spec.RepINT {
 			r.DomainID, r.DSMdBits, r.DSStatus = binary.BigEndian.Uint16(md[2:]), binary.BigEndian.Uint16(md[4:]), binary.BigEndian.Uint16(md[6:])
 			md = md[wire.INTReportFixedLen:len(md):len(md)]
 			r.HasMD = true
@@ -220,9 +220,9 @@ func (d *Decoder) decodeV2(payload []byte, h Handler) (int, error) {
 		}
 		r.Inner = body
 		switch inType {
-		case wire.InEthernet:
+		case spec.InEthernet:
 			d.decodeInner(r, body, true, true)
-		case wire.InIPv4, wire.InIPv6:
+		case spec.InIPv4, spec.InIPv6:
 			d.decodeInner(r, body, false, true)
 		}
 		h.HandleReport(r)
@@ -249,15 +249,15 @@ func (d *Decoder) decodeTR05(payload []byte, h Handler) (int, error) {
 	r.Inner = t.Inner
 	ts := uint64(t.Header.IngressTimestamp)
 	switch t.Header.NextProto {
-	case wire.TR05Ethernet:
-		r.InType = wire.InEthernet
-	case wire.TR05Local, wire.TR05Drop:
+	case spec.TR05Ethernet:
+		r.InType = spec.InEthernet
+	case spec.TR05Local, spec.TR05Drop:
 		s := &t.Switch
-		r.RepType, r.InType, r.NodeID, r.HasMD = wire.RepINT, wire.InEthernet, s.SwitchID, true
+		r.RepType, r.InType, r.NodeID, r.HasMD = spec.RepINT, spec.InEthernet, s.SwitchID, true
 		r.MD = wire.HopMetadata{IngressPort: s.IngressPort, EgressPort: s.EgressPort,
 			QueueID: s.QueueID, IngressTimestamp: ts,
 			Valid: spec.InstL1Interfaces | spec.InstIngressTimestamp}
-		if t.Header.NextProto == wire.TR05Local {
+		if t.Header.NextProto == spec.TR05Local {
 			r.MD.QueueOccupancy = s.QueueOccupancy
 			r.MD.EgressTimestamp = uint64(s.EgressTimestamp)
 			r.MD.HopLatency = s.EgressTimestamp - t.Header.IngressTimestamp
@@ -265,18 +265,18 @@ func (d *Decoder) decodeTR05(payload []byte, h Handler) (int, error) {
 		} else {
 			r.HasDrop, r.DropQueueID, r.DropReason = true, s.QueueID, s.DropReason
 		}
-	case wire.TR05IPv4:
-		r.InType = wire.InIPv4
+	case spec.TR05IPv4:
+		r.InType = spec.InIPv4
 		r.NodeID = t.ReporterID
 		r.HasMD = true
 		r.MD = wire.HopMetadata{IngressTimestamp: ts, Valid: spec.InstIngressTimestamp}
-	case wire.TR05HostDrop:
-		r.InType = wire.InNone
+	case spec.TR05HostDrop:
+		r.InType = spec.InNone
 	}
 	switch r.InType {
-	case wire.InEthernet:
+	case spec.InEthernet:
 		d.decodeInner(r, t.Inner, true, true)
-	case wire.InIPv4:
+	case spec.InIPv4:
 		d.decodeInner(r, t.Inner, false, true)
 	}
 	h.HandleReport(r)
@@ -322,7 +322,7 @@ func (d *Decoder) decodeInner(r *Report, buf []byte, ethernet, fromReport bool) 
 		return
 	}
 	off := p.L4 + p.L4HeaderLen
-	if p.Proto == wire.ProtoUDP && p.Flow.DstPort == wire.PortVXLANGPE && off+wire.VXLANLen <= len(buf) &&
+	if p.Proto == wire.ProtoUDP && p.Flow.DstPort == spec.PortVXLANGPE && off+wire.VXLANLen <= len(buf) &&
 		buf[off]&wire.GPEFlagP != 0 && buf[off+3] == wire.GPENextProtoINT2016 {
 		r.InnerErr = decode2016(st, buf[off+wire.VXLANLen:])
 		return
@@ -340,9 +340,9 @@ func (d *Decoder) decodeInner(r *Report, buf []byte, ethernet, fromReport bool) 
 	if looksV21Shim(buf[off:]) {
 		s, _ := wire.DecodeShim(buf[off:])
 		l := int(s.Length) * 4
-		p.Encap, p.Shim, p.INT, p.INTType, p.INTLen, p.Next = wire.EncapDSCP, off, off+wire.ShimLen, s.Type, l, off+wire.ShimLen+l
+		p.Encap, p.Shim, p.INT, p.INTType, p.INTLen, p.Next = spec.EncapDSCP, off, off+wire.ShimLen, s.Type, l, off+wire.ShimLen+l
 		if s.NPT != 0 {
-			p.Encap = wire.EncapUDPPort
+			p.Encap = spec.EncapUDPPort
 		}
 		if s.NPT == 1 {
 			r.Flow.DstPort = s.Value
@@ -385,14 +385,14 @@ func looksV21Shim(b []byte) bool {
 		return false
 	}
 	s, _ := wire.DecodeShim(b)
-	if (s.Type != wire.TypeMD && s.Type != wire.TypeMX) || s.NPT > 2 || b[0]&3 != 0 {
+	if (s.Type != spec.TypeMD && s.Type != spec.TypeMX) || s.NPT > 2 || b[0]&3 != 0 {
 		return false
 	}
 	l := int(s.Length) * 4
 	if l < wire.MDHeaderLen || len(b) < wire.ShimLen+l || b[4]>>4 != wire.Version2 {
 		return false
 	}
-	if s.Type == wire.TypeMD {
+	if s.Type == spec.TypeMD {
 		ml := int(b[6] & 0x1f)
 		inst := wire.Instructions(binary.BigEndian.Uint16(b[8:]))
 		if ml == 0 || inst.Words() > ml || (l-wire.MDHeaderLen)%(ml*4) != 0 {
@@ -404,9 +404,9 @@ func looksV21Shim(b []byte) bool {
 
 // decodeV21 decodes the INT v2.1 header and stack b (of type typ, carried
 // as encap) into st, which is r.INT.
-func (d *Decoder) decodeV21(r *Report, st *INTStack, b []byte, encap wire.Encap, typ wire.HeaderType) error {
+func (d *Decoder) decodeV21(r *Report, st *INTStack, b []byte, encap spec.Encap, typ spec.HeaderType) error {
 	st.Present, st.Format, st.Encap, st.Type = true, INTv21, encap, typ
-	if typ == wire.TypeMX {
+	if typ == spec.TypeMX {
 		h, err := wire.DecodeMXHeader(b)
 		if err != nil {
 			return err
@@ -465,10 +465,10 @@ func decode2016(st *INTStack, b []byte) error {
 			return
 		}
 		found = true
-		st.Present, st.Format, st.Encap, st.Version = true, INT2016, wire.EncapVXLANGPE, g.Header.Version
-		st.Type = wire.TypeMD
+		st.Present, st.Format, st.Encap, st.Version = true, INT2016, spec.EncapVXLANGPE, g.Header.Version
+		st.Type = spec.TypeMD
 		if g.Type == wire.INT05TypeDest {
-			st.Type = wire.TypeDestination
+			st.Type = spec.TypeDestination
 		}
 		st.E, st.HopML, st.Instructions = g.Header.HopsExceeded, g.Header.InstCount, g.Header.Instructions
 		if g.Header.MaxHops > g.Header.TotalHops {
@@ -499,13 +499,13 @@ func (d *Decoder) decodeINT05(st *INTStack, r *Report, b []byte, udpExt, fromRep
 		return err
 	}
 	st.Present, st.Format, st.Version = true, INT05, x.Header.Version
-	st.Encap = wire.EncapDSCP
+	st.Encap = spec.EncapDSCP
 	if udpExt {
-		st.Encap = wire.EncapUDPPort
+		st.Encap = spec.EncapUDPPort
 	}
-	st.Type = wire.TypeMD
+	st.Type = spec.TypeMD
 	if x.Shim.Type == wire.INT05TypeDest {
-		st.Type = wire.TypeDestination
+		st.Type = spec.TypeDestination
 	}
 	st.E = x.Header.HopsExceeded
 	st.HopML = x.Header.InstCount

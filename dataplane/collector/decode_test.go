@@ -34,7 +34,7 @@ func mdFrame(t testing.TB, hops []wire.HopMetadata, inst wire.Instructions, payl
 	udp := ip[wire.IPv4MinLen:]
 	must(t, wire.UDPHeader{SrcPort: 40000, DstPort: 5001, Length: uint16(len(udp))}.Put(udp))
 	sh := udp[wire.UDPLen:]
-	must(t, wire.Shim{Type: wire.TypeMD, Length: uint8(intLen / 4), Value: wire.ShimDSCP(0)}.Put(sh))
+	must(t, wire.Shim{Type: spec.TypeMD, Length: uint8(intLen / 4), Value: wire.ShimDSCP(0)}.Put(sh))
 	md := sh[wire.ShimLen:]
 	must(t, wire.MDHeader{Version: 2, HopML: uint8(inst.Words()), RemainingHops: 5, Instructions: inst,
 		DomainID: 7}.Put(md))
@@ -72,17 +72,17 @@ func testPayload(t testing.TB, seq uint32) []byte {
 	b, err := wire.AppendGroupHeader(nil, wire.GroupHeader{Version: 2, HWID: 5, Seq: seq, NodeID: 4})
 	must(t, err)
 	frame := mdFrame(t, testHops(), testInst, 16)
-	h := wire.ReportHeader{Type: wire.RepINT, InType: wire.InEthernet, TrackedFlow: true,
+	h := wire.ReportHeader{Type: spec.RepINT, InType: spec.InEthernet, TrackedFlow: true,
 		RepMdBits: wire.RepL1Ports | wire.RepHopLatency | wire.RepQueue, DomainID: 7}
 	md := wire.ReportMetadata{IngressPort: 1, EgressPort: 9, HopLatency: 4000, QueueID: 2, QueueOccupancy: 40}
 	b, err = wire.AppendReport(b, &h, &md, nil, frame)
 	must(t, err)
-	h = wire.ReportHeader{Type: wire.RepINT, InType: wire.InEthernet, Dropped: true,
+	h = wire.ReportHeader{Type: spec.RepINT, InType: spec.InEthernet, Dropped: true,
 		RepMdBits: wire.RepL1Ports | wire.RepDrop, DomainID: 7}
 	md = wire.ReportMetadata{IngressPort: 1, EgressPort: 9, DropQueueID: 2, DropReason: 71}
 	b, err = wire.AppendReport(b, &h, &md, nil, frame[:wire.EthernetLen+wire.IPv4MinLen+wire.UDPLen])
 	must(t, err)
-	h = wire.ReportHeader{Type: wire.RepINT, InType: wire.InIPv4, Congested: true, Intermediate: true,
+	h = wire.ReportHeader{Type: spec.RepINT, InType: spec.InIPv4, Congested: true, Intermediate: true,
 		RepMdBits: wire.RepHopLatency | wire.RepQueue, DomainID: 7}
 	md = wire.ReportMetadata{HopLatency: 50000, QueueID: 3, QueueOccupancy: 5000}
 	b, err = wire.AppendReport(b, &h, &md, nil, frame[wire.EthernetLen:wire.EthernetLen+wire.IPv4MinLen+wire.UDPLen])

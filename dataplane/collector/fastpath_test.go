@@ -81,7 +81,7 @@ func fastPathInputs(t *testing.T) [][]byte {
 			b, err := wire.AppendGroupHeader(nil, wire.GroupHeader{Version: 2, HWID: 1, Seq: uint32(k*6 + variant), NodeID: 4})
 			must(t, err)
 			for rep := 0; rep < 3; rep++ {
-				h := wire.ReportHeader{Type: wire.RepINT, InType: wire.InEthernet, TrackedFlow: true,
+				h := wire.ReportHeader{Type: spec.RepINT, InType: spec.InEthernet, TrackedFlow: true,
 					RepMdBits: []uint16{wire.RepL1Ports | wire.RepHopLatency | wire.RepQueue, 0, wire.RepIngressTimestamp | wire.RepEgressTimestamp}[rep]}
 				md := wire.ReportMetadata{IngressPort: 1, EgressPort: 9, HopLatency: 4000, QueueOccupancy: 40, IngressTimestamp: 7, EgressTimestamp: 99}
 				b, err = wire.AppendReport(b, &h, &md, nil, frame)
@@ -181,9 +181,9 @@ func TestInnerFastMatchesReference(t *testing.T) {
 	var inner [][]byte
 	var eth []bool
 	collect := handlerFunc(func(r *Report) {
-		if len(r.Inner) > 0 && (r.InType == wire.InEthernet || r.InType == wire.InIPv4 || r.InType == wire.InIPv6) {
+		if len(r.Inner) > 0 && (r.InType == spec.InEthernet || r.InType == spec.InIPv4 || r.InType == spec.InIPv6) {
 			inner = append(inner, append([]byte(nil), r.Inner...))
-			eth = append(eth, r.InType == wire.InEthernet)
+			eth = append(eth, r.InType == spec.InEthernet)
 		}
 	})
 	d := NewDecoder()

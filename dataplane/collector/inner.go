@@ -5,6 +5,7 @@ import (
 	"net/netip"
 
 	"github.com/intd-project/intd/dataplane/wire"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // innerFast is decodeInner (fromReport) for the common report inner
@@ -51,7 +52,7 @@ func (d *Decoder) innerFast(r *Report, b []byte, ethernet bool) bool {
 	dport := uint16(ports)
 	if proto == wire.ProtoUDP {
 		if dport == 0 || dport == c.UDPPort || dport == c.VXLANGPEPort || dport == c.GenevePort ||
-			dport == wire.PortVXLANGPE || dport == d.INT05Port {
+			dport == spec.PortVXLANGPE || dport == d.INT05Port {
 			return false
 		}
 	} else {
@@ -75,9 +76,9 @@ func (d *Decoder) innerFast(r *Report, b []byte, ethernet bool) bool {
 	// Unconfigured INT v2.1 over TCP/UDP: a consistent shim.
 	s, _ := wire.DecodeShim(b[off:])
 	l := int(s.Length) * 4
-	e := wire.EncapDSCP
+	e := spec.EncapDSCP
 	if s.NPT != 0 {
-		e = wire.EncapUDPPort
+		e = spec.EncapUDPPort
 	}
 	if s.NPT == 1 {
 		r.Flow.DstPort = s.Value

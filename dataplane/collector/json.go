@@ -134,15 +134,17 @@ func HopToJSON(m *wire.HopMetadata, node bool) HopJSON {
 	return h
 }
 
-var typeNames = map[wire.HeaderType]string{wire.TypeMD: "md", wire.TypeMX: "mx", wire.TypeDestination: "destination"}
-
 // INTToJSON converts a decoded INT stack.
 func INTToJSON(st *INTStack) *INTJSON {
 	if !st.Present {
 		return nil
 	}
+	typ := "" // none for the legacy formats
+	if st.Type.Valid() {
+		typ = st.Type.String()
+	}
 	j := &INTJSON{
-		Encap: st.Encap.String(), Type: typeNames[st.Type], Version: st.Version,
+		Encap: st.Encap.String(), Type: typ, Version: st.Version,
 		D: st.D, E: st.E, M: st.M, HopML: st.HopML, RemainingHopCount: st.RemainingHops,
 		InstructionBitmap: uint16(st.Instructions), Hops: []HopJSON{},
 	}
@@ -168,10 +170,10 @@ func ReportToJSON(r *Report) IndividualJSON {
 	if r.HasDrop {
 		j.DropReason = p(r.DropReason)
 	}
-	if r.Version == wire.Version2 && r.RepType == wire.RepINT {
+	if r.Version == wire.Version2 && r.RepType == spec.RepINT {
 		j.DomainID, j.DSMdBits = p(r.DomainID), p(r.DSMdBits)
 	}
-	if len(r.Inner) > 0 && (r.InType == wire.InEthernet || r.InType == wire.InIPv4 || r.InType == wire.InIPv6) {
+	if len(r.Inner) > 0 && (r.InType == spec.InEthernet || r.InType == spec.InIPv4 || r.InType == spec.InIPv6) {
 		in := &InnerJSON{Length: len(r.Inner), INT: INTToJSON(&r.INT)}
 		if r.HasFlow {
 			in.Src, in.Dst, in.Proto = r.Flow.Src.String(), r.Flow.Dst.String(), p(r.Flow.Proto)

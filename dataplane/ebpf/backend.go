@@ -20,31 +20,6 @@ import (
 	"github.com/intd-project/intd/sai/spec"
 )
 
-// cfg.flags, as in bpf/intd.c.
-const (
-	fDTel        = 1 << 0
-	fEndpoint    = 1 << 1
-	fTransit     = 1 << 2
-	fPostcard    = 1 << 3
-	fDrop        = 1 << 4
-	fQueue       = 1 << 5
-	fWlDSCP      = 1 << 6
-	fWlFlags     = 1 << 7
-	fPortChange  = 1 << 8
-	fPathChange  = 1 << 9
-	fQueueChange = 1 << 10
-	fWlIfx       = 1 << 11
-	fRemark      = 1 << 12
-	fTelemetry   = 1 << 13
-)
-
-// cfg.tunnels, as in bpf/intd.c.
-const (
-	tunGPE    = 1
-	tunGeneve = 2
-	tunGRE    = 4
-)
-
 // Capabilities implements sai.Backend.
 func (d *Dataplane) Capabilities() sai.Capabilities {
 	return sai.Capabilities{
@@ -54,7 +29,7 @@ func (d *Dataplane) Capabilities() sai.Capabilities {
 		// written as all ones: Linux has no per-packet value for them.
 		Instructions:        spec.InstAll,
 		ReportMetadata:      spec.InstReportable,
-		Encaps:              []sai.Encap{sai.EncapDSCP, sai.EncapUDPPort, sai.EncapProbeMarker, sai.EncapVXLANGPE, sai.EncapGeneve, sai.EncapGRE},
+		Encaps:              []spec.Encap{spec.EncapDSCP, spec.EncapUDPPort, spec.EncapProbeMarker, spec.EncapVXLANGPE, spec.EncapGeneve, spec.EncapGRE},
 		ReportFormats:       []sai.ReportFormat{spec.ReportFormatV2, spec.ReportFormatV05},
 		Coalescing:          true,
 		EventTypes:          spec.EventTypes(),
@@ -340,7 +315,7 @@ func (d *Dataplane) compileLocked() error {
 	if err := d.writeWatchlist(base, wt); err != nil {
 		return err
 	}
-	c.Flags |= wt.flags
+	c.Flags |= uint32(wt.flags)
 	wlBytes := make([]byte, 0, len(ents)*int(unsafe.Sizeof(intdWlEntry{})))
 	for _, e := range ents {
 		w := d.wlEntry(e.oid, e.a)
@@ -352,7 +327,7 @@ func (d *Dataplane) compileLocked() error {
 	if n, err := d.writeTelemetry(); err != nil {
 		return err
 	} else if n > 0 {
-		c.Flags |= fTelemetry
+		c.Flags |= uint32(intdCfgFlagF_TELEMETRY)
 	}
 	for oid, i := range d.qrIdx {
 		a := d.attrs(oid).(sai.QueueReportAttrs)
@@ -385,23 +360,23 @@ func (d *Dataplane) compileLocked() error {
 
 // dtelCfg fills the configuration word from the DTel object.
 func dtelCfg(c *intdCfg, dt *sai.DTelAttrs) {
-	c.Flags |= fDTel
-	set := func(on bool, f uint32) {
+	c.Flags |= uint32(intdCfgFlagF_DTEL)
+	set := func(on bool, f intdCfgFlag) {
 		if on {
-			c.Flags |= f
+			c.Flags |= uint32(f)
 		}
 	}
-	set(dt.IntEndpointEnable, fEndpoint)
-	set(dt.IntTransitEnable, fTransit)
-	set(dt.PostcardEnable, fPostcard)
-	set(dt.DropReportEnable, fDrop)
-	set(dt.QueueReportEnable, fQueue)
-	set(dt.FlowReport.OnPortChange, fPortChange)
-	set(dt.FlowReport.OnPathChange, fPathChange)
-	set(dt.FlowReport.OnQueueChange, fQueueChange)
+	set(dt.IntEndpointEnable, intdCfgFlagF_ENDPOINT)
+	set(dt.IntTransitEnable, intdCfgFlagF_TRANSIT)
+	set(dt.PostcardEnable, intdCfgFlagF_POSTCARD)
+	set(dt.DropReportEnable, intdCfgFlagF_DROP)
+	set(dt.QueueReportEnable, intdCfgFlagF_QUEUE)
+	set(dt.FlowReport.OnPortChange, intdCfgFlagF_PORT_CHANGE)
+	set(dt.FlowReport.OnPathChange, intdCfgFlagF_PATH_CHANGE)
+	set(dt.FlowReport.OnQueueChange, intdCfgFlagF_QUEUE_CHANGE)
 	c.NodeId = dt.SwitchID
 	c.DscpVal, c.DscpMask = dt.IntL4DSCP.Value, dt.IntL4DSCP.Mask
-	set(dt.IntEndpointEnable && dt.IntL4DSCP.Mask != 0, fRemark)
+	set(dt.IntEndpointEnable && dt.IntL4DSCP.Mask != 0, intdCfgFlagF_REMARK)
 	c.Remark = dt.IntL4DSCPRemark
 	if dt.MalformedAction == sai.MalformedDrop {
 		c.MalformedDrop = 1
@@ -410,13 +385,13 @@ func dtelCfg(c *intdCfg, dt *sai.DTelAttrs) {
 	c.FlowInterval = uint64(dt.FlowReport.Interval)
 	c.LatShift = latShift(dt.FlowReport.HopLatencyChange)
 	if dt.VXLANGPENextProtocol != 0 {
-		c.Tunnels |= tunGPE
+		c.Tunnels |= spec.EncapVXLANGPE.TunnelBit()
 	}
 	if dt.GeneveOptionClass != 0 {
-		c.Tunnels |= tunGeneve
+		c.Tunnels |= spec.EncapGeneve.TunnelBit()
 	}
 	if dt.GREProtocolType != 0 {
-		c.Tunnels |= tunGRE
+		c.Tunnels |= spec.EncapGRE.TunnelBit()
 		c.GreProto = dt.GREProtocolType
 	}
 	// The program compares the marker with the packet's 8 bytes
@@ -430,11 +405,11 @@ func (d *Dataplane) writeSessions(dt *sai.DTelAttrs) error {
 	switch {
 	case dt == nil:
 	case dt.IntL4DSCP.Mask != 0:
-		src.Encap = wire.EncapDSCP
+		src.Encap = spec.EncapDSCP
 	case dt.IntUDPDstPort != 0:
-		src.Encap = wire.EncapUDPPort
+		src.Encap = spec.EncapUDPPort
 	case dt.ProbeMarker != 0:
-		src.Encap = wire.EncapProbe
+		src.Encap = spec.EncapProbeMarker
 	}
 	for oid, i := range d.sessIdx {
 		a := d.attrs(oid).(sai.IntSessionAttrs)
@@ -442,10 +417,10 @@ func (d *Dataplane) writeSessions(dt *sai.DTelAttrs) error {
 			Inst: uint16(a.Instructions), Domain: a.DomainSpecificID, DsInst: a.DSInstruction, DsFlags: a.DSFlags,
 			MaxHops: a.MaxHopCount, HopMl: uint8(wire.Instructions(a.Instructions).Words() + bits.OnesCount16(a.DSInstruction)),
 		}
-		typ := wire.TypeMD
+		typ := spec.TypeMD
 		if a.Mode == sai.IntModeMX {
-			s.Mode = 1
-			typ = wire.TypeMX
+			s.Mode = uint8(intdSessModeMODE_MX)
+			typ = spec.TypeMX
 		}
 		if a.ClampTCPMSS {
 			s.Clamp = uint16(wire.TCPSourceOverhead(typ, int(a.MaxHopCount), int(s.HopMl), &src))
@@ -464,7 +439,7 @@ func (d *Dataplane) writeSessions(dt *sai.DTelAttrs) error {
 func (d *Dataplane) wlEntry(oid sai.OID, a sai.WatchlistEntryAttrs) intdWlEntry {
 	m, act := a.Match, a.Action
 	w := intdWlEntry{Proto: m.IPProtocol, DscpVal: m.DSCP.Value, DscpMask: m.DSCP.Mask,
-		FlagsVal: m.TCPFlags.Value, FlagsMask: m.TCPFlags.Mask, FlowOp: uint8(act.FlowOp),
+		FlagsVal: m.TCPFlags.Value, FlagsMask: m.TCPFlags.Mask, FlowOp: uint8(flowOp(act.FlowOp)),
 		SamplePct: act.FlowSamplePercent, Stats: uint16(d.wlIdx[oid]),
 		IntervalUs: uint32((act.PacketInterval + time.Microsecond - 1) / time.Microsecond)}
 	w.Src, w.Srcmask = prefixWords(m.SrcPrefix)
@@ -476,20 +451,31 @@ func (d *Dataplane) wlEntry(oid sai.OID, a sai.WatchlistEntryAttrs) intdWlEntry 
 		w.InIfindex = uint32(d.ifaces[m.InPort].ifindex)
 	}
 	if act.DropReportEnable {
-		w.Act |= 1
+		w.Act |= uint8(intdWlActACT_DROP_REPORT)
 	}
 	if act.TailDropReportEnable {
-		w.Act |= 2
+		w.Act |= uint8(intdWlActACT_TAIL_DROP)
 	}
 	if act.ReportAllPackets {
-		w.Act |= 4
+		w.Act |= uint8(intdWlActACT_REPORT_ALL)
 	}
 	if !act.IntSession.IsNull() {
 		w.Session = uint8(d.sessIdx[act.IntSession])
 	} else if act.FlowOp == sai.FlowOpInt {
-		w.FlowOp = 0 // INT without a session: nothing to insert
+		w.FlowOp = uint8(intdFlowOpOP_NOP) // INT without a session: nothing to insert
 	}
 	return w
+}
+
+// flowOp is the program's flow op for sai's.
+func flowOp(f sai.FlowOp) intdFlowOp {
+	switch f {
+	case sai.FlowOpInt:
+		return intdFlowOpOP_INT
+	case sai.FlowOpPostcard:
+		return intdFlowOpOP_POSTCARD
+	}
+	return intdFlowOpOP_NOP
 }
 
 // writeTelemetry writes the collectors of the report sessions (address and
@@ -548,42 +534,19 @@ func (d *Dataplane) reportConfig(dt *sai.DTelAttrs) report.Config {
 	})
 }
 
-// counter indexes, as in bpf/intd.c
-const (
-	cIn = iota
-	cOut
-	cDrop
-	cInserted
-	cTransited
-	cStripped
-	cEBit
-	cMBit
-	cMalformed
-	cPostcard
-	cEvSent
-	cEvSuppressed
-	cEvLost
-	cGSO
-	cFlowGen
-	cDropGen
-	cMalformedFwd
-	cRemarked
-	nCounters = 32
-)
-
-func toCounters(c *[nCounters]uint64) sai.Counters {
+func toCounters(c *[intdCounterNCTR]uint64) sai.Counters {
 	return sai.Counters{
-		InPackets: c[cIn], OutPackets: c[cOut], DroppedPackets: c[cDrop],
-		IntInserted: c[cInserted], IntTransited: c[cTransited], IntStripped: c[cStripped],
-		EBitSet: c[cEBit], MBitSet: c[cMBit], IntMalformedDrop: c[cMalformed], Postcards: c[cPostcard],
-		IntMalformedForward: c[cMalformedFwd], DSCPRemarked: c[cRemarked],
+		InPackets: c[intdCounterC_IN], OutPackets: c[intdCounterC_OUT], DroppedPackets: c[intdCounterC_DROP],
+		IntInserted: c[intdCounterC_INSERTED], IntTransited: c[intdCounterC_TRANSITED], IntStripped: c[intdCounterC_STRIPPED],
+		EBitSet: c[intdCounterC_EBIT], MBitSet: c[intdCounterC_MBIT], IntMalformedDrop: c[intdCounterC_MALFORMED], Postcards: c[intdCounterC_POSTCARD],
+		IntMalformedForward: c[intdCounterC_MALFORMED_FWD], DSCPRemarked: c[intdCounterC_REMARKED],
 	}
 }
 
-// RawCounters returns the summed BPF counters of an interface slot (for
-// tests and debugging): index as in bpf/intd.c.
-func (d *Dataplane) rawCounters(slot int) [nCounters]uint64 {
-	var out [nCounters]uint64
+// rawCounters returns the summed BPF counters of an interface slot (for
+// tests and debugging), indexed by the program's enum counter.
+func (d *Dataplane) rawCounters(slot int) [intdCounterNCTR]uint64 {
+	var out [intdCounterNCTR]uint64
 	var per []intdCounters
 	if err := d.objs.Ctrs.Lookup(uint32(slot), &per); err != nil {
 		return out
@@ -604,7 +567,7 @@ func (d *Dataplane) Stats(ctx context.Context) (sai.Stats, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	st := d.store.NewStats()
-	var node [nCounters]uint64
+	var node [intdCounterNCTR]uint64
 	for slot := 0; slot < maxSlots; slot++ {
 		if !d.slots[slot] {
 			continue
@@ -660,8 +623,8 @@ func (d *Dataplane) Stats(ctx context.Context) (sai.Stats, error) {
 		_ = d.objs.QrStateMap.Lookup(uint32(i), &q)
 		st.QueueReports[oid] = sai.QueueReportStats{Breaches: q.Breaches, Reports: q.Reports, QuotaLeft: q.QuotaLeft}
 	}
-	st.Reports[sai.ReportFlow] = sai.ReportCounters{Generated: node[cFlowGen], Suppressed: node[cEvSuppressed]}
-	st.Reports[sai.ReportDrop] = sai.ReportCounters{Generated: node[cDropGen]}
+	st.Reports[sai.ReportFlow] = sai.ReportCounters{Generated: node[intdCounterC_FLOW_GEN], Suppressed: node[intdCounterC_EV_SUPPRESSED]}
+	st.Reports[sai.ReportDrop] = sai.ReportCounters{Generated: node[intdCounterC_DROP_GEN]}
 	var qr uint64
 	for _, q := range st.QueueReports {
 		qr += q.Reports

@@ -10,6 +10,7 @@ import (
 	"github.com/intd-project/intd/dataplane/report"
 	"github.com/intd-project/intd/dataplane/wire"
 	"github.com/intd-project/intd/sai"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 var mdSession = sai.IntSessionAttrs{Mode: sai.IntModeMD, MaxHopCount: 8, Instructions: detInst}
@@ -87,9 +88,9 @@ func insertINT(t testing.TB, orig []byte, sa sai.IntSessionAttrs, opt wire.Sourc
 	inst := wire.Instructions(sa.Instructions)
 	hdr := make([]byte, 256)
 	n := wire.MDHeaderLen
-	typ := wire.TypeMD
+	typ := spec.TypeMD
 	if sa.Mode == sai.IntModeMX {
-		typ = wire.TypeMX
+		typ = spec.TypeMX
 		_ = wire.MXHeader{Version: 2, Instructions: inst}.Put(hdr)
 	} else {
 		_ = wire.MDHeader{Version: 2, HopML: uint8(inst.Words()), RemainingHops: sa.MaxHopCount - 1, Instructions: inst}.Put(hdr)
@@ -145,20 +146,20 @@ func behaviourCases(t *testing.T, tcp80, tcp81, udp53, udp0 []byte, l3 int) []be
 	mx := sai.IntSessionAttrs{Mode: sai.IntModeMX, Instructions: detInst}
 	udpPort := func(a *sai.DTelAttrs) {
 		a.IntL4DSCP = sai.DSCPMatch{}
-		a.IntUDPDstPort, a.IntUDPNPT = 5000, sai.NPTUDPPayload
+		a.IntUDPDstPort, a.IntUDPNPT = 5000, spec.NPTUDPPort
 	}
 	ipLen := len(tcp80) - wire.EthernetLen
 	malformed := bytes.Clone(transitIn)
 	malformed[wire.EthernetLen+l3+20+4] = 0x30 // version 3
 	cases := []behaviourCase{
 		{"source MD over TCP (DSCP)", setup{sess: &mdSession, match: port80()}, tcp80,
-			insertINT(t, tcp80, mdSession, wire.SourceOptions{Encap: wire.EncapDSCP, DSCP: 0x17, Mask: 0x3f})},
+			insertINT(t, tcp80, mdSession, wire.SourceOptions{Encap: spec.EncapDSCP, DSCP: 0x17, Mask: 0x3f})},
 		{"source MD over UDP (UDP port, NPT 1)", setup{sess: &mdSession, dt: udpPort}, udp53,
-			insertINT(t, udp53, mdSession, wire.SourceOptions{Encap: wire.EncapUDPPort, UDPPort: 5000, NPT: wire.NPTUDPPort})},
+			insertINT(t, udp53, mdSession, wire.SourceOptions{Encap: spec.EncapUDPPort, UDPPort: 5000, NPT: spec.NPTUDPPort})},
 		{"source over UDP without checksum", setup{sess: &mdSession}, udp0,
-			insertINT(t, udp0, mdSession, wire.SourceOptions{Encap: wire.EncapDSCP, DSCP: 0x17, Mask: 0x3f})},
+			insertINT(t, udp0, mdSession, wire.SourceOptions{Encap: spec.EncapDSCP, DSCP: 0x17, Mask: 0x3f})},
 		{"source MX", setup{sess: &mx, match: port80()}, tcp80,
-			insertINT(t, tcp80, mx, wire.SourceOptions{Encap: wire.EncapDSCP, DSCP: 0x17, Mask: 0x3f})},
+			insertINT(t, tcp80, mx, wire.SourceOptions{Encap: spec.EncapDSCP, DSCP: 0x17, Mask: 0x3f})},
 		{"source headers exceed MTU: no INT", setup{sess: &mdSession, match: port80(), mtu: ipLen + 15}, tcp80, tcp80},
 		{"source hop exceeds MTU: M bit", setup{sess: &mdSession, match: port80(), mtu: ipLen + 16}, tcp80, nil},
 		{"unwatched traffic unchanged", setup{sess: &mdSession, match: port80()}, tcp81, tcp81},
@@ -168,7 +169,7 @@ func behaviourCases(t *testing.T, tcp80, tcp81, udp53, udp0 []byte, l3 int) []be
 		{"transit M bit when the MTU is full", setup{mtu: len(transitIn) - wire.EthernetLen + 8}, transitIn, withM(t, transitIn)},
 		{"sink strips to the original bytes", setup{sink: true}, transitIn, tcp80},
 		{"sink of a UDP-port INT packet restores the port", setup{sink: true, dt: udpPort},
-			insertINT(t, udp53, mdSession, wire.SourceOptions{Encap: wire.EncapUDPPort, UDPPort: 5000, NPT: wire.NPTUDPPort}), udp53},
+			insertINT(t, udp53, mdSession, wire.SourceOptions{Encap: spec.EncapUDPPort, UDPPort: 5000, NPT: spec.NPTUDPPort}), udp53},
 		{"sink discards D-bit packets", setup{sink: true}, intFrame(t, tcp80, mdSession, 1, true), nil},
 		{"malformed INT forwarded unchanged", setup{}, malformed, malformed},
 		{"malformed INT dropped (DROP)", setup{dt: func(a *sai.DTelAttrs) { a.MalformedAction = sai.MalformedDrop }}, malformed, nil},
@@ -182,7 +183,7 @@ func behaviourCases(t *testing.T, tcp80, tcp81, udp53, udp0 []byte, l3 int) []be
 		copy(f, tcp80)
 		var p wire.Packet
 		_ = (&wire.Parser{}).Parse(f, &p)
-		out, _ := wire.InsertINT(f, &p, wire.TypeMD, hdr, &wire.SourceOptions{Encap: wire.EncapDSCP, DSCP: 0x17, Mask: 0x3f})
+		out, _ := wire.InsertINT(f, &p, spec.TypeMD, hdr, &wire.SourceOptions{Encap: spec.EncapDSCP, DSCP: 0x17, Mask: 0x3f})
 		cases[5].want = out
 	}
 	return cases
@@ -225,7 +226,7 @@ func TestBehaviourIPv6(t *testing.T) {
 	// ECN bits and a DSCP of their own survive source and sink.
 	ecn := tcpFrame(a, b, 1234, 80, 0x2a, []byte("ecn and dscp"))
 	ecn[wire.EthernetLen+1] |= 0x10 // ECN 01
-	ecnInt := insertINT(t, ecn, mdSession, wire.SourceOptions{Encap: wire.EncapDSCP, DSCP: 0x17, Mask: 0x3f})
+	ecnInt := insertINT(t, ecn, mdSession, wire.SourceOptions{Encap: spec.EncapDSCP, DSCP: 0x17, Mask: 0x3f})
 	tcp4 := tcpFrame("10.0.1.1", "10.0.2.1", 1234, 80, 0, []byte("hello, INT world"))
 	v6Match := port80()
 	v6Match.SrcPrefix = netip.MustParsePrefix("2001:db8:1::/48")
@@ -235,9 +236,9 @@ func TestBehaviourIPv6(t *testing.T) {
 	v4Match.SrcPrefix = netip.MustParsePrefix("0.0.0.0/0")
 	npt2 := func(a *sai.DTelAttrs) {
 		a.IntL4DSCP = sai.DSCPMatch{}
-		a.IntUDPDstPort, a.IntUDPNPT = 5000, sai.NPTL4Header
+		a.IntUDPDstPort, a.IntUDPNPT = 5000, spec.NPTIPProto
 	}
-	npt2Out := insertINT(t, tcp80, mdSession, wire.SourceOptions{Encap: wire.EncapUDPPort, UDPPort: 5000, NPT: wire.NPTIPProto})
+	npt2Out := insertINT(t, tcp80, mdSession, wire.SourceOptions{Encap: spec.EncapUDPPort, UDPPort: 5000, NPT: spec.NPTIPProto})
 	// ext puts an IPv6 extension header (next-header value nh, body
 	// after the first two bytes) in front of the L4 header.
 	ext := func(nh byte, body []byte) func([]byte) []byte {
@@ -257,7 +258,7 @@ func TestBehaviourIPv6(t *testing.T) {
 		behaviourCase{"source keeps ECN, sink restores DSCP and ECN", setup{sess: &mdSession, match: port80()}, ecn, ecnInt},
 		behaviourCase{"sink restores traffic class", setup{sink: true}, ecnInt, ecn},
 		behaviourCase{"IPv6 source prefix matches", setup{sess: &mdSession, match: v6Match}, tcp80,
-			insertINT(t, tcp80, mdSession, wire.SourceOptions{Encap: wire.EncapDSCP, DSCP: 0x17, Mask: 0x3f})},
+			insertINT(t, tcp80, mdSession, wire.SourceOptions{Encap: spec.EncapDSCP, DSCP: 0x17, Mask: 0x3f})},
 		behaviourCase{"IPv6 destination prefix differs: no INT", setup{sess: &mdSession, match: v6Other}, tcp80, tcp80},
 		behaviourCase{"IPv4 prefix does not match IPv6", setup{sess: &mdSession, match: v4Match}, tcp80, tcp80},
 		behaviourCase{"IPv6 prefix does not match IPv4", setup{sess: &mdSession, match: v6Match}, tcp4, tcp4},

@@ -32,10 +32,10 @@ func TestBehaviourMoreIPv6(t *testing.T) {
 func behaviourMore(t *testing.T, tcp80 []byte) {
 	npt2 := func(a *sai.DTelAttrs) {
 		a.IntL4DSCP = sai.DSCPMatch{}
-		a.IntUDPDstPort, a.IntUDPNPT = 5000, sai.NPTL4Header
+		a.IntUDPDstPort, a.IntUDPNPT = 5000, spec.NPTIPProto
 	}
 	mx := sai.IntSessionAttrs{Mode: sai.IntModeMX, Instructions: detInst}
-	mxIn := insertINT(t, tcp80, mx, wire.SourceOptions{Encap: wire.EncapDSCP, DSCP: 0x17, Mask: 0x3f})
+	mxIn := insertINT(t, tcp80, mx, wire.SourceOptions{Encap: spec.EncapDSCP, DSCP: 0x17, Mask: 0x3f})
 	npt2In := func() []byte {
 		// What an NPT 2 source (either backend) sends.
 		n := nodes(t, setup{sess: &mdSession, match: port80(), dt: npt2})

@@ -64,11 +64,13 @@ const requirements = "needs Linux 6.2 or later with BTF (/sys/kernel/btf/vmlinux
 type ReportPipeline = saireport.Pipeline
 
 const (
-	maxWatchlist = 1024
-	maxSessions  = 64
-	maxSlots     = 64
-	maxQueueRep  = 16
-	maxIfindex   = 65536 // ifaces map, as in bpf/intd.c
+	// Table sizes: the program's enum limit.
+	maxWatchlist = int(intdLimitMAX_WL)
+	maxSessions  = int(intdLimitMAX_SESS)
+	maxSlots     = int(intdLimitMAX_SLOTS)
+	maxQueueRep  = int(intdLimitMAX_QR)
+	maxIfindex   = int(intdLimitMAX_IFINDEX)
+
 	filterHandle = 0x1d0
 	filterPrio   = 0xc1d
 )

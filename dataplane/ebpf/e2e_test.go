@@ -356,7 +356,7 @@ func (l *lab) tcpEcho(t testing.TB, network, addr string, routers [3]*Dataplane)
 	if _, err := io.ReadFull(conn, back); err != nil || !bytes.Equal(back, data) {
 		for i, d := range routers {
 			s, _ := d.Stats(context.Background())
-			t.Logf("r%d: %+v gso %d drops %v", i+1, s.Node, d.rawCounters(0)[cGSO]+d.rawCounters(1)[cGSO]+d.rawCounters(2)[cGSO], s.Drops)
+			t.Logf("r%d: %+v gso %d drops %v", i+1, s.Node, d.rawCounters(0)[intdCounterC_GSO]+d.rawCounters(1)[intdCounterC_GSO]+d.rawCounters(2)[intdCounterC_GSO], s.Drops)
 		}
 		t.Fatalf("TCP echo over %s: %v (equal %v)", network, err, bytes.Equal(back, data))
 	}
@@ -481,7 +481,7 @@ func TestChecksumCompletedAtEgress(t *testing.T) {
 				}
 			}
 			s, _ := r[0].Stats(context.Background())
-			det := r[0].rawCounters(0)[cGSO] + r[0].rawCounters(1)[cGSO] + r[0].rawCounters(2)[cGSO]
+			det := r[0].rawCounters(0)[intdCounterC_GSO] + r[0].rawCounters(1)[intdCounterC_GSO] + r[0].rawCounters(2)[intdCounterC_GSO]
 			if s.Node.IntInserted == 0 || det == 0 {
 				t.Fatalf("r1: INT inserted %d, detoured %d", s.Node.IntInserted, det)
 			}

@@ -81,7 +81,7 @@ func clampMSS(t *testing.T, f []byte, mss uint16) []byte {
 // edgeCases are the cases of the domain's edge for one IP version (a and
 // b the hosts' addresses).
 func edgeCases(t *testing.T, a, b string) []edgeCase {
-	dscp := wire.SourceOptions{Encap: wire.EncapDSCP, DSCP: 0x17, Mask: 0x3f}
+	dscp := wire.SourceOptions{Encap: spec.EncapDSCP, DSCP: 0x17, Mask: 0x3f}
 	src := func(f []byte) []byte { return insertINT(t, f, clampSession, dscp) }
 	remark10 := func(d *sai.DTelAttrs) { d.IntL4DSCPRemark = 10 }
 	drop := func(d *sai.DTelAttrs) { d.MalformedAction, d.DropReportEnable = sai.MalformedDrop, true }

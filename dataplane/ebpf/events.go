@@ -18,15 +18,6 @@ import (
 	"github.com/intd-project/intd/sai/spec"
 )
 
-// event kinds and flags, as in bpf/intd.c
-const (
-	evfReportAll      = 1
-	evfUnwatched      = 2
-	evfTailDrop       = 4
-	evfTailDropReport = 8
-	evfSink           = 16
-)
-
 // evState turns ring buffer records into report.Events.
 type evState struct {
 	mu     sync.Mutex
@@ -46,10 +37,10 @@ func (e *evState) setParser(dt *sai.DTelAttrs) {
 		e.parser.GREProto = dt.GREProtocolType
 		e.parser.ProbeMarker = dt.ProbeMarker
 		if dt.VXLANGPENextProtocol != 0 {
-			e.parser.VXLANGPEPort = wire.PortVXLANGPE
+			e.parser.VXLANGPEPort = spec.PortVXLANGPE
 		}
 		if dt.GeneveOptionClass != 0 {
-			e.parser.GenevePort = wire.PortGeneve
+			e.parser.GenevePort = spec.PortGeneve
 		}
 	}
 	e.inner = wire.Parser{AllowTruncated: true}
@@ -130,10 +121,10 @@ func (e *evState) convert(raw *intdEvent) *report.Event {
 	ev := &e.ev
 	*ev = report.Event{Kind: report.Kind(raw.Kind), Now: int64(raw.Now), Hop: hopOf(raw), INT: -1,
 		DropReason: raw.DropReason, TCPFlags: raw.TcpFlags}
-	ev.ReportAll = raw.Flags&evfReportAll != 0
-	ev.Unwatched = raw.Flags&evfUnwatched != 0
-	ev.TailDrop = raw.Flags&evfTailDrop != 0
-	ev.TailDropReport = raw.Flags&evfTailDropReport != 0
+	ev.ReportAll = raw.Flags&uint8(intdEventFlagEVF_REPORT_ALL) != 0
+	ev.Unwatched = raw.Flags&uint8(intdEventFlagEVF_UNWATCHED) != 0
+	ev.TailDrop = raw.Flags&uint8(intdEventFlagEVF_TAIL_DROP) != 0
+	ev.TailDropReport = raw.Flags&uint8(intdEventFlagEVF_TAIL_DROP_REPORT) != 0
 	var p wire.Packet
 	pr := &e.parser
 	if ev.Kind == report.KindDrop {
@@ -143,7 +134,7 @@ func (e *evState) convert(raw *intdEvent) *report.Event {
 		ev.Packet = b
 		return ev
 	}
-	if raw.Flags&evfSink != 0 && p.INT >= 0 && p.INTType == wire.TypeMD {
+	if raw.Flags&uint8(intdEventFlagEVF_SINK) != 0 && p.INT >= 0 && p.INTType == spec.TypeMD {
 		if out, err := wire.PushHop(b, &p, &ev.Hop, wire.PushOptions{}); err == nil || err == wire.ErrHopLimit {
 			b = out
 		}
@@ -186,12 +177,6 @@ var dropReasonMap = map[string]sai.DropReason{
 	"UNHANDLED_PROTO":    spec.DropBridgingMiss,
 }
 
-// drIPHdr is the drop_reasons value for the kernel's IP_INHDR (header
-// error), as in bpf/intd.c: ip_forward drops an expired TTL with it, so the
-// tracepoint reports spec.DropIPTTLZero when the TTL is 0 or 1 and
-// spec.DropUnknown otherwise.
-const drIPHdr = 256
-
 // loadDropReasons reads the kernel's enum skb_drop_reason from BTF and fills
 // the drop_reasons map (kernel value -> sai reason + 1).
 func (d *Dataplane) loadDropReasons() error {
@@ -207,7 +192,10 @@ func (d *Dataplane) loadDropReasons() error {
 		name := strings.TrimPrefix(v.Name, "SKB_DROP_REASON_")
 		r, ok := uint32(0), false
 		if name == "IP_INHDR" {
-			r, ok = drIPHdr, true
+			// Header error: ip_forward drops an expired TTL with it,
+			// so the program reports spec.DropIPTTLZero when the TTL
+			// is 0 or 1 and spec.DropUnknown otherwise.
+			r, ok = uint32(intdDropMapDR_IP_HDR), true
 		} else if sr, found := dropReasonMap[name]; found {
 			r, ok = uint32(sr), true
 		}

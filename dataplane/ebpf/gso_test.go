@@ -298,14 +298,14 @@ func testGSO(t *testing.T, hostMTU int, gro bool) {
 	time.Sleep(100 * time.Millisecond)
 	n12, d12, f12 := checkINT(t, "r1->r2", c12.got(), 1, 1500, full)
 	n23, d23, f23 := checkINT(t, "r2->r3", c23.got(), 2, 1500, full)
-	gso := e.r[0].rawCounters(e.r[0].ifaces["r1-r2"].slot)[cGSO]
+	gso := e.r[0].rawCounters(e.r[0].ifaces["r1-r2"].slot)[intdCounterC_GSO]
 	t.Logf("TCP frames h1->h2: r1->r2 %d (%d with data, %d full-sized without INT), r2->r3 %d (%d, %d); GSO super-packets detoured at r1: %d",
 		n12, d12, f12, n23, d23, f23, gso)
 	// Full-MTU segments that TCP sent without GSO have no room for INT;
 	// the spec says not to initiate (r1) or to set M instead of adding a
 	// hop (r2). Each one must be accounted for by the dataplanes' own
 	// counters, and they must stay a small minority of the stream.
-	mbits := e.r[1].rawCounters(e.r[1].ifaces["r2-r3"].slot)[cMBit]
+	mbits := e.r[1].rawCounters(e.r[1].ifaces["r2-r3"].slot)[intdCounterC_MBIT]
 	if f23 < f12 || uint64(f23-f12) != mbits || f23*10 > n23 {
 		t.Errorf("full-sized frames without INT: %d of %d at r1->r2, %d of %d at r2->r3 (r2 set M on %d)", f12, n12, f23, n23, mbits)
 	}

@@ -261,7 +261,7 @@ func intFrame(t testing.TB, orig []byte, sa sai.IntSessionAttrs, prevHops int, d
 	if err := (&wire.Parser{}).Parse(f, &p); err != nil {
 		t.Fatal(err)
 	}
-	out, err := wire.InsertINT(f, &p, wire.TypeMD, hdr[:n], &wire.SourceOptions{Encap: wire.EncapDSCP, DSCP: 0x17, Mask: 0x3f})
+	out, err := wire.InsertINT(f, &p, spec.TypeMD, hdr[:n], &wire.SourceOptions{Encap: spec.EncapDSCP, DSCP: 0x17, Mask: 0x3f})
 	if err != nil {
 		t.Fatal(err)
 	}

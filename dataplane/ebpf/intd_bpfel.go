@@ -38,6 +38,49 @@ type intdCfg struct {
 	Probe         uint64
 }
 
+type intdCfgFlag uint32
+
+const (
+	intdCfgFlagF_DTEL         intdCfgFlag = 1
+	intdCfgFlagF_ENDPOINT     intdCfgFlag = 2
+	intdCfgFlagF_TRANSIT      intdCfgFlag = 4
+	intdCfgFlagF_POSTCARD     intdCfgFlag = 8
+	intdCfgFlagF_DROP         intdCfgFlag = 16
+	intdCfgFlagF_QUEUE        intdCfgFlag = 32
+	intdCfgFlagF_WL_DSCP      intdCfgFlag = 64
+	intdCfgFlagF_WL_FLAGS     intdCfgFlag = 128
+	intdCfgFlagF_PORT_CHANGE  intdCfgFlag = 256
+	intdCfgFlagF_PATH_CHANGE  intdCfgFlag = 512
+	intdCfgFlagF_QUEUE_CHANGE intdCfgFlag = 1024
+	intdCfgFlagF_WL_IFX       intdCfgFlag = 2048
+	intdCfgFlagF_REMARK       intdCfgFlag = 4096
+	intdCfgFlagF_TELEMETRY    intdCfgFlag = 8192
+)
+
+type intdCounter uint32
+
+const (
+	intdCounterC_IN            intdCounter = 0
+	intdCounterC_OUT           intdCounter = 1
+	intdCounterC_DROP          intdCounter = 2
+	intdCounterC_INSERTED      intdCounter = 3
+	intdCounterC_TRANSITED     intdCounter = 4
+	intdCounterC_STRIPPED      intdCounter = 5
+	intdCounterC_EBIT          intdCounter = 6
+	intdCounterC_MBIT          intdCounter = 7
+	intdCounterC_MALFORMED     intdCounter = 8
+	intdCounterC_POSTCARD      intdCounter = 9
+	intdCounterC_EV_SENT       intdCounter = 10
+	intdCounterC_EV_SUPPRESSED intdCounter = 11
+	intdCounterC_EV_LOST       intdCounter = 12
+	intdCounterC_GSO           intdCounter = 13
+	intdCounterC_FLOW_GEN      intdCounter = 14
+	intdCounterC_DROP_GEN      intdCounter = 15
+	intdCounterC_MALFORMED_FWD intdCounter = 16
+	intdCounterC_REMARKED      intdCounter = 17
+	intdCounterNCTR            intdCounter = 32
+)
+
 type intdCounters struct {
 	_ structs.HostLayout
 	C [32]uint64
@@ -58,6 +101,12 @@ type intdDetour struct {
 	Stats     uint16
 	_         [4]byte
 }
+
+type intdDropMap uint32
+
+const (
+	intdDropMapDR_IP_HDR intdDropMap = 256
+)
 
 type intdDropWatch struct {
 	_         structs.HostLayout
@@ -92,6 +141,17 @@ type intdEvent struct {
 	_          [4]byte
 }
 
+type intdEventFlag uint32
+
+const (
+	intdEventFlagEVF_REPORT_ALL       intdEventFlag = 1
+	intdEventFlagEVF_UNWATCHED        intdEventFlag = 2
+	intdEventFlagEVF_TAIL_DROP        intdEventFlag = 4
+	intdEventFlagEVF_TAIL_DROP_REPORT intdEventFlag = 8
+	intdEventFlagEVF_SINK             intdEventFlag = 16
+	intdEventFlagEVF_BREACH           intdEventFlag = 32
+)
+
 type intdFlowKey struct {
 	_         structs.HostLayout
 	Src       [4]uint32
@@ -104,6 +164,14 @@ type intdFlowKey struct {
 	Pad       uint8
 	InIfindex uint32
 }
+
+type intdFlowOp uint32
+
+const (
+	intdFlowOpOP_NOP      intdFlowOp = 0
+	intdFlowOpOP_INT      intdFlowOp = 1
+	intdFlowOpOP_POSTCARD intdFlowOp = 2
+)
 
 type intdFlowState struct {
 	_      structs.HostLayout
@@ -132,6 +200,16 @@ type intdIngSlot struct {
 	Sink    uint8
 	Slot    uint8
 }
+
+type intdLimit uint32
+
+const (
+	intdLimitMAX_WL      intdLimit = 1024
+	intdLimitMAX_SESS    intdLimit = 64
+	intdLimitMAX_SLOTS   intdLimit = 64
+	intdLimitMAX_QR      intdLimit = 16
+	intdLimitMAX_IFINDEX intdLimit = 65536
+)
 
 type intdQrCfg struct {
 	_        structs.HostLayout
@@ -235,6 +313,13 @@ type intdScratch struct {
 	_         [4]byte
 }
 
+type intdSessMode uint32
+
+const (
+	intdSessModeMODE_MD intdSessMode = 0
+	intdSessModeMODE_MX intdSessMode = 1
+)
+
 type intdSessStats struct {
 	_           structs.HostLayout
 	Initiated   uint64
@@ -263,6 +348,14 @@ type intdTelKey struct {
 	Port uint16
 	Pad  uint16
 }
+
+type intdWlAct uint32
+
+const (
+	intdWlActACT_DROP_REPORT intdWlAct = 1
+	intdWlActACT_TAIL_DROP   intdWlAct = 2
+	intdWlActACT_REPORT_ALL  intdWlAct = 4
+)
 
 type intdWlBm struct {
 	_ structs.HostLayout
@@ -322,6 +415,20 @@ type intdWlPort4 struct {
 	Ival [4]uint16
 }
 
+type intdWlSet uint32
+
+const (
+	intdWlSetWLS_PROTO   intdWlSet = 0
+	intdWlSetWLS_DSCP    intdWlSet = 256
+	intdWlSetWLS_FLAGS   intdWlSet = 320
+	intdWlSetWLS_FAM     intdWlSet = 576
+	intdWlSetWLS_IFX_ANY intdWlSet = 578
+	intdWlSetWLS_N       intdWlSet = 580
+	intdWlSetWL_PFX      intdWlSet = 1025
+	intdWlSetWL_IVAL     intdWlSet = 2050
+	intdWlSetWL_PORTS    intdWlSet = 65536
+)
+
 type intdWlStats struct {
 	_         structs.HostLayout
 	Packets   uint64
@@ -365,6 +472,7 @@ const (
 	intdProgIntdIngress  = "intd_ingress"
 	intdProgIntdKfreeSkb = "intd_kfree_skb"
 	intdProgIntdPass     = "intd_pass"
+	intdVarUnusedAbi     = "unused_abi"
 	intdVarUnusedEvent   = "unused_event"
 	intdVarUnusedFlowKey = "unused_flow_key"
 )
@@ -455,6 +563,7 @@ type intdMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type intdVariableSpecs struct {
+	UnusedAbi     *ebpf.VariableSpec `ebpf:"unused_abi"`
 	UnusedEvent   *ebpf.VariableSpec `ebpf:"unused_event"`
 	UnusedFlowKey *ebpf.VariableSpec `ebpf:"unused_flow_key"`
 }
@@ -544,6 +653,7 @@ func (m *intdMaps) Close() error {
 //
 // It can be passed to loadIntdObjects or ebpf.CollectionSpec.LoadAndAssign.
 type intdVariables struct {
+	UnusedAbi     *ebpf.Variable `ebpf:"unused_abi"`
 	UnusedEvent   *ebpf.Variable `ebpf:"unused_event"`
 	UnusedFlowKey *ebpf.Variable `ebpf:"unused_flow_key"`
 }

@@ -109,7 +109,7 @@ func TestEndToEndIPv6(t *testing.T) {
 		t.Fatalf("inserted at r1 %d, transited at r2 %d, stripped at r3 %d", cnt[0], cnt[1], cnt[2])
 	}
 	t.Logf("inserted %d transited %d stripped %d, GSO super-packets detoured at r1 %d", cnt[0], cnt[1], cnt[2],
-		r[0].rawCounters(0)[cGSO]+r[0].rawCounters(1)[cGSO]+r[0].rawCounters(2)[cGSO])
+		r[0].rawCounters(0)[intdCounterC_GSO]+r[0].rawCounters(1)[intdCounterC_GSO]+r[0].rawCounters(2)[intdCounterC_GSO])
 
 	// r3's reports: IPv6 frames with the path r3, r2, r1 and r3's latency.
 	found := false

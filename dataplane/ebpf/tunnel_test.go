@@ -10,6 +10,7 @@ import (
 	"github.com/intd-project/intd/dataplane/report"
 	"github.com/intd-project/intd/dataplane/wire"
 	"github.com/intd-project/intd/sai"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // tunnelFrames are packets in each INT tunnel encapsulation, without INT:
@@ -33,10 +34,10 @@ func tunnelFrames(t *testing.T) map[string][]byte {
 	gre = append(gre, inner...)
 	const a4, b4, a6, b6 = "10.0.1.1", "10.0.2.1", "2001:db8:1::1", "2001:db8:2::1"
 	return map[string][]byte{
-		"VXLAN-GPE over IPv4":                 udpFrame(a4, b4, 0xc001, wire.PortVXLANGPE, gpe, true),
-		"VXLAN-GPE over IPv6":                 udpFrame(a6, b6, 0xc001, wire.PortVXLANGPE, gpe, true),
-		"Geneve over IPv4, no UDP checksum":   udpFrame(a4, b4, 0xc002, wire.PortGeneve, gen, false),
-		"Geneve over IPv6":                    udpFrame(a6, b6, 0xc002, wire.PortGeneve, gen, true),
+		"VXLAN-GPE over IPv4":                 udpFrame(a4, b4, 0xc001, spec.PortVXLANGPE, gpe, true),
+		"VXLAN-GPE over IPv6":                 udpFrame(a6, b6, 0xc001, spec.PortVXLANGPE, gpe, true),
+		"Geneve over IPv4, no UDP checksum":   udpFrame(a4, b4, 0xc002, spec.PortGeneve, gen, false),
+		"Geneve over IPv6":                    udpFrame(a6, b6, 0xc002, spec.PortGeneve, gen, true),
 		"GRE over IPv4":                       ipv4Frame(a4, b4, wire.ProtoGRE, 0, gre, false),
 		"GRE over IPv4, INT-MX (no transits)": ipv4Frame(a4, b4, wire.ProtoGRE, 0, gre, false),
 	}
@@ -79,10 +80,10 @@ func TestTunnelRoles(t *testing.T) {
 				if err := p.Parse(outs[0], &pk); err != nil || pk.INT < 0 {
 					t.Fatalf("no INT after the step (%v): %x", err, outs[0])
 				}
-				if pk.Encap == wire.EncapDSCP || pk.Encap == wire.EncapUDPPort {
+				if pk.Encap == spec.EncapDSCP || pk.Encap == spec.EncapUDPPort {
 					t.Fatalf("INT over L4, not in the tunnel: %+v", pk)
 				}
-				if pk.INTType == wire.TypeMD {
+				if pk.INTType == spec.TypeMD {
 					_, st, err := wire.DecodeMD(outs[0][pk.INT:pk.INT+pk.INTLen], 0)
 					if err != nil || st.Count() != wantHops {
 						t.Fatalf("hops %d, want %d (%v)", st.Count(), wantHops, err)
@@ -110,7 +111,7 @@ func TestTunnelRoles(t *testing.T) {
 				if err := tunnelParser().Parse(ev.Packet, &pk); err != nil || pk.INT != ev.INT {
 					t.Fatalf("%s: reported frame: INT at %d, event says %d (%v)", n.name(), pk.INT, ev.INT, err)
 				}
-				if pk.INTType == wire.TypeMD { // source, two transits and the sink's own hop
+				if pk.INTType == spec.TypeMD { // source, two transits and the sink's own hop
 					if _, st, err := wire.DecodeMD(ev.Packet[pk.INT:pk.INT+pk.INTLen], 0); err != nil || st.Count() != 4 {
 						t.Fatalf("%s: reported stack: %d hops, %v", n.name(), st.Count(), err)
 					}
@@ -133,7 +134,7 @@ func withGRE(a *sai.DTelAttrs) { a.GREProtocolType = testGREProto }
 
 // tunnelParser finds INT in the tunnels as the test nodes are configured.
 func tunnelParser() *wire.Parser {
-	return &wire.Parser{VXLANGPEPort: wire.PortVXLANGPE, GenevePort: wire.PortGeneve, GREProto: testGREProto}
+	return &wire.Parser{VXLANGPEPort: spec.PortVXLANGPE, GenevePort: spec.PortGeneve, GREProto: testGREProto}
 }
 
 // TestProbeMarker: INT over TCP and UDP announced by a 64-bit probe marker
@@ -165,12 +166,12 @@ func TestProbeMarker(t *testing.T) {
 			}
 			match := sai.WatchlistMatch{}
 			src := step(setup{sess: &mdSession, match: match}, orig)
-			if want := insertINT(t, orig, mdSession, wire.SourceOptions{Encap: wire.EncapProbe, ProbeMarker: marker}); !bytes.Equal(src, want) {
+			if want := insertINT(t, orig, mdSession, wire.SourceOptions{Encap: spec.EncapProbeMarker, ProbeMarker: marker}); !bytes.Equal(src, want) {
 				t.Fatalf("source:\n got %x\nwant %x", src, want)
 			}
 			tr := step(setup{}, src)
 			var pk wire.Packet
-			if err := (&wire.Parser{ProbeMarker: marker}).Parse(tr, &pk); err != nil || pk.Encap != wire.EncapProbe {
+			if err := (&wire.Parser{ProbeMarker: marker}).Parse(tr, &pk); err != nil || pk.Encap != spec.EncapProbeMarker {
 				t.Fatalf("transit output: %+v %v", pk, err)
 			}
 			if _, st, err := wire.DecodeMD(tr[pk.INT:pk.INT+pk.INTLen], 0); err != nil || st.Count() != 2 {
@@ -240,7 +241,7 @@ func vxlanGPE(t *testing.T, mtu string, all bool) {
 			t.Fatalf("r1 session: %+v", ss)
 		}
 	}
-	if det := r[0].rawCounters(0)[cGSO] + r[0].rawCounters(1)[cGSO] + r[0].rawCounters(2)[cGSO]; det == 0 {
+	if det := r[0].rawCounters(0)[intdCounterC_GSO] + r[0].rawCounters(1)[intdCounterC_GSO] + r[0].rawCounters(2)[intdCounterC_GSO]; det == 0 {
 		t.Fatal("no tunnel GSO super-packet took the detour")
 	}
 	for _, ev := range rec3.wait(t, 1) {
@@ -248,7 +249,7 @@ func vxlanGPE(t *testing.T, mtu string, all bool) {
 			continue
 		}
 		var pk wire.Packet
-		if err := (&wire.Parser{VXLANGPEPort: wire.PortVXLANGPE}).Parse(ev.Packet, &pk); err != nil || pk.Encap != wire.EncapVXLANGPE {
+		if err := (&wire.Parser{VXLANGPEPort: spec.PortVXLANGPE}).Parse(ev.Packet, &pk); err != nil || pk.Encap != spec.EncapVXLANGPE {
 			t.Fatalf("report frame: %+v %v", pk, err)
 		}
 		path, err := nodePath(ev.Packet, pk.INT, pk.INTLen)

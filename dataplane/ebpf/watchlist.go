@@ -10,21 +10,21 @@ import (
 	"github.com/intd-project/intd/sai"
 )
 
-// Watchlist classification sets, as in bpf/intd.c (struct wl_bm and the
-// wl_* maps): per field, the bitmap of the entries (in priority order)
-// that accept a value; the BPF program intersects the packet's and takes
-// the first bit.
+// Watchlist classification sets (struct wl_bm and the wl_* maps of the
+// program, enum wl_set): per field, the bitmap of the entries (in
+// priority order) that accept a value; the BPF program intersects the
+// packet's and takes the first bit.
 const (
 	wlWords   = maxWatchlist / 64
-	wlsProto  = 0
-	wlsDSCP   = 256
-	wlsFlags  = 320
-	wlsFam    = 576
-	wlsIfxAny = 578
-	wlsN      = 580
-	wlPfx     = maxWatchlist + 1
-	wlIval    = 2*maxWatchlist + 2
-	wlPorts   = 65536
+	wlsProto  = int(intdWlSetWLS_PROTO)
+	wlsDSCP   = int(intdWlSetWLS_DSCP)
+	wlsFlags  = int(intdWlSetWLS_FLAGS)
+	wlsFam    = int(intdWlSetWLS_FAM)
+	wlsIfxAny = int(intdWlSetWLS_IFX_ANY)
+	wlsN      = int(intdWlSetWLS_N)
+	wlPfx     = int(intdWlSetWL_PFX)
+	wlIval    = int(intdWlSetWL_IVAL)
+	wlPorts   = int(intdWlSetWL_PORTS)
 	bmBytes   = wlWords * 8
 )
 
@@ -80,7 +80,7 @@ type wlTables struct {
 	ival  [2][]byte         // per field: interval bitmaps
 	port  [2][]byte         // per field: port -> interval (__u16)
 	ifx   map[uint32]bitmap // ingress ports with entries of their own
-	flags uint32            // fWlDSCP, fWlFlags, fWlIfx
+	flags intdCfgFlag       // F_WL_DSCP, F_WL_FLAGS, F_WL_IFX
 }
 
 // buildWatchlist computes the classification sets of entries (in
@@ -112,13 +112,13 @@ func buildWatchlist(ents []wlMatch) *wlTables {
 			b := own[e.inIfindex]
 			b.set(i)
 			own[e.inIfindex] = b
-			t.flags |= fWlIfx
+			t.flags |= intdCfgFlagF_WL_IFX
 		}
 		if e.dscpMask != 0 {
-			t.flags |= fWlDSCP
+			t.flags |= intdCfgFlagF_WL_DSCP
 		}
 		if e.flagsMask != 0 {
-			t.flags |= fWlFlags
+			t.flags |= intdCfgFlagF_WL_FLAGS
 		}
 	}
 	for v := range 256 {

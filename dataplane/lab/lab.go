@@ -17,6 +17,7 @@ import (
 	"github.com/intd-project/intd/dataplane/soft"
 	"github.com/intd-project/intd/dataplane/wire"
 	"github.com/intd-project/intd/sai"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // DefaultCollector is where `intd lab` sends reports by default.
@@ -496,7 +497,7 @@ type tap struct {
 }
 
 func (t *tap) Report(ev *report.Event) {
-	if ev.Kind == report.KindFlow && ev.INT >= 0 && ev.INTLen > 0 && ev.INTType == wire.TypeMD {
+	if ev.Kind == report.KindFlow && ev.INT >= 0 && ev.INTLen > 0 && ev.INTType == spec.TypeMD {
 		t.lab.observe(ev)
 	}
 	t.Pipeline.Report(ev)

@@ -165,7 +165,7 @@ func decodeLab(t *testing.T, pkts []report.Packet) []labReport {
 			}
 			x.raw = p.Payload[off : off+size]
 			off += size
-			if rep.Type != wire.RepINT {
+			if rep.Type != spec.RepINT {
 				t.Fatalf("packet %d: report type %d", i, rep.Type)
 			}
 			if _, err := rep.Baseline(&x.md); err != nil {
@@ -176,7 +176,7 @@ func decodeLab(t *testing.T, pkts []report.Packet) []labReport {
 				t.Fatalf("packet %d: inner frame: %v", i, err)
 			}
 			x.flow = pk.Flow
-			if pk.INT >= 0 && pk.INTType == wire.TypeMD {
+			if pk.INT >= 0 && pk.INTType == spec.TypeMD {
 				h, st, err := wire.DecodeMD(rep.Inner[pk.INT:pk.INT+pk.INTLen], -1)
 				if err != nil {
 					t.Fatalf("packet %d: INT-MD stack: %v", i, err)

@@ -1,6 +1,9 @@
 package report
 
-import "github.com/intd-project/intd/dataplane/wire"
+import (
+	"github.com/intd-project/intd/dataplane/wire"
+	"github.com/intd-project/intd/sai/spec"
+)
 
 // Kind is what an Event reports.
 type Kind uint8
@@ -46,10 +49,10 @@ type Event struct {
 	// Fields below were added after the first contract; their zero values
 	// keep the original meaning.
 
-	// INTType is the type of the INT header at INT (wire.TypeMD or
-	// wire.TypeMX). Zero: read it from the 4-byte shim before the header
+	// INTType is the type of the INT header at INT (spec.TypeMD or
+	// spec.TypeMX). Zero: read it from the 4-byte shim before the header
 	// (right for INT over TCP/UDP, GRE and VXLAN-GPE; set it for Geneve).
-	INTType wire.HeaderType
+	INTType spec.HeaderType
 	// INTLen is the length of the INT header and stack in bytes
 	// (wire.Packet.INTLen). Zero: read it from the shim as for INTType.
 	INTLen int

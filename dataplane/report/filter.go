@@ -223,7 +223,7 @@ func extract(ev *Event, st *flowState) {
 	}
 	st.path = 0xcbf29ce484222325
 	typ, hdr, ok := intHeader(ev)
-	if !ok || typ != wire.TypeMD {
+	if !ok || typ != spec.TypeMD {
 		return
 	}
 	md, err := wire.DecodeMDHeader(hdr)
@@ -255,7 +255,7 @@ func extract(ev *Event, st *flowState) {
 
 // intHeader returns the INT header type and the bytes of the INT header and
 // stack of ev's packet.
-func intHeader(ev *Event) (wire.HeaderType, []byte, bool) {
+func intHeader(ev *Event) (spec.HeaderType, []byte, bool) {
 	off := ev.INT
 	if off < 0 || off >= len(ev.Packet) || len(ev.Packet)-off < wire.MDHeaderLen {
 		return 0, nil, false
@@ -264,7 +264,7 @@ func intHeader(ev *Event) (wire.HeaderType, []byte, bool) {
 	if (typ == 0 || n == 0) && off >= wire.ShimLen {
 		shim := ev.Packet[off-wire.ShimLen:]
 		if typ == 0 {
-			typ = wire.HeaderType(shim[0] >> 4)
+			typ = spec.HeaderType(shim[0] >> 4)
 		}
 		if n == 0 {
 			n = int(shim[1]) * 4

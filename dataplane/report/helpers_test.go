@@ -58,7 +58,7 @@ func (f *testFrame) build(nodes, lats []uint32) {
 	u := wire.UDPHeader{SrcPort: f.flow.SrcPort, DstPort: 5000, Length: uint16(total - wire.EthernetLen - wire.IPv4MinLen)}
 	u.Put(b[wire.EthernetLen+wire.IPv4MinLen:])
 	off := wire.EthernetLen + wire.IPv4MinLen + wire.UDPLen
-	wire.Shim{Type: wire.TypeMD, NPT: wire.NPTUDPPort, Length: uint8(intLen / 4), Value: f.flow.DstPort}.Put(b[off:])
+	wire.Shim{Type: spec.TypeMD, NPT: spec.NPTUDPPort, Length: uint8(intLen / 4), Value: f.flow.DstPort}.Put(b[off:])
 	off += wire.ShimLen
 	f.intOff, f.intLen, f.hops = off, intLen, n
 	wire.MDHeader{Version: 2, HopML: hopML, RemainingHops: uint8(8 - n), Instructions: frameHopInst}.Put(b[off:])
@@ -91,7 +91,7 @@ func (f *testFrame) setID(flow int, id uint32) {
 // event fills ev as an INT-MD sink observation of f at now.
 func (f *testFrame) event(ev *Event, now int64, lat uint32) {
 	*ev = Event{Kind: KindFlow, Now: now, Flow: f.flow, Packet: f.buf, INT: f.intOff, INTLen: f.intLen,
-		INTType: wire.TypeMD}
+		INTType: spec.TypeMD}
 	ev.Hop = wire.HopMetadata{NodeID: 99, IngressPort: 1, EgressPort: 2, HopLatency: lat, QueueID: 0,
 		Valid: spec.InstNodeID | spec.InstL1Interfaces | spec.InstHopLatency | spec.InstQueue}
 }
@@ -118,7 +118,7 @@ func decodeAll(t testing.TB, pkts []Packet) []decoded {
 		var r wire.Report
 		for rr.Next(&r) {
 			d := decoded{pkt: p, group: g, hdr: r.ReportHeader, inner: r.Inner}
-			if r.Type == wire.RepINT {
+			if r.Type == spec.RepINT {
 				if _, err := r.Baseline(&d.md); err != nil {
 					t.Fatalf("baseline: %v", err)
 				}

@@ -569,7 +569,7 @@ func (p *Pipeline) emit(et EventType, ev *Event, dropped, congested bool) {
 	tracked := !ev.Unwatched
 	h := &ev.Hop
 	if s.cfg.Format == spec.ReportFormatV05 {
-		th := wire.TR05Header{NextProto: wire.TR05Local, Dropped: dropped, Congested: congested, TrackedFlow: tracked,
+		th := wire.TR05Header{NextProto: spec.TR05Local, Dropped: dropped, Congested: congested, TrackedFlow: tracked,
 			HWID: p.cfg.HWID, IngressTimestamp: uint32(h.IngressTimestamp)}
 		if h.Valid&spec.InstIngressTimestamp == 0 {
 			th.IngressTimestamp = uint32(ev.Now)
@@ -577,7 +577,7 @@ func (p *Pipeline) emit(et EventType, ev *Event, dropped, congested bool) {
 		sw := wire.TR05Switch{SwitchID: p.cfg.NodeID, IngressPort: h.IngressPort, EgressPort: h.EgressPort,
 			QueueID: h.QueueID, QueueOccupancy: h.QueueOccupancy, EgressTimestamp: uint32(h.EgressTimestamp)}
 		if dropped {
-			th.NextProto, sw.DropReason = wire.TR05Drop, ev.DropReason
+			th.NextProto, sw.DropReason = spec.TR05Drop, ev.DropReason
 		}
 		hdr := wire.TR05HeaderLen + wire.TR05LocalLen
 		if room := s.maxPayload - hdr; len(inner) > room {
@@ -592,11 +592,11 @@ func (p *Pipeline) emit(et EventType, ev *Event, dropped, congested bool) {
 	}
 	// A drop or queue report of a packet still carrying INT-MD comes from a
 	// node before the sink: the spec's intermediate report.
-	intermediate := ev.Kind != KindFlow && ev.INT >= 0 && ev.INTType == wire.TypeMD
-	rh := wire.ReportHeader{Type: wire.RepINT, InType: wire.InEthernet, Dropped: dropped, Congested: congested,
+	intermediate := ev.Kind != KindFlow && ev.INT >= 0 && ev.INTType == spec.TypeMD
+	rh := wire.ReportHeader{Type: spec.RepINT, InType: spec.InEthernet, Dropped: dropped, Congested: congested,
 		TrackedFlow: tracked, Intermediate: intermediate, RepMdBits: uint16(h.Valid) & 0x7f80}
 	if len(inner) == 0 {
-		rh.InType = wire.InNone
+		rh.InType = spec.InNone
 	}
 	md := wire.ReportMetadata{
 		IngressPort: h.IngressPort, EgressPort: h.EgressPort, HopLatency: h.HopLatency,

@@ -417,10 +417,10 @@ func TestV05Format(t *testing.T) {
 		if !bytes.Equal(r.Inner, f.buf) {
 			t.Errorf("packet %d: inner differs", i)
 		}
-		if i == 0 && (r.Header.NextProto != wire.TR05Local || r.Header.IngressTimestamp != 12345 || r.Switch.EgressPort != 2) {
+		if i == 0 && (r.Header.NextProto != spec.TR05Local || r.Header.IngressTimestamp != 12345 || r.Switch.EgressPort != 2) {
 			t.Errorf("local report %+v", r)
 		}
-		if i == 1 && (r.Header.NextProto != wire.TR05Drop || !r.Header.Dropped || r.Switch.DropReason != 29 || r.Switch.QueueID != 2) {
+		if i == 1 && (r.Header.NextProto != spec.TR05Drop || !r.Header.Dropped || r.Switch.DropReason != 29 || r.Switch.QueueID != 2) {
 			t.Errorf("drop report %+v", r)
 		}
 	}

@@ -28,8 +28,8 @@ func (s *Switch) Capabilities() sai.Capabilities {
 		Modes:          []sai.IntMode{sai.IntModeMD, sai.IntModeMX},
 		Instructions:   spec.InstAll,
 		ReportMetadata: spec.InstReportable,
-		Encaps: []sai.Encap{sai.EncapDSCP, sai.EncapUDPPort, sai.EncapProbeMarker,
-			sai.EncapVXLANGPE, sai.EncapGeneve, sai.EncapGRE},
+		Encaps: []spec.Encap{spec.EncapDSCP, spec.EncapUDPPort, spec.EncapProbeMarker,
+			spec.EncapVXLANGPE, spec.EncapGeneve, spec.EncapGRE},
 		ReportFormats:       []sai.ReportFormat{spec.ReportFormatV2, spec.ReportFormatV05},
 		Coalescing:          true,
 		EventTypes:          spec.EventTypes(),
@@ -63,11 +63,11 @@ func (s *Switch) checkAttrs(_ sai.OID, a sai.Attrs) error {
 				return errf(sai.ErrNotFound, "sink port %q", p)
 			}
 		}
-		if a.VXLANGPENextProtocol != 0 && a.VXLANGPENextProtocol != wire.GPENextProtoINT {
-			return errf(sai.ErrUnsupported, "VXLAN-GPE next protocol %#x (only %#x)", a.VXLANGPENextProtocol, wire.GPENextProtoINT)
+		if a.VXLANGPENextProtocol != 0 && a.VXLANGPENextProtocol != spec.VXLANGPENextProtoINT {
+			return errf(sai.ErrUnsupported, "VXLAN-GPE next protocol %#x (only %#x)", a.VXLANGPENextProtocol, spec.VXLANGPENextProtoINT)
 		}
-		if a.GeneveOptionClass != 0 && a.GeneveOptionClass != wire.GeneveClassINT {
-			return errf(sai.ErrUnsupported, "Geneve option class %#x (only %#x)", a.GeneveOptionClass, wire.GeneveClassINT)
+		if a.GeneveOptionClass != 0 && a.GeneveOptionClass != spec.GeneveClassINT {
+			return errf(sai.ErrUnsupported, "Geneve option class %#x (only %#x)", a.GeneveOptionClass, spec.GeneveClassINT)
 		}
 	case sai.QueueReportAttrs:
 		if _, ok := s.portByName[a.Port]; !ok {
@@ -190,10 +190,10 @@ func (s *Switch) recompile(t sai.ObjectType) {
 			UDPPort: d.IntUDPDstPort, ProbeMarker: d.ProbeMarker, GREProto: d.GREProtocolType,
 		}
 		if d.VXLANGPENextProtocol != 0 {
-			c.parser.VXLANGPEPort = wire.PortVXLANGPE
+			c.parser.VXLANGPEPort = spec.PortVXLANGPE
 		}
 		if d.GeneveOptionClass != 0 {
-			c.parser.GenevePort = wire.PortGeneve
+			c.parser.GenevePort = spec.PortGeneve
 		}
 		c.edgeParser = wire.Parser{GREProto: c.parser.GREProto, VXLANGPEPort: c.parser.VXLANGPEPort,
 			GenevePort: c.parser.GenevePort, NoINT: true}
@@ -202,11 +202,11 @@ func (s *Switch) recompile(t sai.ObjectType) {
 		c.malformedDrop = d.MalformedAction == sai.MalformedDrop
 		switch {
 		case d.IntL4DSCP.Mask != 0:
-			c.src = wire.SourceOptions{Encap: wire.EncapDSCP, DSCP: d.IntL4DSCP.Value, Mask: d.IntL4DSCP.Mask}
+			c.src = wire.SourceOptions{Encap: spec.EncapDSCP, DSCP: d.IntL4DSCP.Value, Mask: d.IntL4DSCP.Mask}
 		case d.IntUDPDstPort != 0:
-			c.src = wire.SourceOptions{Encap: wire.EncapUDPPort, UDPPort: d.IntUDPDstPort, NPT: uint8(d.IntUDPNPT)}
+			c.src = wire.SourceOptions{Encap: spec.EncapUDPPort, UDPPort: d.IntUDPDstPort, NPT: d.IntUDPNPT}
 		case d.ProbeMarker != 0:
-			c.src = wire.SourceOptions{Encap: wire.EncapProbe, ProbeMarker: d.ProbeMarker}
+			c.src = wire.SourceOptions{Encap: spec.EncapProbeMarker, ProbeMarker: d.ProbeMarker}
 		}
 	}
 	sessions := map[sai.OID]*session{}
@@ -215,9 +215,9 @@ func (s *Switch) recompile(t sai.ObjectType) {
 		case sai.IntSessionAttrs:
 			se := newSession(oid, a, s.sessStats[oid])
 			if a.ClampTCPMSS {
-				typ := wire.TypeMD
+				typ := spec.TypeMD
 				if a.Mode == sai.IntModeMX {
-					typ = wire.TypeMX
+					typ = spec.TypeMX
 				}
 				se.clamp = wire.TCPSourceOverhead(typ, int(a.MaxHopCount), se.hopML, &c.src)
 			}

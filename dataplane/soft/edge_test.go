@@ -75,7 +75,7 @@ func TestEdgeDSCP(t *testing.T) {
 		p := parse(t, &wire.Parser{}, g)
 		hdr := make([]byte, wire.MDHeaderLen)
 		_ = wire.MDHeader{Version: 2, HopML: 1, RemainingHops: 4, Instructions: spec.InstNodeID}.Put(hdr)
-		out, err := wire.InsertINT(g, &p, wire.TypeMD, hdr, &wire.SourceOptions{Encap: wire.EncapDSCP, DSCP: 0x17, Mask: 0x3f})
+		out, err := wire.InsertINT(g, &p, spec.TypeMD, hdr, &wire.SourceOptions{Encap: spec.EncapDSCP, DSCP: 0x17, Mask: 0x3f})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -22,28 +22,28 @@ func TestMarkingsAndTunnels(t *testing.T) {
 		dtel   func(a *sai.DTelAttrs)
 		frame  []byte
 		parser wire.Parser
-		encap  wire.Encap
+		encap  spec.Encap
 	}{
 		{"dscp", func(a *sai.DTelAttrs) {}, tcpFrame("10.0.1.1", "10.0.2.1", 1, 80, 5, []byte("tcp")),
-			wire.Parser{DSCP: 0x17, DSCPMask: 0x3f}, wire.EncapDSCP},
-		{"udp-npt1", func(a *sai.DTelAttrs) { a.IntUDPDstPort, a.IntUDPNPT = 5000, sai.NPTUDPPayload },
-			udpFrame("10.0.1.1", "10.0.2.1", 1, 53, []byte("udp"), true), wire.Parser{UDPPort: 5000}, wire.EncapUDPPort},
-		{"udp-npt1-tcp-gets-npt2", func(a *sai.DTelAttrs) { a.IntUDPDstPort, a.IntUDPNPT = 5000, sai.NPTUDPPayload },
-			tcpFrame("10.0.1.1", "10.0.2.1", 1, 80, 0, []byte("tcp")), wire.Parser{UDPPort: 5000}, wire.EncapUDPPort},
-		{"udp-npt2-tcp", func(a *sai.DTelAttrs) { a.IntUDPDstPort, a.IntUDPNPT = 5000, sai.NPTL4Header },
-			tcpFrame("10.0.1.1", "10.0.2.1", 1, 80, 0, []byte("tcp")), wire.Parser{UDPPort: 5000}, wire.EncapUDPPort},
-		{"udp-npt2-udp", func(a *sai.DTelAttrs) { a.IntUDPDstPort, a.IntUDPNPT = 5000, sai.NPTL4Header },
-			udpFrame("10.0.1.1", "10.0.2.1", 1, 53, []byte("udp!"), true), wire.Parser{UDPPort: 5000}, wire.EncapUDPPort},
+			wire.Parser{DSCP: 0x17, DSCPMask: 0x3f}, spec.EncapDSCP},
+		{"udp-npt1", func(a *sai.DTelAttrs) { a.IntUDPDstPort, a.IntUDPNPT = 5000, spec.NPTUDPPort },
+			udpFrame("10.0.1.1", "10.0.2.1", 1, 53, []byte("udp"), true), wire.Parser{UDPPort: 5000}, spec.EncapUDPPort},
+		{"udp-npt1-tcp-gets-npt2", func(a *sai.DTelAttrs) { a.IntUDPDstPort, a.IntUDPNPT = 5000, spec.NPTUDPPort },
+			tcpFrame("10.0.1.1", "10.0.2.1", 1, 80, 0, []byte("tcp")), wire.Parser{UDPPort: 5000}, spec.EncapUDPPort},
+		{"udp-npt2-tcp", func(a *sai.DTelAttrs) { a.IntUDPDstPort, a.IntUDPNPT = 5000, spec.NPTIPProto },
+			tcpFrame("10.0.1.1", "10.0.2.1", 1, 80, 0, []byte("tcp")), wire.Parser{UDPPort: 5000}, spec.EncapUDPPort},
+		{"udp-npt2-udp", func(a *sai.DTelAttrs) { a.IntUDPDstPort, a.IntUDPNPT = 5000, spec.NPTIPProto },
+			udpFrame("10.0.1.1", "10.0.2.1", 1, 53, []byte("udp!"), true), wire.Parser{UDPPort: 5000}, spec.EncapUDPPort},
 		{"probe", func(a *sai.DTelAttrs) { a.ProbeMarker = 0xaaaa_aaaa_bbbb_bbbb },
-			tcpFrame("10.0.1.1", "10.0.2.1", 1, 80, 9, []byte("tcp")), wire.Parser{ProbeMarker: 0xaaaa_aaaa_bbbb_bbbb}, wire.EncapProbe},
+			tcpFrame("10.0.1.1", "10.0.2.1", 1, 80, 9, []byte("tcp")), wire.Parser{ProbeMarker: 0xaaaa_aaaa_bbbb_bbbb}, spec.EncapProbeMarker},
 		{"gre", func(a *sai.DTelAttrs) { a.GREProtocolType = greINT },
-			greFrame("10.0.1.1", "10.0.2.1", innerTCP[wire.EthernetLen:]), wire.Parser{GREProto: greINT}, wire.EncapGRE},
+			greFrame("10.0.1.1", "10.0.2.1", innerTCP[wire.EthernetLen:]), wire.Parser{GREProto: greINT}, spec.EncapGRE},
 		{"vxlan-gpe", func(a *sai.DTelAttrs) {},
-			tunnelFrame("gpe", "10.0.1.1", "10.0.2.1", 42, innerTCP, true), wire.Parser{VXLANGPEPort: wire.PortVXLANGPE}, wire.EncapVXLANGPE},
+			tunnelFrame("gpe", "10.0.1.1", "10.0.2.1", 42, innerTCP, true), wire.Parser{VXLANGPEPort: spec.PortVXLANGPE}, spec.EncapVXLANGPE},
 		{"vxlan-gpe-nocsum", func(a *sai.DTelAttrs) {},
-			tunnelFrame("gpe", "10.0.1.1", "10.0.2.1", 42, innerTCP, false), wire.Parser{VXLANGPEPort: wire.PortVXLANGPE}, wire.EncapVXLANGPE},
+			tunnelFrame("gpe", "10.0.1.1", "10.0.2.1", 42, innerTCP, false), wire.Parser{VXLANGPEPort: spec.PortVXLANGPE}, spec.EncapVXLANGPE},
 		{"geneve", func(a *sai.DTelAttrs) {},
-			tunnelFrame("geneve", "10.0.1.1", "10.0.2.1", 42, innerTCP, true), wire.Parser{GenevePort: wire.PortGeneve}, wire.EncapGeneve},
+			tunnelFrame("geneve", "10.0.1.1", "10.0.2.1", 42, innerTCP, true), wire.Parser{GenevePort: spec.PortGeneve}, spec.EncapGeneve},
 	}
 	for _, tc := range cases {
 		for _, mode := range []sai.IntMode{sai.IntModeMD, sai.IntModeMX} {

@@ -11,6 +11,7 @@ import (
 	"github.com/intd-project/intd/dataplane/wire"
 	"github.com/intd-project/intd/dataplane/wire/wiretest"
 	"github.com/intd-project/intd/sai"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // Test frames come from wiretest, shared by both dataplanes' tests.
@@ -28,10 +29,10 @@ func tunnelFrame(kind, src, dst string, vni uint32, inner []byte, csum bool) []b
 	switch kind {
 	case "gpe":
 		_ = wire.VXLANGPE{Flags: wire.GPEFlagI | wire.GPEFlagP, NextProto: 3, VNI: vni}.Put(th[:])
-		dport = wire.PortVXLANGPE
+		dport = spec.PortVXLANGPE
 	case "geneve":
 		_ = wire.Geneve{Protocol: wire.EtherTypeTEB, VNI: vni}.Put(th[:])
-		dport = wire.PortGeneve
+		dport = spec.PortGeneve
 	case "vxlan":
 		th[0] = 0x08
 		binary.BigEndian.PutUint32(th[4:], vni<<8)

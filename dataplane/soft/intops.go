@@ -20,7 +20,7 @@ func (b *pbuf) setData(out []byte) { b.data = b.store[:len(out)] }
 
 // transit is the INT transit hop step.
 func (s *Switch) transit(b *pbuf, c *compiled, p *port, t int64) {
-	if b.pkt.INTType == wire.TypeMX {
+	if b.pkt.INTType == spec.TypeMX {
 		p.ctr.IntTransited++
 		s.node.IntTransited++
 		if s.reporter != nil {
@@ -96,7 +96,7 @@ func (s *Switch) l4Word(b *pbuf, off int, old, nw uint16) {
 func (s *Switch) sink(b *pbuf, c *compiled, p *port, t int64) bool {
 	discard := b.data[b.pkt.INT]&0x08 != 0
 	s.fillHop(b, c, t, &s.hop)
-	if b.pkt.INTType == wire.TypeMD {
+	if b.pkt.INTType == spec.TypeMD {
 		out, err := wire.PushHop(b.data, &b.pkt, &s.hop, wire.PushOptions{})
 		b.setData(out)
 		if err == wire.ErrHopLimit {
@@ -109,7 +109,7 @@ func (s *Switch) sink(b *pbuf, c *compiled, p *port, t int64) bool {
 		ev.Hop = s.hop
 		s.emit(ev)
 	}
-	out, err := wire.Strip(b.data, &b.pkt, wire.SinkOptions{RestoreDSCP: b.pkt.Encap == wire.EncapDSCP})
+	out, err := wire.Strip(b.data, &b.pkt, wire.SinkOptions{RestoreDSCP: b.pkt.Encap == spec.EncapDSCP})
 	if err != nil {
 		s.node.IntMalformedDrop++
 		p.ctr.IntMalformedDrop++
@@ -124,27 +124,27 @@ func (s *Switch) sink(b *pbuf, c *compiled, p *port, t int64) bool {
 
 // tunnelKind says which INT tunnel encapsulation the source can use for b,
 // or EncapNone.
-func tunnelKind(b *pbuf, c *compiled) wire.Encap {
+func tunnelKind(b *pbuf, c *compiled) spec.Encap {
 	pk := &b.pkt
 	if pk.Tunnel < 0 {
-		return wire.EncapNone
+		return spec.EncapNone
 	}
 	switch {
 	case pk.Proto == wire.ProtoGRE && c.parser.GREProto != 0 && pk.IPVersion == 4:
-		return wire.EncapGRE
+		return spec.EncapGRE
 	case pk.Proto == wire.ProtoUDP:
 		switch binary.BigEndian.Uint16(b.data[pk.L4+2:]) {
-		case wire.PortVXLANGPE:
+		case spec.PortVXLANGPE:
 			if c.parser.VXLANGPEPort != 0 && b.data[pk.Tunnel]&wire.GPEFlagP != 0 {
-				return wire.EncapVXLANGPE
+				return spec.EncapVXLANGPE
 			}
-		case wire.PortGeneve:
+		case spec.PortGeneve:
 			if c.parser.GenevePort != 0 {
-				return wire.EncapGeneve
+				return spec.EncapGeneve
 			}
 		}
 	}
-	return wire.EncapNone
+	return spec.EncapNone
 }
 
 // source is the INT source step for a watched flow with flow op INT.
@@ -154,22 +154,22 @@ func (s *Switch) source(b *pbuf, c *compiled, p *port, t int64) {
 	opt := c.src
 	fixed := wire.ShimLen + wire.MDHeaderLen
 	switch {
-	case tun != wire.EncapNone:
-	case opt.Encap == wire.EncapNone:
+	case tun != spec.EncapNone:
+	case opt.Encap == spec.EncapNone:
 		se.stats.NotInitiatedUnsupported++
 		return
-	case opt.Encap == wire.EncapProbe:
+	case opt.Encap == spec.EncapProbeMarker:
 		fixed += wire.ProbeLen
-	case opt.Encap == wire.EncapUDPPort:
-		if opt.NPT == wire.NPTUDPPort && b.pkt.Proto != wire.ProtoUDP {
-			opt.NPT = wire.NPTIPProto // non-UDP traffic always gets NPT 2
+	case opt.Encap == spec.EncapUDPPort:
+		if opt.NPT == spec.NPTUDPPort && b.pkt.Proto != wire.ProtoUDP {
+			opt.NPT = spec.NPTIPProto // non-UDP traffic always gets NPT 2
 		}
-		if opt.NPT == wire.NPTIPProto {
+		if opt.NPT == spec.NPTIPProto {
 			fixed += wire.UDPLen
 		}
 	}
 	room := mtuRoom(b, p)
-	if b.pkt.L3 < 0 || (tun == wire.EncapNone && b.pkt.L4 < 0) {
+	if b.pkt.L3 < 0 || (tun == spec.EncapNone && b.pkt.L4 < 0) {
 		se.stats.NotInitiatedUnsupported++
 		return
 	}
@@ -178,10 +178,10 @@ func (s *Switch) source(b *pbuf, c *compiled, p *port, t int64) {
 		return
 	}
 	hdr := s.hdr[:]
-	typ := wire.TypeMD
+	typ := spec.TypeMD
 	n := wire.MDHeaderLen
 	if se.a.Mode == sai.IntModeMX {
-		typ = wire.TypeMX
+		typ = spec.TypeMX
 		_ = wire.MXHeader{Version: wire.Version2, Discard: se.a.Discard, Instructions: se.inst,
 			DomainID: se.a.DomainSpecificID, DSInstructions: se.a.DSInstruction, DSFlags: se.a.DSFlags}.Put(hdr)
 	} else {
@@ -202,7 +202,7 @@ func (s *Switch) source(b *pbuf, c *compiled, p *port, t int64) {
 	}
 	var out []byte
 	var err error
-	if tun != wire.EncapNone {
+	if tun != spec.EncapNone {
 		out, err = insertTunnel(b.data, &b.pkt, tun, typ, hdr[:n], c.parser.GREProto)
 	} else {
 		out, err = wire.InsertINT(b.data, &b.pkt, typ, hdr[:n], &opt)
@@ -215,7 +215,7 @@ func (s *Switch) source(b *pbuf, c *compiled, p *port, t int64) {
 	se.stats.PacketsInitiated++
 	p.ctr.IntInserted++
 	s.node.IntInserted++
-	if typ == wire.TypeMX && s.reporter != nil {
+	if typ == spec.TypeMX && s.reporter != nil {
 		ev := s.event(report.KindFlow, b, t)
 		s.fillHop(b, c, t, &ev.Hop)
 		s.emit(ev)
@@ -226,13 +226,13 @@ func (s *Switch) source(b *pbuf, c *compiled, p *port, t int64) {
 // Geneve encapsulated (the spec's "original packet had the tunnel" case):
 // a GRE or GPE shim after the tunnel header, or an INT Geneve option
 // placed first. Lengths and checksums are updated incrementally.
-func insertTunnel(pkt []byte, p *wire.Packet, e wire.Encap, typ wire.HeaderType, hdr []byte, greProto uint16) ([]byte, error) {
+func insertTunnel(pkt []byte, p *wire.Packet, e spec.Encap, typ spec.HeaderType, hdr []byte, greProto uint16) ([]byte, error) {
 	words := len(hdr) / 4
 	n := wire.ShimLen + len(hdr)
 	t := p.Tunnel
 	var at int
 	switch e {
-	case wire.EncapGRE:
+	case spec.EncapGRE:
 		flags := binary.BigEndian.Uint16(pkt[t:])
 		if flags&0x8000 != 0 {
 			return pkt, wire.ErrUnsupported // GRE checksum present
@@ -244,9 +244,9 @@ func insertTunnel(pkt []byte, p *wire.Packet, e wire.Encap, typ wire.HeaderType,
 		if flags&0x1000 != 0 {
 			at += 4
 		}
-	case wire.EncapVXLANGPE:
+	case spec.EncapVXLANGPE:
 		at = t + wire.VXLANLen
-	case wire.EncapGeneve:
+	case spec.EncapGeneve:
 		if words > wire.MaxGeneveOptionWords || int(pkt[t]&0x3f)+n/4 > 63 {
 			return pkt, wire.ErrGeneveTooLong
 		}
@@ -265,14 +265,14 @@ func insertTunnel(pkt []byte, p *wire.Packet, e wire.Encap, typ wire.HeaderType,
 		delta += uint32(^o) + uint32(v)
 	}
 	switch e {
-	case wire.EncapGRE:
+	case spec.EncapGRE:
 		_ = wire.GREShim{Type: typ, Length: uint8(words), NextProto: binary.BigEndian.Uint16(pkt[t+2:])}.Put(pkt[at:])
 		binary.BigEndian.PutUint16(pkt[t+2:], greProto)
-	case wire.EncapVXLANGPE:
+	case spec.EncapVXLANGPE:
 		_ = wire.GPEShim{Type: typ, Length: uint8(words), NextProto: pkt[t+3]}.Put(pkt[at:])
-		word(t+2, uint16(pkt[t+2])<<8|wire.GPENextProtoINT)
-	case wire.EncapGeneve:
-		_ = wire.GeneveOption{Class: wire.GeneveClassINT, Type: uint8(typ), Length: uint8(words)}.Put(pkt[at:])
+		word(t+2, uint16(pkt[t+2])<<8|spec.VXLANGPENextProtoINT)
+	case spec.EncapGeneve:
+		_ = wire.GeneveOption{Class: spec.GeneveClassINT, Type: uint8(typ), Length: uint8(words)}.Put(pkt[at:])
 		word(t, uint16(pkt[t]&0xc0|(pkt[t]&0x3f+uint8(n/4)))<<8|uint16(pkt[t+1]))
 	}
 	copy(pkt[at+wire.ShimLen:], hdr)
@@ -287,7 +287,7 @@ func insertTunnel(pkt []byte, p *wire.Packet, e wire.Encap, typ wire.HeaderType,
 		o := binary.BigEndian.Uint16(pkt[l3+4:])
 		binary.BigEndian.PutUint16(pkt[l3+4:], o+uint16(n))
 	}
-	if e != wire.EncapGRE {
+	if e != spec.EncapGRE {
 		u := p.L4
 		ol := binary.BigEndian.Uint16(pkt[u+4:])
 		word(u+4, ol+uint16(n))

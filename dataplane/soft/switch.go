@@ -423,7 +423,7 @@ func (s *Switch) process(in int, frame []byte, b *pbuf, rx, now int64) bool {
 	if b.whole && b.pkt.INT >= 0 {
 		return false
 	}
-	if b.pkt.INT >= 0 && b.pkt.INTType == wire.TypeMD && c.dtel != nil {
+	if b.pkt.INT >= 0 && b.pkt.INTType == spec.TypeMD && c.dtel != nil {
 		h := b.data[b.pkt.INT:]
 		inst := wire.Instructions(binary.BigEndian.Uint16(h[4:]))
 		if int(h[2]&0x1f) < inst.Words() {

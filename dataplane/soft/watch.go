@@ -6,6 +6,7 @@ import (
 
 	"github.com/intd-project/intd/dataplane/wire"
 	"github.com/intd-project/intd/sai"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // compiled is the pipeline's view of the DTel objects, rebuilt on every
@@ -216,7 +217,7 @@ func (s *Switch) parseInner(data []byte, p *wire.Packet, in *wire.Packet) (uint3
 			start += 4
 		}
 		proto := binary.BigEndian.Uint16(data[t+2:])
-		if p.Encap == wire.EncapGRE {
+		if p.Encap == spec.EncapGRE {
 			start = p.Next
 			proto = binary.BigEndian.Uint16(data[p.Shim+2:])
 		}
@@ -233,10 +234,10 @@ func (s *Switch) parseInner(data []byte, p *wire.Packet, in *wire.Packet) (uint3
 		switch binary.BigEndian.Uint16(data[p.L4+2:]) {
 		case portVXLAN:
 			start = u + 8
-		case wire.PortVXLANGPE:
+		case spec.PortVXLANGPE:
 			next := data[u+3]
 			start = u + 8
-			if p.Encap == wire.EncapVXLANGPE {
+			if p.Encap == spec.EncapVXLANGPE {
 				next, start = data[p.Shim+3], p.Next
 			}
 			switch next {
@@ -246,7 +247,7 @@ func (s *Switch) parseInner(data []byte, p *wire.Packet, in *wire.Packet) (uint3
 			default:
 				return 0, false
 			}
-		case wire.PortGeneve:
+		case spec.PortGeneve:
 			start = u + 8 + int(data[u]&0x3f)*4
 			switch binary.BigEndian.Uint16(data[u+2:]) {
 			case wire.EtherTypeIPv4, wire.EtherTypeIPv6:

@@ -29,11 +29,11 @@ func mdUDPPacket(tb testing.TB, hops int, tcp bool) benchCase {
 	payload := make([]byte, 64)
 	var orig []byte
 	c := Parser{UDPPort: exINTPort}
-	opt := SourceOptions{Encap: EncapUDPPort, NPT: NPTUDPPort, UDPPort: exINTPort}
+	opt := SourceOptions{Encap: spec.EncapUDPPort, NPT: spec.NPTUDPPort, UDPPort: exINTPort}
 	if tcp {
 		orig = tcpPacket(tb, 0, payload)
 		c = Parser{DSCP: exINTDSCP, DSCPMask: 0x3f}
-		opt = SourceOptions{Encap: EncapDSCP, DSCP: exINTDSCP, Mask: 0x3f}
+		opt = SourceOptions{Encap: spec.EncapDSCP, DSCP: exINTDSCP, Mask: 0x3f}
 	} else {
 		orig = udpPacket(tb, exOrigPort, payload, false)
 	}
@@ -46,7 +46,7 @@ func mdUDPPacket(tb testing.TB, hops int, tcp bool) benchCase {
 		h.RemainingHops--
 		srcHops = append(srcHops, hop5(1))
 	}
-	pkt, err := InsertINT(pkt, &p, TypeMD, mdSource(tb, h, srcHops...), &opt)
+	pkt, err := InsertINT(pkt, &p, spec.TypeMD, mdSource(tb, h, srcHops...), &opt)
 	must(tb, err)
 	for i := 2; i <= hops; i++ {
 		must(tb, c.ParseIP(pkt, &p))
@@ -118,7 +118,7 @@ func BenchmarkStripSink_5Hops_IPv4UDP(b *testing.B) {
 	}
 }
 
-var benchReportHeader = ReportHeader{Type: RepINT, InType: InIPv4, TrackedFlow: true,
+var benchReportHeader = ReportHeader{Type: spec.RepINT, InType: spec.InIPv4, TrackedFlow: true,
 	RepMdBits: RepL1Ports | RepHopLatency | RepQueue | RepEgressTimestamp}
 
 func benchReportMD() *ReportMetadata {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/intd-project/intd/dataplane/wire/pcap"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // Peer captures (pcapng) from Host-INT (INT 0.5 data packets and its
@@ -162,7 +163,7 @@ func TestCaptureHostINTReports(t *testing.T) {
 			}
 			r, err := DecodeTR05(f[p.L4+UDPLen : p.End])
 			must(t, err)
-			want := TR05Header{NextProto: TR05IPv4, TrackedFlow: true, Seq: 1, IngressTimestamp: tc.ts}
+			want := TR05Header{NextProto: spec.TR05IPv4, TrackedFlow: true, Seq: 1, IngressTimestamp: tc.ts}
 			if r.Header != want || !r.HasReporterID || r.ReporterID != 2 {
 				t.Fatalf("TR 0.5 %+v reporter %d", r.Header, r.ReporterID)
 			}
@@ -205,7 +206,7 @@ func TestCaptureIntHostReporterTR05(t *testing.T) {
 		f, p := frames[i], &pkts[i]
 		r, err := DecodeTR05(f[p.L4+UDPLen : p.End])
 		must(t, err)
-		h := TR05Header{NextProto: TR05Local, TrackedFlow: true, HWID: 1, Seq: w.seq, IngressTimestamp: w.igTS}
+		h := TR05Header{NextProto: spec.TR05Local, TrackedFlow: true, HWID: 1, Seq: w.seq, IngressTimestamp: w.igTS}
 		if r.Header != h {
 			t.Fatalf("report %d header %+v", i, r.Header)
 		}

@@ -136,13 +136,13 @@ func TestIncrementalChecksumProperty(t *testing.T) {
 		c := Parser{UDPPort: 9999}
 		switch k := r.IntN(4); {
 		case k == 0:
-			opt.Encap, c = EncapDSCP, Parser{DSCP: 0x17, DSCPMask: 0x3f}
+			opt.Encap, c = spec.EncapDSCP, Parser{DSCP: 0x17, DSCPMask: 0x3f}
 		case k == 1:
-			opt.Encap, c = EncapProbe, Parser{ProbeMarker: opt.ProbeMarker}
+			opt.Encap, c = spec.EncapProbeMarker, Parser{ProbeMarker: opt.ProbeMarker}
 		case k == 2 && !tcp:
-			opt.Encap, opt.NPT = EncapUDPPort, NPTUDPPort
+			opt.Encap, opt.NPT = spec.EncapUDPPort, spec.NPTUDPPort
 		default:
-			opt.Encap, opt.NPT = EncapUDPPort, NPTIPProto
+			opt.Encap, opt.NPT = spec.EncapUDPPort, spec.NPTIPProto
 		}
 		pkt := bytes.Clone(orig)
 		pkt = append(pkt[:len(pkt):len(pkt)], make([]byte, 512)...)[:len(orig)]
@@ -150,12 +150,12 @@ func TestIncrementalChecksumProperty(t *testing.T) {
 		if err := c.ParseIP(pkt, &p); err != nil || p.HasINT() {
 			continue // random DSCP or payload happened to match the marking
 		}
-		pkt, err := InsertINT(pkt, &p, TypeMD, src, &opt)
+		pkt, err := InsertINT(pkt, &p, spec.TypeMD, src, &opt)
 		if err != nil {
 			t.Fatalf("insert %v: %v", opt.Encap, err)
 		}
 		// NPT 2 keeps the original L4 checksum; the new UDP one is zero.
-		checkAgainstFull(t, pkt, &p, zeroUDP || opt.NPT == NPTIPProto, false)
+		checkAgainstFull(t, pkt, &p, zeroUDP || opt.NPT == spec.NPTIPProto, false)
 		for hop := 0; hop < 1+r.IntN(3); hop++ {
 			if err := c.ParseIP(pkt, &p); err != nil {
 				t.Fatal(err)
@@ -165,7 +165,7 @@ func TestIncrementalChecksumProperty(t *testing.T) {
 			if err != nil {
 				t.Fatalf("push: %v", err)
 			}
-			checkAgainstFull(t, pkt, &p, zeroUDP || opt.NPT == NPTIPProto, cc)
+			checkAgainstFull(t, pkt, &p, zeroUDP || opt.NPT == spec.NPTIPProto, cc)
 		}
 		if err := c.ParseIP(pkt, &p); err != nil {
 			t.Fatal(err)

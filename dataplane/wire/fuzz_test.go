@@ -47,7 +47,7 @@ func captureSeeds(f *testing.F) [][]byte {
 }
 
 var fuzzParser = Parser{DSCP: exINTDSCP, DSCPMask: 0x3f, UDPPort: exINTPort, ProbeMarker: 0x1122334455667788,
-	GREProto: exGREProto, VXLANGPEPort: PortVXLANGPE, GenevePort: PortGeneve}
+	GREProto: exGREProto, VXLANGPEPort: spec.PortVXLANGPE, GenevePort: spec.PortGeneve}
 
 func FuzzParse(f *testing.F) {
 	for _, s := range specSeeds(f) {
@@ -71,7 +71,7 @@ func FuzzParse(f *testing.F) {
 		if p.Next > len(b) || p.INT+p.INTLen != p.Next {
 			t.Fatalf("offsets out of range: %+v len %d", p, len(b))
 		}
-		if p.INTType == TypeMD {
+		if p.INTType == spec.TypeMD {
 			h, s, err := DecodeMD(b[p.INT:p.Next], -1)
 			if err == nil {
 				var m HopMetadata
@@ -146,10 +146,10 @@ func FuzzReport(f *testing.F) {
 		var r Report
 		var md ReportMetadata
 		for rr.Next(&r) {
-			if r.Type == RepINT {
+			if r.Type == spec.RepINT {
 				_, _ = r.Baseline(&md)
 			}
-			if r.InType == InTLV {
+			if r.InType == spec.InTLV {
 				tr := NewTLVReader(r.Inner)
 				var tlv TLV
 				for tr.Next(&tlv) {
@@ -194,7 +194,7 @@ func FuzzTR05(f *testing.F) {
 			return
 		}
 		var p Packet
-		if r.Header.NextProto == TR05IPv4 {
+		if r.Header.NextProto == spec.TR05IPv4 {
 			_ = (&Parser{AllowTruncated: true}).ParseIP(r.Inner, &p)
 		} else {
 			_ = (&Parser{AllowTruncated: true}).Parse(r.Inner, &p)

@@ -3,6 +3,8 @@ package wire
 import (
 	"encoding/binary"
 	"net/netip"
+
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // Code points used while parsing.
@@ -17,13 +19,9 @@ const (
 	ProtoTCP  = 6
 	ProtoUDP  = 17
 	ProtoIPv6 = 41
-	ProtoGRE  = 47
+	ProtoGRE  = spec.IPProtoGRE
 
-	PortVXLANGPE = 4790
-	PortGeneve   = 6081
-
-	GeneveClassINT  = 0x0103 // Geneve option class for INT (INT v2.1 §5.7.4)
-	GPENextProtoINT = 0x82   // VXLAN-GPE next protocol for INT (INT v2.1 §5.7.3)
+	// The tunnels' ports and code points are spec.EncapTable's.
 
 	EthernetLen = 14
 	IPv4MinLen  = 20
@@ -35,28 +33,6 @@ const (
 	ShimLen     = 4
 	ProbeLen    = 8
 )
-
-// Encap says how INT is carried in a packet.
-type Encap uint8
-
-const (
-	EncapNone     Encap = iota
-	EncapDSCP           // INT after the TCP/UDP header, marked by DSCP
-	EncapUDPPort        // INT after UDP, marked by the INT destination port (NPT 1 or 2)
-	EncapProbe          // INT after a 64-bit probe marker following TCP/UDP
-	EncapGRE            // INT shim after an IPv4 GRE header
-	EncapVXLANGPE       // INT shim(s) after a VXLAN-GPE header
-	EncapGeneve         // INT as a Geneve option
-)
-
-var encapNames = [...]string{"none", "dscp", "udp-port", "probe", "gre", "vxlan-gpe", "geneve"}
-
-func (e Encap) String() string {
-	if int(e) < len(encapNames) {
-		return encapNames[e]
-	}
-	return "encap?"
-}
 
 // Parser holds the INT domain's marking configuration; every way of finding
 // INT is off until its field is set. A Parser is read-only during Parse and
@@ -97,13 +73,13 @@ type Packet struct {
 	// comes from the shim, for NPT 2 the protocol and ports from the L4
 	// header behind the INT stack.
 	Flow    FlowKey
-	Encap   Encap
-	Tunnel  int        // GRE, VXLAN-GPE or Geneve header
-	Shim    int        // INT shim (for Geneve, the option header)
-	INT     int        // INT-MD or INT-MX header
-	INTType HeaderType // TypeMD or TypeMX
-	INTLen  int        // bytes of INT header and stack (shim excluded)
-	Next    int        // first byte after the INT stack
+	Encap   spec.Encap
+	Tunnel  int             // GRE, VXLAN-GPE or Geneve header
+	Shim    int             // INT shim (for Geneve, the option header)
+	INT     int             // INT-MD or INT-MX header
+	INTType spec.HeaderType // spec.TypeMD or spec.TypeMX
+	INTLen  int             // bytes of INT header and stack (shim excluded)
+	Next    int             // first byte after the INT stack
 	// Truncated is set when the IP length field exceeds the buffer
 	// (Parser.AllowTruncated).
 	Truncated bool
@@ -253,7 +229,7 @@ func (c *Parser) parseL4(b []byte, off int, dscp uint8, p *Packet) error {
 		next := off + UDPLen
 		switch {
 		case c.UDPPort != 0 && dport == c.UDPPort && !c.NoINT:
-			return c.parseShim(b, next, EncapUDPPort, p)
+			return c.parseShim(b, next, spec.EncapUDPPort, p)
 		case c.VXLANGPEPort != 0 && dport == c.VXLANGPEPort:
 			return c.parseGPE(b, next, p)
 		case c.GenevePort != 0 && dport == c.GenevePort:
@@ -284,21 +260,21 @@ func (c *Parser) parseL4(b []byte, off int, dscp uint8, p *Packet) error {
 // or by a probe marker.
 func (c *Parser) parseMarked(b []byte, off int, dscpMarked bool, p *Packet) error {
 	if dscpMarked {
-		return c.parseShim(b, off, EncapDSCP, p)
+		return c.parseShim(b, off, spec.EncapDSCP, p)
 	}
 	if c.ProbeMarker != 0 && !c.NoINT && len(b) >= off+ProbeLen+ShimLen &&
 		binary.BigEndian.Uint64(b[off:]) == c.ProbeMarker {
-		return c.parseShim(b, off+ProbeLen, EncapProbe, p)
+		return c.parseShim(b, off+ProbeLen, spec.EncapProbeMarker, p)
 	}
 	return nil
 }
 
-func (c *Parser) parseShim(b []byte, off int, e Encap, p *Packet) error {
+func (c *Parser) parseShim(b []byte, off int, e spec.Encap, p *Packet) error {
 	s, err := DecodeShim(b[min(off, len(b)):])
 	if err != nil {
 		return err
 	}
-	if s.NPT > 2 || (s.NPT != 0 && e != EncapUDPPort) {
+	if s.NPT > 2 || (s.NPT != 0 && e != spec.EncapUDPPort) {
 		return ErrBadValue
 	}
 	if err := p.setINT(b, e, off, ShimLen, s.Type, int(s.Length)*4); err != nil {
@@ -320,8 +296,8 @@ func (c *Parser) parseShim(b []byte, off int, e Encap, p *Packet) error {
 
 // setINT records the INT header found at shim+shimLen and checks that its
 // version matches its type and that it fits in the buffer.
-func (p *Packet) setINT(b []byte, e Encap, shim, shimLen int, t HeaderType, intLen int) error {
-	if t != TypeMD && t != TypeMX {
+func (p *Packet) setINT(b []byte, e spec.Encap, shim, shimLen int, t spec.HeaderType, intLen int) error {
+	if t != spec.TypeMD && t != spec.TypeMX {
 		return ErrBadType
 	}
 	start := shim + shimLen
@@ -334,7 +310,7 @@ func (p *Packet) setINT(b []byte, e Encap, shim, shimLen int, t HeaderType, intL
 	if b[start]>>4 != 2 {
 		return ErrBadVersion
 	}
-	if t == TypeMD {
+	if t == spec.TypeMD {
 		ml := int(b[start+2]&0x1f) * 4
 		if (intLen-MDHeaderLen) != 0 && ml == 0 {
 			return ErrBadLength
@@ -373,7 +349,7 @@ func (c *Parser) parseGRE(b []byte, off int, p *Packet) error {
 	if err != nil {
 		return err
 	}
-	return p.setINT(b, EncapGRE, off+n, ShimLen, s.Type, int(s.Length)*4)
+	return p.setINT(b, spec.EncapGRE, off+n, ShimLen, s.Type, int(s.Length)*4)
 }
 
 func (c *Parser) parseGPE(b []byte, off int, p *Packet) error {
@@ -381,7 +357,7 @@ func (c *Parser) parseGPE(b []byte, off int, p *Packet) error {
 		return ErrTruncated
 	}
 	p.Tunnel = off
-	if c.NoINT || b[off]&0x04 == 0 || b[off+3] != GPENextProtoINT {
+	if c.NoINT || b[off]&0x04 == 0 || b[off+3] != spec.VXLANGPENextProtoINT {
 		return nil // plain VXLAN, or GPE without INT
 	}
 	// Walk the chain of INT shims; the one INT nodes act on is MD or MX.
@@ -392,10 +368,10 @@ func (c *Parser) parseGPE(b []byte, off int, p *Packet) error {
 		if err != nil {
 			return err
 		}
-		if s.Type == TypeMD || s.Type == TypeMX {
-			return p.setINT(b, EncapVXLANGPE, at, ShimLen, s.Type, int(s.Length)*4)
+		if s.Type == spec.TypeMD || s.Type == spec.TypeMX {
+			return p.setINT(b, spec.EncapVXLANGPE, at, ShimLen, s.Type, int(s.Length)*4)
 		}
-		if s.NextProto != GPENextProtoINT {
+		if s.NextProto != spec.VXLANGPENextProtoINT {
 			return nil
 		}
 		at += ShimLen + int(s.Length)*4
@@ -423,9 +399,9 @@ func (c *Parser) parseGeneve(b []byte, off int, p *Packet) error {
 		if err != nil {
 			return err
 		}
-		t := HeaderType(o.Type & 0x7f) // the top bit of the type is the critical flag
-		if o.Class == GeneveClassINT && (t == TypeMD || t == TypeMX) {
-			return p.setINT(b[:optEnd], EncapGeneve, at, ShimLen, t, int(o.Length)*4)
+		t := spec.HeaderType(o.Type & 0x7f) // the top bit of the type is the critical flag
+		if o.Class == spec.GeneveClassINT && (t == spec.TypeMD || t == spec.TypeMX) {
+			return p.setINT(b[:optEnd], spec.EncapGeneve, at, ShimLen, t, int(o.Length)*4)
 		}
 		at += 4 + int(o.Length)*4
 	}

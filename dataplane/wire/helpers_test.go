@@ -157,7 +157,7 @@ var exMX = MXHeader{Version: 2, Instructions: spec.InstNodeID | spec.InstQueue}
 // example's values: hops listed most recent first.
 func checkMD(t testing.TB, pkt []byte, p *Packet, remaining uint8, hops ...uint32) {
 	t.Helper()
-	if p.INTType != TypeMD {
+	if p.INTType != spec.TypeMD {
 		t.Fatalf("INT type %d, want MD", p.INTType)
 	}
 	h, s, err := DecodeMD(pkt[p.INT:p.Next], 0)
@@ -179,7 +179,7 @@ func checkMD(t testing.TB, pkt []byte, p *Packet, remaining uint8, hops ...uint3
 
 func checkMX(t testing.TB, pkt []byte, p *Packet, want MXHeader) {
 	t.Helper()
-	if p.INTType != TypeMX {
+	if p.INTType != spec.TypeMX {
 		t.Fatalf("INT type %d, want MX", p.INTType)
 	}
 	h, err := DecodeMXHeader(pkt[p.INT:])

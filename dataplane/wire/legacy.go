@@ -376,14 +376,10 @@ func (s LegacyStack) decodeHop(i int, clearBOS bool, m *INT05HopMetadata) {
 // id(8), then queue occupancy(24) + egress timestamp(32) for local, or drop
 // reason(8) + pad(16) for drop), each followed by the Ethernet frame.
 // Host-INT uses 4 for "inner IPv4" and, in the build captured, puts the
-// sink's node ID in a word before the IPv4 header.
+// sink's node ID in a word before the IPv4 header. The NProto values are
+// spec.TR05Proto.
 const (
 	TR05HeaderLen    = 12
-	TR05Ethernet     = 0
-	TR05Drop         = 1
-	TR05Local        = 2
-	TR05HostDrop     = 3 // Host-INT drop summary
-	TR05IPv4         = 4 // Host-INT
 	TR05LocalLen     = 16
 	TR05DropLen      = 12
 	tr05CommonHeader = 9
@@ -392,7 +388,7 @@ const (
 // TR05Header is the Telemetry Report 0.5 fixed header.
 type TR05Header struct {
 	Version          uint8
-	NextProto        uint8
+	NextProto        spec.TR05Proto
 	Dropped          bool
 	Congested        bool
 	TrackedFlow      bool
@@ -415,12 +411,12 @@ type TR05Switch struct {
 // TR05 is a decoded Telemetry Report 0.5 packet.
 type TR05 struct {
 	Header TR05Header
-	// Switch is set for NextProto TR05Local and TR05Drop.
+	// Switch is set for NextProto spec.TR05Local and spec.TR05Drop.
 	Switch TR05Switch
 	// ReporterID is Host-INT's sink node ID word, when present.
 	ReporterID    uint32
 	HasReporterID bool
-	Inner         []byte // Ethernet frame, or IPv4 packet for TR05IPv4
+	Inner         []byte // Ethernet frame, or IPv4 packet for spec.TR05IPv4
 }
 
 // DecodeTR05 decodes a Telemetry Report 0.5 UDP payload.
@@ -430,7 +426,7 @@ func DecodeTR05(b []byte) (TR05, error) {
 		return r, ErrTruncated
 	}
 	h := &r.Header
-	h.Version, h.NextProto = b[0]>>4, b[0]&0x0f
+	h.Version, h.NextProto = b[0]>>4, spec.TR05Proto(b[0]&0x0f)
 	h.Dropped, h.Congested, h.TrackedFlow = b[1]&0x80 != 0, b[1]&0x40 != 0, b[1]&0x20 != 0
 	h.HWID = b[3] & 0x3f
 	h.Seq = binary.BigEndian.Uint32(b[4:])
@@ -440,10 +436,10 @@ func DecodeTR05(b []byte) (TR05, error) {
 	}
 	rest := b[TR05HeaderLen:]
 	switch h.NextProto {
-	case TR05Ethernet:
-	case TR05Local, TR05Drop:
+	case spec.TR05Ethernet:
+	case spec.TR05Local, spec.TR05Drop:
 		n := TR05LocalLen
-		if h.NextProto == TR05Drop {
+		if h.NextProto == spec.TR05Drop {
 			n = TR05DropLen
 		}
 		if len(rest) < n {
@@ -454,14 +450,14 @@ func DecodeTR05(b []byte) (TR05, error) {
 		s.IngressPort = binary.BigEndian.Uint16(rest[4:])
 		s.EgressPort = binary.BigEndian.Uint16(rest[6:])
 		s.QueueID = rest[8]
-		if h.NextProto == TR05Local {
+		if h.NextProto == spec.TR05Local {
 			s.QueueOccupancy = binary.BigEndian.Uint32(rest[8:]) & 0xffffff
 			s.EgressTimestamp = binary.BigEndian.Uint32(rest[12:])
 		} else {
 			s.DropReason = rest[9]
 		}
 		rest = rest[n:]
-	case TR05IPv4:
+	case spec.TR05IPv4:
 		// An IPv4 header starts with version 4; anything else is the
 		// reporter's node ID word.
 		if len(rest) >= 4 && rest[0]>>4 != 4 {
@@ -471,7 +467,7 @@ func DecodeTR05(b []byte) (TR05, error) {
 		if len(rest) < IPv4MinLen || rest[0]>>4 != 4 {
 			return r, ErrBadVersion
 		}
-	case TR05HostDrop:
+	case spec.TR05HostDrop:
 	default:
 		return r, ErrBadType
 	}

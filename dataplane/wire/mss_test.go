@@ -6,6 +6,7 @@ import (
 
 	"github.com/intd-project/intd/dataplane/wire"
 	"github.com/intd-project/intd/dataplane/wire/wiretest"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // TestClampMSS: the MSS option of SYNs and SYN-ACKs is lowered, never
@@ -72,20 +73,20 @@ func TestClampMSS(t *testing.T) {
 // TestTCPSourceOverhead: the INT a source adds to a full-sized TCP
 // segment, by mode and marking, and the MSS that leaves room for it.
 func TestTCPSourceOverhead(t *testing.T) {
-	dscp := wire.SourceOptions{Encap: wire.EncapDSCP, DSCP: 0x17, Mask: 0x3f}
-	udp := wire.SourceOptions{Encap: wire.EncapUDPPort, UDPPort: 5000, NPT: wire.NPTUDPPort}
-	probe := wire.SourceOptions{Encap: wire.EncapProbe, ProbeMarker: 1}
+	dscp := wire.SourceOptions{Encap: spec.EncapDSCP, DSCP: 0x17, Mask: 0x3f}
+	udp := wire.SourceOptions{Encap: spec.EncapUDPPort, UDPPort: 5000, NPT: spec.NPTUDPPort}
+	probe := wire.SourceOptions{Encap: spec.EncapProbeMarker, ProbeMarker: 1}
 	for _, c := range []struct {
-		typ        wire.HeaderType
+		typ        spec.HeaderType
 		hops, hopW int
 		opt        wire.SourceOptions
 		want       int
 	}{
-		{wire.TypeMD, 8, 4, dscp, 4 + 12 + 8*4*4},
-		{wire.TypeMD, 8, 4, udp, 8 + 4 + 12 + 8*4*4},
-		{wire.TypeMD, 3, 1, probe, 8 + 4 + 12 + 3*4},
-		{wire.TypeMX, 8, 4, dscp, 4 + 12},
-		{wire.TypeMD, 8, 4, wire.SourceOptions{}, 0},
+		{spec.TypeMD, 8, 4, dscp, 4 + 12 + 8*4*4},
+		{spec.TypeMD, 8, 4, udp, 8 + 4 + 12 + 8*4*4},
+		{spec.TypeMD, 3, 1, probe, 8 + 4 + 12 + 3*4},
+		{spec.TypeMX, 8, 4, dscp, 4 + 12},
+		{spec.TypeMD, 8, 4, wire.SourceOptions{}, 0},
 	} {
 		if got := wire.TCPSourceOverhead(c.typ, c.hops, c.hopW, &c.opt); got != c.want {
 			t.Errorf("%v %d hops of %d words, %v: %d, want %d", c.typ, c.hops, c.hopW, c.opt.Encap, got, c.want)

@@ -20,7 +20,7 @@ func TestParserNoINT(t *testing.T) {
 		if err := (&wire.Parser{}).Parse(g, &p); err != nil {
 			t.Fatal(err)
 		}
-		out, err := wire.InsertINT(g, &p, wire.TypeMD, hdr, &opt)
+		out, err := wire.InsertINT(g, &p, spec.TypeMD, hdr, &opt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -28,9 +28,9 @@ func TestParserNoINT(t *testing.T) {
 	}
 	tcp := wiretest.TCPFrame("10.0.1.1", "10.0.2.1", 1, 80, 0, []byte("x"))
 	udp := wiretest.UDPFrame("10.0.1.1", "10.0.2.1", 1, 53, []byte("x"), true)
-	gpe := wiretest.UDPFrame("10.0.1.1", "10.0.2.1", 1, wire.PortVXLANGPE, []byte{wire.GPEFlagI | wire.GPEFlagP, 0, 0, wire.GPENextProtoINT,
+	gpe := wiretest.UDPFrame("10.0.1.1", "10.0.2.1", 1, spec.PortVXLANGPE, []byte{wire.GPEFlagI | wire.GPEFlagP, 0, 0, spec.VXLANGPENextProtoINT,
 		0, 0, 1, 0, 0x10, 3, 0, 3, 0x20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, true)
-	marked := &wire.Parser{DSCP: 0x17, DSCPMask: 0x3f, UDPPort: 5000, VXLANGPEPort: wire.PortVXLANGPE}
+	marked := &wire.Parser{DSCP: 0x17, DSCPMask: 0x3f, UDPPort: 5000, VXLANGPEPort: spec.PortVXLANGPE}
 	edge := *marked
 	edge.NoINT = true
 	for _, c := range []struct {
@@ -38,8 +38,8 @@ func TestParserNoINT(t *testing.T) {
 		f    []byte
 		tun  bool
 	}{
-		{"DSCP", insert(tcp, wire.SourceOptions{Encap: wire.EncapDSCP, DSCP: 0x17, Mask: 0x3f}), false},
-		{"UDP port", insert(udp, wire.SourceOptions{Encap: wire.EncapUDPPort, UDPPort: 5000, NPT: wire.NPTUDPPort}), false},
+		{"DSCP", insert(tcp, wire.SourceOptions{Encap: spec.EncapDSCP, DSCP: 0x17, Mask: 0x3f}), false},
+		{"UDP port", insert(udp, wire.SourceOptions{Encap: spec.EncapUDPPort, UDPPort: 5000, NPT: spec.NPTUDPPort}), false},
 		{"VXLAN-GPE", gpe, true},
 	} {
 		var p wire.Packet

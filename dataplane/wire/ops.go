@@ -104,7 +104,7 @@ func (e *edit) finish() {
 func (e *edit) shimLength(words int) error {
 	s := e.p.Shim
 	switch e.p.Encap {
-	case EncapGeneve:
+	case spec.EncapGeneve:
 		w := e.pkt[s+3]
 		nl := int(w&0x1f) + words
 		gl := int(e.pkt[e.p.Tunnel]&0x3f) + words
@@ -160,7 +160,7 @@ type PushOptions struct {
 // When the frame has no spare capacity it sets the M bit and returns
 // ErrNoRoom. p is updated to describe the new frame.
 func PushHop(pkt []byte, p *Packet, m *HopMetadata, opt PushOptions) ([]byte, error) {
-	if p.INT < 0 || p.INTType != TypeMD {
+	if p.INT < 0 || p.INTType != spec.TypeMD {
 		return pkt, ErrNoINT
 	}
 	if out, ok, err := pushHopFast(pkt, p, m, opt); ok {
@@ -177,7 +177,7 @@ func PushHop(pkt []byte, p *Packet, m *HopMetadata, opt PushOptions) ([]byte, er
 // needs the general path.
 func pushHopFast(pkt []byte, p *Packet, m *HopMetadata, opt PushOptions) (_ []byte, ok bool, _ error) {
 	l3, l4, intOff, shim := p.L3, p.L4, p.INT, p.Shim
-	if p.Encap == EncapGeneve || shim < 0 || l3 < 0 || (l4 >= 0 && (intOff-l4)&1 != 0) {
+	if p.Encap == spec.EncapGeneve || shim < 0 || l3 < 0 || (l4 >= 0 && (intOff-l4)&1 != 0) {
 		return pkt, false, nil
 	}
 	if len(pkt) < intOff+MDHeaderLen || len(pkt) < shim+2 || len(pkt) < l3+12 || (l4 >= 0 && shim < l4) {
@@ -286,7 +286,7 @@ func fold64(s uint64) uint32 {
 // pushHop is the general PushHop: Geneve, hop limit, no room, checksum
 // complement.
 func pushHop(pkt []byte, p *Packet, m *HopMetadata, opt PushOptions) ([]byte, error) {
-	if p.INT < 0 || p.INTType != TypeMD {
+	if p.INT < 0 || p.INTType != spec.TypeMD {
 		return pkt, ErrNoINT
 	}
 	if p.L4 >= 0 && (p.INT-p.L4)&1 != 0 {
@@ -307,7 +307,7 @@ func pushHop(pkt []byte, p *Packet, m *HopMetadata, opt PushOptions) ([]byte, er
 	}
 	n := hopML * 4
 	at := p.INT + MDHeaderLen
-	if p.Encap == EncapGeneve && int(pkt[p.Shim+3]&0x1f)+hopML > MaxGeneveOptionWords {
+	if p.Encap == spec.EncapGeneve && int(pkt[p.Shim+3]&0x1f)+hopML > MaxGeneveOptionWords {
 		return pkt, ErrGeneveTooLong
 	}
 	grown, err := insertGap(pkt, at, n)
@@ -364,14 +364,14 @@ func Strip(pkt []byte, p *Packet, opt SinkOptions) ([]byte, error) {
 	e := newEdit(pkt, p)
 	start, end := p.Shim, p.Next
 	switch p.Encap {
-	case EncapDSCP, EncapProbe, EncapUDPPort:
+	case spec.EncapDSCP, spec.EncapProbeMarker, spec.EncapUDPPort:
 		s, _ := DecodeShim(pkt[p.Shim:])
-		if p.Encap == EncapProbe {
+		if p.Encap == spec.EncapProbeMarker {
 			start -= ProbeLen
 		}
 		switch s.NPT {
-		case NPTNone:
-			if opt.RestoreDSCP && p.Encap == EncapDSCP {
+		case spec.NPTNone:
+			if opt.RestoreDSCP && p.Encap == spec.EncapDSCP {
 				tos := uint16(s.DSCP()) << 2
 				if p.IPVersion == 4 {
 					w := binary.BigEndian.Uint16(pkt[p.L3:])
@@ -381,18 +381,18 @@ func Strip(pkt []byte, p *Packet, opt SinkOptions) ([]byte, error) {
 					binary.BigEndian.PutUint16(pkt[p.L3:], w&0xf03f|tos<<4)
 				}
 			}
-		case NPTUDPPort:
+		case spec.NPTUDPPort:
 			e.set16(p.L4+2, s.Value)
-		case NPTIPProto:
+		case spec.NPTIPProto:
 			return stripNPT2(pkt, p, s)
 		}
-	case EncapGRE:
+	case spec.EncapGRE:
 		s, _ := DecodeGREShim(pkt[p.Shim:])
 		binary.BigEndian.PutUint16(pkt[p.Tunnel+2:], s.NextProto)
-	case EncapVXLANGPE:
+	case spec.EncapVXLANGPE:
 		s, _ := DecodeGPEShim(pkt[p.Shim:])
 		e.set16(p.Tunnel+2, uint16(pkt[p.Tunnel+2])<<8|uint16(s.NextProto))
-	case EncapGeneve:
+	case spec.EncapGeneve:
 		t := p.Tunnel
 		words := (end - start) / 4
 		e.set16(t, uint16(pkt[t]&0xc0|(pkt[t]&0x3f-uint8(words)))<<8|uint16(pkt[t+1]))
@@ -409,7 +409,7 @@ func Strip(pkt []byte, p *Packet, opt SinkOptions) ([]byte, error) {
 	e.finish()
 	copy(pkt[start:], pkt[end:])
 	pkt = pkt[:len(pkt)-n]
-	p.Encap, p.Shim, p.INT, p.INTLen, p.Next = EncapNone, -1, -1, 0, -1
+	p.Encap, p.Shim, p.INT, p.INTLen, p.Next = spec.EncapNone, -1, -1, 0, -1
 	return pkt, nil
 }
 
@@ -439,18 +439,18 @@ func stripNPT2(pkt []byte, p *Packet, s Shim) ([]byte, error) {
 	copy(pkt[start:], pkt[end:])
 	pkt = pkt[:len(pkt)-n]
 	p.Proto = s.OrigProto()
-	p.Encap, p.Shim, p.INT, p.INTLen, p.Next = EncapNone, -1, -1, 0, -1
+	p.Encap, p.Shim, p.INT, p.INTLen, p.Next = spec.EncapNone, -1, -1, 0, -1
 	return pkt, nil
 }
 
 // SourceOptions say how an INT source marks INT over TCP/UDP.
 type SourceOptions struct {
-	Encap Encap // EncapDSCP, EncapUDPPort or EncapProbe
-	// NPT for EncapUDPPort: NPTUDPPort (UDP only) or NPTIPProto (new UDP header).
-	NPT         uint8
-	DSCP, Mask  uint8  // EncapDSCP: new DSCP = old&^Mask | DSCP&Mask
-	UDPPort     uint16 // EncapUDPPort: INT_TBD destination port
-	ProbeMarker uint64 // EncapProbe
+	Encap spec.Encap // spec.EncapDSCP, spec.EncapUDPPort or spec.EncapProbeMarker
+	// NPT for spec.EncapUDPPort: spec.NPTUDPPort (UDP only) or spec.NPTIPProto (new UDP header).
+	NPT         spec.NPT
+	DSCP, Mask  uint8  // spec.EncapDSCP: new DSCP = old&^Mask | DSCP&Mask
+	UDPPort     uint16 // spec.EncapUDPPort: INT_TBD destination port
+	ProbeMarker uint64 // spec.EncapProbeMarker
 }
 
 // TCPSourceOverhead is the most INT a source marking as opt says adds to
@@ -459,16 +459,16 @@ type SourceOptions struct {
 // marking adds (the probe marker; with UDP-port marking the UDP header of
 // NPT 2, which TCP always gets). 0 when opt marks nothing. An MSS that
 // leaves this much room under the MTU lets every segment carry INT.
-func TCPSourceOverhead(typ HeaderType, hops, hopWords int, opt *SourceOptions) int {
+func TCPSourceOverhead(typ spec.HeaderType, hops, hopWords int, opt *SourceOptions) int {
 	n := ShimLen + MDHeaderLen // MX header: the same 12 bytes
-	if typ == TypeMD {
+	if typ == spec.TypeMD {
 		n += hops * hopWords * 4
 	}
 	switch opt.Encap {
-	case EncapDSCP:
-	case EncapProbe:
+	case spec.EncapDSCP:
+	case spec.EncapProbeMarker:
 		n += ProbeLen
-	case EncapUDPPort:
+	case spec.EncapUDPPort:
 		n += UDPLen
 	default:
 		return 0
@@ -483,7 +483,7 @@ func TCPSourceOverhead(typ HeaderType, hops, hopWords int, opt *SourceOptions) i
 // opt says. For NPT 2 a new UDP header with an entropy source port (hash of
 // the original 5-tuple) and a zero checksum goes in front of the original
 // L4 header. p describes the new frame afterwards.
-func InsertINT(pkt []byte, p *Packet, typ HeaderType, hdr []byte, opt *SourceOptions) ([]byte, error) {
+func InsertINT(pkt []byte, p *Packet, typ spec.HeaderType, hdr []byte, opt *SourceOptions) ([]byte, error) {
 	if p.INT >= 0 {
 		return pkt, ErrBadType // already has INT
 	}
@@ -497,7 +497,7 @@ func InsertINT(pkt []byte, p *Packet, typ HeaderType, hdr []byte, opt *SourceOpt
 		origDSCP = uint8(binary.BigEndian.Uint16(pkt[p.L3:])>>4) >> 2
 	}
 	shim := Shim{Type: typ, Length: uint8(len(hdr) / 4)}
-	if opt.Encap == EncapUDPPort && opt.NPT == NPTIPProto {
+	if opt.Encap == spec.EncapUDPPort && opt.NPT == spec.NPTIPProto {
 		return insertNPT2(pkt, p, shim, hdr, opt)
 	}
 	if p.L4 < 0 {
@@ -506,15 +506,15 @@ func InsertINT(pkt []byte, p *Packet, typ HeaderType, hdr []byte, opt *SourceOpt
 	at := p.L4 + p.L4HeaderLen
 	pre := 0
 	switch opt.Encap {
-	case EncapDSCP:
+	case spec.EncapDSCP:
 		shim.Value = ShimDSCP(origDSCP)
-	case EncapProbe:
+	case spec.EncapProbeMarker:
 		pre = ProbeLen
-	case EncapUDPPort:
-		if p.Proto != ProtoUDP || opt.NPT != NPTUDPPort {
+	case spec.EncapUDPPort:
+		if p.Proto != ProtoUDP || opt.NPT != spec.NPTUDPPort {
 			return pkt, ErrUnsupported
 		}
-		shim.NPT = NPTUDPPort
+		shim.NPT = spec.NPTUDPPort
 		shim.Value = binary.BigEndian.Uint16(pkt[p.L4+2:])
 	default:
 		return pkt, ErrUnsupported
@@ -534,7 +534,7 @@ func InsertINT(pkt []byte, p *Packet, typ HeaderType, hdr []byte, opt *SourceOpt
 	copy(pkt[at+pre+ShimLen:], hdr)
 	e.delta += fold64(Sum64(0, pkt[at:at+n]))
 	switch opt.Encap {
-	case EncapDSCP:
+	case spec.EncapDSCP:
 		tos := (origDSCP&^opt.Mask | opt.DSCP&opt.Mask) << 2
 		if p.IPVersion == 4 {
 			w := binary.BigEndian.Uint16(pkt[p.L3:])
@@ -543,7 +543,7 @@ func InsertINT(pkt []byte, p *Packet, typ HeaderType, hdr []byte, opt *SourceOpt
 			w := binary.BigEndian.Uint16(pkt[p.L3:])
 			binary.BigEndian.PutUint16(pkt[p.L3:], w&0xf03f|uint16(tos)<<4)
 		}
-	case EncapUDPPort:
+	case spec.EncapUDPPort:
 		e.set16(p.L4+2, opt.UDPPort)
 	}
 	e.l4Length(n)
@@ -558,7 +558,7 @@ func insertNPT2(pkt []byte, p *Packet, shim Shim, hdr []byte, opt *SourceOptions
 	if p.IPVersion == 6 && p.IPHeaderLen != IPv6Len {
 		return pkt, ErrUnsupported
 	}
-	shim.NPT, shim.Value = NPTIPProto, uint16(p.Proto)
+	shim.NPT, shim.Value = spec.NPTIPProto, uint16(p.Proto)
 	at := p.L3 + p.IPHeaderLen // works for any payload, e.g. IPsec or IP-in-IP
 	n := UDPLen + ShimLen + len(hdr)
 	grown, err := insertGap(pkt, at, n)
@@ -583,7 +583,7 @@ func insertNPT2(pkt []byte, p *Packet, shim Shim, hdr []byte, opt *SourceOptions
 	}
 	e.ipLength(n)
 	p.Proto, p.L4, p.L4HeaderLen = ProtoUDP, at, UDPLen
-	p.Encap, p.Shim, p.INT, p.INTType = EncapUDPPort, at+UDPLen, at+UDPLen+ShimLen, shim.Type
+	p.Encap, p.Shim, p.INT, p.INTType = spec.EncapUDPPort, at+UDPLen, at+UDPLen+ShimLen, shim.Type
 	p.INTLen, p.Next = len(hdr), at+n
 	return pkt, nil
 }

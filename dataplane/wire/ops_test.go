@@ -14,7 +14,7 @@ func TestPushHopLimits(t *testing.T) {
 		pkt := withRoom(orig, 64)
 		var p Packet
 		must(t, c.ParseIP(pkt, &p))
-		pkt, err := InsertINT(pkt, &p, TypeMD, mdSource(t, exMD(remaining)), &SourceOptions{Encap: EncapUDPPort, NPT: NPTUDPPort, UDPPort: exINTPort})
+		pkt, err := InsertINT(pkt, &p, spec.TypeMD, mdSource(t, exMD(remaining)), &SourceOptions{Encap: spec.EncapUDPPort, NPT: spec.NPTUDPPort, UDPPort: exINTPort})
 		must(t, err)
 		out := make([]byte, len(pkt), len(pkt)+room)
 		copy(out, pkt)
@@ -49,10 +49,10 @@ func TestPushHopLimits(t *testing.T) {
 	md := mdSource(t, MDHeader{Version: 2, HopML: 8, RemainingHops: 8, Instructions: spec.InstNodeID})
 	body := make([]byte, GeneveLen+4, 64)
 	must(t, Geneve{OptLen: 4, Protocol: EtherTypeTEB}.Put(body))
-	must(t, GeneveOption{Class: GeneveClassINT, Type: 1, Length: 3}.Put(body[GeneveLen:]))
+	must(t, GeneveOption{Class: spec.GeneveClassINT, Type: 1, Length: 3}.Put(body[GeneveLen:]))
 	body = append(append(body, md...), inner...)
-	pkt = withRoom(udpTunnel(t, PortGeneve, body), 512)
-	g := Parser{GenevePort: PortGeneve}
+	pkt = withRoom(udpTunnel(t, spec.PortGeneve, body), 512)
+	g := Parser{GenevePort: spec.PortGeneve}
 	for i := 0; ; i++ {
 		must(t, g.ParseIP(pkt, &p))
 		pkt, err = PushHop(pkt, &p, hopNQ(1), PushOptions{})
@@ -75,21 +75,21 @@ func TestParseVLANAndChainedGPE(t *testing.T) {
 	inner := innerEthernet(t)
 	md := mdSource(t, exMD(8))
 	body := make([]byte, VXLANLen+ShimLen, 128)
-	must(t, VXLANGPE{Flags: GPEFlagI | GPEFlagP, NextProto: GPENextProtoINT, VNI: 7}.Put(body))
-	must(t, GPEShim{Type: TypeMD, Length: uint8(len(md) / 4), NextProto: GPENextProtoINT}.Put(body[VXLANLen:]))
+	must(t, VXLANGPE{Flags: GPEFlagI | GPEFlagP, NextProto: spec.VXLANGPENextProtoINT, VNI: 7}.Put(body))
+	must(t, GPEShim{Type: spec.TypeMD, Length: uint8(len(md) / 4), NextProto: spec.VXLANGPENextProtoINT}.Put(body[VXLANLen:]))
 	body = append(body, md...)
 	dst := make([]byte, 8)
-	must(t, GPEShim{Type: TypeDestination, Length: 1, NextProto: 3}.Put(dst))
+	must(t, GPEShim{Type: spec.TypeDestination, Length: 1, NextProto: 3}.Put(dst))
 	body = append(append(body, dst...), inner...)
-	ip := udpTunnel(t, PortVXLANGPE, body)
+	ip := udpTunnel(t, spec.PortVXLANGPE, body)
 	frame := make([]byte, 22, 22+len(ip)+64)
 	must(t, PutEthernet(frame, macO2, macO1, EtherTypeQinQ))
 	copy(frame[14:], []byte{0x00, 0x64, 0x81, 0x00, 0x20, 0xc8, 0x08, 0x00}) // VLAN 100, VLAN 200
 	frame = append(frame, ip...)
-	c := Parser{VXLANGPEPort: PortVXLANGPE}
+	c := Parser{VXLANGPEPort: spec.PortVXLANGPE}
 	var p Packet
 	must(t, c.Parse(frame, &p))
-	if p.VLANs != 2 || p.VLAN != [2]uint16{100, 200} || p.Encap != EncapVXLANGPE || p.INTType != TypeMD {
+	if p.VLANs != 2 || p.VLAN != [2]uint16{100, 200} || p.Encap != spec.EncapVXLANGPE || p.INTType != spec.TypeMD {
 		t.Fatalf("parse %+v", p)
 	}
 	frame, err := PushHop(frame, &p, hopNQ(1), PushOptions{})
@@ -101,7 +101,7 @@ func TestParseVLANAndChainedGPE(t *testing.T) {
 	frame, err = Strip(frame, &p, SinkOptions{})
 	must(t, err)
 	must(t, c.Parse(frame, &p))
-	if p.HasINT() || frame[p.Tunnel+3] != GPENextProtoINT || HeaderType(frame[p.Tunnel+VXLANLen]>>4) != TypeDestination {
+	if p.HasINT() || frame[p.Tunnel+3] != spec.VXLANGPENextProtoINT || spec.HeaderType(frame[p.Tunnel+VXLANLen]>>4) != spec.TypeDestination {
 		t.Fatalf("after strip: %+v", p)
 	}
 	checkChecksums(t, frame, &p)

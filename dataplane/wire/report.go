@@ -57,26 +57,7 @@ func AppendGroupHeader(dst []byte, g GroupHeader) ([]byte, error) {
 	return binary.BigEndian.AppendUint32(dst, g.NodeID), nil
 }
 
-// ReportType is RepType.
-type ReportType uint8
-
-const (
-	RepInnerOnly ReportType = 0
-	RepINT       ReportType = 1
-	RepIOAM      ReportType = 2
-)
-
-// InnerType is InType: what follows the main contents.
-type InnerType uint8
-
-const (
-	InNone     InnerType = 0
-	InTLV      InnerType = 1
-	InDSExt    InnerType = 2 // domain-specific extension data
-	InEthernet InnerType = 3
-	InIPv4     InnerType = 4
-	InIPv6     InnerType = 5
-)
+// The report and inner types (spec.RepType, spec.InType) are sai/spec's.
 
 // Report metadata bits (RepMdBits). Bit 0 is reserved because the node ID
 // is in the group header; bit 15 is queue id + drop reason.
@@ -89,14 +70,14 @@ const (
 	RepL2Ports          = uint16(spec.InstL2Interfaces)
 	RepTxUtilization    = uint16(spec.InstEgressTxUtil)
 	RepBuffer           = uint16(spec.InstBuffer)
-	RepDrop             = uint16(1) // bit 15: queue id(8) + drop reason(8) + pad(16)
+	RepDrop             = uint16(0x8000) >> spec.RepMdDropReason // queue id(8) + drop reason(8) + pad(16)
 )
 
 // ReportHeader carries the fields of an individual report other than the
 // metadata values and the inner contents.
 type ReportHeader struct {
-	Type         ReportType
-	InType       InnerType
+	Type         spec.RepType
+	InType       spec.InType
 	Dropped      bool // D
 	Congested    bool // Q
 	TrackedFlow  bool // F
@@ -173,7 +154,7 @@ func AppendReport(dst []byte, h *ReportHeader, md *ReportMetadata, ds, inner []b
 	}
 	mdWords := 0
 	fixed := 0
-	if h.Type == RepINT {
+	if h.Type == spec.RepINT {
 		mdWords = RepMdWords(h.RepMdBits) + len(ds)/4
 		fixed = INTReportFixedLen
 	} else if len(ds) != 0 || md != nil {
@@ -190,7 +171,7 @@ func AppendReport(dst []byte, h *ReportHeader, md *ReportMetadata, ds, inner []b
 	}
 	flags := b2u8(h.Dropped)<<7 | b2u8(h.Congested)<<6 | b2u8(h.TrackedFlow)<<5 | b2u8(h.Intermediate)<<4
 	dst = append(dst, uint8(h.Type)<<4|uint8(h.InType), uint8(lw), uint8(mdWords), flags)
-	if h.Type == RepINT {
+	if h.Type == spec.RepINT {
 		dst = binary.BigEndian.AppendUint16(dst, h.RepMdBits)
 		dst = binary.BigEndian.AppendUint16(dst, h.DomainID)
 		dst = binary.BigEndian.AppendUint16(dst, h.DSMdBits)
@@ -297,7 +278,7 @@ func (rr *ReportReader) Next(r *Report) bool {
 		return false
 	}
 	*r = Report{}
-	r.Type, r.InType = ReportType(b[0]>>4), InnerType(b[0]&0x0f)
+	r.Type, r.InType = spec.RepType(b[0]>>4), spec.InType(b[0]&0x0f)
 	r.Length, r.MDLength = b[1], b[2]
 	r.Dropped, r.Congested = b[3]&0x80 != 0, b[3]&0x40 != 0
 	r.TrackedFlow, r.Intermediate = b[3]&0x20 != 0, b[3]&0x10 != 0
@@ -312,7 +293,7 @@ func (rr *ReportReader) Next(r *Report) bool {
 	body := b[ReportHeaderLen:end]
 	rr.rest = b[end:]
 	switch r.Type {
-	case RepINT:
+	case spec.RepINT:
 		md := int(r.MDLength) * 4
 		if len(body) < INTReportFixedLen+md {
 			rr.err = ErrBadLength
@@ -328,7 +309,7 @@ func (rr *ReportReader) Next(r *Report) bool {
 		}
 		r.Metadata = body[INTReportFixedLen : INTReportFixedLen+md : INTReportFixedLen+md]
 		r.Inner = body[INTReportFixedLen+md:]
-	case RepInnerOnly:
+	case spec.RepInnerOnly:
 		r.Inner = body
 	default:
 		r.Inner = body // IOAM and future types: contents left opaque

@@ -1,23 +1,15 @@
 package wire
 
-import "encoding/binary"
+import (
+	"encoding/binary"
 
-// HeaderType is the INT header type carried in shims and Geneve options.
-type HeaderType uint8
-
-const (
-	TypeMD          HeaderType = 1 // INT-MD: transit hops push metadata
-	TypeDestination HeaderType = 2 // consumed by the sink only (format not yet defined)
-	TypeMX          HeaderType = 3 // INT-MX: hops export metadata in reports
+	"github.com/intd-project/intd/sai/spec"
 )
 
-// Next Protocol Type values of the TCP/UDP shim.
-const (
-	NPTNone     = 0 // DSCP or probe marking; Value may carry the original DSCP
-	NPTUDPPort  = 1 // Value is the original UDP destination port
-	NPTIPProto  = 2 // a new UDP header was inserted; Value is the original IP protocol
-	maxShimWord = 255
-)
+// The INT header types (spec.HeaderType) and Next Protocol Types
+// (spec.NPT) are sai/spec's.
+
+const maxShimWord = 255
 
 // Shim is the 4-byte INT shim for TCP/UDP:
 //
@@ -25,8 +17,8 @@ const (
 //
 // Length counts the INT header and stack in 4-byte words, not the shim.
 type Shim struct {
-	Type   HeaderType
-	NPT    uint8
+	Type   spec.HeaderType
+	NPT    spec.NPT
 	Length uint8
 	Value  uint16
 }
@@ -47,8 +39,8 @@ func DecodeShim(b []byte) (Shim, error) {
 		return Shim{}, ErrTruncated
 	}
 	return Shim{
-		Type:   HeaderType(b[0] >> 4),
-		NPT:    (b[0] >> 2) & 3,
+		Type:   spec.HeaderType(b[0] >> 4),
+		NPT:    spec.NPT(b[0]>>2) & 3,
 		Length: b[1],
 		Value:  binary.BigEndian.Uint16(b[2:]),
 	}, nil
@@ -62,7 +54,7 @@ func (s Shim) Put(b []byte) error {
 	if s.Type > 15 || s.NPT > 3 {
 		return ErrBadValue
 	}
-	b[0] = uint8(s.Type)<<4 | s.NPT<<2
+	b[0] = uint8(s.Type)<<4 | uint8(s.NPT)<<2
 	b[1] = s.Length
 	binary.BigEndian.PutUint16(b[2:], s.Value)
 	return nil
@@ -74,7 +66,7 @@ func (s Shim) Put(b []byte) error {
 //
 // G set means the INT source added the GRE encapsulation itself.
 type GREShim struct {
-	Type      HeaderType
+	Type      spec.HeaderType
 	G         bool
 	Length    uint8
 	NextProto uint16
@@ -86,7 +78,7 @@ func DecodeGREShim(b []byte) (GREShim, error) {
 		return GREShim{}, ErrTruncated
 	}
 	return GREShim{
-		Type:      HeaderType(b[0] >> 4),
+		Type:      spec.HeaderType(b[0] >> 4),
 		G:         b[0]&0x08 != 0,
 		Length:    b[1],
 		NextProto: binary.BigEndian.Uint16(b[2:]),
@@ -112,9 +104,9 @@ func (s GREShim) Put(b []byte) error {
 //	Type(4) Rsvd(4) | Length(8) | G(1) Reserved(7) | Next Protocol(8)
 //
 // G set means the original packet used plain VXLAN. NextProto is
-// GPENextProtoINT when another INT shim follows.
+// spec.VXLANGPENextProtoINT when another INT shim follows.
 type GPEShim struct {
-	Type      HeaderType
+	Type      spec.HeaderType
 	Length    uint8
 	G         bool
 	NextProto uint8
@@ -125,7 +117,7 @@ func DecodeGPEShim(b []byte) (GPEShim, error) {
 	if len(b) < ShimLen {
 		return GPEShim{}, ErrTruncated
 	}
-	return GPEShim{Type: HeaderType(b[0] >> 4), Length: b[1], G: b[2]&0x80 != 0, NextProto: b[3]}, nil
+	return GPEShim{Type: spec.HeaderType(b[0] >> 4), Length: b[1], G: b[2]&0x80 != 0, NextProto: b[3]}, nil
 }
 
 // Put writes s into b[:4].
@@ -147,7 +139,7 @@ func (s GPEShim) Put(b []byte) error {
 //
 //	Option Class(16) | Type(8) | R(3) Length(5)
 //
-// For INT the class is GeneveClassINT and the type is the INT header type.
+// For INT the class is spec.GeneveClassINT and the type is the INT header type.
 // Length counts the option data in 4-byte words, at most 31 (124 bytes).
 type GeneveOption struct {
 	Class  uint16

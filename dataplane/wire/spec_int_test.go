@@ -187,8 +187,8 @@ func TestSpecExampleMDOverTCP(t *testing.T) {
 		t.Fatal("original packet parsed as INT")
 	}
 	// Switch1 (source) inserts INT-MD with its own hop: 8 -> 7.
-	pkt, err := InsertINT(pkt, &p, TypeMD, mdSource(t, exMD(7), hopNQ(1)),
-		&SourceOptions{Encap: EncapDSCP, DSCP: exINTDSCP, Mask: 0x3f})
+	pkt, err := InsertINT(pkt, &p, spec.TypeMD, mdSource(t, exMD(7), hopNQ(1)),
+		&SourceOptions{Encap: spec.EncapDSCP, DSCP: exINTDSCP, Mask: 0x3f})
 	must(t, err)
 	checkChecksums(t, pkt, &p)
 	// Switch2 (transit) parses and pushes: 7 -> 6.
@@ -199,11 +199,11 @@ func TestSpecExampleMDOverTCP(t *testing.T) {
 	checkChecksums(t, pkt, &p)
 	// Switch3 (sink) decodes and strips.
 	must(t, c.ParseIP(pkt, &p))
-	if p.Encap != EncapDSCP || p.Shim != 40 {
+	if p.Encap != spec.EncapDSCP || p.Shim != 40 {
 		t.Fatalf("parse: %+v", p)
 	}
 	s, _ := DecodeShim(pkt[p.Shim:])
-	if s != (Shim{Type: TypeMD, NPT: 0, Length: 7, Value: ShimDSCP(exOrigDSCP)}) || s.DSCP() != exOrigDSCP {
+	if s != (Shim{Type: spec.TypeMD, NPT: 0, Length: 7, Value: ShimDSCP(exOrigDSCP)}) || s.DSCP() != exOrigDSCP {
 		t.Fatalf("shim %+v", s)
 	}
 	checkMD(t, pkt, &p, 6, 2, 1)
@@ -219,8 +219,8 @@ func TestSpecExampleMXOverTCP(t *testing.T) {
 	pkt := withRoom(orig, 64)
 	var p Packet
 	must(t, c.ParseIP(pkt, &p))
-	pkt, err := InsertINT(pkt, &p, TypeMX, mxSource(t, exMX, nil),
-		&SourceOptions{Encap: EncapDSCP, DSCP: exINTDSCP, Mask: 0x3f})
+	pkt, err := InsertINT(pkt, &p, spec.TypeMX, mxSource(t, exMX, nil),
+		&SourceOptions{Encap: spec.EncapDSCP, DSCP: exINTDSCP, Mask: 0x3f})
 	must(t, err)
 	mustEqual(t, "INT-MX over TCP", pkt, want)
 	checkChecksums(t, pkt, &p)
@@ -234,10 +234,10 @@ func TestSpecExampleMXOverTCP(t *testing.T) {
 func TestSpecExampleNewUDPBeforeTCP(t *testing.T) {
 	for _, tc := range []struct {
 		name, lit string
-		typ       HeaderType
+		typ       spec.HeaderType
 	}{
-		{"MD", exMDNewUDPBeforeTCP, TypeMD},
-		{"MX", exMXNewUDPBeforeTCP, TypeMX},
+		{"MD", exMDNewUDPBeforeTCP, spec.TypeMD},
+		{"MX", exMXNewUDPBeforeTCP, spec.TypeMX},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			want := hx(t, tc.lit)
@@ -248,12 +248,12 @@ func TestSpecExampleNewUDPBeforeTCP(t *testing.T) {
 			must(t, c.ParseIP(pkt, &p))
 			entropy := p.Flow.EntropyPort()
 			hdr := mxSource(t, exMX, nil)
-			if tc.typ == TypeMD {
+			if tc.typ == spec.TypeMD {
 				hdr = mdSource(t, exMD(7), hopNQ(1))
 			}
-			pkt, err := InsertINT(pkt, &p, tc.typ, hdr, &SourceOptions{Encap: EncapUDPPort, NPT: NPTIPProto, UDPPort: exINTPort})
+			pkt, err := InsertINT(pkt, &p, tc.typ, hdr, &SourceOptions{Encap: spec.EncapUDPPort, NPT: spec.NPTIPProto, UDPPort: exINTPort})
 			must(t, err)
-			if tc.typ == TypeMD {
+			if tc.typ == spec.TypeMD {
 				must(t, c.ParseIP(pkt, &p))
 				pkt, err = PushHop(pkt, &p, hopNQ(2), PushOptions{})
 				must(t, err)
@@ -264,14 +264,14 @@ func TestSpecExampleNewUDPBeforeTCP(t *testing.T) {
 			mustEqual(t, "new UDP + INT before TCP", pkt, want)
 			must(t, c.ParseIP(pkt, &p))
 			checkChecksums(t, pkt, &p) // outer UDP checksum is zero
-			if p.Encap != EncapUDPPort || p.Flow.Proto != ProtoTCP || p.Flow.SrcPort != 50000 || p.Flow.DstPort != 80 {
+			if p.Encap != spec.EncapUDPPort || p.Flow.Proto != ProtoTCP || p.Flow.SrcPort != 50000 || p.Flow.DstPort != 80 {
 				t.Fatalf("parse: %+v", p)
 			}
 			s, _ := DecodeShim(pkt[p.Shim:])
-			if s.NPT != NPTIPProto || s.OrigProto() != ProtoTCP {
+			if s.NPT != spec.NPTIPProto || s.OrigProto() != ProtoTCP {
 				t.Fatalf("shim %+v", s)
 			}
-			if tc.typ == TypeMD {
+			if tc.typ == spec.TypeMD {
 				checkMD(t, pkt, &p, 6, 2, 1)
 			} else {
 				checkMX(t, pkt, &p, exMX)
@@ -289,10 +289,10 @@ func TestSpecExampleNewUDPBeforeTCP(t *testing.T) {
 func TestSpecExampleBetweenUDPAndPayload(t *testing.T) {
 	for _, tc := range []struct {
 		name, lit string
-		typ       HeaderType
+		typ       spec.HeaderType
 	}{
-		{"MD", exMDBetweenUDPAndPayload, TypeMD},
-		{"MX", exMXBetweenUDPAndPayload, TypeMX},
+		{"MD", exMDBetweenUDPAndPayload, spec.TypeMD},
+		{"MX", exMXBetweenUDPAndPayload, spec.TypeMX},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			want := hx(t, tc.lit)
@@ -302,13 +302,13 @@ func TestSpecExampleBetweenUDPAndPayload(t *testing.T) {
 			var p Packet
 			must(t, c.ParseIP(pkt, &p))
 			hdr := mxSource(t, exMX, nil)
-			if tc.typ == TypeMD {
+			if tc.typ == spec.TypeMD {
 				hdr = mdSource(t, exMD(7), hopNQ(1))
 			}
-			pkt, err := InsertINT(pkt, &p, tc.typ, hdr, &SourceOptions{Encap: EncapUDPPort, NPT: NPTUDPPort, UDPPort: exINTPort})
+			pkt, err := InsertINT(pkt, &p, tc.typ, hdr, &SourceOptions{Encap: spec.EncapUDPPort, NPT: spec.NPTUDPPort, UDPPort: exINTPort})
 			must(t, err)
 			checkChecksums(t, pkt, &p)
-			if tc.typ == TypeMD {
+			if tc.typ == spec.TypeMD {
 				must(t, c.ParseIP(pkt, &p))
 				pkt, err = PushHop(pkt, &p, hopNQ(2), PushOptions{})
 				must(t, err)
@@ -319,7 +319,7 @@ func TestSpecExampleBetweenUDPAndPayload(t *testing.T) {
 			if p.Flow.DstPort != exOrigPort {
 				t.Fatalf("flow %+v: want original port", p.Flow)
 			}
-			if tc.typ == TypeMD {
+			if tc.typ == spec.TypeMD {
 				checkMD(t, pkt, &p, 6, 2, 1)
 			} else {
 				checkMX(t, pkt, &p, exMX)
@@ -343,7 +343,7 @@ func TestSpecExampleMXBeforeIPsec(t *testing.T) {
 	pkt := withRoom(orig, 64)
 	var p Packet
 	must(t, c.ParseIP(pkt, &p))
-	pkt, err := InsertINT(pkt, &p, TypeMX, mxSource(t, exMX, nil), &SourceOptions{Encap: EncapUDPPort, NPT: NPTIPProto, UDPPort: exINTPort})
+	pkt, err := InsertINT(pkt, &p, spec.TypeMX, mxSource(t, exMX, nil), &SourceOptions{Encap: spec.EncapUDPPort, NPT: spec.NPTIPProto, UDPPort: exINTPort})
 	must(t, err)
 	mustEqual(t, "INT-MX before IPsec", pkt, want)
 	must(t, c.ParseIP(pkt, &p))
@@ -389,7 +389,7 @@ func TestSpecExampleMXSourceInsertedDS(t *testing.T) {
 	pkt := withRoom(orig, 64)
 	var p Packet
 	must(t, c.ParseIP(pkt, &p))
-	pkt, err := InsertINT(pkt, &p, TypeMX, mxSource(t, mx, ds), &SourceOptions{Encap: EncapUDPPort, NPT: NPTIPProto, UDPPort: exINTPort})
+	pkt, err := InsertINT(pkt, &p, spec.TypeMX, mxSource(t, mx, ds), &SourceOptions{Encap: spec.EncapUDPPort, NPT: spec.NPTIPProto, UDPPort: exINTPort})
 	must(t, err)
 	mustEqual(t, "INT-MX with source-inserted metadata", pkt, want)
 	must(t, c.ParseIP(pkt, &p))
@@ -427,7 +427,7 @@ func TestSpecExampleMDSourceOnlyDS(t *testing.T) {
 	pkt := withRoom(orig, 64)
 	var p Packet
 	must(t, c.ParseIP(pkt, &p))
-	pkt, err := InsertINT(pkt, &p, TypeMD, src, &SourceOptions{Encap: EncapUDPPort, NPT: NPTUDPPort, UDPPort: exINTPort})
+	pkt, err := InsertINT(pkt, &p, spec.TypeMD, src, &SourceOptions{Encap: spec.EncapUDPPort, NPT: spec.NPTUDPPort, UDPPort: exINTPort})
 	must(t, err)
 	for _, n := range []uint32{1, 2} {
 		must(t, c.ParseIP(pkt, &p))

@@ -3,6 +3,8 @@ package wire
 import (
 	"bytes"
 	"testing"
+
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // Examples of telemetry-report-v2.0.mdk §5 "Examples of Telemetry Reports".
@@ -103,7 +105,7 @@ func TestSpecReportBaselineTruncatedIPv4(t *testing.T) {
 	buf := make([]byte, 0, 256)
 	buf, err := AppendGroupHeader(buf, exGroupHeader)
 	must(t, err)
-	h := ReportHeader{Type: RepINT, InType: InIPv4, TrackedFlow: true, RepMdBits: RepL1Ports | RepQueue}
+	h := ReportHeader{Type: spec.RepINT, InType: spec.InIPv4, TrackedFlow: true, RepMdBits: RepL1Ports | RepQueue}
 	buf, err = AppendReport(buf, &h, exReportMD(), nil, trunc)
 	must(t, err)
 	mustEqual(t, "report", buf, want)
@@ -149,7 +151,7 @@ func TestSpecReportDSMetadataTLV(t *testing.T) {
 	must(t, err)
 	buf, err := AppendGroupHeader(make([]byte, 0, 256), exGroupHeader)
 	must(t, err)
-	h := ReportHeader{Type: RepINT, InType: InTLV, TrackedFlow: true, RepMdBits: RepL1Ports | RepQueue,
+	h := ReportHeader{Type: spec.RepINT, InType: spec.InTLV, TrackedFlow: true, RepMdBits: RepL1Ports | RepQueue,
 		DomainID: 0xabcd, DSMdBits: 0x8000, DSMdStatus: 1}
 	buf, err = AppendReport(buf, &h, exReportMD(), dsmd, tlvs)
 	must(t, err)
@@ -187,7 +189,7 @@ func embeddedMDPacket(t testing.TB) []byte {
 	pkt := withRoom(tcpPacket(t, 0, payld), 64)
 	var p Packet
 	must(t, c.ParseIP(pkt, &p))
-	pkt, err := InsertINT(pkt, &p, TypeMD, mdSource(t, exMD(7), hopNQ(1)), &SourceOptions{Encap: EncapUDPPort, NPT: NPTIPProto, UDPPort: exINTPort})
+	pkt, err := InsertINT(pkt, &p, spec.TypeMD, mdSource(t, exMD(7), hopNQ(1)), &SourceOptions{Encap: spec.EncapUDPPort, NPT: spec.NPTIPProto, UDPPort: exINTPort})
 	must(t, err)
 	must(t, c.ParseIP(pkt, &p))
 	pkt, err = PushHop(pkt, &p, hopNQ(2), PushOptions{})
@@ -200,7 +202,7 @@ func TestSpecReportEmbeddedMD(t *testing.T) {
 	trunc := embeddedMDPacket(t)[:80] // ends after the original TCP header
 	buf, err := AppendGroupHeader(make([]byte, 0, 256), exGroupHeader)
 	must(t, err)
-	h := ReportHeader{Type: RepINT, InType: InIPv4, TrackedFlow: true, RepMdBits: RepQueue}
+	h := ReportHeader{Type: spec.RepINT, InType: spec.InIPv4, TrackedFlow: true, RepMdBits: RepQueue}
 	buf, err = AppendReport(buf, &h, &ReportMetadata{QueueOccupancy: 0x300}, nil, trunc)
 	must(t, err)
 	mustEqual(t, "report", buf, want)
@@ -226,10 +228,10 @@ func TestSpecReportEmbeddedMD(t *testing.T) {
 
 func TestReportCoalescedAndToEnd(t *testing.T) {
 	buf, _ := AppendGroupHeader(nil, exGroupHeader)
-	h1 := ReportHeader{Type: RepINT, InType: InNone, Dropped: true, RepMdBits: RepDrop | RepHopLatency}
+	h1 := ReportHeader{Type: spec.RepINT, InType: spec.InNone, Dropped: true, RepMdBits: RepDrop | RepHopLatency}
 	buf, err := AppendReport(buf, &h1, &ReportMetadata{HopLatency: 99, DropQueueID: 4, DropReason: 71}, nil, nil)
 	must(t, err)
-	h2 := ReportHeader{Type: RepInnerOnly, InType: InEthernet, Congested: true}
+	h2 := ReportHeader{Type: spec.RepInnerOnly, InType: spec.InEthernet, Congested: true}
 	big := bytes.Repeat([]byte{0xab}, 1100) // > 254 words: Report Length 0xFF
 	buf, err = AppendReport(buf, &h2, nil, nil, big)
 	must(t, err)

@@ -2,6 +2,8 @@ package wire
 
 import (
 	"testing"
+
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // Tunnel examples of int-spec-v2.1.mdk §6: IPv4/GRE (original packet IPv4,
@@ -164,13 +166,13 @@ func parseFrame(t testing.TB, c *Parser, withEth bool, b []byte, p *Packet) {
 func TestSpecExampleOverGRE(t *testing.T) {
 	for _, tc := range []struct {
 		name, lit string
-		typ       HeaderType
+		typ       spec.HeaderType
 		ce        bool
 	}{
-		{"MD-IPv4", exMDOverGRE, TypeMD, false},
-		{"MX-IPv4", exMXOverGRE, TypeMX, false},
-		{"MD-CE", exMDOverGRECE, TypeMD, true},
-		{"MX-CE", exMXOverGRECE, TypeMX, true},
+		{"MD-IPv4", exMDOverGRE, spec.TypeMD, false},
+		{"MX-IPv4", exMXOverGRE, spec.TypeMX, false},
+		{"MD-CE", exMDOverGRECE, spec.TypeMD, true},
+		{"MX-CE", exMXOverGRECE, spec.TypeMX, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			want := hx(t, tc.lit)
@@ -179,7 +181,7 @@ func TestSpecExampleOverGRE(t *testing.T) {
 				inner, next = innerEthernet(t), EtherTypeTEB
 			}
 			var intPart []byte
-			if tc.typ == TypeMD {
+			if tc.typ == spec.TypeMD {
 				// Source Switch1 adds GRE, the shim and INT-MD with its hop.
 				intPart = mdSource(t, exMD(7), hopNQ(1))
 			} else {
@@ -192,11 +194,11 @@ func TestSpecExampleOverGRE(t *testing.T) {
 			c := Parser{GREProto: exGREProto}
 			var p Packet
 			parseFrame(t, &c, tc.ce, pkt, &p)
-			if p.Encap != EncapGRE {
+			if p.Encap != spec.EncapGRE {
 				t.Fatalf("parse: %+v", p)
 			}
 			var err error
-			if tc.typ == TypeMD {
+			if tc.typ == spec.TypeMD {
 				pkt, err = PushHop(pkt, &p, hopNQ(2), PushOptions{})
 				must(t, err)
 			}
@@ -207,7 +209,7 @@ func TestSpecExampleOverGRE(t *testing.T) {
 			if !s.G || s.NextProto != next || s.Type != tc.typ {
 				t.Fatalf("GRE shim %+v", s)
 			}
-			if tc.typ == TypeMD {
+			if tc.typ == spec.TypeMD {
 				checkMD(t, pkt, &p, 6, 2, 1)
 			} else {
 				checkMX(t, pkt, &p, exMX)
@@ -287,26 +289,26 @@ func udpTunnel(t testing.TB, dport uint16, body []byte) []byte {
 func TestSpecExampleOverVXLANGPE(t *testing.T) {
 	for _, tc := range []struct {
 		name, lit string
-		typ       HeaderType
+		typ       spec.HeaderType
 	}{
-		{"MD", exMDOverGPE, TypeMD},
-		{"MX", exMXOverGPE, TypeMX},
+		{"MD", exMDOverGPE, spec.TypeMD},
+		{"MX", exMXOverGPE, spec.TypeMX},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			want := hx(t, tc.lit)
 			inner := innerEthernet(t)
 			intPart := mxSource(t, exMX, nil)
-			if tc.typ == TypeMD {
+			if tc.typ == spec.TypeMD {
 				intPart = mdSource(t, exMD(8)) // Host1 inserts no metadata
 			}
 			body := make([]byte, VXLANLen+ShimLen, 64)
-			must(t, VXLANGPE{Flags: GPEFlagI | GPEFlagP, NextProto: GPENextProtoINT, VNI: exVNI}.Put(body))
+			must(t, VXLANGPE{Flags: GPEFlagI | GPEFlagP, NextProto: spec.VXLANGPENextProtoINT, VNI: exVNI}.Put(body))
 			must(t, GPEShim{Type: tc.typ, Length: uint8(len(intPart) / 4), NextProto: 3}.Put(body[VXLANLen:]))
 			body = append(append(body, intPart...), inner...)
-			pkt := withRoom(udpTunnel(t, PortVXLANGPE, body), 64)
-			c := Parser{VXLANGPEPort: PortVXLANGPE}
+			pkt := withRoom(udpTunnel(t, spec.PortVXLANGPE, body), 64)
+			c := Parser{VXLANGPEPort: spec.PortVXLANGPE}
 			var p Packet
-			if tc.typ == TypeMD {
+			if tc.typ == spec.TypeMD {
 				for _, n := range []uint32{1, 2, 3} {
 					must(t, c.ParseIP(pkt, &p))
 					var err error
@@ -316,12 +318,12 @@ func TestSpecExampleOverVXLANGPE(t *testing.T) {
 				}
 			}
 			must(t, c.ParseIP(pkt, &p))
-			if p.Encap != EncapVXLANGPE {
+			if p.Encap != spec.EncapVXLANGPE {
 				t.Fatalf("parse: %+v", p)
 			}
 			mustEqual(t, "INT over VXLAN-GPE", pkt[p.Tunnel:p.Next], want)
 			checkChecksums(t, pkt, &p)
-			if tc.typ == TypeMD {
+			if tc.typ == spec.TypeMD {
 				checkMD(t, pkt, &p, 5, 3, 2, 1)
 			} else {
 				checkMX(t, pkt, &p, exMX)
@@ -330,7 +332,7 @@ func TestSpecExampleOverVXLANGPE(t *testing.T) {
 			must(t, err)
 			plain := make([]byte, VXLANLen, 64)
 			must(t, VXLANGPE{Flags: GPEFlagI | GPEFlagP, NextProto: 3, VNI: exVNI}.Put(plain))
-			mustEqual(t, "stripped", pkt, udpTunnel(t, PortVXLANGPE, append(plain, inner...)))
+			mustEqual(t, "stripped", pkt, udpTunnel(t, spec.PortVXLANGPE, append(plain, inner...)))
 		})
 	}
 }
@@ -338,27 +340,27 @@ func TestSpecExampleOverVXLANGPE(t *testing.T) {
 func TestSpecExampleOverGeneve(t *testing.T) {
 	for _, tc := range []struct {
 		name, lit string
-		typ       HeaderType
+		typ       spec.HeaderType
 	}{
-		{"MD", exMDOverGeneve, TypeMD},
-		{"MX", exMXOverGeneve, TypeMX},
+		{"MD", exMDOverGeneve, spec.TypeMD},
+		{"MX", exMXOverGeneve, spec.TypeMX},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			want := hx(t, tc.lit)
 			inner := innerEthernet(t)
 			intPart := mxSource(t, exMX, nil)
-			if tc.typ == TypeMD {
+			if tc.typ == spec.TypeMD {
 				intPart = mdSource(t, exMD(8))
 			}
 			words := uint8(len(intPart) / 4)
 			body := make([]byte, GeneveLen+4, 64)
 			must(t, Geneve{OptLen: 1 + words, Protocol: EtherTypeTEB, VNI: exVNI}.Put(body))
-			must(t, GeneveOption{Class: GeneveClassINT, Type: uint8(tc.typ), Length: words}.Put(body[GeneveLen:]))
+			must(t, GeneveOption{Class: spec.GeneveClassINT, Type: uint8(tc.typ), Length: words}.Put(body[GeneveLen:]))
 			body = append(append(body, intPart...), inner...)
-			pkt := withRoom(udpTunnel(t, PortGeneve, body), 64)
-			c := Parser{GenevePort: PortGeneve}
+			pkt := withRoom(udpTunnel(t, spec.PortGeneve, body), 64)
+			c := Parser{GenevePort: spec.PortGeneve}
 			var p Packet
-			if tc.typ == TypeMD {
+			if tc.typ == spec.TypeMD {
 				for _, n := range []uint32{1, 2, 3} {
 					must(t, c.ParseIP(pkt, &p))
 					var err error
@@ -368,12 +370,12 @@ func TestSpecExampleOverGeneve(t *testing.T) {
 				}
 			}
 			must(t, c.ParseIP(pkt, &p))
-			if p.Encap != EncapGeneve {
+			if p.Encap != spec.EncapGeneve {
 				t.Fatalf("parse: %+v", p)
 			}
 			mustEqual(t, "INT over Geneve", pkt[p.Tunnel:p.Next], want)
 			checkChecksums(t, pkt, &p)
-			if tc.typ == TypeMD {
+			if tc.typ == spec.TypeMD {
 				checkMD(t, pkt, &p, 5, 3, 2, 1)
 			} else {
 				checkMX(t, pkt, &p, exMX)
@@ -382,7 +384,7 @@ func TestSpecExampleOverGeneve(t *testing.T) {
 			must(t, err)
 			plain := make([]byte, GeneveLen, 64)
 			must(t, Geneve{Protocol: EtherTypeTEB, VNI: exVNI}.Put(plain))
-			mustEqual(t, "stripped", pkt, udpTunnel(t, PortGeneve, append(plain, inner...)))
+			mustEqual(t, "stripped", pkt, udpTunnel(t, spec.PortGeneve, append(plain, inner...)))
 		})
 	}
 }

@@ -96,3 +96,89 @@ func TestReportFormatTable(t *testing.T) {
 		t.Errorf("undefined format %v valid", f)
 	}
 }
+
+// TestEncapTable: rows in numeric order from 1, unique names, the tunnels
+// last and in a row (the C program's ENC_IS_TUNNEL is a range), and the
+// code points those of INT v2.1 §5.7 and IANA.
+func TestEncapTable(t *testing.T) {
+	names := map[string]bool{}
+	tunnels := false
+	for i, r := range EncapTable {
+		if int(r.Encap) != i+1 || !r.Encap.Valid() || r.Encap.String() != r.Name || names[r.Name] || r.YANG == "" {
+			t.Errorf("row %d: %+v", i, r)
+		}
+		names[r.Name] = true
+		if got, _ := r.Encap.Info(); got != r {
+			t.Errorf("%v: Info %+v", r.Encap, got)
+		}
+		if tunnels && !r.Tunnel {
+			t.Errorf("%v: not a tunnel after a tunnel", r.Encap)
+		}
+		tunnels = tunnels || r.Tunnel
+		if r.Tunnel != (r.IPProto != 0) || r.Tunnel != (r.Encap.TunnelBit() != 0) || r.Encap.Tunnel() != r.Tunnel {
+			t.Errorf("%v: tunnel %v, IP protocol %d, bit %d", r.Encap, r.Tunnel, r.IPProto, r.Encap.TunnelBit())
+		}
+	}
+	want := map[Encap][3]int{EncapVXLANGPE: {17, 4790, 0x82}, EncapGeneve: {17, 6081, 0x0103}, EncapGRE: {47, 0, 0}}
+	for e, w := range want {
+		r, _ := e.Info()
+		if got := [3]int{int(r.IPProto), int(r.Port), int(r.CodePoint)}; got != w {
+			t.Errorf("%v: protocol, port, code point %v; want %v", e, got, w)
+		}
+	}
+	if EncapVXLANGPE.TunnelBit() != 1 || EncapGeneve.TunnelBit() != 2 || EncapGRE.TunnelBit() != 4 || EncapDSCP.TunnelBit() != 0 {
+		t.Error("tunnel bits")
+	}
+	if EncapNone.Valid() || EncapNone.String() != "none" || NumEncaps.Valid() || NumEncaps.String() != "Encap(7)" || EncapVXLANGPE.C() != "ENC_VXLAN_GPE" {
+		t.Errorf("none %v, %v, %s", EncapNone, NumEncaps, EncapVXLANGPE.C())
+	}
+}
+
+// TestHeaderTables: the INT header types and NPTs of INT v2.1 §5.4 and
+// §5.6.1, and the report code points of Telemetry Report v2.0 §3.3 and
+// v0.5, each row named once and at its value.
+func TestHeaderTables(t *testing.T) {
+	names := map[string]bool{}
+	for i, r := range HeaderTypeTable {
+		if int(r.Type) != i+1 || !r.Type.Valid() || r.Type.String() != r.Name || !strings.HasPrefix(r.C, "INT_TYPE_") || names[r.C] {
+			t.Errorf("header type row %d: %+v", i, r)
+		}
+		names[r.C] = true
+	}
+	if TypeMD != 1 || TypeDestination != 2 || TypeMX != 3 || HeaderType(0).Valid() || HeaderType(4).String() != "HeaderType(4)" {
+		t.Error("header types")
+	}
+	for i, r := range NPTTable {
+		if int(r.NPT) != i || !r.NPT.Valid() || r.NPT.String() != r.Name || !strings.HasPrefix(r.C, "NPT_") || names[r.C] {
+			t.Errorf("NPT row %d: %+v", i, r)
+		}
+		names[r.C] = true
+	}
+	if NPTUDPPort != 1 || NPTIPProto != 2 || NPT(3).Valid() || NPT(3).String() != "NPT(3)" {
+		t.Error("NPTs")
+	}
+	for _, tt := range []struct {
+		table []string
+		want  []string
+		str   func(int) string
+	}{
+		{RepTypeTable[:], []string{"inner-only", "INT", "IOAM"}, func(i int) string { return RepType(i).String() }},
+		{InTypeTable[:], []string{"none", "TLV", "domain-specific", "Ethernet", "IPv4", "IPv6"}, func(i int) string { return InType(i).String() }},
+		{TR05ProtoTable[:], []string{"Ethernet", "drop", "switch-local", "host-drop", "IPv4"}, func(i int) string { return TR05Proto(i).String() }},
+	} {
+		if strings.Join(tt.table, ",") != strings.Join(tt.want, ",") {
+			t.Errorf("table %q, want %q", tt.table, tt.want)
+		}
+		for i, n := range tt.table {
+			if tt.str(i) != n {
+				t.Errorf("%d: String %q, want %q", i, tt.str(i), n)
+			}
+		}
+	}
+	if RepType(3).String() != "RepType(3)" || InType(6).String() != "InType(6)" || TR05Proto(5).String() != "TR05Proto(5)" {
+		t.Error("reserved code points named")
+	}
+	if RepINT != 1 || InEthernet != 3 || InIPv6 != 5 || TR05Drop != 1 || TR05IPv4 != 4 {
+		t.Error("report code points")
+	}
+}

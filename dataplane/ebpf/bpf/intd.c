@@ -36,70 +36,75 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define IPPROTO_TCP 6
 #define IPPROTO_UDP 17
 
-#define MAX_WL 1024    /* watchlist entries (one half of the double buffer) */
-#define MAX_SESS 64    /* INT sessions */
-#define MAX_SLOTS 64   /* interface counter slots; slot 0 is "other" */
-#define MAX_QR 16      /* queue reports */
+/* The enums below are shared with Go: bpf2go -type turns each into Go
+ * constants (see dataplane/ebpf/gen.go and unused_abi). */
+
+/* Table sizes */
+enum limit {
+	MAX_WL = 1024,       /* watchlist entries (one half of the double buffer) */
+	MAX_SESS = 64,       /* INT sessions */
+	MAX_SLOTS = 64,      /* interface counter slots; slot 0 is "other" */
+	MAX_QR = 16,         /* queue reports */
+	MAX_IFINDEX = 65536, /* the ifaces map */
+};
 #define MAX_CAP 512    /* bytes of a frame copied into an event */
 #define MAX_MOVE 128   /* header bytes moved when room is made after L4 */
 #define MAX_INT 1024   /* largest INT shim length handled, bytes */
 #define MAX_EXT 48     /* IPv6 extension header bytes handled (moves stay within MAX_MOVE) */
 
 /* cfg.flags */
-#define F_DTEL (1 << 0)
-#define F_ENDPOINT (1 << 1)
-#define F_TRANSIT (1 << 2)
-#define F_POSTCARD (1 << 3)
-#define F_DROP (1 << 4)
-#define F_QUEUE (1 << 5)
-#define F_WL_DSCP (1 << 6)
-#define F_WL_FLAGS (1 << 7)
-#define F_PORT_CHANGE (1 << 8)
-#define F_PATH_CHANGE (1 << 9)
-#define F_QUEUE_CHANGE (1 << 10)
-#define F_WL_IFX (1 << 11) /* some watchlist entry matches the ingress port */
-#define F_REMARK (1 << 12) /* endpoint with DSCP marking: re-mark colliding DSCPs entering the domain */
-#define F_TELEMETRY (1 << 13) /* report sessions: traffic to their collectors is never watched */
+enum cfg_flag {
+	F_DTEL = 1 << 0,
+	F_ENDPOINT = 1 << 1,
+	F_TRANSIT = 1 << 2,
+	F_POSTCARD = 1 << 3,
+	F_DROP = 1 << 4,
+	F_QUEUE = 1 << 5,
+	F_WL_DSCP = 1 << 6,
+	F_WL_FLAGS = 1 << 7,
+	F_PORT_CHANGE = 1 << 8,
+	F_PATH_CHANGE = 1 << 9,
+	F_QUEUE_CHANGE = 1 << 10,
+	F_WL_IFX = 1 << 11,    /* some watchlist entry matches the ingress port */
+	F_REMARK = 1 << 12,    /* endpoint with DSCP marking: re-mark colliding DSCPs entering the domain */
+	F_TELEMETRY = 1 << 13, /* report sessions: traffic to their collectors is never watched */
+};
 
-/* cfg.tunnels: INT v2.1 over VXLAN-GPE (UDP 4790, next protocol 0x82),
- * Geneve (UDP 6081, option class 0x0103) and GRE over IPv4 (cfg.gre_proto) */
-#define TUN_GPE 1
-#define TUN_GENEVE 2
-#define TUN_GRE 4
-#define PORT_GPE 4790
-#define PORT_GENEVE 6081
-#define GPE_NP_INT 0x82
-#define GENEVE_CLASS_INT 0x0103
-#define IPPROTO_GRE 47
-/* pkt.encap / pkt.tun */
-#define ENC_DSCP 1
-#define ENC_UDP 2
-#define ENC_GPE 3
-#define ENC_GENEVE 4
-#define ENC_GRE 5
-#define ENC_PROBE 6
-#define ENC_IS_TUNNEL(e) ((e) >= ENC_GPE && (e) <= ENC_GRE)
+/* ENC_* (pkt.encap, pkt.tun), TUN_* (cfg.tunnels) and the tunnels' code
+ * points are in intd_spec.h */
 
 /* wl_entry.act */
-#define ACT_DROP_REPORT 1
-#define ACT_TAIL_DROP 2
-#define ACT_REPORT_ALL 4
+enum wl_act {
+	ACT_DROP_REPORT = 1,
+	ACT_TAIL_DROP = 2,
+	ACT_REPORT_ALL = 4,
+};
 
-/* flow ops */
-#define OP_NOP 0
-#define OP_INT 1
-#define OP_POSTCARD 2
+/* session.mode */
+enum sess_mode {
+	MODE_MD,
+	MODE_MX,
+};
+
+/* flow ops (wl_entry.flow_op, session.op) */
+enum flow_op {
+	OP_NOP,
+	OP_INT,
+	OP_POSTCARD,
+};
 
 /* event flags (the kinds, EV_*, are in intd_spec.h) */
-#define EVF_REPORT_ALL 1
-#define EVF_UNWATCHED 2
-#define EVF_TAIL_DROP 4
-#define EVF_TAIL_DROP_REPORT 8
-#define EVF_SINK 16   /* frame as received at the sink: userspace pushes Hop */
-#define EVF_BREACH 32 /* queue report inside a breach */
+enum event_flag {
+	EVF_REPORT_ALL = 1,
+	EVF_UNWATCHED = 2,
+	EVF_TAIL_DROP = 4,
+	EVF_TAIL_DROP_REPORT = 8,
+	EVF_SINK = 16,   /* frame as received at the sink: userspace pushes Hop */
+	EVF_BREACH = 32, /* queue report inside a breach */
+};
 
 /* counters */
-enum {
+enum counter {
 	C_IN,
 	C_OUT,
 	C_DROP,
@@ -160,7 +165,7 @@ struct session {
 	__u16 domain;
 	__u16 ds_inst;
 	__u16 ds_flags;
-	__u8 mode; /* 0 MD, 1 MX */
+	__u8 mode; /* enum sess_mode */
 	__u8 max_hops;
 	__u8 discard;
 	__u8 hop_ml; /* words: baseline + domain specific */
@@ -201,15 +206,17 @@ struct wl_bm {
 
 /* wl_small, per half: protocol, DSCP, TCP flags, family (IPv4, IPv6),
  * then the set of entries without an ingress port. */
-#define WLS_PROTO 0
-#define WLS_DSCP 256
-#define WLS_FLAGS 320
-#define WLS_FAM 576
-#define WLS_IFX_ANY 578
-#define WLS_N 580
-#define WL_PFX (MAX_WL + 1)      /* trie nodes per half and field */
-#define WL_IVAL (2 * MAX_WL + 2) /* port intervals per half and field */
-#define WL_PORTS 65536
+enum wl_set {
+	WLS_PROTO = 0,
+	WLS_DSCP = 256,
+	WLS_FLAGS = 320,
+	WLS_FAM = 576,
+	WLS_IFX_ANY = 578,
+	WLS_N = 580,
+	WL_PFX = MAX_WL + 1,      /* trie nodes per half and field */
+	WL_IVAL = 2 * MAX_WL + 2, /* port intervals per half and field */
+	WL_PORTS = 65536,
+};
 
 /* The trie key: tag = half * 2 + field (0 source, 1 destination), then the
  * 16-byte address (IPv4 as ::ffff:a.b.c.d); prefixlen counts the tag's 8
@@ -349,7 +356,7 @@ struct pkt {
 	__u8 ipproto; /* IP header protocol */
 	__u8 tos;
 	__u8 encap; /* ENC_*: how INT was found */
-	__u8 tun;   /* ENC_GPE, ENC_GENEVE, ENC_GRE: the packet is in such a tunnel */
+	__u8 tun;   /* ENC_VXLAN_GPE, ENC_GENEVE, ENC_GRE: the packet is in such a tunnel */
 	__u32 tunnel; /* offset of the tunnel header when tun */
 	__u8 tcp_flags;
 	__u8 npt2_flags; /* NPT 2 over TCP: the flags of the TCP header behind the stack */
@@ -417,9 +424,8 @@ struct {
 	__type(value, struct cfg);
 } cfg_map SEC(".maps");
 
-/* Interfaces by ifindex: an array, so that the lookup is inlined address
- * arithmetic (a hash lookup hashes and walks a bucket). */
-#define MAX_IFINDEX 65536
+/* Interfaces by ifindex (MAX_IFINDEX): an array, so that the lookup is
+ * inlined address arithmetic (a hash lookup hashes and walks a bucket). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, MAX_IFINDEX);
@@ -553,7 +559,9 @@ struct {
 
 /* kernel skb_drop_reason -> sai drop reason + 1 (0: not mapped: unknown;
  * DR_IP_HDR + 1: header error, TTL expiry when the TTL is 1 or 0) */
-#define DR_IP_HDR 256
+enum drop_map {
+	DR_IP_HDR = 256,
+};
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 512);
@@ -615,6 +623,18 @@ struct {
 /* Generated Go types for userspace. */
 struct event *unused_event __attribute__((unused));
 struct flow_key *unused_flow_key __attribute__((unused));
+/* The shared enums, so that BTF describes them for bpf2go -type. */
+struct abi {
+	enum limit limit;
+	enum cfg_flag cfg_flag;
+	enum wl_act wl_act;
+	enum flow_op flow_op;
+	enum sess_mode sess_mode;
+	enum event_flag event_flag;
+	enum counter counter;
+	enum wl_set wl_set;
+	enum drop_map drop_map;
+} *unused_abi __attribute__((unused));
 
 /* ---- CO-RE view of the egress qdisc (queue occupancy) ---- */
 
@@ -1002,7 +1022,7 @@ static __always_inline int parse(struct __sk_buff *skb, struct scratch *s)
 		p->csum = l4 + 6;
 		p->csum_flags = BPF_F_MARK_MANGLED_0;
 	}
-	if (p->proto == IPPROTO_UDP && (c->tunnels & TUN_GPE) && p->dport == PORT_GPE) {
+	if (p->proto == IPPROTO_UDP && (c->tunnels & TUN_VXLAN_GPE) && p->dport == PORT_VXLAN_GPE) {
 		/* VXLAN-GPE: INT when the P flag is set and the next protocol
 		 * is INT; the first shim must be MD or MX. */
 		__u8 *g = t + 8;
@@ -1010,12 +1030,12 @@ static __always_inline int parse(struct __sk_buff *skb, struct scratch *s)
 			return 0;
 		if (!(g[0] & 0x04))
 			return 0;
-		p->tun = ENC_GPE;
+		p->tun = ENC_VXLAN_GPE;
 		p->tunnel = l4 + 8;
-		if (edge || g[3] != GPE_NP_INT)
+		if (edge || g[3] != VXLAN_GPE_NP_INT)
 			return 0;
 		p->shim = l4 + 16;
-		p->encap = ENC_GPE;
+		p->encap = ENC_VXLAN_GPE;
 	} else if (p->proto == IPPROTO_UDP && (c->tunnels & TUN_GENEVE) && p->dport == PORT_GENEVE) {
 		/* Geneve: INT is the first option of class INT and type MD or
 		 * MX among the first four options. */
@@ -1035,7 +1055,7 @@ static __always_inline int parse(struct __sk_buff *skb, struct scratch *s)
 				return 0;
 			__u8 ty = q[2] & 0x7f;
 			__u16 class = ((__u16)q[0] << 8) | q[1];
-			if (class == GENEVE_CLASS_INT && (ty == 1 || ty == 3)) {
+			if (class == GENEVE_CLASS_INT && (ty == INT_TYPE_MD || ty == INT_TYPE_MX)) {
 				if (o + 4 + (q[3] & 0x1f) * 4 > oend)
 					return 1;
 				p->shim = o;
@@ -1053,7 +1073,7 @@ static __always_inline int parse(struct __sk_buff *skb, struct scratch *s)
 		p->encap = ENC_DSCP;
 	} else if (c->udp_port && p->proto == IPPROTO_UDP && p->dport == c->udp_port) {
 		p->shim = l4 + 8;
-		p->encap = ENC_UDP;
+		p->encap = ENC_UDP_PORT;
 	} else if (c->probe) {
 		/* A 64-bit probe marker right after the L4 header. */
 		__u32 mo = (l4 + p->l4len) & 0xff;
@@ -1062,7 +1082,7 @@ static __always_inline int parse(struct __sk_buff *skb, struct scratch *s)
 		if (m + 8 > end || *(__u64 *)m != c->probe)
 			return 0;
 		p->shim = mo + 8;
-		p->encap = ENC_PROBE;
+		p->encap = ENC_PROBE_MARKER;
 	} else {
 		return 0;
 	}
@@ -1087,13 +1107,13 @@ shim:;
 			p->itype = b[0] >> 4;
 			p->shim_words = b[1];
 		}
-		if (p->itype != 1 && p->itype != 3)
+		if (p->itype != INT_TYPE_MD && p->itype != INT_TYPE_MX)
 			return -1; /* another INT type first: untouched */
 		goto hdr;
 	}
 	p->itype = b[0] >> 4;
 	p->npt = (b[0] >> 2) & 3;
-	if (p->npt == 2 && p->ext)
+	if (p->npt == NPT_IP_PROTO && p->ext)
 		return -1; /* the protocol to restore is in the last extension header: untouched */
 	p->shim_words = b[1];
 	p->shim_val = ((__u16)b[2] << 8) | b[3];
@@ -1103,21 +1123,21 @@ hdr:
 	p->hop_ml = b[6] & 0x1f;
 	p->rhc = b[7];
 	p->inst = ((__u16)b[8] << 8) | b[9];
-	if (p->itype != 1 && p->itype != 3)
+	if (p->itype != INT_TYPE_MD && p->itype != INT_TYPE_MX)
 		return 1;
-	if (p->ver != 2 || p->shim_words < 3 || p->npt > 2 || (p->npt && p->encap != 2))
+	if (p->ver != 2 || p->shim_words < 3 || p->npt > NPT_IP_PROTO || (p->npt && p->encap != ENC_UDP_PORT))
 		return 1;
 	if (p->shim + 4 + (__u32)p->shim_words * 4 > L3 + p->ip_len)
 		return 1;
-	if (p->itype == 1) {
+	if (p->itype == INT_TYPE_MD) {
 		if (p->hop_ml < inst_words(p->inst))
 			return 1;
 		if (p->shim_words > 3 && p->hop_ml == 0)
 			return 1;
 	}
-	if (p->npt == 1) {
+	if (p->npt == NPT_UDP_PORT) {
 		p->dport = p->shim_val;
-	} else if (p->npt == 2) {
+	} else if (p->npt == NPT_IP_PROTO) {
 		__u8 o[14];
 		p->proto = (__u8)p->shim_val;
 		p->sport = p->dport = 0;
@@ -1485,7 +1505,7 @@ static __always_inline int filter(struct __sk_buff *skb, struct scratch *s)
 		d = hash64(d, ((__u64)h->in_ifindex << 32) | h->out_ifindex);
 	if (h->valid & INST_HOP_LATENCY)
 		d = hash64(d, h->latency >> lat_shift);
-	if (p->shim && p->itype == 1 && p->hop_ml) {
+	if (p->shim && p->itype == INT_TYPE_MD && p->hop_ml) {
 		/* Up to 8 hops of the stack: node ids and latencies. */
 		__u32 stack = p->shim + 16;
 		__u32 end = p->shim + 4 + (__u32)p->shim_words * 4;
@@ -1757,7 +1777,7 @@ static __always_inline int classify(struct __sk_buff *skb, struct scratch *s)
 			hit = i;
 		}
 	}
-	struct wl_cache nc = {.gen = c->wl_gen, .entry = hit, .flow_op = OP_NOP};
+	struct wl_cache nc = {.gen = c->wl_gen, .entry = hit}; /* flow_op OP_NOP (0) */
 	/* Here wc is the flow's stale cache entry, if any: its last_act
 	 * carries the sampling over watchlist changes. */
 	__u64 prev = wc ? wc->last_act : 0;
@@ -1926,7 +1946,7 @@ static __always_inline __u32 tunnel_headers(struct __sk_buff *skb, struct pkt *p
 		return 0;
 	__u32 in;
 	__u16 proto; /* EtherType of the inner packet */
-	if (p->tun == ENC_GPE) {
+	if (p->tun == ENC_VXLAN_GPE) {
 		in = p->tunnel + 8;
 		proto = tb[3] == 1 ? 0x0800 : tb[3] == 2 ? 0x86dd : tb[3] == 3 ? 0x6558 : 0;
 	} else {
@@ -1980,7 +2000,7 @@ static __always_inline int detour(struct __sk_buff *skb, struct scratch *s, stru
 	if (!s->c.gso_dev || out > 0xffff || !out)
 		goto unsupported;
 	if (p->ipproto == IPPROTO_TCP) {
-		__u32 reserve = fixed + (se->mode == 0 ? (__u32)se->max_hops * se->hop_ml * 4 : 0);
+		__u32 reserve = fixed + (se->mode == MODE_MD ? (__u32)se->max_hops * se->hop_ml * 4 : 0);
 		__u32 hdrs = p->ihl + p->l4len + reserve;
 		__u32 mtu = s->ifc.mtu;
 		if (mtu < hdrs + 256)
@@ -2004,7 +2024,7 @@ static __always_inline int detour(struct __sk_buff *skb, struct scratch *s, stru
 		 * segments without room leave without INT) when the inner
 		 * packet is not TCP or the kernel refuses. */
 		__u32 hdrs = tunnel_headers(skb, p);
-		__u32 reserve = fixed + (se->mode == 0 ? (__u32)se->max_hops * se->hop_ml * 4 : 0);
+		__u32 reserve = fixed + (se->mode == MODE_MD ? (__u32)se->max_hops * se->hop_ml * 4 : 0);
 		__u32 mtu = s->ifc.mtu;
 		__u32 gso = skb->gso_size;
 		if (hdrs && mtu >= hdrs + reserve + 256 && gso > mtu - hdrs - reserve) {
@@ -2062,7 +2082,7 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 	struct sess_stats *ss = bpf_map_lookup_elem(&sess_stats_map, &sid);
 	if (!se || !ss)
 		return TC_ACT_OK;
-	__u32 npt = 0;
+	__u32 npt = NPT_NONE;
 	__u32 fixed = 4 + 12;
 	__u32 pre = 0; /* probe marker bytes before the shim */
 	if (p->tun) {
@@ -2070,12 +2090,12 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 		 * super-packet takes the detour like any other: segmented in
 		 * software (outer headers on every segment), each gets INT. */
 	} else if (c->dscp_mask) {
-		npt = 0;
+		npt = NPT_NONE;
 	} else if (c->udp_port) {
 		npt = c->npt;
-		if (npt == 1 && p->proto != IPPROTO_UDP)
-			npt = 2;
-		if (npt == 2)
+		if (npt == NPT_UDP_PORT && p->proto != IPPROTO_UDP)
+			npt = NPT_IP_PROTO;
+		if (npt == NPT_IP_PROTO)
 			fixed += 8;
 	} else if (c->probe) {
 		pre = 8;
@@ -2084,13 +2104,13 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 		ss->unsupported++; /* no marking to announce INT with */
 		return TC_ACT_OK;
 	}
-	if (npt == 2 && p->ext) {
+	if (npt == NPT_IP_PROTO && p->ext) {
 		/* The new UDP header would go behind IPv6 extension headers,
 		 * whose last next-header field this does not rewrite. */
 		ss->unsupported++;
 		return TC_ACT_OK;
 	}
-	if (npt != 2 && !p->l4len) {
+	if (npt != NPT_IP_PROTO && !p->l4len) {
 		/* INT over TCP/UDP needs a TCP or UDP header to follow. */
 		ss->unsupported++;
 		return TC_ACT_OK;
@@ -2107,7 +2127,7 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 	__u8 hdr[12];
 	__u8 rhc = se->max_hops;
 	__u8 b0 = 0x20 | (se->discard ? 0x08 : 0);
-	if (se->mode == 0) {
+	if (se->mode == MODE_MD) {
 		if (fixed + (__u32)se->hop_ml * 4 > room) {
 			b0 |= 0x02;
 			cnt(s, C_MBIT);
@@ -2122,8 +2142,8 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 	}
 	hdr[0] = b0;
 	hdr[1] = 0;
-	hdr[2] = se->mode == 0 ? se->hop_ml : 0;
-	hdr[3] = se->mode == 0 ? rhc : 0;
+	hdr[2] = se->mode == MODE_MD ? se->hop_ml : 0;
+	hdr[3] = se->mode == MODE_MD ? rhc : 0;
 	hdr[4] = se->inst >> 8;
 	hdr[5] = se->inst;
 	hdr[6] = se->domain >> 8;
@@ -2135,10 +2155,10 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 	hopw &= 31;
 	__u32 ilen = 12 + hopw * 4;
 	__u8 shim[4];
-	shim[0] = ((se->mode == 0 ? 1 : 3) << 4) | (npt << 2);
+	shim[0] = ((se->mode == MODE_MD ? INT_TYPE_MD : INT_TYPE_MX) << 4) | (npt << 2);
 	shim[1] = ilen / 4;
 	__u32 n = ilen + 4;
-	if (npt == 2) {
+	if (npt == NPT_IP_PROTO) {
 		/* New UDP header + shim + INT between the IP header and the
 		 * original L4 header; the original L4 checksum stays valid. */
 		n += 8;
@@ -2184,7 +2204,7 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 				ss->unsupported++;
 				return TC_ACT_OK;
 			}
-			__u8 type = se->mode == 0 ? 1 : 3;
+			__u8 type = se->mode == MODE_MD ? INT_TYPE_MD : INT_TYPE_MX;
 			if (p->tun == ENC_GENEVE) {
 				if (ilen / 4 > 31 || (tb[0] & 0x3f) + n / 4 > 63) {
 					ss->unsupported++; /* Geneve's option lengths */
@@ -2203,7 +2223,7 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 				at = p->tunnel + 8;
 		} else if (pre) {
 			shim[2] = shim[3] = 0;
-		} else if (npt == 0) {
+		} else if (npt == NPT_NONE) {
 			shim[2] = 0;
 			shim[3] = (p->tos >> 2) << 2;
 		} else {
@@ -2266,7 +2286,7 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 			*(__u16 *)(u + 4) = bpf_htons(seg + n);
 			acc = cadd(acc, o16, *(__u16 *)(u + 4));
 		}
-		if (npt == 1) {
+		if (npt == NPT_UDP_PORT) {
 			o16 = *(__u16 *)(u + 2);
 			*(__u16 *)(u + 2) = bpf_htons(c->udp_port);
 			acc = cadd(acc, o16, *(__u16 *)(u + 2));
@@ -2276,9 +2296,9 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 			__u8 *g = d + (p->tunnel & 0xff);
 			if (g + 4 > end)
 				return TC_ACT_SHOT;
-			if (p->tun == ENC_GPE) {
+			if (p->tun == ENC_VXLAN_GPE) {
 				o16 = *(__u16 *)(g + 2);
-				g[3] = GPE_NP_INT;
+				g[3] = VXLAN_GPE_NP_INT;
 				acc = cadd(acc, o16, *(__u16 *)(g + 2));
 			} else if (p->tun == ENC_GENEVE) {
 				o16 = *(__u16 *)g;
@@ -2290,7 +2310,7 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 		}
 		/* TOS / traffic class (DSCP marking) and length. */
 		__u8 tos = p->tos;
-		if (npt == 0 && !p->tun && !pre) {
+		if (npt == NPT_NONE && !p->tun && !pre) {
 			__u8 dscp = p->tos >> 2;
 			__u8 nd = (dscp & ~c->dscp_mask) | (c->dscp_val & c->dscp_mask);
 			tos = (nd << 2) | (p->tos & 3);
@@ -2302,7 +2322,7 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 	}
 	ss->initiated++;
 	cnt(s, C_INSERTED);
-	if (se->mode == 1)
+	if (se->mode == MODE_MX)
 		flow_event(skb, s, 0);
 	return TC_ACT_OK;
 }
@@ -2325,7 +2345,7 @@ static __always_inline int transit(struct __sk_buff *skb, struct scratch *s)
 	if (!s)
 		return TC_ACT_OK;
 	struct pkt *p = &s->p;
-	if (p->itype == 3) {
+	if (p->itype == INT_TYPE_MX) {
 		cnt(s, C_TRANSITED);
 		flow_event(skb, s, 0);
 		return TC_ACT_OK;
@@ -2434,7 +2454,7 @@ static __always_inline int strip(struct __sk_buff *skb, struct scratch *s)
 	__u32 ilen = 4 + (__u32)p->shim_words * 4;
 	if (ilen > MAX_INT)
 		return -1;
-	if (p->npt == 2) {
+	if (p->npt == NPT_IP_PROTO) {
 		__u32 n = 8 + ilen;
 		if (p->v6) {
 			__u8 nh = p->shim_val;
@@ -2452,7 +2472,7 @@ static __always_inline int strip(struct __sk_buff *skb, struct scratch *s)
 	}
 	/* The bytes removed: shim and INT, after the probe marker. */
 	__u32 start = p->shim;
-	if (p->encap == ENC_PROBE) {
+	if (p->encap == ENC_PROBE_MARKER) {
 		start -= 8;
 		ilen += 8;
 	}
@@ -2514,7 +2534,7 @@ static __always_inline int strip(struct __sk_buff *skb, struct scratch *s)
 		__u8 *g = d + (p->tunnel & 0xff), *sh = d + (p->shim & 0xff);
 		if (g + 4 > end || sh + 4 > end)
 			return -1;
-		if (p->encap == ENC_GPE) {
+		if (p->encap == ENC_VXLAN_GPE) {
 			o16 = *(__u16 *)(g + 2);
 			g[3] = sh[3];
 			acc = cadd(acc, o16, *(__u16 *)(g + 2));
@@ -2531,7 +2551,7 @@ static __always_inline int strip(struct __sk_buff *skb, struct scratch *s)
 		*(__u16 *)(u + 4) = bpf_htons(seg - ilen);
 		acc = cadd(acc, o16, *(__u16 *)(u + 4));
 	}
-	if (p->npt == 1) {
+	if (p->npt == NPT_UDP_PORT) {
 		o16 = *(__u16 *)(u + 2);
 		*(__u16 *)(u + 2) = bpf_htons(p->shim_val);
 		acc = cadd(acc, o16, *(__u16 *)(u + 2));
@@ -2572,7 +2592,7 @@ static __always_inline int sink(struct __sk_buff *skb, struct scratch *s)
 	if (!s)
 		return TC_ACT_OK;
 	int discard = s->p.hdr0 & 0x08;
-	if (s->p.itype == 1 && s->p.rhc == 0)
+	if (s->p.itype == INT_TYPE_MD && s->p.rhc == 0)
 		cnt(s, C_EBIT);
 	flow_event(skb, s, EVF_SINK);
 	if (strip(skb, s)) {

@@ -42,6 +42,33 @@
 #define DROP_UPF_UL_PDR_MISS 133
 #define DROP_UPF_FAR_MISS 134
 
+/* INT header types (shim and Geneve option type) */
+#define INT_TYPE_MD 1
+#define INT_TYPE_DESTINATION 2
+#define INT_TYPE_MX 3
+/* Next Protocol Types of the TCP/UDP shim */
+#define NPT_NONE 0
+#define NPT_UDP_PORT 1
+#define NPT_IP_PROTO 2
+
+/* INT encapsulations (pkt.encap, pkt.tun); the tunnels are a range */
+#define ENC_DSCP 1
+#define ENC_UDP_PORT 2
+#define ENC_PROBE_MARKER 3
+#define ENC_VXLAN_GPE 4
+#define ENC_GENEVE 5
+#define ENC_GRE 6
+#define ENC_IS_TUNNEL(e) ((e) >= ENC_VXLAN_GPE && (e) <= ENC_GRE)
+/* cfg.tunnels: bits of the tunnels INT is looked for in */
+#define TUN_VXLAN_GPE 1
+#define TUN_GENEVE 2
+#define TUN_GRE 4
+#define IPPROTO_GRE 47
+#define PORT_VXLAN_GPE 4790
+#define PORT_GENEVE 6081
+#define VXLAN_GPE_NP_INT 0x82
+#define GENEVE_CLASS_INT 0x0103
+
 #endif
 
 #ifndef INTD_KINDS_H
