@@ -2,102 +2,228 @@ package dtel
 
 import (
 	"errors"
-	"strconv"
+	"fmt"
+	"reflect"
+	"slices"
 	"strings"
 
+	"github.com/openconfig/ygot/ygot"
+
+	"github.com/intd-project/intd/gen"
 	"github.com/intd-project/intd/sai"
 )
 
-// attrPaths maps sai attribute names (AttrError.Attr, longest prefix
-// first) to the configuration leaf they come from, relative to the
-// object's path.
-var attrPaths = map[sai.ObjectType][][2]string{
-	sai.ObjectTypeDTel: {
-		{"IntEndpointEnable", "/node/config/int-endpoint"},
-		{"IntTransitEnable", "/node/config/int-transit"},
-		{"PostcardEnable", "/node/config/postcard"},
-		{"DropReportEnable", "/node/config/drop-report"},
-		{"QueueReportEnable", "/node/config/queue-report"},
-		{"SwitchID", "/node/config/node-id"},
-		{"FlowStateClearCycle", "/node/config/flow-state-clear-cycle"},
-		{"LatencySensitivity", "/node/config/latency-sensitivity"},
-		{"SinkPortList", "/interfaces"},
-		{"IntL4DSCPRemark", "/marking/config/remark-dscp"},
-		{"IntL4DSCP", "/marking/config/dscp-value"},
-		{"MalformedAction", "/node/config/malformed-int-action"},
-		{"IntUDPDstPort", "/marking/config/udp-port"},
-		{"IntUDPNPT", "/marking/config/udp-npt"},
-		{"ProbeMarker", "/marking/config/probe-marker"},
-		{"VXLANGPENextProtocol", "/marking/config/vxlan-gpe-next-protocol"},
-		{"GeneveOptionClass", "/marking/config/geneve-option-class"},
-		{"GREProtocolType", "/marking/config/gre-protocol-type"},
-		{"FlowReport.Interval", "/flow-report-filter/config/report-interval"},
-		{"FlowReport.HopLatencyChange", "/flow-report-filter/config/hop-latency-threshold"},
-		{"FlowReport", "/flow-report-filter/config"},
-	},
-	sai.ObjectTypeIntSession: {
-		{"Mode", "/config/mode"},
-		{"MaxHopCount", "/config/remaining-hop-count"},
-		{"Instructions", "/config/instructions"},
-		{"DomainSpecificID", "/config/domain-specific-id"},
-		{"DSInstruction", "/config/ds-instruction"},
-		{"DSFlags", "/config/ds-flags"},
-		{"Discard", "/config/discard"},
-		{"ClampTCPMSS", "/config/clamp-tcp-mss"},
-	},
-	sai.ObjectTypeReportSession: {
-		{"SrcIP", "/config/source-address"},
-		{"Destinations", "/collectors"},
-		{"VirtualRouter", "/config/vrf"},
-		{"TruncateSize", "/config/truncate-size"},
-		{"UDPDstPort", "/collectors"},
-		{"Format", "/config/report-format"},
-		{"DSCP", "/config/dscp"},
-		{"Coalesce.MaxReports", "/config/max-reports-per-packet"},
-		{"Coalesce.MaxDelay", "/config/max-delay"},
-		{"RateLimit", "/config/rate-limit"},
-	},
-	sai.ObjectTypeQueueReport: {
-		{"Port", "/config/interface"},
-		{"Queue", "/config/queue-id"},
-		{"DepthThreshold", "/config/depth-threshold"},
-		{"LatencyThreshold", "/config/latency-threshold"},
-		{"ResetThreshold", "/config/latency-reset-threshold"},
-		{"BreachQuota", "/config/breach-quota"},
-		{"TailDrop", "/config/tail-drop"},
-		{"", "/config"}, // the queue report as a whole
-	},
-	sai.ObjectTypeEvent: {
-		{"Type", "/config/type"},
-		{"ReportSession", "/config/report-session"},
-		{"DSCP", "/config/dscp"},
-	},
-	sai.ObjectTypeWatchlistEntry: {
-		{"Priority", "/config/sequence-id"},
-		{"Match.SrcPrefix", "/match/config/source-prefix"},
-		{"Match.DstPrefix", "/match/config/destination-prefix"},
-		{"Match.IPProtocol", "/match/config/protocol"},
-		{"Match.L4SrcPort", "/match/config/source-port-min"},
-		{"Match.L4DstPort", "/match/config/destination-port-min"},
-		{"Match.DSCP", "/match/config/dscp"},
-		{"Match.TCPFlags", "/match/config/tcp-flags"},
-		{"Match.InPort", "/match/config/ingress-interface"},
-		{"Match.Inner.VXLAN", "/vxlan-match/config"},
-		{"Match.Inner.VNI", "/vxlan-match/config/vni"},
-		{"Match.Inner.SrcPrefix", "/vxlan-match/config/inner-source-prefix"},
-		{"Match.Inner.DstPrefix", "/vxlan-match/config/inner-destination-prefix"},
-		{"Match.Inner.IPProtocol", "/vxlan-match/config/inner-protocol"},
-		{"Match.Inner.L4SrcPort", "/vxlan-match/config/inner-source-port-min"},
-		{"Match.Inner.L4DstPort", "/vxlan-match/config/inner-destination-port-min"},
-		{"Match", "/match/config"},
-		{"Action.FlowOp", "/actions/config/flow-op"},
-		{"Action.IntSession", "/actions/config/int-session"},
-		{"Action.DropReportEnable", "/actions/config/drop-report"},
-		{"Action.TailDropReportEnable", "/actions/config/tail-drop-report"},
-		{"Action.FlowSamplePercent", "/actions/config/sample-percent"},
-		{"Action.ReportAllPackets", "/actions/config/report-all-packets"},
-		{"Action.PacketInterval", "/actions/config/packet-interval"},
-	},
+// The generated struct each object type is translated from; attribute
+// paths are relative to it.
+var attrRoots = map[sai.ObjectType]reflect.Type{
+	sai.ObjectTypeDTel:           reflect.TypeFor[gen.IntdInt_Int](),
+	sai.ObjectTypeIntSession:     reflect.TypeFor[gen.IntdInt_Int_IntSessions_IntSession](),
+	sai.ObjectTypeReportSession:  reflect.TypeFor[gen.IntdInt_Int_ReportSessions_ReportSession](),
+	sai.ObjectTypeQueueReport:    reflect.TypeFor[gen.IntdInt_Int_QueueReports_QueueReport](),
+	sai.ObjectTypeEvent:          reflect.TypeFor[gen.IntdInt_Int_Events_Event](),
+	sai.ObjectTypeWatchlistEntry: reflect.TypeFor[gen.IntdInt_Int_Watchlist_Entries_Entry](),
+}
+
+type (
+	dtelCfg    = gen.IntdInt_Int
+	intCfg     = gen.IntdInt_Int_IntSessions_IntSession
+	reportCfg  = gen.IntdInt_Int_ReportSessions_ReportSession
+	queueCfg   = gen.IntdInt_Int_QueueReports_QueueReport
+	eventCfg   = gen.IntdInt_Int_Events_Event
+	entryCfg   = gen.IntdInt_Int_Watchlist_Entries_Entry
+	sinkCfg    = gen.IntdInt_Int_Interfaces_Interface
+	collectCfg = gen.IntdInt_Int_ReportSessions_ReportSession_Collectors_Collector
+)
+
+// attrPaths binds each sai attribute to the configuration field it is
+// translated from; the YANG path comes from that field's schema tag, so a
+// renamed leaf or attribute breaks the build, not an error message.
+var attrPaths = bindAttrs(
+	at(sai.AttrDTelIntEndpointEnable, func(c *dtelCfg) any { return &c.Node.Config.IntEndpoint }),
+	at(sai.AttrDTelIntTransitEnable, func(c *dtelCfg) any { return &c.Node.Config.IntTransit }),
+	at(sai.AttrDTelPostcardEnable, func(c *dtelCfg) any { return &c.Node.Config.Postcard }),
+	at(sai.AttrDTelDropReportEnable, func(c *dtelCfg) any { return &c.Node.Config.DropReport }),
+	at(sai.AttrDTelQueueReportEnable, func(c *dtelCfg) any { return &c.Node.Config.QueueReport }),
+	at(sai.AttrDTelSwitchID, func(c *dtelCfg) any { return &c.Node.Config.NodeId }),
+	at(sai.AttrDTelFlowStateClearCycle, func(c *dtelCfg) any { return &c.Node.Config.FlowStateClearCycle }),
+	at(sai.AttrDTelLatencySensitivity, func(c *dtelCfg) any { return &c.Node.Config.LatencySensitivity }),
+	at(sai.AttrDTelMalformedAction, func(c *dtelCfg) any { return &c.Node.Config.MalformedIntAction }),
+	at(sai.AttrDTelSinkPortList, func(c *dtelCfg) any { return &c.Interfaces }),
+	at(sai.AttrDTelIntL4DSCP, func(c *dtelCfg) any { return &c.Marking.Config.DscpValue }),
+	at(sai.AttrDTelIntL4DSCPValue, func(c *dtelCfg) any { return &c.Marking.Config.DscpValue }),
+	at(sai.AttrDTelIntL4DSCPMask, func(c *dtelCfg) any { return &c.Marking.Config.DscpValue }),
+	at(sai.AttrDTelIntL4DSCPRemark, func(c *dtelCfg) any { return &c.Marking.Config.RemarkDscp }),
+	at(sai.AttrDTelIntUDPDstPort, func(c *dtelCfg) any { return &c.Marking.Config.UdpPort }),
+	at(sai.AttrDTelIntUDPNPT, func(c *dtelCfg) any { return &c.Marking.Config.UdpNpt }),
+	at(sai.AttrDTelProbeMarker, func(c *dtelCfg) any { return &c.Marking.Config.ProbeMarker }),
+	at(sai.AttrDTelVXLANGPENextProtocol, func(c *dtelCfg) any { return &c.Marking.Config.VxlanGpeNextProtocol }),
+	at(sai.AttrDTelGeneveOptionClass, func(c *dtelCfg) any { return &c.Marking.Config.GeneveOptionClass }),
+	at(sai.AttrDTelGREProtocolType, func(c *dtelCfg) any { return &c.Marking.Config.GreProtocolType }),
+	at(sai.AttrDTelFlowReportInterval, func(c *dtelCfg) any { return &c.FlowReportFilter.Config.ReportInterval }),
+	at(sai.AttrDTelFlowReportHopLatencyChange, func(c *dtelCfg) any { return &c.FlowReportFilter.Config.HopLatencyThreshold }),
+	at(sai.AttrDTelFlowReportOnPortChange, func(c *dtelCfg) any { return &c.FlowReportFilter.Config.ReportOnPortChange }),
+	at(sai.AttrDTelFlowReportOnPathChange, func(c *dtelCfg) any { return &c.FlowReportFilter.Config.ReportOnPathChange }),
+	at(sai.AttrDTelFlowReportOnQueueChange, func(c *dtelCfg) any { return &c.FlowReportFilter.Config.ReportOnQueueChange }),
+
+	at(sai.AttrIntSessionMode, func(c *intCfg) any { return &c.Config.Mode }),
+	at(sai.AttrIntSessionMaxHopCount, func(c *intCfg) any { return &c.Config.RemainingHopCount }),
+	at(sai.AttrIntSessionInstructions, func(c *intCfg) any { return &c.Config.Instructions }),
+	at(sai.AttrIntSessionDomainSpecificID, func(c *intCfg) any { return &c.Config.DomainSpecificId }),
+	at(sai.AttrIntSessionDSInstruction, func(c *intCfg) any { return &c.Config.DsInstruction }),
+	at(sai.AttrIntSessionDSFlags, func(c *intCfg) any { return &c.Config.DsFlags }),
+	at(sai.AttrIntSessionDiscard, func(c *intCfg) any { return &c.Config.Discard }),
+	at(sai.AttrIntSessionClampTCPMSS, func(c *intCfg) any { return &c.Config.ClampTcpMss }),
+
+	at(sai.AttrReportSessionSrcIP, func(c *reportCfg) any { return &c.Config.SourceAddress }),
+	at(sai.AttrReportSessionDestinations, func(c *reportCfg) any { return &c.Collectors }),
+	at(sai.AttrReportSessionDestinationIP, func(c *reportCfg) any { return &c.Collectors }),
+	at(sai.AttrReportSessionDestinationUDPPort, func(c *reportCfg) any { return &c.Collectors }),
+	at(sai.AttrReportSessionUDPDstPort, func(c *reportCfg) any { return &c.Collectors }),
+	at(sai.AttrReportSessionVirtualRouter, func(c *reportCfg) any { return &c.Config.Vrf }),
+	at(sai.AttrReportSessionTruncateSize, func(c *reportCfg) any { return &c.Config.TruncateSize }),
+	at(sai.AttrReportSessionFormat, func(c *reportCfg) any { return &c.Config.ReportFormat }),
+	at(sai.AttrReportSessionDSCP, func(c *reportCfg) any { return &c.Config.Dscp }),
+	at(sai.AttrReportSessionCoalesceMaxReports, func(c *reportCfg) any { return &c.Config.MaxReportsPerPacket }),
+	at(sai.AttrReportSessionCoalesceMaxDelay, func(c *reportCfg) any { return &c.Config.MaxDelay }),
+	at(sai.AttrReportSessionRateLimit, func(c *reportCfg) any { return &c.Config.RateLimit }),
+
+	at(sai.AttrQueueReportPort, func(c *queueCfg) any { return &c.Config.Interface }),
+	at(sai.AttrQueueReportQueue, func(c *queueCfg) any { return &c.Config.QueueId }),
+	at(sai.AttrQueueReportDepthThreshold, func(c *queueCfg) any { return &c.Config.DepthThreshold }),
+	at(sai.AttrQueueReportLatencyThreshold, func(c *queueCfg) any { return &c.Config.LatencyThreshold }),
+	at(sai.AttrQueueReportResetThreshold, func(c *queueCfg) any { return &c.Config.LatencyResetThreshold }),
+	at(sai.AttrQueueReportBreachQuota, func(c *queueCfg) any { return &c.Config.BreachQuota }),
+	at(sai.AttrQueueReportTailDrop, func(c *queueCfg) any { return &c.Config.TailDrop }),
+
+	at(sai.AttrEventType, func(c *eventCfg) any { return &c.Config.Type }),
+	at(sai.AttrEventReportSession, func(c *eventCfg) any { return &c.Config.ReportSession }),
+	at(sai.AttrEventDSCP, func(c *eventCfg) any { return &c.Config.Dscp }),
+
+	at(sai.AttrWatchlistPriority, func(c *entryCfg) any { return &c.Config.SequenceId }),
+	at(sai.AttrWatchlistMatchSrcPrefix, func(c *entryCfg) any { return &c.Match.Config.SourcePrefix }),
+	at(sai.AttrWatchlistMatchDstPrefix, func(c *entryCfg) any { return &c.Match.Config.DestinationPrefix }),
+	at(sai.AttrWatchlistMatchIPProtocol, func(c *entryCfg) any { return &c.Match.Config.Protocol }),
+	at(sai.AttrWatchlistMatchL4SrcPort, func(c *entryCfg) any { return &c.Match.Config.SourcePortMin }),
+	at(sai.AttrWatchlistMatchL4DstPort, func(c *entryCfg) any { return &c.Match.Config.DestinationPortMin }),
+	at(sai.AttrWatchlistMatchDSCPValue, func(c *entryCfg) any { return &c.Match.Config.Dscp }),
+	at(sai.AttrWatchlistMatchDSCPMask, func(c *entryCfg) any { return &c.Match.Config.Dscp }),
+	at(sai.AttrWatchlistMatchTCPFlagsValue, func(c *entryCfg) any { return &c.Match.Config.TcpFlags }),
+	at(sai.AttrWatchlistMatchTCPFlagsMask, func(c *entryCfg) any { return &c.Match.Config.TcpFlags }),
+	at(sai.AttrWatchlistMatchInPort, func(c *entryCfg) any { return &c.Match.Config.IngressInterface }),
+	at(sai.AttrWatchlistMatchInnerVXLAN, func(c *entryCfg) any { return &c.VxlanMatch.Config }),
+	at(sai.AttrWatchlistMatchInnerVNI, func(c *entryCfg) any { return &c.VxlanMatch.Config.Vni }),
+	at(sai.AttrWatchlistMatchInnerSrcPrefix, func(c *entryCfg) any { return &c.VxlanMatch.Config.InnerSourcePrefix }),
+	at(sai.AttrWatchlistMatchInnerDstPrefix, func(c *entryCfg) any { return &c.VxlanMatch.Config.InnerDestinationPrefix }),
+	at(sai.AttrWatchlistMatchInnerIPProtocol, func(c *entryCfg) any { return &c.VxlanMatch.Config.InnerProtocol }),
+	at(sai.AttrWatchlistMatchInnerL4SrcPort, func(c *entryCfg) any { return &c.VxlanMatch.Config.InnerSourcePortMin }),
+	at(sai.AttrWatchlistMatchInnerL4DstPort, func(c *entryCfg) any { return &c.VxlanMatch.Config.InnerDestinationPortMin }),
+	at(sai.AttrWatchlistActionFlowOp, func(c *entryCfg) any { return &c.Actions.Config.FlowOp }),
+	at(sai.AttrWatchlistActionIntSession, func(c *entryCfg) any { return &c.Actions.Config.IntSession }),
+	at(sai.AttrWatchlistActionDropReportEnable, func(c *entryCfg) any { return &c.Actions.Config.DropReport }),
+	at(sai.AttrWatchlistActionTailDropReportEnable, func(c *entryCfg) any { return &c.Actions.Config.TailDropReport }),
+	at(sai.AttrWatchlistActionFlowSamplePercent, func(c *entryCfg) any { return &c.Actions.Config.SamplePercent }),
+	at(sai.AttrWatchlistActionReportAllPackets, func(c *entryCfg) any { return &c.Actions.Config.ReportAllPackets }),
+	at(sai.AttrWatchlistActionPacketInterval, func(c *entryCfg) any { return &c.Actions.Config.PacketInterval }),
+)
+
+// Paths for errors about an object as a whole, where it is not the
+// object's path itself (a queue report is all configuration).
+var wholePaths = map[sai.ObjectType]string{
+	sai.ObjectTypeQueueReport: fieldPath(func(c *queueCfg) any { return &c.Config }),
+}
+
+// Paths of list entries: a sink port and a report destination.
+var (
+	sinkListPath    = fieldPath(func(c *dtelCfg) any { return &c.Interfaces.Interface })
+	sinkLeafPath    = fieldPath(func(c *sinkCfg) any { return &c.Config.IntSink })
+	collectListPath = fieldPath(func(c *reportCfg) any { return &c.Collectors.Collector })
+	collectConfPath = fieldPath(func(c *collectCfg) any { return &c.Config })
+)
+
+type attrBinding struct {
+	id   sai.AttrID
+	root reflect.Type
+	path string
+}
+
+// at binds id to the field of T that sel returns the address of.
+func at[T any](id sai.AttrID, sel func(*T) any) attrBinding {
+	return attrBinding{id, reflect.TypeFor[T](), fieldPath(sel)}
+}
+
+func bindAttrs(bs ...attrBinding) map[sai.AttrID]string {
+	m := make(map[sai.AttrID]string, len(bs))
+	for _, b := range bs {
+		if want := attrRoots[b.id.Object()]; b.root != want {
+			panic(fmt.Sprintf("dtel: %v bound to a field of %v, want %v", b.id, b.root, want))
+		}
+		if _, dup := m[b.id]; dup {
+			panic(fmt.Sprintf("dtel: %v bound twice", b.id))
+		}
+		m[b.id] = b.path
+	}
+	return m
+}
+
+// fieldPath is the schema path, relative to T, of the field that sel
+// returns the address of. It calls sel on a T with every container
+// allocated, then finds the field by address and joins the ygot path
+// tags on the way down.
+func fieldPath[T any](sel func(*T) any) string {
+	root := reflect.New(reflect.TypeFor[T]())
+	allocContainers(root.Elem())
+	target := reflect.ValueOf(sel(root.Interface().(*T)))
+	if target.Kind() != reflect.Pointer {
+		panic(fmt.Sprintf("dtel: selector on %v returns %v, not a field's address", root.Type(), target.Type()))
+	}
+	p, ok := findField(root.Elem(), target.Pointer())
+	if !ok {
+		panic(fmt.Sprintf("dtel: selector on %v returns no field of it", root.Type()))
+	}
+	return p
+}
+
+func allocContainers(v reflect.Value) {
+	for i := range v.NumField() {
+		if f := v.Field(i); f.Kind() == reflect.Pointer && f.Type().Elem().Kind() == reflect.Struct {
+			f.Set(reflect.New(f.Type().Elem()))
+			allocContainers(f.Elem())
+		}
+	}
+}
+
+func findField(v reflect.Value, addr uintptr) (string, bool) {
+	for i := range v.NumField() {
+		f := v.Field(i)
+		tag := "/" + v.Type().Field(i).Tag.Get("path")
+		if f.Addr().Pointer() == addr {
+			return tag, true
+		}
+		if f.Kind() == reflect.Pointer && !f.IsNil() && f.Elem().Kind() == reflect.Struct {
+			if p, ok := findField(f.Elem(), addr); ok {
+				return tag + p, true
+			}
+		}
+	}
+	return "", false
+}
+
+// listKeys renders the key predicates of a list entry ("[name=eth0]") in
+// the schema's key order.
+func listKeys(entry ygot.KeyHelperGoStruct) string {
+	keys, err := entry.ΛListKeyMap()
+	if err != nil {
+		return ""
+	}
+	e := gen.SchemaTree[reflect.TypeOf(entry).Elem().Name()]
+	if e == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, k := range strings.Fields(e.Key) {
+		fmt.Fprintf(&b, "[%s=%v]", k, keys[k])
+	}
+	return b.String()
 }
 
 // attrError turns a sai validation or capability error about obj into an
@@ -111,48 +237,29 @@ func (o *Orchestrator) attrError(obj *object, err error) error {
 		if errors.Is(err, sai.ErrUnsupported) {
 			msg += " by the dataplane"
 		}
-		path += subPath(obj, ae.Attr)
+		path += subPath(obj, ae)
 	}
 	return &InvalidError{Path: path, Msg: msg, Err: err}
 }
 
-func subPath(obj *object, attr string) string {
-	best, _ := attrLeaf(obj.key.t, attr)
+func subPath(obj *object, ae *sai.AttrError) string {
+	if ae.Attr == sai.AttrNone {
+		return wholePaths[obj.key.t]
+	}
 	// Name list entries for indexed attributes.
-	if i, ok := attrIndex(attr); ok {
-		switch a := obj.attrs.(type) {
-		case sai.DTelAttrs:
-			if strings.HasPrefix(attr, "SinkPortList[") && i < len(a.SinkPortList) {
-				return "/interfaces/interface[name=" + a.SinkPortList[i] + "]/config/int-sink"
-			}
-		case sai.ReportSessionAttrs:
-			if strings.HasPrefix(attr, "Destinations[") && i < len(a.Destinations) {
-				d := a.Destinations[i]
-				return "/collectors/collector[address=" + d.IP.String() + "][port=" + strconv.Itoa(int(d.UDPPort)) + "]/config"
-			}
+	switch a := obj.attrs.(type) {
+	case sai.DTelAttrs:
+		if ae.Attr == sai.AttrDTelSinkPortList && ae.Index >= 0 && ae.Index < len(a.SinkPortList) {
+			name := a.SinkPortList[ae.Index]
+			return sinkListPath + listKeys(&sinkCfg{Name: &name}) + sinkLeafPath
+		}
+	case sai.ReportSessionAttrs:
+		isDest := slices.Contains([]sai.AttrID{sai.AttrReportSessionDestinations, sai.AttrReportSessionDestinationIP, sai.AttrReportSessionDestinationUDPPort}, ae.Attr)
+		if isDest && ae.Index >= 0 && ae.Index < len(a.Destinations) {
+			d := a.Destinations[ae.Index]
+			addr, port := d.IP.String(), d.UDPPort
+			return collectListPath + listKeys(&collectCfg{Address: &addr, Port: &port}) + collectConfPath
 		}
 	}
-	return best
-}
-
-// attrLeaf returns the path of the longest entry of attrPaths that attr
-// starts with.
-func attrLeaf(t sai.ObjectType, attr string) (string, bool) {
-	best, bestLen := "", -1
-	for _, m := range attrPaths[t] {
-		if strings.HasPrefix(attr, m[0]) && len(m[0]) > bestLen {
-			best, bestLen = m[1], len(m[0])
-		}
-	}
-	return best, bestLen >= 0
-}
-
-func attrIndex(attr string) (int, bool) {
-	i := strings.IndexByte(attr, '[')
-	j := strings.IndexByte(attr, ']')
-	if i < 0 || j < i {
-		return 0, false
-	}
-	n, err := strconv.Atoi(attr[i+1 : j])
-	return n, err == nil
+	return attrPaths[ae.Attr]
 }

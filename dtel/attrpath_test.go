@@ -2,10 +2,8 @@ package dtel
 
 import (
 	"net/netip"
-	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/openconfig/goyang/pkg/yang"
 
@@ -24,81 +22,63 @@ var attrObjectPaths = map[sai.ObjectType]string{
 	sai.ObjectTypeWatchlistEntry: gen.EntryPath(1),
 }
 
-var attrSamples = []sai.Attrs{
-	sai.DTelAttrs{}, sai.IntSessionAttrs{}, sai.ReportSessionAttrs{},
-	sai.QueueReportAttrs{}, sai.EventAttrs{}, sai.WatchlistEntryAttrs{},
-}
-
-// TestAttrPathsCoverSchema holds the attribute table to both ends: every
-// field of every sai attribute type maps to a configuration path, every
-// entry names a field that exists (a renamed field fails here, not in a
-// user's error message), and every path exists in the YANG schema.
+// TestAttrPathsCoverSchema holds the binding table to both ends: every
+// sai attribute id is bound to a configuration field, and every bound
+// path, list entries' included, exists in the YANG schema.
 func TestAttrPathsCoverSchema(t *testing.T) {
 	root := gen.SchemaTree["Device"]
 	if root == nil {
 		t.Fatal("no Device in the generated schema")
 	}
-	for _, a := range attrSamples {
-		ot := a.ObjectType()
-		fields := attrFields(reflect.TypeOf(a), "")
-		for _, f := range fields {
-			if _, ok := attrLeaf(ot, f); !ok {
-				t.Errorf("%v attribute %s maps to no configuration path", ot, f)
-			}
+	for _, id := range sai.AttrIDs() {
+		p, ok := attrPaths[id]
+		if !ok {
+			t.Errorf("%v attribute %v maps to no configuration path", id.Object(), id)
+			continue
 		}
-		base := attrObjectPaths[ot]
-		for _, m := range attrPaths[ot] {
-			if m[0] != "" && !namesField(fields, m[0]) {
-				t.Errorf("%v: %q in the path table is no attribute", ot, m[0])
-			}
-			if p := base + m[1]; schemaEntry(root, p) == nil {
-				t.Errorf("%v attribute %q maps to %s, not in the YANG schema", ot, m[0], p)
-			}
+		if full := attrObjectPaths[id.Object()] + p; schemaEntry(root, full) == nil {
+			t.Errorf("%v attribute %v maps to %s, not in the YANG schema", id.Object(), id, full)
 		}
 	}
-	if len(attrPaths) != len(attrSamples) {
-		t.Errorf("path table has %d object types, want %d", len(attrPaths), len(attrSamples))
+	for ot, p := range wholePaths {
+		if full := attrObjectPaths[ot] + p; schemaEntry(root, full) == nil {
+			t.Errorf("%v as a whole maps to %s, not in the YANG schema", ot, full)
+		}
+	}
+	for _, p := range []string{
+		attrObjectPaths[sai.ObjectTypeDTel] + sinkListPath + sinkLeafPath,
+		attrObjectPaths[sai.ObjectTypeReportSession] + collectListPath + collectConfPath,
+	} {
+		if schemaEntry(root, p) == nil {
+			t.Errorf("list entry path %s is not in the YANG schema", p)
+		}
+	}
+	if len(attrRoots) != len(attrObjectPaths) {
+		t.Errorf("%d object types have a configuration root, want %d", len(attrRoots), len(attrObjectPaths))
 	}
 }
 
-// attrFields lists the field paths of t as AttrError.Attr writes them
-// ("Match.Inner.VNI", "Destinations[0].UDPPort").
-func attrFields(t reflect.Type, prefix string) []string {
-	var out []string
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		if !f.IsExported() {
-			continue
-		}
-		name := prefix + f.Name
-		ft := f.Type
-		if ft.Kind() == reflect.Slice {
-			name += "[0]"
-			ft = ft.Elem()
-		}
-		if ft.Kind() == reflect.Struct && ft.PkgPath() == reflect.TypeOf(sai.OID(0)).PkgPath() {
-			out = append(out, attrFields(ft, name+".")...)
-			continue
-		}
-		switch ft {
-		case reflect.TypeOf(netip.Addr{}), reflect.TypeOf(netip.Prefix{}), reflect.TypeOf(time.Duration(0)):
-		default:
-			if ft.Kind() == reflect.Struct {
-				continue
-			}
-		}
-		out = append(out, name)
-	}
-	return out
-}
-
-func namesField(fields []string, attr string) bool {
-	for _, f := range fields {
-		if f == attr || strings.HasPrefix(f, attr+".") || strings.HasPrefix(f, attr+"[") {
-			return true
+// TestAttrListEntryPaths checks that errors about one entry of a list
+// attribute name that entry with the schema's keys.
+func TestAttrListEntryPaths(t *testing.T) {
+	dtelObj := &object{key: key{t: sai.ObjectTypeDTel}, attrs: sai.DTelAttrs{SinkPortList: []string{"eth0", "eth1"}}}
+	rs := &object{key: key{t: sai.ObjectTypeReportSession}, attrs: sai.ReportSessionAttrs{Destinations: []sai.ReportDestination{{IP: netip.MustParseAddr("10.0.0.1"), UDPPort: 32766}}}}
+	for _, tt := range []struct {
+		obj  *object
+		ae   sai.AttrError
+		want string
+	}{
+		{dtelObj, sai.AttrError{Attr: sai.AttrDTelSinkPortList, Index: 1}, "/interfaces/interface[name=eth1]/config/int-sink"},
+		{dtelObj, sai.AttrError{Attr: sai.AttrDTelSinkPortList, Index: -1}, "/interfaces"},
+		{rs, sai.AttrError{Attr: sai.AttrReportSessionDestinationUDPPort, Index: 0}, "/collectors/collector[address=10.0.0.1][port=32766]/config"},
+		{rs, sai.AttrError{Attr: sai.AttrReportSessionDestinations, Index: -1}, "/collectors"},
+		{rs, sai.AttrError{Attr: sai.AttrReportSessionCoalesceMaxDelay, Index: -1}, "/config/max-delay"},
+		{&object{key: key{t: sai.ObjectTypeQueueReport}, attrs: sai.QueueReportAttrs{}}, sai.AttrError{Attr: sai.AttrNone, Index: -1}, "/config"},
+	} {
+		if got := subPath(tt.obj, &tt.ae); got != tt.want {
+			t.Errorf("subPath(%v, %v[%d]) = %q, want %q", tt.obj.key.t, tt.ae.Attr, tt.ae.Index, got, tt.want)
 		}
 	}
-	return false
 }
 
 // schemaEntry walks a data path (keys ignored) down the schema.

@@ -100,15 +100,15 @@ const MaxDSCP = 63
 // Matches reports whether dscp carries the marking.
 func (m DSCPMatch) Matches(dscp uint8) bool { return dscp&m.Mask == m.Value }
 
-func (m DSCPMatch) validate(t ObjectType, attr, name string) error {
+func (m DSCPMatch) validate(t ObjectType, value, mask AttrID, name string) error {
 	switch {
 	case m.Value > MaxDSCP:
-		return invalid(t, attr+".Value", "%s value %d exceeds %d", name, m.Value, MaxDSCP)
+		return invalid(t, value, "%s value %d exceeds %d", name, m.Value, MaxDSCP)
 	case m.Mask > MaxDSCP:
-		return invalid(t, attr+".Mask", "%s mask %#x exceeds %#x", name, m.Mask, MaxDSCP)
+		return invalid(t, mask, "%s mask %#x exceeds %#x", name, m.Mask, MaxDSCP)
 	case m.Value&^m.Mask != 0:
 		// Bits outside the mask would silently never match.
-		return invalid(t, attr+".Value", "%s value %#x has bits outside mask %#x", name, m.Value, m.Mask)
+		return invalid(t, value, "%s value %#x has bits outside mask %#x", name, m.Value, m.Mask)
 	}
 	return nil
 }
@@ -122,14 +122,14 @@ type PortRange struct {
 // IsAny reports whether r matches every port.
 func (r PortRange) IsAny() bool { return r == PortRange{} || r == PortRange{0, 65535} }
 
-func (r PortRange) validate(t ObjectType, attr, name string) error {
+func (r PortRange) validate(t ObjectType, attr AttrID, name string) error {
 	if r.Lo > r.Hi {
 		return invalid(t, attr, "%s range %d-%d has lo > hi", name, r.Lo, r.Hi)
 	}
 	return nil
 }
 
-func validateDuration(t ObjectType, attr, name string, d time.Duration) error {
+func validateDuration(t ObjectType, attr AttrID, name string, d time.Duration) error {
 	if d < 0 {
 		return invalid(t, attr, "%s %v is negative", name, d)
 	}
@@ -141,14 +141,15 @@ const MaxIfNameLen = 15
 
 // validateIfName applies the kernel's rules for interface (and VRF device)
 // names, so bad names fail here rather than deep inside a netlink call.
-func validateIfName(t ObjectType, attr, name, s string) error {
+// index is the list entry s is (-1 for none).
+func validateIfName(t ObjectType, attr AttrID, index int, name, s string) error {
 	switch {
 	case s == "":
-		return invalid(t, attr, "%s is empty", name)
+		return invalidEntry(t, attr, index, "%s is empty", name)
 	case len(s) > MaxIfNameLen:
-		return invalid(t, attr, "%s %q is longer than %d bytes", name, s, MaxIfNameLen)
+		return invalidEntry(t, attr, index, "%s %q is longer than %d bytes", name, s, MaxIfNameLen)
 	case s == "." || s == ".." || strings.ContainsAny(s, "/: \t\n\x00"):
-		return invalid(t, attr, "%s %q is not a valid interface name", name, s)
+		return invalidEntry(t, attr, index, "%s %q is not a valid interface name", name, s)
 	}
 	return nil
 }

@@ -157,46 +157,46 @@ func (c Capabilities) Check(a Attrs) error {
 	case IntSessionAttrs:
 		const t = ObjectTypeIntSession
 		if !slices.Contains(c.Modes, a.Mode) {
-			return unsupported(t, "Mode", "mode %v is not supported", a.Mode)
+			return unsupported(t, AttrIntSessionMode, "mode %v is not supported", a.Mode)
 		}
 		have := c.Instructions
 		if a.Mode == IntModeMX {
 			have = c.ReportMetadata // MX metadata travels in reports
 		}
 		if u := a.Instructions &^ have; u != 0 {
-			return unsupported(t, "Instructions", "instructions %v are not supported in %v mode", u, a.Mode)
+			return unsupported(t, AttrIntSessionInstructions, "instructions %v are not supported in %v mode", u, a.Mode)
 		}
 	case ReportSessionAttrs:
 		const t = ObjectTypeReportSession
 		switch {
 		case !slices.Contains(c.ReportFormats, a.Format):
-			return unsupported(t, "Format", "report format %v is not supported", a.Format)
+			return unsupported(t, AttrReportSessionFormat, "report format %v is not supported", a.Format)
 		case a.Coalesce.Enabled() && !c.Coalescing:
-			return unsupported(t, "Coalesce.MaxReports", "coalescing is not supported")
+			return unsupported(t, AttrReportSessionCoalesceMaxReports, "coalescing is not supported")
 		case c.MaxReportDestinations > 0 && len(a.Destinations) > c.MaxReportDestinations:
-			return unsupported(t, "Destinations", "%d destinations exceed the limit of %d", len(a.Destinations), c.MaxReportDestinations)
+			return unsupported(t, AttrReportSessionDestinations, "%d destinations exceed the limit of %d", len(a.Destinations), c.MaxReportDestinations)
 		}
 	case QueueReportAttrs:
 		if !c.QueueReport {
-			return unsupported(ObjectTypeQueueReport, "Port", "queue reports are not supported")
+			return unsupported(ObjectTypeQueueReport, AttrQueueReportPort, "queue reports are not supported")
 		}
 	case EventAttrs:
 		if !slices.Contains(c.EventTypes, a.Type) {
-			return unsupported(ObjectTypeEvent, "Type", "%v events are not supported", a.Type)
+			return unsupported(ObjectTypeEvent, AttrEventType, "%v events are not supported", a.Type)
 		}
 	case WatchlistEntryAttrs:
 		const t = ObjectTypeWatchlistEntry
 		switch {
 		case a.Action.FlowOp == FlowOpInt && !c.IntEndpoint:
-			return unsupported(t, "Action.FlowOp", "flow op INT needs INT endpoint support")
+			return unsupported(t, AttrWatchlistActionFlowOp, "flow op INT needs INT endpoint support")
 		case a.Action.FlowOp == FlowOpPostcard && !c.Postcard:
-			return unsupported(t, "Action.FlowOp", "flow op POSTCARD is not supported")
+			return unsupported(t, AttrWatchlistActionFlowOp, "flow op POSTCARD is not supported")
 		case (a.Action.DropReportEnable || a.Action.TailDropReportEnable) && !c.DropReport:
-			return unsupported(t, "Action.DropReportEnable", "drop reports are not supported")
+			return unsupported(t, AttrWatchlistActionDropReportEnable, "drop reports are not supported")
 		case a.Match.Inner.VXLAN && !c.VXLANInner:
-			return unsupported(t, "Match.Inner.VXLAN", "VXLAN inner header match is not supported")
+			return unsupported(t, AttrWatchlistMatchInnerVXLAN, "VXLAN inner header match is not supported")
 		case a.Action.PacketInterval != 0 && !c.PacketInterval:
-			return unsupported(t, "Action.PacketInterval", "per-flow packet interval is not supported")
+			return unsupported(t, AttrWatchlistActionPacketInterval, "per-flow packet interval is not supported")
 		}
 	}
 	return nil
@@ -205,14 +205,15 @@ func (c Capabilities) Check(a Attrs) error {
 func (c Capabilities) checkDTel(a DTelAttrs) error {
 	const t = ObjectTypeDTel
 	for _, f := range []struct {
-		on, ok     bool
-		attr, name string
+		on, ok bool
+		attr   AttrID
+		name   string
 	}{
-		{a.IntEndpointEnable, c.IntEndpoint, "IntEndpointEnable", "INT endpoint"},
-		{a.IntTransitEnable, c.IntTransit, "IntTransitEnable", "INT transit"},
-		{a.PostcardEnable, c.Postcard, "PostcardEnable", "postcard"},
-		{a.DropReportEnable, c.DropReport, "DropReportEnable", "drop report"},
-		{a.QueueReportEnable, c.QueueReport, "QueueReportEnable", "queue report"},
+		{a.IntEndpointEnable, c.IntEndpoint, AttrDTelIntEndpointEnable, "INT endpoint"},
+		{a.IntTransitEnable, c.IntTransit, AttrDTelIntTransitEnable, "INT transit"},
+		{a.PostcardEnable, c.Postcard, AttrDTelPostcardEnable, "postcard"},
+		{a.DropReportEnable, c.DropReport, AttrDTelDropReportEnable, "drop report"},
+		{a.QueueReportEnable, c.QueueReport, AttrDTelQueueReportEnable, "queue report"},
 	} {
 		if f.on && !f.ok {
 			return unsupported(t, f.attr, "%s is not supported", f.name)
@@ -221,14 +222,14 @@ func (c Capabilities) checkDTel(a DTelAttrs) error {
 	for _, e := range []struct {
 		on   bool
 		enc  spec.Encap
-		attr string
+		attr AttrID
 	}{
-		{a.IntL4DSCP.Mask != 0, spec.EncapDSCP, "IntL4DSCP"},
-		{a.IntUDPDstPort != 0, spec.EncapUDPPort, "IntUDPDstPort"},
-		{a.ProbeMarker != 0, spec.EncapProbeMarker, "ProbeMarker"},
-		{a.VXLANGPENextProtocol != 0, spec.EncapVXLANGPE, "VXLANGPENextProtocol"},
-		{a.GeneveOptionClass != 0, spec.EncapGeneve, "GeneveOptionClass"},
-		{a.GREProtocolType != 0, spec.EncapGRE, "GREProtocolType"},
+		{a.IntL4DSCP.Mask != 0, spec.EncapDSCP, AttrDTelIntL4DSCP},
+		{a.IntUDPDstPort != 0, spec.EncapUDPPort, AttrDTelIntUDPDstPort},
+		{a.ProbeMarker != 0, spec.EncapProbeMarker, AttrDTelProbeMarker},
+		{a.VXLANGPENextProtocol != 0, spec.EncapVXLANGPE, AttrDTelVXLANGPENextProtocol},
+		{a.GeneveOptionClass != 0, spec.EncapGeneve, AttrDTelGeneveOptionClass},
+		{a.GREProtocolType != 0, spec.EncapGRE, AttrDTelGREProtocolType},
 	} {
 		if e.on && !slices.Contains(c.Encaps, e.enc) {
 			return unsupported(t, e.attr, "INT encapsulation %v is not supported", e.enc)

@@ -144,36 +144,35 @@ const MaxLatencySensitivity = 31
 // Validate implements Attrs.
 func (a DTelAttrs) Validate() error {
 	const t = ObjectTypeDTel
-	if err := validateDuration(t, "FlowStateClearCycle", "flow-state clear cycle", a.FlowStateClearCycle); err != nil {
+	if err := validateDuration(t, AttrDTelFlowStateClearCycle, "flow-state clear cycle", a.FlowStateClearCycle); err != nil {
 		return err
 	}
 	if a.LatencySensitivity > MaxLatencySensitivity {
-		return invalid(t, "LatencySensitivity", "latency sensitivity %d exceeds %d", a.LatencySensitivity, MaxLatencySensitivity)
+		return invalid(t, AttrDTelLatencySensitivity, "latency sensitivity %d exceeds %d", a.LatencySensitivity, MaxLatencySensitivity)
 	}
 	seen := make(map[string]bool, len(a.SinkPortList))
 	for i, p := range a.SinkPortList {
-		attr := "SinkPortList[" + itoa(i) + "]"
-		if err := validateIfName(t, attr, "sink port "+itoa(i), p); err != nil {
+		if err := validateIfName(t, AttrDTelSinkPortList, i, "sink port "+itoa(i), p); err != nil {
 			return err
 		}
 		if seen[p] {
-			return invalid(t, attr, "sink port %d: %q is listed twice", i, p)
+			return invalidEntry(t, AttrDTelSinkPortList, i, "sink port %d: %q is listed twice", i, p)
 		}
 		seen[p] = true
 	}
-	if err := a.IntL4DSCP.validate(t, "IntL4DSCP", "INT L4 DSCP"); err != nil {
+	if err := a.IntL4DSCP.validate(t, AttrDTelIntL4DSCPValue, AttrDTelIntL4DSCPMask, "INT L4 DSCP"); err != nil {
 		return err
 	}
 	switch {
 	case a.IntL4DSCPRemark > MaxDSCP:
-		return invalid(t, "IntL4DSCPRemark", "remark DSCP %d exceeds %d", a.IntL4DSCPRemark, MaxDSCP)
+		return invalid(t, AttrDTelIntL4DSCPRemark, "remark DSCP %d exceeds %d", a.IntL4DSCPRemark, MaxDSCP)
 	case a.IntL4DSCP.Mask != 0 && a.IntL4DSCP.Matches(a.IntL4DSCPRemark):
-		return invalid(t, "IntL4DSCPRemark", "remark DSCP %d itself carries the INT marking %#x/%#x: choose a value user traffic may keep", a.IntL4DSCPRemark, a.IntL4DSCP.Value, a.IntL4DSCP.Mask)
+		return invalid(t, AttrDTelIntL4DSCPRemark, "remark DSCP %d itself carries the INT marking %#x/%#x: choose a value user traffic may keep", a.IntL4DSCPRemark, a.IntL4DSCP.Value, a.IntL4DSCP.Mask)
 	case a.MalformedAction > MalformedDrop:
-		return invalid(t, "MalformedAction", "malformed INT action %d is invalid", a.MalformedAction)
+		return invalid(t, AttrDTelMalformedAction, "malformed INT action %d is invalid", a.MalformedAction)
 	}
 	if a.IntUDPDstPort != 0 && a.IntUDPNPT != spec.NPTUDPPort && a.IntUDPNPT != spec.NPTIPProto {
-		return invalid(t, "IntUDPNPT", "INT UDP spec.NPT %d is invalid (want 1 or 2)", a.IntUDPNPT)
+		return invalid(t, AttrDTelIntUDPNPT, "INT UDP spec.NPT %d is invalid (want 1 or 2)", a.IntUDPNPT)
 	}
 	var marks []string
 	if a.IntL4DSCP.Mask != 0 {
@@ -186,11 +185,11 @@ func (a DTelAttrs) Validate() error {
 		marks = append(marks, "probe marker")
 	}
 	if len(marks) > 1 {
-		return invalid(t, "IntL4DSCP", "INT marked by both %s and %s; use one marking per domain", marks[0], marks[1])
+		return invalid(t, AttrDTelIntL4DSCP, "INT marked by both %s and %s; use one marking per domain", marks[0], marks[1])
 	}
 	f := a.FlowReport
 	if f.Interval <= 0 {
-		return invalid(t, "FlowReport.Interval", "flow report interval %v must be positive", f.Interval)
+		return invalid(t, AttrDTelFlowReportInterval, "flow report interval %v must be positive", f.Interval)
 	}
-	return validateDuration(t, "FlowReport.HopLatencyChange", "flow report hop-latency change threshold", f.HopLatencyChange)
+	return validateDuration(t, AttrDTelFlowReportHopLatencyChange, "flow report hop-latency change threshold", f.HopLatencyChange)
 }

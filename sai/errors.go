@@ -30,10 +30,13 @@ var (
 // "sai: report session: destination 2: UDP port 0 is invalid".
 type AttrError struct {
 	Object ObjectType
-	// Attr is the Go field path, e.g. "Destinations[2].UDPPort", so the
-	// orchestrator can map the error back to its configuration path; ""
-	// when the error is about the object as a whole.
-	Attr string
+	// Attr is the attribute at fault, so the orchestrator can map the
+	// error back to its configuration path; AttrNone when the error is
+	// about the object as a whole.
+	Attr AttrID
+	// Index is the entry of a list attribute at fault (Attr's String
+	// holds "[]"); -1 when the error is about no single entry.
+	Index int
 	// Msg is the human explanation, already naming the attribute.
 	Msg string
 	// Err is ErrInvalid, ErrUnsupported or ErrCreateOnly; nil means ErrInvalid.
@@ -49,10 +52,19 @@ func (e *AttrError) Unwrap() error {
 	return e.Err
 }
 
-func invalid(t ObjectType, attr, format string, args ...any) error {
-	return &AttrError{Object: t, Attr: attr, Msg: fmt.Sprintf(format, args...)}
+// Field is the Go field path at fault, e.g. "Destinations[2].UDPPort";
+// "" for the object as a whole.
+func (e *AttrError) Field() string { return e.Attr.field(e.Index) }
+
+func invalid(t ObjectType, attr AttrID, format string, args ...any) error {
+	return invalidEntry(t, attr, -1, format, args...)
 }
 
-func unsupported(t ObjectType, attr, format string, args ...any) error {
-	return &AttrError{Object: t, Attr: attr, Msg: fmt.Sprintf(format, args...), Err: ErrUnsupported}
+// invalidEntry is invalid about entry i of a list attribute.
+func invalidEntry(t ObjectType, attr AttrID, i int, format string, args ...any) error {
+	return &AttrError{Object: t, Attr: attr, Index: i, Msg: fmt.Sprintf(format, args...)}
+}
+
+func unsupported(t ObjectType, attr AttrID, format string, args ...any) error {
+	return &AttrError{Object: t, Attr: attr, Index: -1, Msg: fmt.Sprintf(format, args...), Err: ErrUnsupported}
 }

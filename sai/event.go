@@ -39,13 +39,13 @@ func (a EventAttrs) Validate() error {
 	const t = ObjectTypeEvent
 	switch {
 	case !a.Type.Valid():
-		return invalid(t, "Type", "event type %d is invalid", a.Type)
+		return invalid(t, AttrEventType, "event type %d is invalid", a.Type)
 	case a.ReportSession.IsNull():
-		return invalid(t, "ReportSession", "%v event: report session is required", a.Type)
+		return invalid(t, AttrEventReportSession, "%v event: report session is required", a.Type)
 	case a.ReportSession.Type() != ObjectTypeReportSession:
-		return invalid(t, "ReportSession", "%v event: report session %v is not a report session", a.Type, a.ReportSession)
+		return invalid(t, AttrEventReportSession, "%v event: report session %v is not a report session", a.Type, a.ReportSession)
 	case a.DSCP > MaxDSCP:
-		return invalid(t, "DSCP", "%v event: DSCP %d exceeds %d", a.Type, a.DSCP, MaxDSCP)
+		return invalid(t, AttrEventDSCP, "%v event: DSCP %d exceeds %d", a.Type, a.DSCP, MaxDSCP)
 	}
 	return nil
 }

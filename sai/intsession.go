@@ -83,23 +83,23 @@ func (a IntSessionAttrs) Validate() error {
 	switch a.Mode {
 	case IntModeMD:
 		if a.MaxHopCount == 0 {
-			return invalid(t, "MaxHopCount", "max hop count 0 is invalid (want 1..255)")
+			return invalid(t, AttrIntSessionMaxHopCount, "max hop count 0 is invalid (want 1..255)")
 		}
 	case IntModeMX:
 		if a.Instructions&spec.InstChecksumComplement != 0 {
-			return invalid(t, "Instructions", "checksum complement (bit 15) is not applicable in MX mode: remove it")
+			return invalid(t, AttrIntSessionInstructions, "checksum complement (bit 15) is not applicable in MX mode: remove it")
 		}
 	default:
-		return invalid(t, "Mode", "mode %d is invalid", a.Mode)
+		return invalid(t, AttrIntSessionMode, "mode %d is invalid", a.Mode)
 	}
 	if r := a.Instructions & spec.InstReserved; r != 0 {
-		return invalid(t, "Instructions", "instruction bitmap %#04x sets reserved bits %s", uint16(a.Instructions), r)
+		return invalid(t, AttrIntSessionInstructions, "instruction bitmap %#04x sets reserved bits %s", uint16(a.Instructions), r)
 	}
 	if a.DomainSpecificID == 0 && a.DSInstruction != 0 {
-		return invalid(t, "DSInstruction", "DS instruction %#04x needs a non-zero domain specific id", a.DSInstruction)
+		return invalid(t, AttrIntSessionDSInstruction, "DS instruction %#04x needs a non-zero domain specific id", a.DSInstruction)
 	}
 	if a.Instructions&^spec.InstChecksumComplement == 0 && a.DSInstruction == 0 {
-		return invalid(t, "Instructions", "instruction bitmap requests no metadata")
+		return invalid(t, AttrIntSessionInstructions, "instruction bitmap requests no metadata")
 	}
 	return nil
 }

@@ -63,26 +63,26 @@ func (a QueueReportAttrs) SettableFrom(old Attrs) bool {
 // Validate implements Attrs.
 func (a QueueReportAttrs) Validate() error {
 	const t = ObjectTypeQueueReport
-	if err := validateIfName(t, "Port", "port", a.Port); err != nil {
+	if err := validateIfName(t, AttrQueueReportPort, -1, "port", a.Port); err != nil {
 		return err
 	}
-	if err := validateDuration(t, "LatencyThreshold", "latency threshold", a.LatencyThreshold); err != nil {
+	if err := validateDuration(t, AttrQueueReportLatencyThreshold, "latency threshold", a.LatencyThreshold); err != nil {
 		return err
 	}
-	if err := validateDuration(t, "ResetThreshold", "reset threshold", a.ResetThreshold); err != nil {
+	if err := validateDuration(t, AttrQueueReportResetThreshold, "reset threshold", a.ResetThreshold); err != nil {
 		return err
 	}
 	switch {
 	case a.DepthThreshold == 0 && a.LatencyThreshold == 0 && !a.TailDrop:
-		return invalid(t, "", "no depth threshold, latency threshold or tail drop is set")
+		return invalid(t, AttrNone, "no depth threshold, latency threshold or tail drop is set")
 	case a.ResetThreshold != 0 && a.LatencyThreshold == 0:
-		return invalid(t, "ResetThreshold", "reset threshold %v is set without a latency threshold", a.ResetThreshold)
+		return invalid(t, AttrQueueReportResetThreshold, "reset threshold %v is set without a latency threshold", a.ResetThreshold)
 	case a.ResetThreshold != 0 && a.ResetThreshold >= a.LatencyThreshold:
 		// At or above the trigger the quota would refill while the
 		// queue is still breaching.
-		return invalid(t, "ResetThreshold", "reset threshold %v must be below latency threshold %v", a.ResetThreshold, a.LatencyThreshold)
+		return invalid(t, AttrQueueReportResetThreshold, "reset threshold %v must be below latency threshold %v", a.ResetThreshold, a.LatencyThreshold)
 	case a.BreachQuota == 0:
-		return invalid(t, "BreachQuota", "breach quota 0 would never report")
+		return invalid(t, AttrQueueReportBreachQuota, "breach quota 0 would never report")
 	}
 	return nil
 }

@@ -107,13 +107,13 @@ func (a ReportSessionAttrs) DstPort(i int) uint16 {
 func (a ReportSessionAttrs) Validate() error {
 	const t = ObjectTypeReportSession
 	if !a.SrcIP.IsValid() || a.SrcIP.IsUnspecified() {
-		return invalid(t, "SrcIP", "source IP %v is invalid", a.SrcIP)
+		return invalid(t, AttrReportSessionSrcIP, "source IP %v is invalid", a.SrcIP)
 	}
 	if a.SrcIP.Is4In6() {
-		return invalid(t, "SrcIP", "source IP %v is IPv4-mapped; use the IPv4 form", a.SrcIP)
+		return invalid(t, AttrReportSessionSrcIP, "source IP %v is IPv4-mapped; use the IPv4 form", a.SrcIP)
 	}
 	if len(a.Destinations) == 0 {
-		return invalid(t, "Destinations", "at least one destination is required")
+		return invalid(t, AttrReportSessionDestinations, "at least one destination is required")
 	}
 	type key struct {
 		ip   netip.Addr
@@ -121,44 +121,43 @@ func (a ReportSessionAttrs) Validate() error {
 	}
 	seen := make(map[key]int, len(a.Destinations))
 	for i, d := range a.Destinations {
-		attr := "Destinations[" + itoa(i) + "]"
 		switch {
 		case !d.IP.IsValid() || d.IP.IsUnspecified():
-			return invalid(t, attr+".IP", "destination %d: IP %v is invalid", i, d.IP)
+			return invalidEntry(t, AttrReportSessionDestinationIP, i, "destination %d: IP %v is invalid", i, d.IP)
 		case d.IP.IsMulticast() || d.IP == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
 			// Reports carry packet contents: they go to one collector.
-			return invalid(t, attr+".IP", "destination %d: %v is a multicast or broadcast address; reports go to unicast collectors", i, d.IP)
+			return invalidEntry(t, AttrReportSessionDestinationIP, i, "destination %d: %v is a multicast or broadcast address; reports go to unicast collectors", i, d.IP)
 		case d.IP.Is4() != a.SrcIP.Is4():
-			return invalid(t, attr+".IP", "destination %d: IP %v and source IP %v differ in family", i, d.IP, a.SrcIP)
+			return invalidEntry(t, AttrReportSessionDestinationIP, i, "destination %d: IP %v and source IP %v differ in family", i, d.IP, a.SrcIP)
 		case a.DstPort(i) == 0:
-			return invalid(t, attr+".UDPPort", "destination %d: UDP port 0 is invalid", i)
+			return invalidEntry(t, AttrReportSessionDestinationUDPPort, i, "destination %d: UDP port 0 is invalid", i)
 		}
 		k := key{d.IP, a.DstPort(i)}
 		if j, dup := seen[k]; dup {
-			return invalid(t, attr, "destination %d: duplicates destination %d", i, j)
+			return invalidEntry(t, AttrReportSessionDestinations, i, "destination %d: duplicates destination %d", i, j)
 		}
 		seen[k] = i
 	}
 	if a.VirtualRouter != "" {
-		if err := validateIfName(t, "VirtualRouter", "virtual router", a.VirtualRouter); err != nil {
+		if err := validateIfName(t, AttrReportSessionVirtualRouter, -1, "virtual router", a.VirtualRouter); err != nil {
 			return err
 		}
 	}
 	if a.TruncateSize != 0 && (a.TruncateSize < MinTruncateSize || a.TruncateSize > MaxTruncateSize) {
-		return invalid(t, "TruncateSize", "truncate size %d is out of range %d..%d (or 0)", a.TruncateSize, MinTruncateSize, MaxTruncateSize)
+		return invalid(t, AttrReportSessionTruncateSize, "truncate size %d is out of range %d..%d (or 0)", a.TruncateSize, MinTruncateSize, MaxTruncateSize)
 	}
 	if !a.Format.Valid() {
-		return invalid(t, "Format", "report format %d is invalid", a.Format)
+		return invalid(t, AttrReportSessionFormat, "report format %d is invalid", a.Format)
 	}
 	if a.DSCP > MaxDSCP {
-		return invalid(t, "DSCP", "DSCP %d exceeds %d", a.DSCP, MaxDSCP)
+		return invalid(t, AttrReportSessionDSCP, "DSCP %d exceeds %d", a.DSCP, MaxDSCP)
 	}
 	c := a.Coalesce
 	switch {
 	case c.Enabled() && !a.Format.Coalescing():
-		return invalid(t, "Coalesce.MaxReports", "coalescing needs report format 2.0, not %v", a.Format)
+		return invalid(t, AttrReportSessionCoalesceMaxReports, "coalescing needs report format 2.0, not %v", a.Format)
 	case c.Enabled() && (c.MaxDelay < 0 || c.MaxDelay > MaxCoalesceDelay):
-		return invalid(t, "Coalesce.MaxDelay", "coalescing max delay %v is out of range 0s..%v", c.MaxDelay, MaxCoalesceDelay)
+		return invalid(t, AttrReportSessionCoalesceMaxDelay, "coalescing max delay %v is out of range 0s..%v", c.MaxDelay, MaxCoalesceDelay)
 	}
 	return nil
 }

@@ -188,7 +188,7 @@ func TestCapabilitiesCheck(t *testing.T) {
 	for _, tt := range tests {
 		err := limited.Check(tt.a)
 		var ae *AttrError
-		if !errors.As(err, &ae) || ae.Attr != tt.attr || !errors.Is(err, ErrUnsupported) {
+		if !errors.As(err, &ae) || ae.Field() != tt.attr || !errors.Is(err, ErrUnsupported) {
 			t.Errorf("Check(%T) = %v, want ErrUnsupported on %s", tt.a, err, tt.attr)
 		}
 	}

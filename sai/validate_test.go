@@ -89,7 +89,7 @@ func TestValidateRules(t *testing.T) {
 	tests := []struct {
 		name string
 		a    Attrs
-		attr string // AttrError.Attr
+		attr string // AttrError.Field()
 		msg  string // substring of Error()
 	}{
 		// DTel.
@@ -205,11 +205,11 @@ func TestValidateRules(t *testing.T) {
 			if !errors.As(err, &ae) {
 				t.Fatalf("Validate() = %T %v, want *AttrError", err, err)
 			}
-			if ae.Object != tt.a.ObjectType() || ae.Attr != tt.attr {
-				t.Errorf("error names %v %q, want %v %q", ae.Object, ae.Attr, tt.a.ObjectType(), tt.attr)
+			if ae.Object != tt.a.ObjectType() || ae.Field() != tt.attr {
+				t.Errorf("error names %v %q, want %v %q", ae.Object, ae.Field(), tt.a.ObjectType(), tt.attr)
 			}
-			if !attrExists(reflect.TypeOf(tt.a), ae.Attr) {
-				t.Errorf("error names attribute %q, which %T does not have", ae.Attr, tt.a)
+			if !attrExists(reflect.TypeOf(tt.a), ae.Field()) {
+				t.Errorf("error names attribute %q, which %T does not have", ae.Field(), tt.a)
 			}
 			if !strings.Contains(err.Error(), tt.msg) {
 				t.Errorf("Error() = %q, want it to contain %q", err, tt.msg)

@@ -133,11 +133,22 @@ func (a WatchlistEntryAttrs) Validate() error {
 
 const tw = ObjectTypeWatchlistEntry
 
-func validatePrefixPair(attr, name string, src, dst netip.Prefix) error {
+// headerAttrs are the attributes of one header match, outer or inner.
+type headerAttrs struct {
+	src, dst, proto, l4src, l4dst AttrID
+}
+
+var (
+	outerAttrs = headerAttrs{AttrWatchlistMatchSrcPrefix, AttrWatchlistMatchDstPrefix, AttrWatchlistMatchIPProtocol, AttrWatchlistMatchL4SrcPort, AttrWatchlistMatchL4DstPort}
+	innerAttrs = headerAttrs{AttrWatchlistMatchInnerSrcPrefix, AttrWatchlistMatchInnerDstPrefix, AttrWatchlistMatchInnerIPProtocol, AttrWatchlistMatchInnerL4SrcPort, AttrWatchlistMatchInnerL4DstPort}
+)
+
+func validatePrefixPair(attr headerAttrs, name string, src, dst netip.Prefix) error {
 	for _, p := range []struct {
-		attr, name string
-		p          netip.Prefix
-	}{{attr + "SrcPrefix", name + "source prefix", src}, {attr + "DstPrefix", name + "destination prefix", dst}} {
+		attr AttrID
+		name string
+		p    netip.Prefix
+	}{{attr.src, name + "source prefix", src}, {attr.dst, name + "destination prefix", dst}} {
 		if p.p == (netip.Prefix{}) {
 			continue
 		}
@@ -151,59 +162,59 @@ func validatePrefixPair(attr, name string, src, dst netip.Prefix) error {
 		}
 	}
 	if src.IsValid() && dst.IsValid() && src.Addr().Is4() != dst.Addr().Is4() {
-		return invalid(tw, attr+"DstPrefix", "%ssource prefix %v and destination prefix %v differ in family", name, src, dst)
+		return invalid(tw, attr.dst, "%ssource prefix %v and destination prefix %v differ in family", name, src, dst)
 	}
 	return nil
 }
 
-func validateL4(attr, name string, proto uint8, src, dst PortRange) error {
-	if err := src.validate(tw, attr+"L4SrcPort", name+"L4 source port"); err != nil {
+func validateL4(attr headerAttrs, name string, proto uint8, src, dst PortRange) error {
+	if err := src.validate(tw, attr.l4src, name+"L4 source port"); err != nil {
 		return err
 	}
-	if err := dst.validate(tw, attr+"L4DstPort", name+"L4 destination port"); err != nil {
+	if err := dst.validate(tw, attr.l4dst, name+"L4 destination port"); err != nil {
 		return err
 	}
 	if (!src.IsAny() || !dst.IsAny()) && proto != IPProtocolTCP && proto != IPProtocolUDP && proto != IPProtocolSCTP {
-		return invalid(tw, attr+"IPProtocol", "%sL4 port match needs IP protocol TCP, UDP or SCTP, not %d", name, proto)
+		return invalid(tw, attr.proto, "%sL4 port match needs IP protocol TCP, UDP or SCTP, not %d", name, proto)
 	}
 	return nil
 }
 
 func (m WatchlistMatch) validate() error {
-	if err := validatePrefixPair("Match.", "", m.SrcPrefix, m.DstPrefix); err != nil {
+	if err := validatePrefixPair(outerAttrs, "", m.SrcPrefix, m.DstPrefix); err != nil {
 		return err
 	}
-	if err := validateL4("Match.", "", m.IPProtocol, m.L4SrcPort, m.L4DstPort); err != nil {
+	if err := validateL4(outerAttrs, "", m.IPProtocol, m.L4SrcPort, m.L4DstPort); err != nil {
 		return err
 	}
-	if err := m.DSCP.validate(tw, "Match.DSCP", "DSCP"); err != nil {
+	if err := m.DSCP.validate(tw, AttrWatchlistMatchDSCPValue, AttrWatchlistMatchDSCPMask, "DSCP"); err != nil {
 		return err
 	}
 	switch {
 	case m.TCPFlags.Value&^m.TCPFlags.Mask != 0:
-		return invalid(tw, "Match.TCPFlags.Value", "TCP flags value %#x has bits outside mask %#x", m.TCPFlags.Value, m.TCPFlags.Mask)
+		return invalid(tw, AttrWatchlistMatchTCPFlagsValue, "TCP flags value %#x has bits outside mask %#x", m.TCPFlags.Value, m.TCPFlags.Mask)
 	case m.TCPFlags.Mask != 0 && m.IPProtocol != IPProtocolTCP:
-		return invalid(tw, "Match.IPProtocol", "TCP flags match needs IP protocol TCP, not %d", m.IPProtocol)
+		return invalid(tw, AttrWatchlistMatchIPProtocol, "TCP flags match needs IP protocol TCP, not %d", m.IPProtocol)
 	}
 	if m.InPort != "" {
-		if err := validateIfName(tw, "Match.InPort", "ingress port", m.InPort); err != nil {
+		if err := validateIfName(tw, AttrWatchlistMatchInPort, -1, "ingress port", m.InPort); err != nil {
 			return err
 		}
 	}
 	in := m.Inner
 	if !in.VXLAN {
 		if in != (InnerMatch{}) {
-			return invalid(tw, "Match.Inner.VXLAN", "inner header match is set without VXLAN")
+			return invalid(tw, AttrWatchlistMatchInnerVXLAN, "inner header match is set without VXLAN")
 		}
 		return nil
 	}
 	if in.VNI > MaxVNI {
-		return invalid(tw, "Match.Inner.VNI", "VNI %d exceeds %d", in.VNI, MaxVNI)
+		return invalid(tw, AttrWatchlistMatchInnerVNI, "VNI %d exceeds %d", in.VNI, MaxVNI)
 	}
-	if err := validatePrefixPair("Match.Inner.", "inner ", in.SrcPrefix, in.DstPrefix); err != nil {
+	if err := validatePrefixPair(innerAttrs, "inner ", in.SrcPrefix, in.DstPrefix); err != nil {
 		return err
 	}
-	return validateL4("Match.Inner.", "inner ", in.IPProtocol, in.L4SrcPort, in.L4DstPort)
+	return validateL4(innerAttrs, "inner ", in.IPProtocol, in.L4SrcPort, in.L4DstPort)
 }
 
 func (a WatchlistAction) validate() error {
@@ -211,37 +222,37 @@ func (a WatchlistAction) validate() error {
 	case FlowOpNop:
 		switch {
 		case !a.IntSession.IsNull():
-			return invalid(tw, "Action.IntSession", "flow op NOP takes no INT session")
+			return invalid(tw, AttrWatchlistActionIntSession, "flow op NOP takes no INT session")
 		case a.FlowSamplePercent != 0:
-			return invalid(tw, "Action.FlowSamplePercent", "flow sample percent %d is set with flow op NOP", a.FlowSamplePercent)
+			return invalid(tw, AttrWatchlistActionFlowSamplePercent, "flow sample percent %d is set with flow op NOP", a.FlowSamplePercent)
 		case a.ReportAllPackets:
-			return invalid(tw, "Action.ReportAllPackets", "report all packets needs flow op INT or POSTCARD")
+			return invalid(tw, AttrWatchlistActionReportAllPackets, "report all packets needs flow op INT or POSTCARD")
 		case a.PacketInterval < 0:
-			return invalid(tw, "Action.PacketInterval", "packet interval %v is negative", a.PacketInterval)
+			return invalid(tw, AttrWatchlistActionPacketInterval, "packet interval %v is negative", a.PacketInterval)
 		case a.PacketInterval != 0:
-			return invalid(tw, "Action.PacketInterval", "packet interval needs flow op INT or POSTCARD")
+			return invalid(tw, AttrWatchlistActionPacketInterval, "packet interval needs flow op INT or POSTCARD")
 		}
 		return nil
 	case FlowOpInt:
 		if a.IntSession.IsNull() {
-			return invalid(tw, "Action.IntSession", "flow op INT needs an INT session")
+			return invalid(tw, AttrWatchlistActionIntSession, "flow op INT needs an INT session")
 		}
 	case FlowOpPostcard:
 	default:
-		return invalid(tw, "Action.FlowOp", "flow op %d is invalid", a.FlowOp)
+		return invalid(tw, AttrWatchlistActionFlowOp, "flow op %d is invalid", a.FlowOp)
 	}
 	if !a.IntSession.IsNull() && a.IntSession.Type() != ObjectTypeIntSession {
-		return invalid(tw, "Action.IntSession", "INT session %v is not an INT session", a.IntSession)
+		return invalid(tw, AttrWatchlistActionIntSession, "INT session %v is not an INT session", a.IntSession)
 	}
 	switch {
 	case a.FlowSamplePercent > 100:
-		return invalid(tw, "Action.FlowSamplePercent", "flow sample percent %d exceeds 100", a.FlowSamplePercent)
+		return invalid(tw, AttrWatchlistActionFlowSamplePercent, "flow sample percent %d exceeds 100", a.FlowSamplePercent)
 	case a.FlowSamplePercent == 0:
-		return invalid(tw, "Action.FlowSamplePercent", "flow sample percent 0 with flow op %v acts on no flow", a.FlowOp)
+		return invalid(tw, AttrWatchlistActionFlowSamplePercent, "flow sample percent 0 with flow op %v acts on no flow", a.FlowOp)
 	case a.PacketInterval < 0:
-		return invalid(tw, "Action.PacketInterval", "packet interval %v is negative", a.PacketInterval)
+		return invalid(tw, AttrWatchlistActionPacketInterval, "packet interval %v is negative", a.PacketInterval)
 	case a.PacketInterval > MaxPacketInterval:
-		return invalid(tw, "Action.PacketInterval", "packet interval %v exceeds %v", a.PacketInterval, MaxPacketInterval)
+		return invalid(tw, AttrWatchlistActionPacketInterval, "packet interval %v exceeds %v", a.PacketInterval, MaxPacketInterval)
 	}
 	return nil
 }

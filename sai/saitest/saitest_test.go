@@ -162,7 +162,7 @@ func TestSetRules(t *testing.T) {
 	bad.MaxHopCount = 0
 	err := b.Set(is, bad)
 	var ae *sai.AttrError
-	if !errors.As(err, &ae) || ae.Attr != "MaxHopCount" {
+	if !errors.As(err, &ae) || ae.Attr != sai.AttrIntSessionMaxHopCount {
 		t.Errorf("Set(invalid) = %v, want AttrError on MaxHopCount", err)
 	}
 	if got, _ := b.Get(is); !reflect.DeepEqual(got, sai.DefaultIntSessionAttrs()) {
