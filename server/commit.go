@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"time"
 
 	"github.com/openconfig/gnmi/proto/gnmi_ext"
@@ -234,7 +235,7 @@ func (t *target) startConfig() (cfg ygot.GoStruct, from string, rolledBack bool,
 			return nil, "", false, fmt.Errorf("reading %s: %w", f.what, err)
 		}
 	}
-	if t.opts.Initial == nil { // not a nil *gen.Device in an interface
+	if t.opts.Initial == nil || reflect.ValueOf(t.opts.Initial).IsNil() { // a typed nil root too
 		return nil, "initial configuration", false, nil
 	}
 	return t.opts.Initial, "initial configuration", false, nil

@@ -1,12 +1,13 @@
 // Package server is intd's gNMI service (gNMI specification 0.10): the
 // transport, authentication, and the Capabilities, Get, Set and Subscribe
-// RPCs over the YANG models in gen/. It knows YANG, not packets:
-// configuration goes down through an Applier (dtel's orchestrator), state
-// comes back up from it.
+// RPCs over any ygot generated model it is given. It knows YANG, not
+// packets, and no model of its own: configuration goes down through an
+// Applier (dtel's orchestrator, via server/intdmodel), state comes back up
+// from it.
 //
 // # Use
 //
-//	srv, err := server.New(server.WithTLS(cfg), server.WithCredentials(creds))
+//	srv, err := server.New(server.WithSchema(sc), server.WithTLS(cfg), server.WithCredentials(creds))
 //	err = srv.AddTarget(ctx, "s1", applier, server.TargetOptions{SavePath: "s1.json", Initial: dflt})
 //	err = srv.Serve(lis) // until srv.Close()
 //
@@ -18,19 +19,18 @@
 //
 // # Models
 //
-// The model served is passed in: intd's (IntdSchema, gen/) unless
-// WithSchema names another (NewSchema over a ygot generated package, as
-// server/collector does for intcollector). An Applier speaks intd's model;
-// a server of another model serves read-only targets (AddStateTarget):
-// their state is polled and published like an Applier's, deletes
-// included, and Set is refused with UNIMPLEMENTED, the operation not
-// being supported there. The schema is the server's, not the package's:
-// the package imports gen only for intd's default schema and the typed
-// Applier API intd's callers use.
+// The model served is passed in (WithSchema: NewSchema over a ygot
+// generated package): intd's is server/intdmodel's, the collector's
+// server/collector's. Configuration and state are roots of the model's
+// generated type; server/intdmodel adapts intd's typed Applier (gen.Device)
+// and reads. Read-only targets (AddStateTarget) have their state polled
+// and published like an Applier's, deletes included, and Set refused with
+// UNIMPLEMENTED, the operation not being supported there. The package
+// imports no generated model (tests/layering_test.go).
 //
 // # Datastore
 //
-// Each target keeps its running configuration (a gen.Device holding only
+// Each target keeps its running configuration (a root holding only
 // config, as clients set it and as it is saved) and the latest
 // Applier.State (only config false data), polled every
 // WithStatePollInterval. What is published is the configuration with the

@@ -9,7 +9,7 @@ import (
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/goyang/pkg/yang"
 
-	"github.com/intd-project/intd/gen"
+	"github.com/intd-project/intd/gen/yangjson"
 )
 
 // leafJSON encodes the scalar value of the leaf at p (a cached PROTO
@@ -24,9 +24,9 @@ func (sc *schema) leafJSON(p []*gpb.PathElem, tv *gpb.TypedValue, ietf bool) *gp
 	}
 	var t *yang.YangType
 	if e := sc.entry(p); e != nil {
-		t = gen.LeafType(e)
+		t = yangjson.LeafType(e)
 	}
-	v, ok := jsonOf(t, tv, ietf)
+	v, ok := sc.jsonOf(t, tv, ietf)
 	if !ok {
 		return tv
 	}
@@ -101,7 +101,7 @@ func memberFor(t *yang.YangType, tv *gpb.TypedValue) *yang.YangType {
 	return nil
 }
 
-func jsonOf(lt *yang.YangType, tv *gpb.TypedValue, ietf bool) (any, bool) {
+func (sc *schema) jsonOf(lt *yang.YangType, tv *gpb.TypedValue, ietf bool) (any, bool) {
 	t := memberFor(lt, tv)
 	kind := yang.Ynone
 	if t != nil {
@@ -111,7 +111,7 @@ func jsonOf(lt *yang.YangType, tv *gpb.TypedValue, ietf bool) (any, bool) {
 	case *gpb.TypedValue_StringVal:
 		if ietf && kind == yang.Yidentityref && t.IdentityBase != nil {
 			if id := t.IdentityBase.GetValue(x.StringVal); id != nil {
-				if m := gen.IdentityModule(id); m != "" {
+				if m := sc.model.IdentityModule(id); m != "" {
 					return m + ":" + x.StringVal, true
 				}
 			}
@@ -139,7 +139,7 @@ func jsonOf(lt *yang.YangType, tv *gpb.TypedValue, ietf bool) (any, bool) {
 	case *gpb.TypedValue_LeaflistVal:
 		l := make([]any, 0, len(x.LeaflistVal.GetElement()))
 		for _, e := range x.LeaflistVal.GetElement() {
-			v, ok := jsonOf(lt, e, ietf)
+			v, ok := sc.jsonOf(lt, e, ietf)
 			if !ok {
 				return nil, false
 			}

@@ -41,7 +41,8 @@ type refused struct{ msg string }
 func (r refused) Error() string         { return r.msg }
 func (r refused) InvalidArgument() bool { return true }
 
-func (f *fakeApplier) Apply(ctx context.Context, cfg *gen.Device) error {
+func (f *fakeApplier) Apply(ctx context.Context, root ygot.GoStruct) error {
+	cfg := root.(*gen.Device)
 	f.mu.Lock()
 	d := f.delay
 	f.mu.Unlock()
@@ -93,7 +94,7 @@ func (f *fakeApplier) applyCount() int {
 	return f.applies
 }
 
-func (f *fakeApplier) State(ctx context.Context) (*gen.Device, error) {
+func (f *fakeApplier) State(ctx context.Context) (ygot.GoStruct, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	d := &gen.Device{}
@@ -136,6 +137,24 @@ func (f *fakeApplier) State(ctx context.Context) (*gen.Device, error) {
 
 var _ Applier = (*fakeApplier)(nil)
 
+// intdSchema is intd's model, which these tests serve.
+var intdSchema = sync.OnceValues(func() (*Schema, error) {
+	ys, err := gen.Schema()
+	if err != nil {
+		return nil, err
+	}
+	return NewSchema(ys, gen.Models(), func(b []byte) (ygot.GoStruct, error) { return gen.ParseConfig(b) })
+})
+
+// newIntd returns a server of intd's model.
+func newIntd(opts ...Option) (*Server, error) {
+	sc, err := intdSchema()
+	if err != nil {
+		return nil, err
+	}
+	return New(append([]Option{WithSchema(sc)}, opts...)...)
+}
+
 func exampleConfig(t testing.TB) *gen.Device {
 	t.Helper()
 	data, err := os.ReadFile("../yang/examples/full-config.json")
@@ -165,7 +184,7 @@ func startServer(t testing.TB, topts TargetOptions, opts ...Option) *testEnv {
 		topts.Initial = exampleConfig(t)
 	}
 	opts = append([]Option{WithStatePollInterval(time.Hour), WithLogger(quietLogger())}, opts...)
-	srv, err := New(opts...)
+	srv, err := newIntd(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

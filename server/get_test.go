@@ -365,7 +365,7 @@ func TestGetErrorsAndTarget(t *testing.T) {
 }
 
 func TestMultiTarget(t *testing.T) {
-	srv, err := New(WithStatePollInterval(time.Hour), WithLogger(quietLogger()))
+	srv, err := newIntd(WithStatePollInterval(time.Hour), WithLogger(quietLogger()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -401,7 +401,7 @@ func TestMultiTarget(t *testing.T) {
 }
 
 func TestDefaultTargetOption(t *testing.T) {
-	srv, err := New(WithStatePollInterval(time.Hour), WithLogger(quietLogger()), WithDefaultTarget("s2"))
+	srv, err := newIntd(WithStatePollInterval(time.Hour), WithLogger(quietLogger()), WithDefaultTarget("s2"))
 	if err != nil {
 		t.Fatal(err)
 	}

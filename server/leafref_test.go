@@ -87,9 +87,9 @@ func TestLeafrefsDangling(t *testing.T) {
 }
 
 func theSchemaRoot(t *testing.T) *yang.Entry {
-	s, err := loadSchema()
+	s, err := intdSchema()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s.root
+	return s.s.root
 }

@@ -6,7 +6,6 @@ import (
 	"reflect"
 	"sort"
 	"strings"
-	"sync"
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/goyang/pkg/yang"
@@ -15,7 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/intd-project/intd/gen"
+	"github.com/intd-project/intd/gen/yangjson"
 )
 
 // schema bundles what the server needs to know about the YANG model: the
@@ -28,6 +27,7 @@ type schema struct {
 	models   []*gpb.ModelData  // served modules with versions (Capabilities)
 	rootType reflect.Type      // the generated root struct
 	parse    func([]byte) (ygot.GoStruct, error)
+	model    *yangjson.Model // identities' modules, from the generated enumerations
 }
 
 // Schema is a YANG model the server serves, as ygot generated it. Make one
@@ -52,7 +52,7 @@ func NewSchema(ys *ytypes.Schema, models []*gpb.ModelData, parse func([]byte) (y
 	if root == nil {
 		return nil, fmt.Errorf("schema: no entry for root %T", ys.Root)
 	}
-	s := &schema{root: root, moduleOf: map[string]string{}, modules: map[string]bool{}, rootType: rt.Elem(), parse: parse}
+	s := &schema{root: root, moduleOf: map[string]string{}, modules: map[string]bool{}, rootType: rt.Elem(), parse: parse, model: yangjson.NewModel(enumTable(ys.Root))}
 	for i := 0; i < rt.Elem().NumField(); i++ {
 		f := rt.Elem().Field(i)
 		s.moduleOf[f.Tag.Get("path")] = f.Tag.Get("module")
@@ -69,38 +69,34 @@ func (s *schema) newRoot() ygot.GoStruct {
 	return reflect.New(s.rootType).Interface().(ygot.GoStruct)
 }
 
-// isIntd reports whether the schema's root is intd's (what Applier speaks).
-func (s *schema) isIntd() bool { return s.rootType == reflect.TypeOf(gen.Device{}) }
-
-var (
-	intdOnce   sync.Once
-	intdSchema *Schema
-	intdErr    error
-)
-
-// IntdSchema is intd's model (gen): the schema a Server serves by default.
-func IntdSchema() (*Schema, error) {
-	intdOnce.Do(func() {
-		ys, err := gen.Schema()
-		if err != nil {
-			intdErr = fmt.Errorf("loading schema: %w", err)
-			return
-		}
-		models := make([]*gpb.ModelData, 0, len(gen.ΓModelData))
-		for _, m := range gen.ΓModelData {
-			models = append(models, &gpb.ModelData{Name: m.Name, Organization: m.Organization, Version: gen.ModelVersions[m.Name]})
-		}
-		intdSchema, intdErr = NewSchema(ys, models, func(b []byte) (ygot.GoStruct, error) { return gen.ParseConfig(b) })
+// enumTable is the enumeration table of the generated package root
+// belongs to (every generated enumeration's ΛMap returns it whole).
+func enumTable(root ygot.GoStruct) map[string]map[int64]ygot.EnumDefinition {
+	et, ok := root.(interface {
+		ΛEnumTypeMap() map[string][]reflect.Type
 	})
-	return intdSchema, intdErr
+	if !ok {
+		return nil
+	}
+	for _, ts := range et.ΛEnumTypeMap() {
+		for _, t := range ts {
+			if e, ok := reflect.Zero(t).Interface().(ygot.GoEnum); ok {
+				return e.ΛMap()
+			}
+		}
+	}
+	return nil
 }
 
-func loadSchema() (*schema, error) {
-	sc, err := IntdSchema()
-	if err != nil {
-		return nil, err
+// CheckConfig checks a whole configuration (a root of this schema)
+// against the schema as a Set replacing everything would (completing
+// list keys in cfg), before any dataplane sees it. The dataplane's own
+// checks come when it is applied.
+func (sc *Schema) CheckConfig(cfg ygot.GoStruct) error {
+	if reflect.TypeOf(cfg) != reflect.PointerTo(sc.s.rootType) {
+		return fmt.Errorf("configuration is a %T, not a root of this schema", cfg)
 	}
-	return sc.s, nil
+	return (&Server{schema: sc.s}).checkCandidate(cfg, nil)
 }
 
 // resolved is one concrete schema path that a (possibly wildcarded)
@@ -241,17 +237,17 @@ func (m modelSet) allows(s *schema, e *yang.Entry) bool {
 	if e.IsDir() {
 		return true
 	}
-	return m.identitiesAllowed(gen.LeafType(e))
+	return m.identitiesAllowed(s, yangjson.LeafType(e))
 }
 
-func (m modelSet) identitiesAllowed(t *yang.YangType) bool {
+func (m modelSet) identitiesAllowed(s *schema, t *yang.YangType) bool {
 	if t == nil {
 		return true
 	}
 	switch t.Kind {
 	case yang.Yunion:
 		for _, mt := range t.Type {
-			if !m.identitiesAllowed(mt) {
+			if !m.identitiesAllowed(s, mt) {
 				return false
 			}
 		}
@@ -260,7 +256,7 @@ func (m modelSet) identitiesAllowed(t *yang.YangType) bool {
 			return true
 		}
 		for _, id := range t.IdentityBase.Values {
-			if mod := gen.IdentityModule(id); mod != "" && !m[mod] {
+			if mod := s.model.IdentityModule(id); mod != "" && !m[mod] {
 				return false
 			}
 		}
@@ -458,7 +454,7 @@ func (x *expander) child(c *yang.Entry, keys map[string]string, rest, acc []*gpb
 				wild = true
 			} else if ke := c.Dir[k]; ke != nil {
 				// A key value must be a value of its leaf's type.
-				if _, _, err := gen.NormalizeJSON(ke, v, k, gen.LegacyJSON); err != nil {
+				if _, _, err := x.s.model.NormalizeJSON(ke, v, k, yangjson.LegacyJSON); err != nil {
 					return badPath("%s: bad key: %v", pathString(append(acc, &gpb.PathElem{Name: c.Name, Key: keys})), err)
 				}
 			}

@@ -51,7 +51,7 @@ func withUser(name, password string) context.Context {
 
 func startSecure(t *testing.T, tlsCfg *tls.Config, dopts ...grpc.DialOption) *testEnv {
 	t.Helper()
-	srv, err := New(WithStatePollInterval(time.Hour), WithLogger(quietLogger()), WithTLS(tlsCfg),
+	srv, err := newIntd(WithStatePollInterval(time.Hour), WithLogger(quietLogger()), WithTLS(tlsCfg),
 		WithCredentials(credentialsFor(t, map[string]string{"admin": "read-write", "viewer": "read-only"})))
 	if err != nil {
 		t.Fatal(err)
@@ -199,7 +199,7 @@ func TestMutualTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	logs := &logBuffer{}
-	srv, err := New(WithStatePollInterval(time.Hour), WithLogger(slog.New(slog.NewJSONHandler(logs, nil))), WithTLS(tlsCfg))
+	srv, err := newIntd(WithStatePollInterval(time.Hour), WithLogger(slog.New(slog.NewJSONHandler(logs, nil))), WithTLS(tlsCfg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +263,7 @@ func TestAuditLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	logs := &logBuffer{}
-	srv, err := New(WithStatePollInterval(time.Hour), WithLogger(slog.New(slog.NewJSONHandler(logs, nil))), WithTLS(tlsCfg),
+	srv, err := newIntd(WithStatePollInterval(time.Hour), WithLogger(slog.New(slog.NewJSONHandler(logs, nil))), WithTLS(tlsCfg),
 		WithCredentials(credentialsFor(t, map[string]string{"admin": "read-write", "viewer": "read-only"})))
 	if err != nil {
 		t.Fatal(err)

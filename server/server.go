@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"reflect"
 	"sort"
 	"sync"
 	"time"
@@ -24,8 +25,6 @@ import (
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
-
-	"github.com/intd-project/intd/gen"
 )
 
 type options struct {
@@ -96,9 +95,8 @@ func WithSampleIntervals(min, targetDefined time.Duration) Option {
 	return func(o *options) { o.minSample, o.targetDefSample = min, targetDefined }
 }
 
-// WithSchema serves this model instead of intd's (IntdSchema). Targets
-// of another model are read-only (AddStateTarget); AddTarget serves
-// intd's model only.
+// WithSchema sets the model served (required): every target's data is a
+// root of its generated type.
 func WithSchema(sc *Schema) Option { return func(o *options) { o.schema = sc } }
 
 // Server is a gNMI server for one or more targets, each backed by an
@@ -158,11 +156,7 @@ func New(opts ...Option) (*Server, error) {
 		return nil, errors.New("stall timeout and client limits must be positive")
 	}
 	if o.schema == nil {
-		sc, err := IntdSchema()
-		if err != nil {
-			return nil, fmt.Errorf("server: %w", err)
-		}
-		o.schema = sc
+		return nil, errors.New("server: no schema (WithSchema)")
 	}
 	sc := o.schema.s
 	s := &Server{
@@ -192,10 +186,10 @@ func (s *Server) AddTarget(ctx context.Context, name string, a Applier, opts Tar
 	if a == nil {
 		return fmt.Errorf("target %s: nil applier", name)
 	}
-	if !s.schema.isIntd() {
-		return fmt.Errorf("target %s: an Applier serves intd's model, not this server's (use AddStateTarget)", name)
+	if in := opts.Initial; in != nil && reflect.TypeOf(in) != reflect.PointerTo(s.schema.rootType) {
+		return fmt.Errorf("target %s: initial configuration is a %T, not a root of the served schema", name, in)
 	}
-	return s.addTarget(ctx, name, intdBackend{a}, false, opts)
+	return s.addTarget(ctx, name, a, false, opts)
 }
 
 // AddStateTarget serves a read-only target named name: its data is what
@@ -209,7 +203,7 @@ func (s *Server) AddStateTarget(ctx context.Context, name string, src StateSourc
 	return s.addTarget(ctx, name, stateOnly{src}, true, TargetOptions{})
 }
 
-func (s *Server) addTarget(ctx context.Context, name string, b backend, readOnly bool, opts TargetOptions) error {
+func (s *Server) addTarget(ctx context.Context, name string, b Applier, readOnly bool, opts TargetOptions) error {
 	if name == "" {
 		return errors.New("target name must not be empty")
 	}
@@ -248,9 +242,9 @@ func (s *Server) Targets() []string {
 	return out
 }
 
-// Running returns a copy of a target's running configuration (intd's
-// model).
-func (s *Server) Running(name string) (*gen.Device, error) {
+// Running returns a copy of a target's running configuration, a root of
+// the served schema.
+func (s *Server) Running(name string) (ygot.GoStruct, error) {
 	s.mu.RLock()
 	t := s.targets[name]
 	s.mu.RUnlock()
@@ -265,11 +259,7 @@ func (s *Server) Running(name string) (*gen.Device, error) {
 	if err != nil {
 		return nil, fmt.Errorf("target %s: copying the running configuration: %w", name, err)
 	}
-	dev, ok := cp.(*gen.Device)
-	if !ok {
-		return nil, fmt.Errorf("target %s does not serve intd's model", name)
-	}
-	return dev, nil
+	return cp, nil
 }
 
 // RefreshState polls every target's applier once and publishes the

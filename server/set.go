@@ -16,7 +16,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/intd-project/intd/gen"
+	"github.com/intd-project/intd/gen/yangjson"
 )
 
 // Set implements gNMI Set: deletes, then replaces, then updates, each in
@@ -273,17 +273,6 @@ func ctxErr(ctx context.Context, margin time.Duration) error {
 	return nil
 }
 
-// CheckConfig checks a whole configuration against the schema as a Set
-// replacing everything would (completing list keys in cfg), before any
-// dataplane sees it. The dataplane's own checks come when it is applied.
-func CheckConfig(cfg *gen.Device) error {
-	sc, err := loadSchema()
-	if err != nil {
-		return err
-	}
-	return (&Server{schema: sc}).checkCandidate(cfg, nil)
-}
-
 // checkCandidate completes a candidate configuration (list keys in
 // their config containers) and checks it against the schema: what every
 // Set and the configuration a target starts with go through. prev, when
@@ -366,7 +355,7 @@ func (s *Server) setPath(cand ygot.GoStruct, prefix *gpb.Path, u *gpb.Update, re
 	if n := len(r.path.Elem); n > 0 {
 		last = r.path.Elem[n-1]
 	}
-	val, doc, err := normalizedValue(r.entry, last, u.GetVal(), replace, op, where)
+	val, doc, err := s.schema.normalizedValue(r.entry, last, u.GetVal(), replace, op, where)
 	if err != nil {
 		return err
 	}
@@ -487,7 +476,7 @@ func candidateError(v reflect.Value, e *yang.Entry, at string) string {
 				return r
 			}
 		case fv.Kind() == reflect.Map:
-			if err := gen.CheckMaxElements(ce, fv.Len(), p); err != nil {
+			if err := yangjson.CheckMaxElements(ce, fv.Len(), p); err != nil {
 				return err.Error()
 			}
 			for _, k := range fv.MapKeys() {

@@ -3,13 +3,13 @@ package server
 import (
 	"fmt"
 
-	"github.com/intd-project/intd/gen"
+	"github.com/openconfig/ygot/ygot"
 )
 
 // State returns the latest state (config false data) published for
 // target, the tree Get reads: nil before the applier's first State. The
 // tree is shared and must not be modified.
-func (s *Server) State(target string) (*gen.Device, error) {
+func (s *Server) State(target string) (ygot.GoStruct, error) {
 	s.mu.RLock()
 	t := s.targets[target]
 	s.mu.RUnlock()
@@ -20,6 +20,5 @@ func (s *Server) State(target string) (*gen.Device, error) {
 	if sn == nil {
 		return nil, nil
 	}
-	st, _ := sn.state.(*gen.Device)
-	return st, nil
+	return sn.state, nil
 }

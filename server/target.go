@@ -16,12 +16,11 @@ import (
 	"github.com/openconfig/goyang/pkg/yang"
 	"github.com/openconfig/ygot/ygot"
 	"google.golang.org/protobuf/proto"
-
-	"github.com/intd-project/intd/gen"
 )
 
-// Applier is what the server needs from the layer below it (dtel's
-// *Orchestrator satisfies it). The server owns the running configuration
+// Applier is what the server needs from the layer below it, in the
+// served schema's terms (cfg and state are roots of its generated type).
+// The server owns the running configuration
 // and the gNMI datastore; the applier owns the dataplane.
 type Applier interface {
 	// Apply validates cfg beyond the schema and reconciles the dataplane to
@@ -32,13 +31,13 @@ type Applier interface {
 	// ABORTED. Apply must not modify cfg or keep a reference to it it
 	// modifies later; the server hands it a candidate it will keep as the
 	// running configuration.
-	Apply(ctx context.Context, cfg *gen.Device) error
-	// State returns a Device holding only config-false data (state
+	Apply(ctx context.Context, cfg ygot.GoStruct) error
+	// State returns a root holding only config-false data (state
 	// containers, counters, metadata semantics state), built from backend
 	// statistics. The server does not modify the returned Device and may
 	// keep parts of it, so the applier must not modify it afterwards
-	// (return a fresh Device each call).
-	State(ctx context.Context) (*gen.Device, error)
+	// (return a fresh root each call).
+	State(ctx context.Context) (ygot.GoStruct, error)
 }
 
 // StateSource is what a read-only target needs: its state (config false
@@ -47,27 +46,6 @@ type Applier interface {
 // same ownership rules hold (return a fresh tree each call).
 type StateSource interface {
 	State(ctx context.Context) (ygot.GoStruct, error)
-}
-
-// backend is a target's applier in the schema's terms.
-type backend interface {
-	Apply(ctx context.Context, cfg ygot.GoStruct) error
-	State(ctx context.Context) (ygot.GoStruct, error)
-}
-
-// intdBackend serves an Applier of intd's schema.
-type intdBackend struct{ a Applier }
-
-func (b intdBackend) Apply(ctx context.Context, cfg ygot.GoStruct) error {
-	return b.a.Apply(ctx, cfg.(*gen.Device))
-}
-
-func (b intdBackend) State(ctx context.Context) (ygot.GoStruct, error) {
-	st, err := b.a.State(ctx)
-	if st == nil || err != nil {
-		return nil, err
-	}
-	return st, nil
 }
 
 // stateOnly serves a StateSource: there is no configuration to apply (a
@@ -85,7 +63,7 @@ type TargetOptions struct {
 	SavePath string
 	// Initial is the configuration applied at start when SavePath holds
 	// none. Nil means an empty configuration.
-	Initial *gen.Device
+	Initial ygot.GoStruct
 	// InvalidErr, when set, is the sentinel (e.g. dtel.ErrInvalid) whose
 	// presence in an Apply error chain (errors.Is) means the configuration
 	// was refused rather than failing to apply.
@@ -107,7 +85,7 @@ type invalidArgument interface{ InvalidArgument() bool }
 type target struct {
 	name    string
 	srv     *Server
-	applier backend
+	applier Applier
 	// readOnly targets serve state only: Set is refused.
 	readOnly bool
 	opts     TargetOptions

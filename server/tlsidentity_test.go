@@ -78,7 +78,7 @@ func TestCertificateIdentity(t *testing.T) {
 		t.Error("a user listed twice was accepted")
 	}
 	logs := &logBuffer{}
-	srv, err := New(WithStatePollInterval(time.Hour), WithLogger(slog.New(slog.NewJSONHandler(logs, nil))), WithTLS(tlsCfg), WithCredentials(creds))
+	srv, err := newIntd(WithStatePollInterval(time.Hour), WithLogger(slog.New(slog.NewJSONHandler(logs, nil))), WithTLS(tlsCfg), WithCredentials(creds))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestTLSReload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(WithStatePollInterval(time.Hour), WithTLS(tlsCfg))
+	srv, err := newIntd(WithStatePollInterval(time.Hour), WithTLS(tlsCfg))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,12 +11,10 @@ import (
 
 	"github.com/openconfig/goyang/pkg/yang"
 	"github.com/openconfig/ygot/ygot"
-
-	"github.com/intd-project/intd/gen"
 )
 
 // unmarshalJSON merges a JSON object, already checked and normalized
-// against the schema (gen.NormalizeJSON: RFC 7951 numbers, keys present
+// against the schema (yangjson.NormalizeJSON: RFC 7951 numbers, keys present
 // in list entries), into the generated struct v of schema node e, as
 // ytypes.Unmarshal does: members set fields, list entries are created or
 // merged into the existing entry of the same key. ytypes.Unmarshal formats
@@ -162,13 +160,14 @@ func scalarValue(t reflect.Type, val any) (reflect.Value, error) {
 		}
 		return reflect.ValueOf(n).Convert(t), nil
 	}
-	switch t {
-	case binaryType:
+	// Every generated package defines its own Binary and YANGEmpty.
+	switch {
+	case t.Name() == "Binary" && t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8:
 		s, _ := val.(string)
 		b, err := base64.StdEncoding.DecodeString(s)
-		return reflect.ValueOf(gen.Binary(b)), err
-	case emptyType:
-		return reflect.ValueOf(gen.YANGEmpty(true)), nil
+		return reflect.ValueOf(b).Convert(t), err
+	case t.Name() == "YANGEmpty" && t.Kind() == reflect.Bool:
+		return reflect.ValueOf(true).Convert(t), nil
 	}
 	text := func() string {
 		switch x := val.(type) {
@@ -219,8 +218,6 @@ func scalarValue(t reflect.Type, val any) (reflect.Value, error) {
 
 var (
 	goEnumType = reflect.TypeOf((*ygot.GoEnum)(nil)).Elem()
-	binaryType = reflect.TypeOf(gen.Binary(nil))
-	emptyType  = reflect.TypeOf(gen.YANGEmpty(false))
 	enumValues sync.Map // reflect.Type -> map[string]int64
 )
 

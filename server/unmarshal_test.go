@@ -8,6 +8,7 @@ import (
 	"github.com/openconfig/ygot/ygot"
 
 	"github.com/intd-project/intd/gen"
+	"github.com/intd-project/intd/gen/yangjson"
 )
 
 // unmarshalJSON fills a tree exactly as ygot's unmarshalling does, over
@@ -21,11 +22,11 @@ func TestUnmarshalJSONMatchesYgot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := gen.DecodeJSON(data)
+	doc, err := yangjson.DecodeJSON(data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	norm, _, err := gen.NormalizeJSON(theSchemaRoot(t), doc, "", gen.RFC7951)
+	norm, _, err := gen.Model().NormalizeJSON(theSchemaRoot(t), doc, "", yangjson.RFC7951)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,8 +43,8 @@ func TestUnmarshalJSONMatchesYgot(t *testing.T) {
 	}
 
 	// Merging: an entry given again keeps what the new value does not set.
-	more, _ := gen.DecodeJSON([]byte(`{"intd-int:int": {"watchlist": {"entries": {"entry": [{"sequence-id": 10, "config": {"sequence-id": 10, "description": "merged"}}]}}}}`))
-	norm, _, err = gen.NormalizeJSON(theSchemaRoot(t), more, "", gen.RFC7951)
+	more, _ := yangjson.DecodeJSON([]byte(`{"intd-int:int": {"watchlist": {"entries": {"entry": [{"sequence-id": 10, "config": {"sequence-id": 10, "description": "merged"}}]}}}}`))
+	norm, _, err = gen.Model().NormalizeJSON(theSchemaRoot(t), more, "", yangjson.RFC7951)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/intd-project/intd/gen"
+	"github.com/intd-project/intd/gen/yangjson"
 )
 
 // Values a client sends are read into one form whatever their encoding,
@@ -24,20 +24,20 @@ import (
 
 // clientValue returns the JSON value a TypedValue carries, with the rules
 // to read it by.
-func clientValue(tv *gpb.TypedValue, op, where string) (any, gen.JSONRules, error) {
+func clientValue(tv *gpb.TypedValue, op, where string) (any, yangjson.JSONRules, error) {
 	switch v := tv.GetValue().(type) {
 	case *gpb.TypedValue_JsonIetfVal:
-		doc, err := gen.DecodeJSON(v.JsonIetfVal)
+		doc, err := yangjson.DecodeJSON(v.JsonIetfVal)
 		if err != nil {
 			return nil, 0, status.Errorf(codes.InvalidArgument, "%s %s: value is not JSON: %v", op, where, err)
 		}
-		return doc, gen.RFC7951, nil
+		return doc, yangjson.RFC7951, nil
 	case *gpb.TypedValue_JsonVal:
-		doc, err := gen.DecodeJSON(v.JsonVal)
+		doc, err := yangjson.DecodeJSON(v.JsonVal)
 		if err != nil {
 			return nil, 0, status.Errorf(codes.InvalidArgument, "%s %s: value is not JSON: %v", op, where, err)
 		}
-		return doc, gen.LegacyJSON, nil
+		return doc, yangjson.LegacyJSON, nil
 	case *gpb.TypedValue_AsciiVal, *gpb.TypedValue_BytesVal, *gpb.TypedValue_ProtoBytes, *gpb.TypedValue_AnyVal:
 		return nil, 0, status.Errorf(codes.Unimplemented, "%s %s: the %s encoding of values is not supported (use JSON, JSON_IETF or PROTO scalar values)", op, where, valueEncoding(tv))
 	case nil:
@@ -47,7 +47,7 @@ func clientValue(tv *gpb.TypedValue, op, where string) (any, gen.JSONRules, erro
 	if err != nil {
 		return nil, 0, status.Errorf(codes.InvalidArgument, "%s %s: %v", op, where, err)
 	}
-	return doc, gen.LegacyJSON, nil
+	return doc, yangjson.LegacyJSON, nil
 }
 
 func valueEncoding(tv *gpb.TypedValue) string {
@@ -117,7 +117,7 @@ func decimalText(digits int64, precision uint32) string {
 // where (whose last element is pe) and returns it normalized (RFC 7951
 // numbers, list keys filled in from the path), both as the JSON value
 // and, for leaves, as RFC 7951 JSON ready for ytypes.SetNode.
-func normalizedValue(e *yang.Entry, pe *gpb.PathElem, tv *gpb.TypedValue, replace bool, op, where string) (*gpb.TypedValue, any, error) {
+func (sc *schema) normalizedValue(e *yang.Entry, pe *gpb.PathElem, tv *gpb.TypedValue, replace bool, op, where string) (*gpb.TypedValue, any, error) {
 	doc, rules, err := clientValue(tv, op, where)
 	if err != nil {
 		return nil, nil, err
@@ -133,7 +133,7 @@ func normalizedValue(e *yang.Entry, pe *gpb.PathElem, tv *gpb.TypedValue, replac
 				if member(obj, k) != nil || e.Dir[k] == nil {
 					continue
 				}
-				v, _, err := gen.NormalizeJSON(e.Dir[k], pe.GetKey()[k], where, gen.LegacyJSON)
+				v, _, err := sc.model.NormalizeJSON(e.Dir[k], pe.GetKey()[k], where, yangjson.LegacyJSON)
 				if err != nil {
 					return nil, nil, status.Errorf(codes.InvalidArgument, "%s %s: key %s: %v", op, where, k, err)
 				}
@@ -155,7 +155,7 @@ func normalizedValue(e *yang.Entry, pe *gpb.PathElem, tv *gpb.TypedValue, replac
 	if e.IsList() {
 		check = []any{doc} // one entry of the list
 	}
-	norm, changed, err := gen.NormalizeJSON(e, check, where, rules)
+	norm, changed, err := sc.model.NormalizeJSON(e, check, where, rules)
 	if err != nil {
 		return nil, nil, status.Errorf(codes.InvalidArgument, "%s: %v", op, err)
 	}

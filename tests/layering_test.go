@@ -16,10 +16,18 @@ const module = "github.com/intd-project/intd/"
 // nothing of config.
 var allowed = map[string][]string{
 	"gen": {"gen/"},
+	// The generic YANG JSON checks know no generated model.
+	"gen/yangjson": {},
 	// The spec vocabulary (instruction bits, event types, drop reasons)
 	// is a leaf: it imports nothing of the module, every layer may use it.
 	"sai/spec": {},
-	"server":   {"gen", "server/", "sai/spec"},
+	// The gNMI server serves whatever schema it is given: it imports no
+	// generated model, only the generic YANG JSON checks.
+	"server": {"gen/yangjson", "sai/spec"},
+	// intd's model and typed API over the server, and its Prometheus
+	// exporter.
+	"server/intdmodel": {"gen", "server", "sai/spec"},
+	"server/metrics":   {"gen", "server/metrics", "sai/spec"},
 	// The SONiC CONFIG_DB source speaks YANG and Redis and configures
 	// through the gNMI server, like any northbound client: no dtel, sai
 	// or dataplane.

@@ -21,6 +21,7 @@ import (
 	"github.com/intd-project/intd/sai"
 	"github.com/intd-project/intd/sai/saitest"
 	"github.com/intd-project/intd/server"
+	"github.com/intd-project/intd/server/intdmodel"
 )
 
 // watchlistValue is a JSON_IETF watchlist of n entries from sequence id
@@ -45,14 +46,14 @@ func watchlistValue(from, n int) *gpb.TypedValue {
 func benchTarget(b *testing.B, backend sai.Backend, name string) gpb.GNMIClient {
 	b.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv, err := server.New(server.WithLogger(log), server.WithStatePollInterval(time.Hour))
+	srv, err := intdmodel.New(server.WithLogger(log), server.WithStatePollInterval(time.Hour))
 	if err != nil {
 		b.Fatal(err)
 	}
 	initial := &gen.Device{}
 	initial.GetOrCreateInt().GetOrCreateNode().GetOrCreateConfig().NodeId = ygot.Uint32(1)
 	orch := dtel.New(backend, dtel.WithLogger(log), dtel.WithDataplaneName(name))
-	if err := srv.AddTarget(context.Background(), "dut", orch, server.TargetOptions{Initial: initial, InvalidErr: dtel.ErrInvalid}); err != nil {
+	if err := srv.AddTarget(context.Background(), "dut", intdmodel.Target(orch), server.TargetOptions{Initial: initial, InvalidErr: dtel.ErrInvalid}); err != nil {
 		b.Fatal(err)
 	}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")

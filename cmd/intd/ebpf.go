@@ -13,7 +13,7 @@ import (
 	"github.com/intd-project/intd/dataplane/ebpf"
 	"github.com/intd-project/intd/dataplane/report"
 	"github.com/intd-project/intd/dtel"
-	"github.com/intd-project/intd/server"
+	"github.com/intd-project/intd/server/intdmodel"
 )
 
 // ebpfDataplane is tc/eBPF programs on the --interfaces, the kernel
@@ -85,7 +85,7 @@ func (a *ebpfApplier) Close() error {
 	return errors.Join(err, a.pipe.Close())
 }
 
-func newEBPFDataplane(_ context.Context, ifaces []string) (server.Applier, error) {
+func newEBPFDataplane(_ context.Context, ifaces []string) (intdmodel.Applier, error) {
 	if len(ifaces) == 0 {
 		return nil, errors.New("--interfaces is required (comma-separated interface names)")
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/intd-project/intd/dataplane/wire"
 	"github.com/intd-project/intd/dtel"
 	"github.com/intd-project/intd/server"
+	"github.com/intd-project/intd/server/intdmodel"
 )
 
 // labOptions are `intd lab`'s flags.
@@ -154,7 +155,7 @@ func startLab(ctx context.Context, o *labOptions, log *slog.Logger) (li *labInst
 		}
 		opts = append(opts, server.WithTLS(tlsCfg))
 	}
-	srv, err := server.New(opts...)
+	srv, err := intdmodel.New(opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +176,7 @@ func startLab(ctx context.Context, o *labOptions, log *slog.Logger) (li *labInst
 		if o.SaveDir != "" {
 			to.SavePath = filepath.Join(o.SaveDir, name+".json")
 		}
-		if err := srv.AddTarget(ctx, name, orch, to); err != nil {
+		if err := srv.AddTarget(ctx, name, intdmodel.Target(orch), to); err != nil {
 			return nil, fmt.Errorf("switch %s: %w", name, err)
 		}
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/intd-project/intd/dtel"
 	"github.com/intd-project/intd/gen"
 	"github.com/intd-project/intd/server"
+	"github.com/intd-project/intd/server/intdmodel"
 )
 
 // runOptions are `intd run`'s settings; a --config file sets the same
@@ -58,7 +59,7 @@ type dataplaneKind struct {
 	keep []capability
 	// open sets the dataplane up; what it runs ends with ctx or when the
 	// applier (an io.Closer) is closed.
-	open func(ctx context.Context, interfaces []string) (server.Applier, error)
+	open func(ctx context.Context, interfaces []string) (intdmodel.Applier, error)
 }
 
 // dataplanes are the --dataplane values.
@@ -345,7 +346,7 @@ func run(ctx context.Context, o *runOptions, log *slog.Logger) (err error) {
 	if err != nil {
 		return err
 	}
-	if err := server.CheckConfig(initial); err != nil {
+	if err := intdmodel.CheckConfig(initial); err != nil {
 		return fmt.Errorf("initial configuration (--startup-config %q, --node-id): %w", o.StartupConfig, err)
 	}
 	saved := false
@@ -384,14 +385,14 @@ func run(ctx context.Context, o *runOptions, log *slog.Logger) (err error) {
 			}
 		}()
 	}
-	srv, err := server.New(opts...)
+	srv, err := intdmodel.New(opts...)
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
 	topts := server.TargetOptions{SavePath: o.Save, Initial: initial, InvalidErr: dtel.ErrInvalid}
 	sonicTarget(src, &topts)
-	if err := srv.AddTarget(ctx, o.Target, applier, topts); err != nil {
+	if err := srv.AddTarget(ctx, o.Target, intdmodel.Target(applier), topts); err != nil {
 		if !saved && o.StartupConfig != "" {
 			return fmt.Errorf("--startup-config %s: %w", o.StartupConfig, err)
 		}
@@ -416,7 +417,7 @@ func run(ctx context.Context, o *runOptions, log *slog.Logger) (err error) {
 		return err
 	}
 	log.Info("capabilities dropped but those the dataplane still needs", "kept", kept)
-	if running, err := srv.Running(o.Target); err == nil && src == nil {
+	if running, err := intdmodel.Running(srv, o.Target); err == nil && src == nil {
 		if roles := intRoles(running); len(roles) == 0 {
 			log.Info("INT is idle: no INT role is enabled, intd changes no packet; configure INT over gNMI",
 				"node-id", running.GetInt().GetNode().GetConfig().GetNodeId())

@@ -11,7 +11,7 @@ import (
 
 	"github.com/intd-project/intd/dataplane/afpacket"
 	"github.com/intd-project/intd/dtel"
-	"github.com/intd-project/intd/server"
+	"github.com/intd-project/intd/server/intdmodel"
 )
 
 // softDataplane is the software INT switch on AF_PACKET sockets of the
@@ -56,7 +56,7 @@ func (a *softApplier) Close() error { return a.dp.Close() }
 // it.
 func (a *softApplier) Failed() <-chan error { return a.failed }
 
-func newSoftDataplane(ctx context.Context, ifaces []string) (server.Applier, error) {
+func newSoftDataplane(ctx context.Context, ifaces []string) (intdmodel.Applier, error) {
 	if len(ifaces) == 0 {
 		return nil, errors.New("--interfaces is required (comma-separated interface names)")
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/intd-project/intd/dataplane/collector"
 	"github.com/intd-project/intd/server"
 	gnmicollector "github.com/intd-project/intd/server/collector"
+	"github.com/intd-project/intd/server/intdmodel"
 )
 
 // The rows of the server's conformance table (server/conformance_test.go,
@@ -242,10 +243,10 @@ func TestReadOnlyConformance(t *testing.T) {
 	}
 }
 
-// The server's intd-only API refuses the collector's schema.
+// intd's typed API refuses the collector's schema.
 func TestAppliersNeedIntdSchema(t *testing.T) {
 	_, srv := startCollector(t)
-	if _, err := srv.Running("col"); err == nil {
+	if _, err := intdmodel.Running(srv, "col"); err == nil {
 		t.Error("Running of a collector target")
 	}
 	if err := srv.AddStateTarget(context.Background(), "", gnmicollector.Source{C: collector.New(collector.Config{})}); err == nil {

@@ -37,7 +37,7 @@ import (
 // published for each (server.Server satisfies it).
 type Source interface {
 	Targets() []string
-	State(target string) (*gen.Device, error)
+	State(target string) (ygot.GoStruct, error)
 }
 
 // Exporter is a prometheus.Collector over a Source's counters. Its
@@ -102,7 +102,7 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-func (e *Exporter) collect(ch chan<- prometheus.Metric, dev *gen.Device, target string, multi bool) error {
+func (e *Exporter) collect(ch chan<- prometheus.Metric, dev ygot.GoStruct, target string, multi bool) error {
 	ns, err := ygot.TogNMINotifications(dev, 0, ygot.GNMINotificationsConfig{UsePathElem: true})
 	if err != nil {
 		return fmt.Errorf("flattening state: %w", err)

@@ -23,7 +23,7 @@ func (s states) Targets() []string {
 	return out
 }
 
-func (s states) State(t string) (*gen.Device, error) {
+func (s states) State(t string) (ygot.GoStruct, error) {
 	if d, ok := s[t]; ok {
 		return d, nil
 	}
@@ -96,8 +96,8 @@ intd_node_in_packets_total{target="n2"} 2
 
 type failing struct{}
 
-func (failing) Targets() []string                 { return []string{"bad"} }
-func (failing) State(string) (*gen.Device, error) { return nil, errors.New("backend gone") }
+func (failing) Targets() []string                   { return []string{"bad"} }
+func (failing) State(string) (ygot.GoStruct, error) { return nil, errors.New("backend gone") }
 
 func mustNew(t *testing.T, s Source) *Exporter {
 	e, err := New(s)

@@ -14,6 +14,7 @@ import (
 	"github.com/intd-project/intd/gen"
 	"github.com/intd-project/intd/sai/saitest"
 	"github.com/intd-project/intd/server"
+	"github.com/intd-project/intd/server/intdmodel"
 	"github.com/intd-project/intd/server/sonic"
 )
 
@@ -49,12 +50,12 @@ func translated(t testing.TB, cfg sonic.Config) *gen.Device {
 func ownedServer(t testing.TB) *server.Server {
 	t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv, err := server.New(server.WithLogger(quiet))
+	srv, err := intdmodel.New(server.WithLogger(quiet))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Close)
-	if err := srv.AddTarget(context.Background(), "intd", dtel.New(saitest.New(), dtel.WithLogger(quiet)),
+	if err := srv.AddTarget(context.Background(), "intd", intdmodel.Target(dtel.New(saitest.New(), dtel.WithLogger(quiet))),
 		server.TargetOptions{Owner: "test", Initial: &gen.Device{}}); err != nil {
 		t.Fatal(err)
 	}

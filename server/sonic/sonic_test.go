@@ -25,6 +25,7 @@ import (
 	"github.com/intd-project/intd/sai/saitest"
 	"github.com/intd-project/intd/sai/spec"
 	"github.com/intd-project/intd/server"
+	"github.com/intd-project/intd/server/intdmodel"
 	"github.com/intd-project/intd/server/sonic"
 	"github.com/intd-project/intd/server/sonic/sonictest"
 )
@@ -71,12 +72,12 @@ func newEnvOn(t *testing.T, r *sonictest.Redis) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.srv, err = server.New(server.WithLogger(log), server.WithStatePollInterval(100*time.Millisecond))
+	e.srv, err = intdmodel.New(server.WithLogger(log), server.WithStatePollInterval(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
 	orch := dtel.New(e.b, dtel.WithLogger(log), dtel.WithDataplaneName("saitest"))
-	if err := e.srv.AddTarget(context.Background(), "intd", orch, server.TargetOptions{
+	if err := e.srv.AddTarget(context.Background(), "intd", intdmodel.Target(orch), server.TargetOptions{
 		Initial: &gen.Device{}, Owner: src.Owner(), InvalidErr: dtel.ErrInvalid}); err != nil {
 		t.Fatal(err)
 	}
