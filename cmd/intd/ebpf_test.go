@@ -7,12 +7,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
+
+	"github.com/intd-project/intd/internal/netnstest"
 )
 
 // TestEBPFInitialConfig applies the initial configurations of `intd run`
@@ -22,27 +22,9 @@ func TestEBPFInitialConfig(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (loads BPF programs, creates a network namespace)")
 	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer orig.Close()
-	ns, err := netns.New() // switches this thread into it
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { netns.Set(orig); ns.Close() }()
-	for _, pair := range [][2]string{{"d0", "p0"}, {"d1", "p1"}} {
-		if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: pair[0]}, PeerName: pair[1]}); err != nil {
-			t.Fatal(err)
-		}
-		l, _ := netlink.LinkByName(pair[0])
-		if err := netlink.LinkSetUp(l); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ns, h := netnstest.New(t)
+	netnstest.Veth(t, h, [2]string{"d0", "p0"}, [2]string{"d1", "p1"})
+	netnstest.Enter(t, ns)
 	l, _ := netlink.LinkByName("d0")
 	dp := dataplanes["ebpf"]
 	if err := dp.check(); err != nil {

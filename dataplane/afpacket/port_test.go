@@ -8,45 +8,20 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net/netip"
-	"os"
-	"runtime"
 	"testing"
 	"time"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 
+	"github.com/intd-project/intd/internal/netnstest"
+
 	"github.com/intd-project/intd/dataplane/soft"
 )
 
 // testNS creates a network namespace that lives as long as the test and
 // returns it with a netlink handle in it.
-func testNS(t *testing.T) (netns.NsHandle, *netlink.Handle) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (network namespaces, AF_PACKET sockets)")
-	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer orig.Close()
-	ns, err := netns.New()
-	if err != nil {
-		t.Skipf("cannot create a network namespace: %v", err)
-	}
-	if err := netns.Set(orig); err != nil {
-		panic(err) // the thread is in the wrong namespace
-	}
-	h, err := netlink.NewHandleAt(ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { h.Close(); ns.Close() })
-	return ns, h
-}
+func testNS(t *testing.T) (netns.NsHandle, *netlink.Handle) { return netnstest.New(t) }
 
 // inNS runs fn on a thread switched into ns.
 func inNS(t *testing.T, ns netns.NsHandle, fn func() error) {

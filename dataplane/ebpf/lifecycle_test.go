@@ -3,7 +3,6 @@ package ebpf
 import (
 	"errors"
 	"os"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,6 +11,8 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 
+	"github.com/intd-project/intd/internal/netnstest"
+
 	"github.com/intd-project/intd/dataplane/internal/hostlock"
 )
 
@@ -19,56 +20,9 @@ import (
 func scratchNS(t *testing.T) netns.NsHandle {
 	t.Helper()
 	needRoot(t)
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer orig.Close()
-	ns, err := netns.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := netns.Set(orig); err != nil {
-			panic(err)
-		}
-	}()
-	t.Cleanup(func() { ns.Close() })
-	if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "d0"}, PeerName: "d1"}); err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range []string{"d0", "d1"} {
-		l, _ := netlink.LinkByName(n)
-		if err := netlink.LinkSetUp(l); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ns, h := netnstest.New(t)
+	netnstest.Veth(t, h, [2]string{"d0", "d1"})
 	return ns
-}
-
-// inNS runs fn on a thread in ns and returns its error, or fails the test
-// when fn does not return within d. The thread stays locked to its
-// goroutine, so it never goes back to the runtime in the wrong namespace.
-func inNS(t *testing.T, ns netns.NsHandle, d time.Duration, fn func() error) error {
-	t.Helper()
-	done := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		if err := netns.Set(ns); err != nil {
-			done <- err
-			return
-		}
-		done <- fn()
-	}()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(d):
-		t.Fatalf("did not return within %v", d)
-		return nil
-	}
 }
 
 // leftovers lists what intd may have left in ns: detour devices, tc
@@ -111,7 +65,7 @@ func leftovers(t *testing.T, ns netns.NsHandle) []string {
 // forever for a report reader it had not started.
 func TestNewFailsFast(t *testing.T) {
 	ns := scratchNS(t)
-	err := inNS(t, ns, 10*time.Second, func() error {
+	err := netnstest.Run(t, ns, 10*time.Second, func() error {
 		_, err := New(Config{Interfaces: []Interface{{Name: "d0"}, {Name: "nosuch0"}}})
 		return err
 	})
@@ -129,13 +83,13 @@ func TestNewFailsFast(t *testing.T) {
 func TestInterfaceInUse(t *testing.T) {
 	ns := scratchNS(t)
 	var d *Dataplane
-	if err := inNS(t, ns, 10*time.Second, func() (err error) {
+	if err := netnstest.Run(t, ns, 10*time.Second, func() (err error) {
 		d, err = New(Config{Interfaces: []Interface{{Name: "d0"}}})
 		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
-	err := inNS(t, ns, 10*time.Second, func() error {
+	err := netnstest.Run(t, ns, 10*time.Second, func() error {
 		d2, err := New(Config{Interfaces: []Interface{{Name: "d1"}, {Name: "d0"}}})
 		if err == nil {
 			d2.Close()
@@ -149,7 +103,7 @@ func TestInterfaceInUse(t *testing.T) {
 	if got := leftovers(t, ns); !sameSet(got, want) {
 		t.Errorf("while the first runs: %v, want %v", got, want)
 	}
-	if err := inNS(t, ns, 10*time.Second, d.Close); err != nil {
+	if err := netnstest.Run(t, ns, 10*time.Second, d.Close); err != nil {
 		t.Fatal(err)
 	}
 	if l := leftovers(t, ns); len(l) > 0 {

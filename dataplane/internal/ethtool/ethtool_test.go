@@ -4,13 +4,10 @@ package ethtool
 
 import (
 	"errors"
-	"os"
-	"runtime"
 	"strings"
 	"testing"
 
-	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
+	"github.com/intd-project/intd/internal/netnstest"
 	"golang.org/x/sys/unix"
 )
 
@@ -18,39 +15,9 @@ import (
 // veth pair a/b, both up.
 func inVeth(t *testing.T, fn func()) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: creates a network namespace")
-	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer orig.Close()
-	ns, err := netns.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ns.Close()
-	defer netns.Set(orig)
-	h, err := netlink.NewHandleAt(ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	if err := h.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "a"}, PeerName: "b"}); err != nil {
-		t.Fatalf("veth pair: %v", err)
-	}
-	for _, n := range []string{"a", "b"} {
-		l, err := h.LinkByName(n)
-		if err == nil {
-			err = h.LinkSetUp(l)
-		}
-		if err != nil {
-			t.Fatalf("%s up: %v", n, err)
-		}
-	}
+	ns, h := netnstest.New(t)
+	netnstest.Veth(t, h, [2]string{"a", "b"})
+	netnstest.Enter(t, ns)
 	fn()
 }
 
