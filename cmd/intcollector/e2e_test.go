@@ -16,6 +16,7 @@ import (
 	"github.com/intd-project/intd/dataplane/lab"
 	"github.com/intd-project/intd/dataplane/soft"
 	"github.com/intd-project/intd/dataplane/wire"
+	"github.com/intd-project/intd/internal/promtest"
 	"github.com/intd-project/intd/sai/spec"
 )
 
@@ -183,7 +184,7 @@ func TestLabEndToEnd(t *testing.T) {
 	if v, ok := sample(fams, "intcollector_flow_path_changes_total", flow("udp", 40002, 5001)); !ok || v != 0 {
 		t.Errorf("metrics: udp flow path changes %v (found %v), want 0", v, ok)
 	}
-	promtoolCheck(t, scrapeText(t, s))
+	promtest.Check(t, scrapeText(t, s))
 
 	// The same through the collector's gNMI.
 	// State is published every --state-interval: publish it now.

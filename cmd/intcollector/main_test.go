@@ -21,7 +21,7 @@ import (
 	"github.com/intd-project/intd/cmd/internal/gnmilisten"
 	"github.com/intd-project/intd/dataplane/collector"
 	"github.com/intd-project/intd/dataplane/wire"
-	"github.com/intd-project/intd/sai/spec"
+	"github.com/intd-project/intd/internal/reporttest"
 )
 
 // sinkReport builds a v2.0 report from sink node 4 embedding a frame with
@@ -31,34 +31,9 @@ func sinkReport(t *testing.T, seq uint32) []byte { return sinkReportPort(t, seq,
 
 // sinkReportPort is sinkReport for the flow from UDP source port sport.
 func sinkReportPort(t *testing.T, seq uint32, sport uint16) []byte {
-	inst := spec.InstNodeID | spec.InstL1Interfaces | spec.InstHopLatency | spec.InstQueue
-	hopLen := inst.Words() * 4
-	intLen := wire.MDHeaderLen + 3*hopLen
-	f := make([]byte, wire.EthernetLen+wire.IPv4MinLen+wire.UDPLen+wire.ShimLen+intLen)
-	wire.PutEthernet(f, [6]byte{2}, [6]byte{2}, wire.EtherTypeIPv4)
-	ip := f[wire.EthernetLen:]
-	wire.IPv4Header{TotalLen: uint16(len(ip)), TTL: 64, Proto: wire.ProtoUDP, Src: [4]byte{10, 0, 0, 1}, Dst: [4]byte{10, 0, 0, 2}}.Put(ip)
-	wire.UDPHeader{SrcPort: sport, DstPort: 2222, Length: uint16(len(ip) - 20)}.Put(ip[20:])
-	sh := ip[28:]
-	wire.Shim{Type: spec.TypeMD, Length: uint8(intLen / 4)}.Put(sh)
-	wire.MDHeader{Version: 2, HopML: uint8(inst.Words()), RemainingHops: 4, Instructions: inst}.Put(sh[4:])
-	off := 4 + wire.MDHeaderLen
-	for _, n := range []uint32{3, 2, 1} {
-		m := wire.HopMetadata{NodeID: n, IngressPort: 1, EgressPort: 2, HopLatency: n * 100, QueueOccupancy: n, Valid: inst}
-		k, err := wire.PutHop(sh[off:], inst, 0, &m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		off += k
-	}
-	b, _ := wire.AppendGroupHeader(nil, wire.GroupHeader{Version: 2, Seq: seq, NodeID: 4})
-	h := wire.ReportHeader{Type: spec.RepINT, InType: spec.InEthernet, TrackedFlow: true, RepMdBits: wire.RepHopLatency}
-	b, _ = wire.AppendReport(b, &h, &wire.ReportMetadata{HopLatency: 400}, nil, f)
-	h = wire.ReportHeader{Type: spec.RepINT, InType: spec.InEthernet, Dropped: true, RepMdBits: wire.RepDrop}
-	b, _ = wire.AppendReport(b, &h, &wire.ReportMetadata{DropReason: 132}, nil, f[:42])
-	h = wire.ReportHeader{Type: spec.RepINT, InType: spec.InEthernet, Congested: true, RepMdBits: wire.RepQueue}
-	b, _ = wire.AppendReport(b, &h, &wire.ReportMetadata{QueueOccupancy: 999}, nil, f[:42])
-	return b
+	f := reporttest.MDFrame(t, reporttest.Flow{Src: [4]byte{10, 0, 0, 1}, Dst: [4]byte{10, 0, 0, 2}, Proto: wire.ProtoUDP, SrcPort: sport, DstPort: 2222},
+		reporttest.Hop{Node: 3, Latency: 300, Queue: 3}, reporttest.Hop{Node: 2, Latency: 200, Queue: 2}, reporttest.Hop{Node: 1, Latency: 100, Queue: 1})
+	return reporttest.Group(seq, f, 400, reporttest.Drop(132), reporttest.Congestion(wire.RepQueue, wire.ReportMetadata{QueueOccupancy: 999}))
 }
 
 func TestServe(t *testing.T) {

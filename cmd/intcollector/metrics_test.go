@@ -5,7 +5,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +15,8 @@ import (
 
 	"github.com/intd-project/intd/dataplane/collector"
 	"github.com/intd-project/intd/dataplane/wire"
-	"github.com/intd-project/intd/sai/spec"
+	"github.com/intd-project/intd/internal/promtest"
+	"github.com/intd-project/intd/internal/reporttest"
 )
 
 // scrapeText GETs /metrics from the service as Prometheus would.
@@ -89,23 +89,6 @@ func seriesCount(fams map[string]*dto.MetricFamily) int {
 	return n
 }
 
-// promtoolCheck runs `promtool check metrics` (Prometheus' linter) on a
-// scrape, as a subtest that skips when promtool is not installed.
-func promtoolCheck(t *testing.T, text []byte) {
-	t.Helper()
-	t.Run("promtool", func(t *testing.T) {
-		path, err := exec.LookPath("promtool")
-		if err != nil {
-			t.Skip("promtool not installed (Debian package prometheus): the exposition lint is skipped")
-		}
-		cmd := exec.Command(path, "check", "metrics")
-		cmd.Stdin = bytes.NewReader(text)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Errorf("promtool check metrics: %v\n%s", err, out)
-		}
-	})
-}
-
 // sendFlows sends one sink report per flow (n flows, 3-hop paths through
 // nodes 1 to 3, sink 4; every tenth with a drop and a congestion report)
 // and waits until the collector has them all.
@@ -143,36 +126,16 @@ func waitPackets(t *testing.T, c *collector.Collector, n uint64) {
 // 10.1.a.b: its flow report with a 3-hop INT-MD stack, and with extra a
 // drop report (routing miss) and a congestion report (port 2, queue 1).
 func flowReport(t *testing.T, seq uint32, k wire.FlowKey, a, b byte, extra bool) []byte {
-	inst := spec.InstNodeID | spec.InstL1Interfaces | spec.InstHopLatency | spec.InstQueue
-	hopLen := inst.Words() * 4
-	intLen := wire.MDHeaderLen + 3*hopLen
-	f := make([]byte, wire.EthernetLen+wire.IPv4MinLen+wire.UDPLen+wire.ShimLen+intLen)
-	wire.PutEthernet(f, [6]byte{2}, [6]byte{2}, wire.EtherTypeIPv4)
-	ip := f[wire.EthernetLen:]
-	wire.IPv4Header{TotalLen: uint16(len(ip)), TTL: 64, Proto: k.Proto, Src: [4]byte{10, 1, a, b}, Dst: [4]byte{10, 2, 0, 1}}.Put(ip)
-	wire.UDPHeader{SrcPort: k.SrcPort, DstPort: k.DstPort, Length: uint16(len(ip) - 20)}.Put(ip[20:])
-	sh := ip[28:]
-	wire.Shim{Type: spec.TypeMD, Length: uint8(intLen / 4)}.Put(sh)
-	wire.MDHeader{Version: 2, HopML: uint8(inst.Words()), RemainingHops: 4, Instructions: inst}.Put(sh[4:])
-	off := 4 + wire.MDHeaderLen
+	var hops []reporttest.Hop
 	for _, n := range []uint32{3, 2, 1} {
-		m := wire.HopMetadata{NodeID: n, IngressPort: 1, EgressPort: 2, HopLatency: n*1000 + uint32(b), QueueOccupancy: n, Valid: inst}
-		k, err := wire.PutHop(sh[off:], inst, 0, &m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		off += k
+		hops = append(hops, reporttest.Hop{Node: n, Latency: n*1000 + uint32(b), Queue: n})
 	}
-	p, _ := wire.AppendGroupHeader(nil, wire.GroupHeader{Version: 2, Seq: seq, NodeID: 4})
-	h := wire.ReportHeader{Type: spec.RepINT, InType: spec.InEthernet, TrackedFlow: true, RepMdBits: wire.RepHopLatency}
-	p, _ = wire.AppendReport(p, &h, &wire.ReportMetadata{HopLatency: 500}, nil, f)
-	if extra {
-		h = wire.ReportHeader{Type: spec.RepINT, InType: spec.InEthernet, Dropped: true, RepMdBits: wire.RepDrop}
-		p, _ = wire.AppendReport(p, &h, &wire.ReportMetadata{DropReason: 29}, nil, f[:42])
-		h = wire.ReportHeader{Type: spec.RepINT, InType: spec.InEthernet, Congested: true, RepMdBits: wire.RepL1Ports | wire.RepQueue}
-		p, _ = wire.AppendReport(p, &h, &wire.ReportMetadata{EgressPort: 2, QueueID: 1, QueueOccupancy: 900}, nil, f[:42])
+	f := reporttest.MDFrame(t, reporttest.Flow{Src: [4]byte{10, 1, a, b}, Dst: [4]byte{10, 2, 0, 1}, Proto: k.Proto, SrcPort: k.SrcPort, DstPort: k.DstPort}, hops...)
+	if !extra {
+		return reporttest.Group(seq, f, 500)
 	}
-	return p
+	return reporttest.Group(seq, f, 500, reporttest.Drop(29),
+		reporttest.Congestion(wire.RepL1Ports|wire.RepQueue, wire.ReportMetadata{EgressPort: 2, QueueID: 1, QueueOccupancy: 900}))
 }
 
 // TestMetricsScale: 10,000 flows through a running collector keep the
@@ -217,7 +180,7 @@ func TestMetricsScale(t *testing.T) {
 			t.Errorf("per-flow series %s without --flow-metrics", name)
 		}
 	}
-	promtoolCheck(t, text)
+	promtest.Check(t, text)
 
 	s2, err := start(c, &serveConfig{listen: "127.0.0.1:0", metrics: "127.0.0.1:0", batch: collector.DefaultBatch, flowMetrics: 100})
 	if err != nil {
@@ -230,7 +193,7 @@ func TestMetricsScale(t *testing.T) {
 		t.Errorf("--flow-metrics 100: %d flows with series", got)
 	}
 	t.Logf("--flow-metrics 100: %d series, %d bytes", seriesCount(fams), len(text))
-	promtoolCheck(t, text)
+	promtest.Check(t, text)
 
 	if _, err := start(c, &serveConfig{listen: "127.0.0.1:0", metrics: "127.0.0.1:0", flowMetrics: 1001}); err == nil ||
 		!strings.Contains(err.Error(), "--flow-metrics") {

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os/exec"
 	"sort"
 	"strings"
 	"testing"
@@ -23,6 +22,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/intd-project/intd/dataplane/afpacket"
+	"github.com/intd-project/intd/internal/promtest"
 )
 
 // expectedName applies the documented naming rule to a state leaf path:
@@ -209,17 +209,7 @@ func TestMetricsMatchGet(t *testing.T) {
 			t.Errorf("no %s", name)
 		}
 	}
-	t.Run("promtool", func(t *testing.T) {
-		path, err := exec.LookPath("promtool")
-		if err != nil {
-			t.Skip("promtool not installed (Debian package prometheus): the exposition lint is skipped")
-		}
-		cmd := exec.Command(path, "check", "metrics")
-		cmd.Stdin = bytes.NewReader(text)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Errorf("promtool check metrics: %v\n%s", err, out)
-		}
-	})
+	promtest.Check(t, text)
 }
 
 func key(name string, labels map[string]string) string {
@@ -309,13 +299,7 @@ func TestRunMetrics(t *testing.T) {
 	if fams["go_goroutines"] == nil || fams["process_cpu_seconds_total"] == nil {
 		t.Error("no Go or process metrics")
 	}
-	if path, err := exec.LookPath("promtool"); err == nil {
-		cmd := exec.Command(path, "check", "metrics")
-		cmd.Stdin = bytes.NewReader(text)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Errorf("promtool check metrics: %v\n%s", err, out)
-		}
-	}
+	promtest.Check(t, text)
 
 	// The port is taken: intd stops, naming the flag.
 	ns2 := intdNS(t, "metrics-taken")

@@ -12,7 +12,7 @@ import (
 
 	"github.com/intd-project/intd/dataplane/collector"
 	"github.com/intd-project/intd/dataplane/wire"
-	"github.com/intd-project/intd/sai/spec"
+	"github.com/intd-project/intd/internal/reporttest"
 )
 
 // report builds a v2.0 report packet from sink node 4: a flow report
@@ -21,34 +21,10 @@ import (
 // miss) and a congestion report from egress port 9, queue 2, for the same
 // flow.
 func report(t testing.TB, seq uint32, srcPort uint16) []byte {
-	inst := spec.InstNodeID | spec.InstL1Interfaces | spec.InstHopLatency | spec.InstQueue
-	hopLen := inst.Words() * 4
-	intLen := wire.MDHeaderLen + 3*hopLen
-	f := make([]byte, wire.EthernetLen+wire.IPv4MinLen+wire.UDPLen+wire.ShimLen+intLen)
-	wire.PutEthernet(f, [6]byte{2}, [6]byte{2}, wire.EtherTypeIPv4)
-	ip := f[wire.EthernetLen:]
-	wire.IPv4Header{TotalLen: uint16(len(ip)), TTL: 64, Proto: wire.ProtoUDP, Src: [4]byte{10, 0, 0, 1}, Dst: [4]byte{10, 0, 0, 2}}.Put(ip)
-	wire.UDPHeader{SrcPort: srcPort, DstPort: 2222, Length: uint16(len(ip) - 20)}.Put(ip[20:])
-	sh := ip[28:]
-	wire.Shim{Type: spec.TypeMD, Length: uint8(intLen / 4)}.Put(sh)
-	wire.MDHeader{Version: 2, HopML: uint8(inst.Words()), RemainingHops: 4, Instructions: inst}.Put(sh[4:])
-	off := 4 + wire.MDHeaderLen
-	for _, h := range []struct{ node, lat uint32 }{{3, 300_000}, {2, 20_000}, {1, 1000}} {
-		m := wire.HopMetadata{NodeID: h.node, IngressPort: 1, EgressPort: 2, HopLatency: h.lat, QueueOccupancy: 7, Valid: inst}
-		k, err := wire.PutHop(sh[off:], inst, 0, &m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		off += k
-	}
-	b, _ := wire.AppendGroupHeader(nil, wire.GroupHeader{Version: 2, Seq: seq, NodeID: 4})
-	h := wire.ReportHeader{Type: spec.RepINT, InType: spec.InEthernet, TrackedFlow: true, RepMdBits: wire.RepHopLatency}
-	b, _ = wire.AppendReport(b, &h, &wire.ReportMetadata{HopLatency: 4000}, nil, f)
-	h = wire.ReportHeader{Type: spec.RepINT, InType: spec.InEthernet, Dropped: true, RepMdBits: wire.RepDrop}
-	b, _ = wire.AppendReport(b, &h, &wire.ReportMetadata{DropReason: 29}, nil, f[:42])
-	h = wire.ReportHeader{Type: spec.RepINT, InType: spec.InEthernet, Congested: true, RepMdBits: wire.RepL1Ports | wire.RepQueue}
-	b, _ = wire.AppendReport(b, &h, &wire.ReportMetadata{IngressPort: 1, EgressPort: 9, QueueID: 2, QueueOccupancy: 999}, nil, f[:42])
-	return b
+	f := reporttest.MDFrame(t, reporttest.Flow{Src: [4]byte{10, 0, 0, 1}, Dst: [4]byte{10, 0, 0, 2}, Proto: wire.ProtoUDP, SrcPort: srcPort, DstPort: 2222},
+		reporttest.Hop{Node: 3, Latency: 300_000, Queue: 7}, reporttest.Hop{Node: 2, Latency: 20_000, Queue: 7}, reporttest.Hop{Node: 1, Latency: 1000, Queue: 7})
+	return reporttest.Group(seq, f, 4000, reporttest.Drop(29),
+		reporttest.Congestion(wire.RepL1Ports|wire.RepQueue, wire.ReportMetadata{IngressPort: 1, EgressPort: 9, QueueID: 2, QueueOccupancy: 999}))
 }
 
 // scrape gathers e and returns the exposition text and its parsed families.
