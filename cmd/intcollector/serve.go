@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -91,19 +89,8 @@ func serveMain(args []string) int {
 	cfg.log = log
 
 	if cfg.json {
-		w := bufio.NewWriter(os.Stdout)
-		enc := json.NewEncoder(w)
-		c.OnReport = func(r *collector.Report) {
-			enc.Encode(struct {
-				Report collector.ReportJSON `json:"report"`
-			}{collector.ReportJSON{Version: r.Version, HWID: r.HWID, Sequence: r.Seq, NodeID: r.NodeID,
-				Reports: []collector.IndividualJSON{collector.ReportToJSON(r)}}})
-		}
-		go func() {
-			for range time.Tick(100 * time.Millisecond) {
-				c.Do(func() { w.Flush() })
-			}
-		}()
+		// Closed after the collector stops: the last lines are written.
+		defer collector.WriteJSONLines(c, os.Stdout, 100*time.Millisecond).Close()
 	}
 	// Before anything is announced, so that a signal sent on seeing the
 	// listening line stops the collector cleanly.
@@ -205,7 +192,7 @@ func (s *service) serveGNMI(cfg *serveConfig, log *slog.Logger) error {
 	if err := cfg.gnmi.Check(log, "--gnmi", defaultGNMI, "read every flow and source"); err != nil {
 		return err
 	}
-	if err := cfg.gnmi.PrepareStateDir("intcollector"); err != nil {
+	if err := cfg.gnmi.PrepareStateDir("intcollector", false); err != nil {
 		return err
 	}
 	opts, err := cfg.gnmi.ServerOptions(log)

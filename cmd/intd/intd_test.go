@@ -17,6 +17,7 @@ import (
 
 	"github.com/intd-project/intd/gen"
 	"github.com/intd-project/intd/server"
+	"github.com/intd-project/intd/server/intdmodel"
 )
 
 // TestInitialConfig checks what a node starts with when nothing is saved:
@@ -30,7 +31,7 @@ func TestInitialConfig(t *testing.T) {
 	if got := cfg.GetInt().GetNode().GetConfig().GetNodeId(); got != 7 {
 		t.Errorf("node-id %d, want 7 from --node-id", got)
 	}
-	if roles := intRoles(cfg); len(roles) > 0 {
+	if roles := intdmodel.Roles(cfg); len(roles) > 0 {
 		t.Errorf("empty configuration with a node-id enables %v", roles)
 	}
 	js, err := ygot.EmitJSON(cfg, &ygot.EmitJSONConfig{Format: ygot.RFC7951, SkipValidation: true})
@@ -54,7 +55,7 @@ func TestInitialConfig(t *testing.T) {
 	if got := cfg.GetInt().GetNode().GetConfig().GetNodeId(); got != 9 {
 		t.Errorf("node-id %d, want 9: --node-id overrides the file", got)
 	}
-	if roles := intRoles(cfg); !slices.Contains(roles, "int-endpoint") || !slices.Contains(roles, "int-transit") {
+	if roles := intdmodel.Roles(cfg); !slices.Contains(roles, "int-endpoint") || !slices.Contains(roles, "int-transit") {
 		t.Errorf("startup example roles %v", roles)
 	}
 	if cfg.GetInt().GetWatchlist().GetEntries().GetEntry(10) == nil || !cfg.GetInt().GetInterfaces().GetInterface("eth0").GetConfig().GetIntSink() {

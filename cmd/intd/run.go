@@ -195,38 +195,14 @@ func checkInterfaces(names []string) error {
 	return nil
 }
 
-// checkWritableDir checks that intd can create files in dir (where a
-// file is saved atomically by renaming a temporary one over it).
-func checkWritableDir(dir, what string) error {
-	fi, err := os.Stat(dir)
-	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	if !fi.IsDir() {
-		return fmt.Errorf("%s: %s is not a directory", what, dir)
-	}
-	f, err := os.CreateTemp(dir, ".intd-write-check*")
-	if err != nil {
-		return fmt.Errorf("%s: cannot write in %s: %w", what, dir, err)
-	}
-	f.Close()
-	return os.Remove(f.Name())
-}
-
 // prepareState creates the state directory when intd needs it, and checks
 // that the configuration can be saved where --save says.
 func prepareState(o *runOptions) error {
-	needDir := (!o.Insecure && o.TLSCert == "") || (o.Save != "" && filepath.Dir(o.Save) == filepath.Clean(o.StateDir))
-	if needDir {
-		if err := os.MkdirAll(o.StateDir, 0o700); err != nil {
-			return fmt.Errorf("state directory (--state-dir): %w; run intd as root or give a directory it may write", err)
-		}
-		if err := checkWritableDir(o.StateDir, "state directory (--state-dir)"); err != nil {
-			return fmt.Errorf("%w; run intd as root or give a directory it may write", err)
-		}
+	if err := o.PrepareStateDir("intd", o.Save != "" && filepath.Dir(o.Save) == filepath.Clean(o.StateDir)); err != nil {
+		return err
 	}
 	if o.Save != "" {
-		if err := checkWritableDir(filepath.Dir(o.Save), "--save "+o.Save); err != nil {
+		if err := gnmilisten.CheckWritableDir(filepath.Dir(o.Save), "--save "+o.Save); err != nil {
 			return err
 		}
 		if fi, err := os.Stat(o.Save); err == nil && fi.IsDir() {
@@ -257,30 +233,6 @@ func initialConfig(startupFile string, nodeID uint) (*gen.Device, error) {
 		cfg.GetOrCreateInt().GetOrCreateNode().GetOrCreateConfig().NodeId = ygot.Uint32(uint32(nodeID))
 	}
 	return cfg, nil
-}
-
-// intRoles lists the INT roles a configuration enables.
-func intRoles(cfg *gen.Device) []string {
-	nc := cfg.GetInt().GetNode().GetConfig()
-	if !nc.GetEnabled() {
-		return nil
-	}
-	var roles []string
-	for _, r := range []struct {
-		name string
-		on   bool
-	}{
-		{"int-endpoint", nc.GetIntEndpoint()},
-		{"int-transit", nc.GetIntTransit()},
-		{"postcard", nc.GetPostcard()},
-		{"drop-report", nc.GetDropReport()},
-		{"queue-report", nc.GetQueueReport()},
-	} {
-		if r.on {
-			roles = append(roles, r.name)
-		}
-	}
-	return roles
 }
 
 // processWide is set by main: only the real process routes the output of
@@ -418,7 +370,7 @@ func run(ctx context.Context, o *runOptions, log *slog.Logger) (err error) {
 	}
 	log.Info("capabilities dropped but those the dataplane still needs", "kept", kept)
 	if running, err := intdmodel.Running(srv, o.Target); err == nil && src == nil {
-		if roles := intRoles(running); len(roles) == 0 {
+		if roles := intdmodel.Roles(running); len(roles) == 0 {
 			log.Info("INT is idle: no INT role is enabled, intd changes no packet; configure INT over gNMI",
 				"node-id", running.GetInt().GetNode().GetConfig().GetNodeId())
 		} else {

@@ -1,9 +1,11 @@
 package collector
 
 import (
+	"bufio"
 	"encoding/binary"
 	"encoding/json"
 	"io"
+	"time"
 
 	"github.com/intd-project/intd/dataplane/wire"
 	"github.com/intd-project/intd/dataplane/wire/pcap"
@@ -280,4 +282,50 @@ func (f *FrameDecoder) DecodePcap(r io.Reader, w io.Writer) error {
 			return err
 		}
 	}
+}
+
+// JSONLines writes every report a collector handles as one JSON line on
+// a writer: {"report": ...} with the report's group header and that one
+// report. Lines are buffered and flushed every interval and on Close.
+type JSONLines struct {
+	c    *Collector
+	w    *bufio.Writer
+	stop chan struct{}
+	done chan struct{}
+}
+
+// WriteJSONLines sets c's OnReport to write every report to w, flushed
+// every interval. Call it before c serves; Close flushes and stops.
+func WriteJSONLines(c *Collector, w io.Writer, every time.Duration) *JSONLines {
+	j := &JSONLines{c: c, w: bufio.NewWriter(w), stop: make(chan struct{}), done: make(chan struct{})}
+	enc := json.NewEncoder(j.w)
+	c.OnReport = func(r *Report) {
+		enc.Encode(struct {
+			Report ReportJSON `json:"report"`
+		}{ReportJSON{Version: r.Version, HWID: r.HWID, Sequence: r.Seq, NodeID: r.NodeID,
+			Reports: []IndividualJSON{ReportToJSON(r)}}})
+	}
+	go func() {
+		defer close(j.done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				c.Do(func() { j.w.Flush() })
+			case <-j.stop:
+				return
+			}
+		}
+	}()
+	return j
+}
+
+// Close stops the periodic flush and writes what is buffered.
+func (j *JSONLines) Close() error {
+	close(j.stop)
+	<-j.done
+	var err error
+	j.c.Do(func() { err = j.w.Flush() })
+	return err
 }

@@ -98,3 +98,28 @@ func State(srv *server.Server, name string) (*gen.Device, error) {
 	}
 	return dev, nil
 }
+
+// Roles lists the INT roles a configuration enables (node config leaf
+// names), none when the node is not enabled.
+func Roles(cfg *gen.Device) []string {
+	nc := cfg.GetInt().GetNode().GetConfig()
+	if !nc.GetEnabled() {
+		return nil
+	}
+	var roles []string
+	for _, r := range []struct {
+		name string
+		on   bool
+	}{
+		{"int-endpoint", nc.GetIntEndpoint()},
+		{"int-transit", nc.GetIntTransit()},
+		{"postcard", nc.GetPostcard()},
+		{"drop-report", nc.GetDropReport()},
+		{"queue-report", nc.GetQueueReport()},
+	} {
+		if r.on {
+			roles = append(roles, r.name)
+		}
+	}
+	return roles
+}

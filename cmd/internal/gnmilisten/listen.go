@@ -73,16 +73,39 @@ func (s *Settings) Check(log *slog.Logger, addrFlag, defaultAddr, risk string) e
 	return nil
 }
 
-// PrepareStateDir creates the state directory when the self-signed
-// certificate is to be kept there.
-func (s *Settings) PrepareStateDir(prog string) error {
-	if s.Insecure || s.TLSCert != "" {
+// PrepareStateDir creates the state directory, and checks that prog may
+// write in it, when the self-signed certificate is to be kept there or
+// the command keeps other files there (keep).
+func (s *Settings) PrepareStateDir(prog string, keep bool) error {
+	if !keep && (s.Insecure || s.TLSCert != "") {
 		return nil
 	}
 	if err := os.MkdirAll(s.StateDir, 0o700); err != nil {
 		return fmt.Errorf("state directory (--state-dir): %w; run %s as root or give a directory it may write", err, prog)
 	}
+	if err := CheckWritableDir(s.StateDir, "state directory (--state-dir)"); err != nil {
+		return fmt.Errorf("%w; run %s as root or give a directory it may write", err, prog)
+	}
 	return nil
+}
+
+// CheckWritableDir checks that files can be created in dir (where a file
+// is saved atomically by renaming a temporary one over it); what names
+// the setting in the error.
+func CheckWritableDir(dir, what string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s: %s is not a directory", what, dir)
+	}
+	f, err := os.CreateTemp(dir, ".intd-write-check*")
+	if err != nil {
+		return fmt.Errorf("%s: cannot write in %s: %w", what, dir, err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }
 
 // ServerOptions are the server options for these settings: credentials,
