@@ -181,7 +181,7 @@ func (f *fabric) tcpTransfer(t *testing.T, srcPort, dstPort, size int) {
 func (f *fabric) waitPath(t *testing.T, srcPort, dstPort int) {
 	t.Helper()
 	eventually(t, 10*time.Second, "TCP flow's 3-hop path at the collector", func() (bool, string) {
-		_, ok := metricValue(f.scrape(t), "intcollector_flow_hop_max_latency_seconds", flowLabels("tcp", srcPort, dstPort, "hop", "2", "node_id", "3"))
+		_, ok := promtest.Value(f.scrape(t), "intcollector_flow_hop_max_latency_seconds", flowLabels("tcp", srcPort, dstPort, "hop", "2", "node_id", "3"))
 		return ok, ""
 	})
 }
@@ -484,14 +484,14 @@ func TestSoftEndToEnd(t *testing.T) {
 		eventually(t, 10*time.Second, "3-hop path at the collector", func() (bool, string) {
 			m = f.scrape(t)
 			for h := range hops {
-				if _, ok := metricValue(m, "intcollector_flow_hop_max_latency_seconds", hops[h]); !ok {
+				if _, ok := promtest.Value(m, "intcollector_flow_hop_max_latency_seconds", hops[h]); !ok {
 					return false, fmt.Sprintf("hop %d (node %d) missing", h, h+1)
 				}
 			}
 			return true, ""
 		})
 		for h := range hops {
-			lat, _ := metricValue(m, "intcollector_flow_hop_max_latency_seconds", hops[h])
+			lat, _ := promtest.Value(m, "intcollector_flow_hop_max_latency_seconds", hops[h])
 			t.Logf("hop %d node %d: max latency %g s", h, h+1, lat)
 			if lat <= 0 || lat > 1 {
 				t.Errorf("hop %d: max latency %g s", h, lat)
@@ -601,7 +601,7 @@ func (f *fabric) checkDropsAndCounters(t *testing.T, counters map[string]func() 
 			tx.Write(payload(1<<50, 100))
 			return f.reports.count(2, drop29) > 0, ""
 		})
-		if v, _ := metricValue(f.scrape(t), "intcollector_drop_reports_total", map[string]string{"node_id": "2", "reason": "ROUTING_MISS"}); v == 0 {
+		if v, _ := promtest.Value(f.scrape(t), "intcollector_drop_reports_total", map[string]string{"node_id": "2", "reason": "ROUTING_MISS"}); v == 0 {
 			t.Errorf("collector metrics lack node 2's routing-miss (29) drops")
 		}
 	})
@@ -629,8 +629,8 @@ func (f *fabric) checkDropsAndCounters(t *testing.T, counters map[string]func() 
 				b, _ := io.ReadAll(resp.Body)
 				resp.Body.Close()
 				text = string(b)
-				in, _ := metricValue(text, "intd_interface_in_packets_total", map[string]string{"interface": "p1"})
-				node, _ := metricValue(text, "intd_node_in_packets_total", nil)
+				in, _ := promtest.Value(text, "intd_interface_in_packets_total", map[string]string{"interface": "p1"})
+				node, _ := promtest.Value(text, "intd_node_in_packets_total", nil)
 				return in > 0 && node >= in, fmt.Sprintf("p1 %v, node %v", in, node)
 			})
 			t.Run(s, func(t *testing.T) { promtest.Check(t, []byte(text)) })

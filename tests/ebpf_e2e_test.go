@@ -12,6 +12,7 @@ import (
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 
 	"github.com/intd-project/intd/dataplane/collector"
+	"github.com/intd-project/intd/internal/promtest"
 )
 
 // ebpfFabric is the soft test's fabric (h1 - s1 - s2 - s3 - h2, collector
@@ -124,14 +125,14 @@ func TestEBPFEndToEnd(t *testing.T) {
 			tx.Write(payload(1<<61, 64))
 			m = f.scrape(t)
 			for h := range hops {
-				if _, ok := metricValue(m, "intcollector_flow_hop_max_latency_seconds", hops[h]); !ok {
+				if _, ok := promtest.Value(m, "intcollector_flow_hop_max_latency_seconds", hops[h]); !ok {
 					return false, fmt.Sprintf("hop %d (node %d) missing", h, h+1)
 				}
 			}
 			return true, ""
 		})
 		for h := range hops {
-			lat, _ := metricValue(m, "intcollector_flow_hop_max_latency_seconds", hops[h])
+			lat, _ := promtest.Value(m, "intcollector_flow_hop_max_latency_seconds", hops[h])
 			t.Logf("hop %d node %d: max latency %g s", h, h+1, lat)
 			if lat <= 0 || lat > 1 {
 				t.Errorf("hop %d: max latency %g s", h, lat)

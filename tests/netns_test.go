@@ -19,11 +19,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"github.com/vishvananda/netns"
 
 	"github.com/intd-project/intd/dataplane/afpacket"
+	"github.com/intd-project/intd/internal/promtest"
 )
 
 // lab is a set of network namespaces with a unique prefix, removed with
@@ -269,47 +268,9 @@ func receiveAll(ln net.Listener, timeout time.Duration) <-chan []byte {
 	return got
 }
 
-// metricValue is the value of the first sample of family name in a
-// Prometheus text exposition whose labels include labels (a histogram's
-// sample count).
-func metricValue(text, name string, labels map[string]string) (float64, bool) {
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(strings.NewReader(text))
-	if err != nil {
-		return 0, false
-	}
-next:
-	for _, m := range fams[name].GetMetric() {
-		for k, v := range labels {
-			found := false
-			for _, l := range m.Label {
-				if l.GetName() == k && l.GetValue() == v {
-					found = true
-				}
-			}
-			if !found {
-				continue next
-			}
-		}
-		switch {
-		case m.Counter != nil:
-			return m.Counter.GetValue(), true
-		case m.Gauge != nil:
-			return m.Gauge.GetValue(), true
-		case m.Histogram != nil:
-			return float64(m.Histogram.GetSampleCount()), true
-		}
-	}
-	return 0, false
-}
-
 // flowLabels are the collector's per-flow labels of a flow from h1 to h2
 // (10.0.1.1 to 10.0.2.1), with extra label pairs.
 func flowLabels(proto string, srcPort, dstPort int, kv ...string) map[string]string {
-	m := map[string]string{"src": "10.0.1.1", "dst": "10.0.2.1", "protocol": proto,
-		"src_port": strconv.Itoa(srcPort), "dst_port": strconv.Itoa(dstPort)}
-	for i := 0; i+1 < len(kv); i += 2 {
-		m[kv[i]] = kv[i+1]
-	}
-	return m
+	return promtest.Labels(map[string]string{"src": "10.0.1.1", "dst": "10.0.2.1", "protocol": proto,
+		"src_port": strconv.Itoa(srcPort), "dst_port": strconv.Itoa(dstPort)}, kv...)
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/intd-project/intd/dataplane/afpacket"
 	"github.com/intd-project/intd/dataplane/wire"
+	"github.com/intd-project/intd/internal/promtest"
 )
 
 // routers is h1 - r1 - r2 - h2 with the kernel forwarding on both routers
@@ -525,7 +526,7 @@ func TestINTRouters(t *testing.T) {
 					for _, f := range flows {
 						for hop, node := range []int{1, 2} {
 							labels := flowLabels(f.proto, f.sport, f.dport, "hop", strconv.Itoa(hop), "node_id", strconv.Itoa(node))
-							if _, ok := metricValue(m, "intcollector_flow_hop_max_latency_seconds", labels); !ok {
+							if _, ok := promtest.Value(m, "intcollector_flow_hop_max_latency_seconds", labels); !ok {
 								return false, fmt.Sprintf("flow %v: hop %d (r%d) missing", f, hop, node)
 							}
 						}

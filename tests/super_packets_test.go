@@ -4,6 +4,8 @@ import (
 	"io"
 	"testing"
 	"time"
+
+	"github.com/intd-project/intd/internal/promtest"
 )
 
 // TestSoftSuperPackets sends 8 MiB over TCP from h1 to h2 through three
@@ -67,7 +69,7 @@ func (f *fabric) readCounter(t *testing.T, s, dev string) float64 {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	v, ok := metricValue(string(b), "intd_interface_in_packets_total", map[string]string{"interface": dev})
+	v, ok := promtest.Value(string(b), "intd_interface_in_packets_total", map[string]string{"interface": dev})
 	if !ok {
 		t.Fatalf("%s: no intd_interface_in_packets_total for %s", s, dev)
 	}

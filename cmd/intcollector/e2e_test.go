@@ -154,7 +154,7 @@ func TestLabEndToEnd(t *testing.T) {
 	if f.Drops == 0 {
 		t.Errorf("no drop reports for the udp flow")
 	}
-	fams := parseMetrics(t, scrapeText(t, s))
+	fams := promtest.Parse(t, scrapeText(t, s))
 	flow := func(proto string, sport, dport int, kv ...string) map[string]string {
 		m := map[string]string{"src": "10.0.1.1", "dst": "10.0.2.1", "protocol": proto, "src_port": strconv.Itoa(sport), "dst_port": strconv.Itoa(dport)}
 		for i := 0; i < len(kv); i += 2 {
@@ -164,7 +164,7 @@ func TestLabEndToEnd(t *testing.T) {
 	}
 	positive := func(name string, labels map[string]string) {
 		t.Helper()
-		if v, ok := sample(fams, name, labels); !ok || v <= 0 {
+		if v, ok := promtest.Sample(fams, name, labels); !ok || v <= 0 {
 			t.Errorf("metrics: %s%v = %v (found %v), want > 0", name, labels, v, ok)
 		}
 	}
@@ -181,7 +181,7 @@ func TestLabEndToEnd(t *testing.T) {
 	positive("intcollector_drop_reports_total", map[string]string{"node_id": "2", "reason": "ROUTING_MISS"})
 	positive("intcollector_queue_congestion_reports_total", map[string]string{"node_id": "2"})
 	positive("intcollector_end_to_end_latency_seconds", map[string]string{"node_id": "3"})
-	if v, ok := sample(fams, "intcollector_flow_path_changes_total", flow("udp", 40002, 5001)); !ok || v != 0 {
+	if v, ok := promtest.Sample(fams, "intcollector_flow_path_changes_total", flow("udp", 40002, 5001)); !ok || v != 0 {
 		t.Errorf("metrics: udp flow path changes %v (found %v), want 0", v, ok)
 	}
 	promtest.Check(t, scrapeText(t, s))

@@ -21,6 +21,7 @@ import (
 	"github.com/intd-project/intd/cmd/internal/gnmilisten"
 	"github.com/intd-project/intd/dataplane/collector"
 	"github.com/intd-project/intd/dataplane/wire"
+	"github.com/intd-project/intd/internal/promtest"
 	"github.com/intd-project/intd/internal/reporttest"
 )
 
@@ -52,18 +53,9 @@ func TestServe(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 
-	fams := parseMetrics(t, scrapeText(t, s))
+	fams := promtest.Parse(t, scrapeText(t, s))
 	fl := map[string]string{"src": "10.0.0.1", "dst": "10.0.0.2", "protocol": "udp", "src_port": "1111", "dst_port": "2222"}
-	with := func(kv ...string) map[string]string {
-		m := map[string]string{}
-		for k, v := range fl {
-			m[k] = v
-		}
-		for i := 0; i < len(kv); i += 2 {
-			m[kv[i]] = kv[i+1]
-		}
-		return m
-	}
+	with := func(kv ...string) map[string]string { return promtest.Labels(fl, kv...) }
 	for _, want := range []struct {
 		name   string
 		labels map[string]string
@@ -77,7 +69,7 @@ func TestServe(t *testing.T) {
 		{"intcollector_drop_reports_total", map[string]string{"node_id": "4", "reason": "UPF_DL_PDR_MISS"}, 2},
 		{"intcollector_reports_lost_total", nil, 1},
 	} {
-		if v, ok := sample(fams, want.name, want.labels); !ok || v != want.v {
+		if v, ok := promtest.Sample(fams, want.name, want.labels); !ok || v != want.v {
 			t.Errorf("metrics: %s%v = %v (found %v), want %v", want.name, want.labels, v, ok, want.v)
 		}
 	}

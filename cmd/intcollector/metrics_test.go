@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"io"
 	"net"
 	"net/http"
@@ -10,8 +9,6 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/intd-project/intd/dataplane/collector"
 	"github.com/intd-project/intd/dataplane/wire"
@@ -32,42 +29,6 @@ func scrapeText(t *testing.T, s *service) []byte {
 		t.Fatalf("scrape: %s, %v", resp.Status, err)
 	}
 	return b
-}
-
-func parseMetrics(t *testing.T, text []byte) map[string]*dto.MetricFamily {
-	t.Helper()
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(bytes.NewReader(text))
-	if err != nil {
-		t.Fatalf("parsing the scrape: %v", err)
-	}
-	return fams
-}
-
-// sample is the value of the first sample of family name whose labels
-// include labels.
-func sample(fams map[string]*dto.MetricFamily, name string, labels map[string]string) (float64, bool) {
-next:
-	for _, m := range fams[name].GetMetric() {
-		have := map[string]string{}
-		for _, l := range m.Label {
-			have[l.GetName()] = l.GetValue()
-		}
-		for k, v := range labels {
-			if have[k] != v {
-				continue next
-			}
-		}
-		switch {
-		case m.Counter != nil:
-			return m.Counter.GetValue(), true
-		case m.Gauge != nil:
-			return m.Gauge.GetValue(), true
-		case m.Histogram != nil:
-			return float64(m.Histogram.GetSampleCount()), true
-		}
-	}
-	return 0, false
 }
 
 // seriesCount counts the series of an exposition (histograms: one per
@@ -152,19 +113,19 @@ func TestMetricsScale(t *testing.T) {
 	const flows = 10000
 	sendFlows(t, s, c, flows)
 	text := scrapeText(t, s)
-	fams := parseMetrics(t, text)
+	fams := promtest.Parse(t, text)
 	n := seriesCount(fams)
 	t.Logf("%d flows: %d series, %d bytes per scrape", flows, n, len(text))
 	if n >= 1000 {
 		t.Errorf("%d series for %d flows, want under 1,000", n, flows)
 	}
-	if v, _ := sample(fams, "intcollector_flows", nil); v != flows {
+	if v, _ := promtest.Sample(fams, "intcollector_flows", nil); v != flows {
 		t.Errorf("intcollector_flows = %v, want %d", v, flows)
 	}
-	if v, _ := sample(fams, "intcollector_drop_reports_total", map[string]string{"node_id": "4", "reason": "ROUTING_MISS"}); v != flows/10 {
+	if v, _ := promtest.Sample(fams, "intcollector_drop_reports_total", map[string]string{"node_id": "4", "reason": "ROUTING_MISS"}); v != flows/10 {
 		t.Errorf("routing-miss drops at node 4 = %v, want %d", v, flows/10)
 	}
-	if v, _ := sample(fams, "intcollector_hop_latency_seconds", map[string]string{"node_id": "2"}); v != flows {
+	if v, _ := promtest.Sample(fams, "intcollector_hop_latency_seconds", map[string]string{"node_id": "2"}); v != flows {
 		t.Errorf("node 2 hop latency samples = %v, want %d", v, flows)
 	}
 	for _, name := range []string{"intcollector_build_info", "process_cpu_seconds_total", "go_goroutines"} {
@@ -172,7 +133,7 @@ func TestMetricsScale(t *testing.T) {
 			t.Errorf("no %s", name)
 		}
 	}
-	if v, ok := sample(fams, "intcollector_build_info", map[string]string{}); !ok || v != 1 {
+	if v, ok := promtest.Sample(fams, "intcollector_build_info", map[string]string{}); !ok || v != 1 {
 		t.Errorf("intcollector_build_info = %v", v)
 	}
 	for name := range fams {
@@ -188,7 +149,7 @@ func TestMetricsScale(t *testing.T) {
 	}
 	defer s2.stop()
 	text = scrapeText(t, s2)
-	fams = parseMetrics(t, text)
+	fams = promtest.Parse(t, text)
 	if got := len(fams["intcollector_flow_reports_total"].GetMetric()); got != 100 {
 		t.Errorf("--flow-metrics 100: %d flows with series", got)
 	}

@@ -107,11 +107,7 @@ func TestMetricsMatchGet(t *testing.T) {
 	}
 	text, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(bytes.NewReader(text))
-	if err != nil {
-		t.Fatalf("parsing the scrape: %v", err)
-	}
+	fams := promtest.Parse(t, text)
 	// The samples by target, as "name{k=v,...}" -> value.
 	samples := map[string]map[string]float64{}
 	for name, mf := range fams {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/intd-project/intd/dataplane/collector"
 	"github.com/intd-project/intd/dataplane/wire"
+	"github.com/intd-project/intd/internal/promtest"
 	"github.com/intd-project/intd/internal/reporttest"
 )
 
@@ -145,16 +146,7 @@ func TestExporter(t *testing.T) {
 	e, _ = New(c, 10)
 	_, fams = scrape(t, e)
 	fl := map[string]string{"src": "10.0.0.1", "dst": "10.0.0.2", "protocol": "udp", "src_port": "1111", "dst_port": "2222"}
-	with := func(kv ...string) map[string]string {
-		m := map[string]string{}
-		for k, v := range fl {
-			m[k] = v
-		}
-		for i := 0; i < len(kv); i += 2 {
-			m[kv[i]] = kv[i+1]
-		}
-		return m
-	}
+	with := func(kv ...string) map[string]string { return promtest.Labels(fl, kv...) }
 	check("intcollector_flow_reports_total", fl, 6)
 	check("intcollector_flow_drop_reports_total", with("reason", "ROUTING_MISS"), 2)
 	check("intcollector_flow_hop_latency_seconds", with("hop", "1", "node_id", "2", "ingress_interface", "1", "egress_interface", "2"), 20e-6)
