@@ -21,6 +21,7 @@ import (
 
 	"github.com/intd-project/intd/cmd/internal/gnmilisten"
 	"github.com/intd-project/intd/dataplane/collector"
+	"github.com/intd-project/intd/internal/gnmitest"
 	"github.com/intd-project/intd/server"
 )
 
@@ -107,22 +108,6 @@ func subscribe(t *testing.T, e *gnmiEnv, sl *gpb.SubscriptionList) gpb.GNMI_Subs
 	return sub
 }
 
-// untilSync reads notifications up to the sync response.
-func untilSync(t *testing.T, sub gpb.GNMI_SubscribeClient) []*gpb.Notification {
-	t.Helper()
-	var ns []*gpb.Notification
-	for {
-		m, err := sub.Recv()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if m.GetSyncResponse() {
-			return ns
-		}
-		ns = append(ns, m.GetUpdate())
-	}
-}
-
 func pathStr(n *gpb.Notification, p *gpb.Path) string {
 	s, _ := ygot.PathToString(&gpb.Path{Elem: append(append([]*gpb.PathElem{}, n.GetPrefix().GetElem()...), p.GetElem()...)})
 	return s
@@ -199,7 +184,7 @@ func TestGNMISampleInterval(t *testing.T) {
 	sub := subscribe(t, e, &gpb.SubscriptionList{Mode: gpb.SubscriptionList_STREAM, Encoding: gpb.Encoding_PROTO,
 		Subscription: []*gpb.Subscription{{Path: mustPath(t, "/collector/state/counters/packets"), Mode: gpb.SubscriptionMode_SAMPLE,
 			SampleInterval: uint64(1500 * time.Millisecond)}}})
-	if ns := untilSync(t, sub); len(ns) != 1 {
+	if ns := gnmitest.UntilSync(t, sub); len(ns) != 1 {
 		t.Fatalf("first sample: %v", ns)
 	}
 	start := time.Now()
@@ -225,13 +210,13 @@ func TestGNMIOnChangeAndEviction(t *testing.T) {
 
 	only := subscribe(t, e, &gpb.SubscriptionList{Mode: gpb.SubscriptionList_STREAM, Encoding: gpb.Encoding_PROTO, UpdatesOnly: true,
 		Subscription: []*gpb.Subscription{{Path: mustPath(t, "/collector/flows"), Mode: gpb.SubscriptionMode_ON_CHANGE}}})
-	if ns := untilSync(t, only); len(ns) != 0 {
+	if ns := gnmitest.UntilSync(t, only); len(ns) != 0 {
 		t.Errorf("updates_only: %d notifications before the sync response", len(ns))
 	}
 	sub := subscribe(t, e, &gpb.SubscriptionList{Mode: gpb.SubscriptionList_STREAM, Encoding: gpb.Encoding_PROTO,
 		Subscription: []*gpb.Subscription{{Path: mustPath(t, "/collector/flows"), Mode: gpb.SubscriptionMode_ON_CHANGE}}})
 	initial := 0
-	for _, n := range untilSync(t, sub) {
+	for _, n := range gnmitest.UntilSync(t, sub) {
 		initial += len(n.GetUpdate())
 	}
 	if initial == 0 {

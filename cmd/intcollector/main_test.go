@@ -21,6 +21,7 @@ import (
 	"github.com/intd-project/intd/cmd/internal/gnmilisten"
 	"github.com/intd-project/intd/dataplane/collector"
 	"github.com/intd-project/intd/dataplane/wire"
+	"github.com/intd-project/intd/internal/gnmitest"
 	"github.com/intd-project/intd/internal/promtest"
 	"github.com/intd-project/intd/internal/reporttest"
 )
@@ -111,15 +112,8 @@ func TestServe(t *testing.T) {
 		Mode: gpb.SubscriptionList_ONCE, Encoding: gpb.Encoding_PROTO, Subscription: []*gpb.Subscription{{Path: &gpb.Path{Elem: []*gpb.PathElem{
 			{Name: "collector"}, {Name: "flows"}, flow, {Name: "state"}, {Name: "counters"}}}}}}}})
 	got := map[string]uint64{}
-	for {
-		m, err := sub.Recv()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if m.GetSyncResponse() {
-			break
-		}
-		for _, u := range m.GetUpdate().GetUpdate() {
+	for _, n := range gnmitest.UntilSync(t, sub) {
+		for _, u := range n.GetUpdate() {
 			got[u.Path.Elem[len(u.Path.Elem)-1].Name] = u.Val.GetUintVal()
 		}
 	}

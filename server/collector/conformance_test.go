@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/intd-project/intd/dataplane/collector"
+	"github.com/intd-project/intd/internal/gnmitest"
 	"github.com/intd-project/intd/server"
 	gnmicollector "github.com/intd-project/intd/server/collector"
 	"github.com/intd-project/intd/server/intdmodel"
@@ -69,20 +70,6 @@ func ctxFor(t *testing.T) context.Context {
 	return ctx
 }
 
-func recvAll(t *testing.T, sub gpb.GNMI_SubscribeClient) (ns []*gpb.Notification) {
-	t.Helper()
-	for {
-		m, err := sub.Recv()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if m.GetSyncResponse() {
-			return ns
-		}
-		ns = append(ns, m.GetUpdate())
-	}
-}
-
 func TestReadOnlyConformance(t *testing.T) {
 	rows := []struct {
 		sec, text string
@@ -126,7 +113,7 @@ func TestReadOnlyConformance(t *testing.T) {
 			}
 			sub.Send(&gpb.SubscribeRequest{Request: &gpb.SubscribeRequest_Subscribe{Subscribe: &gpb.SubscriptionList{
 				Prefix: &gpb.Path{Target: "col"}, Mode: gpb.SubscriptionList_ONCE, Subscription: []*gpb.Subscription{{Path: gp(t, "/collector/state/flow-count")}}}}})
-			for _, n := range recvAll(t, sub) {
+			for _, n := range gnmitest.UntilSync(t, sub) {
 				if n.GetPrefix().GetTarget() != "col" {
 					t.Errorf("Subscribe notification %v", n)
 				}
@@ -193,7 +180,7 @@ func TestReadOnlyConformance(t *testing.T) {
 			}
 			sub.Send(&gpb.SubscribeRequest{Request: &gpb.SubscribeRequest_Subscribe{Subscribe: &gpb.SubscriptionList{
 				Mode: gpb.SubscriptionList_ONCE, UpdatesOnly: true, Subscription: []*gpb.Subscription{{Path: gp(t, "/collector")}}}}})
-			if ns := recvAll(t, sub); len(ns) != 0 {
+			if ns := gnmitest.UntilSync(t, sub); len(ns) != 0 {
 				t.Errorf("%d notifications", len(ns))
 			}
 		}},
@@ -204,7 +191,7 @@ func TestReadOnlyConformance(t *testing.T) {
 			}
 			sub.Send(&gpb.SubscribeRequest{Request: &gpb.SubscribeRequest_Subscribe{Subscribe: &gpb.SubscriptionList{
 				Mode: gpb.SubscriptionList_ONCE, Encoding: gpb.Encoding_PROTO, Subscription: []*gpb.Subscription{{Path: gp(t, "/collector/state/counters")}}}}})
-			if ns := recvAll(t, sub); len(ns) == 0 {
+			if ns := gnmitest.UntilSync(t, sub); len(ns) == 0 {
 				t.Error("no updates")
 			}
 			if _, err := sub.Recv(); err != io.EOF {
@@ -230,7 +217,7 @@ func TestReadOnlyConformance(t *testing.T) {
 			sub.Send(&gpb.SubscribeRequest{Request: &gpb.SubscribeRequest_Subscribe{Subscribe: &gpb.SubscriptionList{
 				Mode: gpb.SubscriptionList_POLL, Encoding: gpb.Encoding_PROTO, Subscription: []*gpb.Subscription{{Path: gp(t, "/collector/state/counters/packets")}}}}})
 			for i := 0; i < 2; i++ {
-				if ns := recvAll(t, sub); len(ns) != 1 {
+				if ns := gnmitest.UntilSync(t, sub); len(ns) != 1 {
 					t.Errorf("poll %d: %v", i, ns)
 				}
 				sub.Send(&gpb.SubscribeRequest{Request: &gpb.SubscribeRequest_Poll{Poll: &gpb.Poll{}}})
