@@ -154,21 +154,7 @@ func BenchmarkSampleFanout(b *testing.B) {
 		}()
 	}
 	// Counters move every interval, as the poller would publish them.
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		for i := uint64(0); ; i++ {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			env.fake.setCounter(i)
-			env.srv.RefreshState(ctx)
-		}
-	}()
+	env.moveCounters(ctx, &wg, interval)
 	time.Sleep(2 * interval)
 	b.ResetTimer()
 	cpu0, wall0, d0 := cpuTime(), time.Now(), delivered.Load()

@@ -216,4 +216,24 @@ func serve(t testing.TB, srv *Server, fake *fakeApplier, dopts ...grpc.DialOptio
 	return &testEnv{srv: srv, fake: fake, addr: lis.Addr().String(), conn: conn, client: gpb.NewGNMIClient(conn)}
 }
 
+// moveCounters sets the fake's counters to a new value every interval
+// and publishes them, as the state poller would, until ctx is done.
+func (e *testEnv) moveCounters(ctx context.Context, wg *sync.WaitGroup, interval time.Duration) {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for i := uint64(0); ; i++ {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			e.fake.setCounter(i)
+			e.srv.RefreshState(ctx)
+		}
+	}()
+}
+
 var errBoom = errors.New("backend exploded")

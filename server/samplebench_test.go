@@ -60,21 +60,7 @@ func BenchmarkSampleFanoutScale(b *testing.B) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		for i := uint64(0); ; i++ {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			env.fake.setCounter(i)
-			env.srv.RefreshState(ctx)
-		}
-	}()
+	env.moveCounters(ctx, &wg, interval)
 
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestSampleClients$", "-test.count=1")
 	cmd.Env = append(os.Environ(), fmt.Sprintf("INTD_SAMPLE_CLIENTS=%s,%d,%d,%d", env.addr, subscribers, entries, b.N))
