@@ -261,6 +261,37 @@ func (r *reportLog) count(node uint32, fn func(*collector.IndividualJSON) bool) 
 
 func (f *fabric) scrape(t *testing.T) string { return scrapeCollector(f.metrics) }
 
+// pathHops waits until the collector exports a max latency for each hop
+// of the 3-hop path of the UDP flow from port 40001 to 5001 (poke, when
+// set, runs before each scrape, e.g. to send a packet) and checks that
+// each lies in (0, 1] s. last gets each scrape, for a failure's log.
+func (f *fabric) pathHops(t *testing.T, poke func(), last *string) {
+	t.Helper()
+	var hops [3]map[string]string
+	for h := range hops {
+		hops[h] = flowLabels("udp", 40001, 5001, "hop", strconv.Itoa(h), "node_id", strconv.Itoa(h+1))
+	}
+	eventually(t, 10*time.Second, "3-hop path at the collector", func() (bool, string) {
+		if poke != nil {
+			poke()
+		}
+		*last = f.scrape(t)
+		for h := range hops {
+			if _, ok := promtest.Value(*last, "intcollector_flow_hop_max_latency_seconds", hops[h]); !ok {
+				return false, fmt.Sprintf("hop %d (node %d) missing", h, h+1)
+			}
+		}
+		return true, ""
+	})
+	for h := range hops {
+		lat, _ := promtest.Value(*last, "intcollector_flow_hop_max_latency_seconds", hops[h])
+		t.Logf("hop %d node %d: max latency %g s", h, h+1, lat)
+		if lat <= 0 || lat > 1 {
+			t.Errorf("hop %d: max latency %g s", h, lat)
+		}
+	}
+}
+
 // udpSink is a UDP server in h2 keeping every datagram by sequence number.
 type udpSink struct {
 	mu   sync.Mutex
@@ -471,32 +502,13 @@ func TestSoftEndToEnd(t *testing.T) {
 	})
 
 	t.Run("path", func(t *testing.T) {
-		var hops [3]map[string]string
-		for h := range hops {
-			hops[h] = flowLabels("udp", 40001, 5001, "hop", strconv.Itoa(h), "node_id", strconv.Itoa(h+1))
-		}
 		var m string
 		defer func() {
 			if t.Failed() {
 				t.Logf("reports: %s\n%s", f.reports.summary(), regexp.MustCompile(`(?m)^intcollector_flow_hop.*$`).FindAllString(m, -1))
 			}
 		}()
-		eventually(t, 10*time.Second, "3-hop path at the collector", func() (bool, string) {
-			m = f.scrape(t)
-			for h := range hops {
-				if _, ok := promtest.Value(m, "intcollector_flow_hop_max_latency_seconds", hops[h]); !ok {
-					return false, fmt.Sprintf("hop %d (node %d) missing", h, h+1)
-				}
-			}
-			return true, ""
-		})
-		for h := range hops {
-			lat, _ := promtest.Value(m, "intcollector_flow_hop_max_latency_seconds", hops[h])
-			t.Logf("hop %d node %d: max latency %g s", h, h+1, lat)
-			if lat <= 0 || lat > 1 {
-				t.Errorf("hop %d: max latency %g s", h, lat)
-			}
-		}
+		f.pathHops(t, nil, &m)
 		if n := f.reports.count(3, func(r *collector.IndividualJSON) bool {
 			return r.F && !r.D && r.Inner != nil && r.Inner.INT != nil && len(r.Inner.INT.Hops) == 3
 		}); n == 0 {

@@ -5,14 +5,12 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"strconv"
 	"testing"
 	"time"
 
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 
 	"github.com/intd-project/intd/dataplane/collector"
-	"github.com/intd-project/intd/internal/promtest"
 )
 
 // ebpfFabric is the soft test's fabric (h1 - s1 - s2 - s3 - h2, collector
@@ -116,28 +114,8 @@ func TestEBPFEndToEnd(t *testing.T) {
 	})
 
 	t.Run("path", func(t *testing.T) {
-		var hops [3]map[string]string
-		for h := range hops {
-			hops[h] = flowLabels("udp", 40001, 5001, "hop", strconv.Itoa(h), "node_id", strconv.Itoa(h+1))
-		}
 		var m string
-		eventually(t, 10*time.Second, "3-hop path at the collector", func() (bool, string) {
-			tx.Write(payload(1<<61, 64))
-			m = f.scrape(t)
-			for h := range hops {
-				if _, ok := promtest.Value(m, "intcollector_flow_hop_max_latency_seconds", hops[h]); !ok {
-					return false, fmt.Sprintf("hop %d (node %d) missing", h, h+1)
-				}
-			}
-			return true, ""
-		})
-		for h := range hops {
-			lat, _ := promtest.Value(m, "intcollector_flow_hop_max_latency_seconds", hops[h])
-			t.Logf("hop %d node %d: max latency %g s", h, h+1, lat)
-			if lat <= 0 || lat > 1 {
-				t.Errorf("hop %d: max latency %g s", h, lat)
-			}
-		}
+		f.pathHops(t, func() { tx.Write(payload(1<<61, 64)) }, &m)
 		hist := map[int]int{}
 		f.reports.count(3, func(r *collector.IndividualJSON) bool {
 			if r.F && r.Inner != nil && r.Inner.INT != nil {
