@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -22,6 +21,7 @@ import (
 	"github.com/vishvananda/netns"
 
 	"github.com/intd-project/intd/dataplane/afpacket"
+	"github.com/intd-project/intd/internal/netnstest"
 	"github.com/intd-project/intd/internal/promtest"
 )
 
@@ -82,21 +82,14 @@ func (l *lab) ns(name string) string { return l.prefix + name }
 // addNS creates namespaces with loopback up, deleted at cleanup.
 func (l *lab) addNS(names ...string) {
 	for _, n := range names {
-		l.ip("netns", "add", l.ns(n))
-		full := l.ns(n)
-		l.t.Cleanup(func() { exec.Command("ip", "netns", "del", full).Run() })
+		netnstest.Named(l.t, l.ns(n))
 		l.names = append(l.names, n)
-		l.ip("-n", l.ns(n), "link", "set", "lo", "up")
-		// No IPv6 autoconfiguration chatter on the test links.
-		l.sh(n, "echo 1 > /proc/sys/net/ipv6/conf/all/disable_ipv6; echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6")
 	}
 }
 
 func (l *lab) ip(args ...string) {
 	l.t.Helper()
-	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-		l.t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
+	netnstest.IP(l.t, args...)
 }
 
 // sh runs a shell command inside namespace n.

@@ -29,6 +29,7 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/intd-project/intd/dataplane/afpacket"
+	"github.com/intd-project/intd/internal/netnstest"
 )
 
 // These tests run the intd binary as an operator would, as a separate
@@ -84,36 +85,22 @@ func needRoot(t *testing.T) {
 	}
 }
 
-func ipCmd(t *testing.T, args ...string) {
-	t.Helper()
-	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-		t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-}
-
 // newNS makes a network namespace named after the test process, with
 // loopback up and IPv6 off (no autoconfiguration traffic), deleted at
 // cleanup.
 func newNS(t *testing.T, name string) string {
 	t.Helper()
 	ns := fmt.Sprintf("intd%d-%s", os.Getpid(), name)
-	exec.Command("ip", "netns", "del", ns).Run()
-	ipCmd(t, "netns", "add", ns)
-	t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })
-	ipCmd(t, "-n", ns, "link", "set", "lo", "up")
-	if out, err := exec.Command("ip", "netns", "exec", ns, "sh", "-c",
-		"echo 1 > /proc/sys/net/ipv6/conf/all/disable_ipv6; echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6").CombinedOutput(); err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
+	netnstest.Named(t, ns)
 	return ns
 }
 
 // addVeth adds a veth pair inside ns, both ends up.
 func addVeth(t *testing.T, ns, a, b string) {
 	t.Helper()
-	ipCmd(t, "-n", ns, "link", "add", a, "type", "veth", "peer", "name", b)
-	ipCmd(t, "-n", ns, "link", "set", a, "up")
-	ipCmd(t, "-n", ns, "link", "set", b, "up")
+	netnstest.IP(t, "-n", ns, "link", "add", a, "type", "veth", "peer", "name", b)
+	netnstest.IP(t, "-n", ns, "link", "set", a, "up")
+	netnstest.IP(t, "-n", ns, "link", "set", b, "up")
 }
 
 // intdNS is a namespace with two veth pairs for a dataplane: d0/p0, d1/p1.

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/intd-project/intd/dataplane/afpacket"
+	"github.com/intd-project/intd/internal/netnstest"
 	"github.com/intd-project/intd/server"
 )
 
@@ -155,11 +156,11 @@ func TestRunLoopbackOnly(t *testing.T) {
 	needRoot(t)
 	a := intdNS(t, "lbA")
 	b := newNS(t, "lbB")
-	ipCmd(t, "link", "add", "a0", "netns", a, "type", "veth", "peer", "name", "b0", "netns", b)
-	ipCmd(t, "-n", a, "link", "set", "a0", "up")
-	ipCmd(t, "-n", b, "link", "set", "b0", "up")
-	ipCmd(t, "-n", a, "addr", "add", "10.99.0.1/24", "dev", "a0")
-	ipCmd(t, "-n", b, "addr", "add", "10.99.0.2/24", "dev", "b0")
+	netnstest.IP(t, "link", "add", "a0", "netns", a, "type", "veth", "peer", "name", "b0", "netns", b)
+	netnstest.IP(t, "-n", a, "link", "set", "a0", "up")
+	netnstest.IP(t, "-n", b, "link", "set", "b0", "up")
+	netnstest.IP(t, "-n", a, "addr", "add", "10.99.0.1/24", "dev", "a0")
+	netnstest.IP(t, "-n", b, "addr", "add", "10.99.0.2/24", "dev", "b0")
 	state := t.TempDir()
 	base := []string{"--dataplane", "soft", "--interfaces", "d0,d1", "--state-dir", state, "--log-format", "json"}
 	ctx := context.Background()

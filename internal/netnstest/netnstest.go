@@ -6,7 +6,9 @@ package netnstest
 
 import (
 	"os"
+	"os/exec"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -108,5 +110,29 @@ func Run(t testing.TB, ns netns.NsHandle, d time.Duration, fn func() error) erro
 	case <-time.After(d):
 		t.Fatalf("did not return within %v", d)
 		return nil
+	}
+}
+
+// Named creates the named network namespace name (commands run in it
+// with `ip netns exec`), loopback up and IPv6 off (no autoconfiguration
+// chatter on test links), deleted when the test ends. A namespace left
+// by an earlier run of the same name is replaced.
+func Named(t testing.TB, name string) {
+	t.Helper()
+	exec.Command("ip", "netns", "del", name).Run()
+	IP(t, "netns", "add", name)
+	t.Cleanup(func() { exec.Command("ip", "netns", "del", name).Run() })
+	IP(t, "-n", name, "link", "set", "lo", "up")
+	if out, err := exec.Command("ip", "netns", "exec", name, "sh", "-c",
+		"echo 1 > /proc/sys/net/ipv6/conf/all/disable_ipv6; echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6").CombinedOutput(); err != nil {
+		t.Fatalf("in %s: disabling IPv6: %v\n%s", name, err, out)
+	}
+}
+
+// IP runs iproute2's ip with args, failing the test on error.
+func IP(t testing.TB, args ...string) {
+	t.Helper()
+	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+		t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 }
