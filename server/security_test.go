@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/rand"
@@ -14,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,6 +24,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	refpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
+
+	"github.com/intd-project/intd/internal/logtest"
 )
 
 func credentialsFor(t testing.TB, users map[string]string) *Credentials {
@@ -150,23 +150,12 @@ func testCA(t *testing.T, name string) (caPEM []byte, client tls.Certificate) {
 }
 
 // logBuffer collects JSON log lines.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
+type logBuffer struct{ logtest.Buffer }
 
 // find returns the first logged record with message msg whose attributes
 // include every key/value of want.
 func (l *logBuffer) find(msg string, want map[string]string) map[string]any {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, line := range strings.Split(l.b.String(), "\n") {
+	for _, line := range strings.Split(l.String(), "\n") {
 		var r map[string]any
 		if json.Unmarshal([]byte(line), &r) != nil || r["msg"] != msg {
 			continue
@@ -182,12 +171,6 @@ func (l *logBuffer) find(msg string, want map[string]string) map[string]any {
 		}
 	}
 	return nil
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func TestMutualTLS(t *testing.T) {

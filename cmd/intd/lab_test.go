@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -21,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/intd-project/intd/dataplane/lab"
+	"github.com/intd-project/intd/internal/logtest"
 )
 
 func TestLabArgs(t *testing.T) {
@@ -44,24 +44,6 @@ func TestLabArgs(t *testing.T) {
 	if err != nil || o.Addr != "127.0.0.1:9339" || o.Collector != "127.0.0.1:32766" || o.SummaryEvery != 2*time.Second {
 		t.Fatalf("defaults %+v %v", o, err)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the lab's goroutine and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestLab starts `intd lab` in-process on 127.0.0.1:0 and drives it over
@@ -97,7 +79,7 @@ func TestLab(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out syncBuffer
+	var out logtest.Buffer
 	li.banner(&out, o.Collector)
 	addr := li.lis.Addr().String()
 	if !strings.Contains(out.String(), "gnmic -a "+addr+" --insecure --target s1 get --path /int/node/state") {

@@ -29,6 +29,7 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/intd-project/intd/dataplane/afpacket"
+	"github.com/intd-project/intd/internal/logtest"
 	"github.com/intd-project/intd/internal/netnstest"
 )
 
@@ -114,7 +115,7 @@ func intdNS(t *testing.T, name string) string {
 // node is an intd process.
 type node struct {
 	cmd   *exec.Cmd
-	out   *syncBuffer // stdout and stderr
+	out   *logtest.Buffer // stdout and stderr
 	done  chan struct{}
 	state *os.ProcessState
 }
@@ -128,7 +129,7 @@ func startIntd(t *testing.T, ns string, args ...string) *node {
 	if ns != "" {
 		argv = append([]string{"ip", "netns", "exec", ns}, argv...)
 	}
-	n := &node{cmd: exec.Command(argv[0], argv[1:]...), out: &syncBuffer{}, done: make(chan struct{})}
+	n := &node{cmd: exec.Command(argv[0], argv[1:]...), out: &logtest.Buffer{}, done: make(chan struct{})}
 	n.cmd.Stdout, n.cmd.Stderr = n.out, n.out
 	n.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := n.cmd.Start(); err != nil {

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/intd-project/intd/dataplane/afpacket"
+	"github.com/intd-project/intd/internal/logtest"
 	"github.com/intd-project/intd/internal/netnstest"
 	"github.com/intd-project/intd/server"
 )
@@ -445,7 +446,7 @@ func TestGnmiCli(t *testing.T) {
 	// A streaming subscription in the background sees the Set below.
 	sctx, scancel := context.WithTimeout(ctx, 20*time.Second)
 	defer scancel()
-	var subOut syncBuffer
+	var subOut logtest.Buffer
 	sub := exec.CommandContext(sctx, "ip", "netns", "exec", ns, cli, "-address", "127.0.0.1:9339", "-ca_crt", ca, "-qt", "s", "-dt", "s",
 		"-q", "/int/node/config/node-id", "-t", "node1", "-sd", "8s")
 	sub.Stdout, sub.Stderr = &subOut, &subOut

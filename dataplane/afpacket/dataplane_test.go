@@ -3,7 +3,6 @@
 package afpacket
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -26,26 +25,9 @@ import (
 	"github.com/intd-project/intd/dataplane/soft"
 	"github.com/intd-project/intd/dtel"
 	"github.com/intd-project/intd/gen"
+	"github.com/intd-project/intd/internal/logtest"
 	"github.com/intd-project/intd/sai/spec"
 )
-
-// syncBuf is a log destination tests read while the dataplane writes.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // link creates a veth pair a (in namespace na, address addrA if not
 // empty) - b (in nb, addrB), both up, and waits for their carrier.
@@ -142,9 +124,9 @@ func writeProc(path, v string) error { return os.WriteFile(path, []byte(v), 0o64
 
 // startDataplane runs New in ns on ifaces and Run until the test ends;
 // log lines go to the returned buffer.
-func startDataplane(t *testing.T, ns netns.NsHandle, ifaces ...string) (*Dataplane, *syncBuf) {
+func startDataplane(t *testing.T, ns netns.NsHandle, ifaces ...string) (*Dataplane, *logtest.Buffer) {
 	t.Helper()
-	logs := &syncBuf{}
+	logs := &logtest.Buffer{}
 	var d *Dataplane
 	inNS(t, ns, func() (err error) {
 		d, err = New(Config{Interfaces: ifaces, Name: "r", Logger: slog.New(slog.NewTextHandler(logs, nil))})

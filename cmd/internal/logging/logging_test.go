@@ -2,34 +2,23 @@ package logging
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"log"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 
 	"google.golang.org/grpc/grpclog"
+
+	"github.com/intd-project/intd/internal/logtest"
 )
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
 
 // TestRouteProcess checks that what libraries print (the log package,
 // gRPC's logger, glog-style lines and anything else on os.Stderr) comes
 // out as JSON records of the one logger, levels kept.
 func TestRouteProcess(t *testing.T) {
-	var out lockedBuffer
+	var out logtest.Buffer
 	l, err := New("debug", "json", &out)
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +39,7 @@ func TestRouteProcess(t *testing.T) {
 		"glog info line":       "DEBUG",
 		"plain text on stderr": "WARN",
 	}
-	sc := bufio.NewScanner(strings.NewReader(out.b.String()))
+	sc := bufio.NewScanner(strings.NewReader(out.String()))
 	for sc.Scan() {
 		var r map[string]any
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
@@ -66,7 +55,7 @@ func TestRouteProcess(t *testing.T) {
 		}
 	}
 	for msg := range want {
-		t.Errorf("%q not logged:\n%s", msg, out.b.String())
+		t.Errorf("%q not logged:\n%s", msg, out.String())
 	}
 }
 
