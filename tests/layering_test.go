@@ -94,6 +94,12 @@ func TestLayering(t *testing.T) {
 			t.Fatal(err)
 		}
 		pkg := strings.TrimPrefix(p.ImportPath, module)
+		// internal/ holds test helpers: no program or library links them.
+		for _, imp := range p.Imports {
+			if strings.HasPrefix(imp, module+"internal/") && !strings.HasPrefix(pkg, "internal/") {
+				t.Errorf("%s imports the test helper %s", pkg, strings.TrimPrefix(imp, module))
+			}
+		}
 		layer, ok := layerOf(pkg)
 		if layer == "" {
 			continue // cmd/ and tests/ may wire anything together
