@@ -428,6 +428,17 @@ func TestDTelFlowWatchlist(t *testing.T) {
 			e.waitFor(fmt.Sprintf("/int/watchlist/entries/entry[sequence-id=%d]", seq), `"destination-port-min":1674`, `"protocol":6`)
 			e.waitStatus(key, map[string]string{"status": "applied",
 				"paths": fmt.Sprintf("/int/watchlist/entries/entry[sequence-id=%d] /int/watchlist/entries/entry[sequence-id=%d]", seq, seq+1)})
+			// The rule is written one field at a time, so a sync may
+			// apply part of it first: wait for the whole rule.
+			eventually(t, 5*time.Second, fmt.Sprintf("RULE-%d applied with all its fields", i), func() (bool, string) {
+				ws := e.objects(sai.ObjectTypeWatchlistEntry)
+				for _, a := range ws {
+					if a.(sai.WatchlistEntryAttrs).Action != want[i] {
+						return false, fmt.Sprintf("%+v", ws)
+					}
+				}
+				return len(ws) == 2, fmt.Sprintf("%+v", ws)
+			})
 			var protos []uint8
 			for _, a := range e.objects(sai.ObjectTypeWatchlistEntry) {
 				w := a.(sai.WatchlistEntryAttrs)
