@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -15,8 +14,6 @@ import (
 	gpb "github.com/openconfig/gnmi/proto/gnmi"
 	"github.com/openconfig/ygot/ygot"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"github.com/vishvananda/netns"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -256,10 +253,7 @@ func TestRunMetrics(t *testing.T) {
 		if err == nil {
 			text, _ = io.ReadAll(resp.Body)
 			resp.Body.Close()
-			p := expfmt.NewTextParser(model.UTF8Validation)
-			if fams, err = p.TextToMetricFamilies(bytes.NewReader(text)); err != nil {
-				t.Fatal(err)
-			}
+			fams = promtest.Parse(t, text)
 			if fams["intd_interface_in_packets_total"] != nil {
 				break
 			}

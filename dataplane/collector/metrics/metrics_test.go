@@ -8,7 +8,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/intd-project/intd/dataplane/collector"
 	"github.com/intd-project/intd/dataplane/wire"
@@ -44,12 +43,7 @@ func scrape(t *testing.T, e *Exporter) (string, map[string]*dto.MetricFamily) {
 			t.Fatal(err)
 		}
 	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(bytes.NewReader(b.Bytes()))
-	if err != nil {
-		t.Fatalf("parsing the exposition: %v\n%s", err, b.String())
-	}
-	return b.String(), fams
+	return b.String(), promtest.Parse(t, b.Bytes())
 }
 
 // value finds the sample of family name with exactly labels.
