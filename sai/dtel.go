@@ -172,7 +172,7 @@ func (a DTelAttrs) Validate() error {
 		return invalid(t, AttrDTelMalformedAction, "malformed INT action %d is invalid", a.MalformedAction)
 	}
 	if a.IntUDPDstPort != 0 && a.IntUDPNPT != spec.NPTUDPPort && a.IntUDPNPT != spec.NPTIPProto {
-		return invalid(t, AttrDTelIntUDPNPT, "INT UDP spec.NPT %d is invalid (want 1 or 2)", a.IntUDPNPT)
+		return invalid(t, AttrDTelIntUDPNPT, "INT UDP NPT %d is invalid (want 1 or 2)", a.IntUDPNPT)
 	}
 	var marks []string
 	if a.IntL4DSCP.Mask != 0 {

@@ -105,7 +105,7 @@ func TestValidateRules(t *testing.T) {
 		{"remark too large", mod(DefaultDTelAttrs(), func(a *DTelAttrs) { a.IntL4DSCPRemark = 64 }), "IntL4DSCPRemark", "remark DSCP 64 exceeds 63"},
 		{"malformed action", mod(DefaultDTelAttrs(), func(a *DTelAttrs) { a.MalformedAction = 7 }), "MalformedAction", "malformed INT action 7 is invalid"},
 		{"dscp outside mask", mod(DefaultDTelAttrs(), func(a *DTelAttrs) { a.IntL4DSCP = DSCPMatch{Value: 3, Mask: 1} }), "IntL4DSCP.Value", "bits outside mask"},
-		{"npt", mod(DefaultDTelAttrs(), func(a *DTelAttrs) { a.IntUDPDstPort = 5000 }), "IntUDPNPT", "INT UDP spec.NPT 0 is invalid"},
+		{"npt", mod(DefaultDTelAttrs(), func(a *DTelAttrs) { a.IntUDPDstPort = 5000 }), "IntUDPNPT", "INT UDP NPT 0 is invalid"},
 		{"two markings", mod(DefaultDTelAttrs(), func(a *DTelAttrs) {
 			a.IntL4DSCP, a.ProbeMarker = DSCPMatch{Value: 1, Mask: 1}, 0xdeadbeef
 		}), "IntL4DSCP", "both DSCP and probe marker"},
