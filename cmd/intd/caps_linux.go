@@ -5,7 +5,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 
@@ -22,8 +21,6 @@ const (
 	capNetAdmin = cap.NET_ADMIN
 	capNetRaw   = cap.NET_RAW
 	capBPF      = cap.BPF
-	capPerfmon  = cap.PERFMON
-	capSysAdmin = cap.SYS_ADMIN
 )
 
 func capName(c capability) string { return strings.ToUpper(c.String()) }
@@ -78,19 +75,4 @@ func dropCaps(keep []capability) ([]string, error) {
 		return names, fmt.Errorf("dropping capabilities: %w", err)
 	}
 	return names, nil
-}
-
-// kernelRelease is uname -r.
-func kernelRelease() string {
-	var u unix.Utsname
-	if err := unix.Uname(&u); err != nil {
-		return ""
-	}
-	return unix.ByteSliceToString(u.Release[:])
-}
-
-// fileExists reports whether path exists.
-func fileExists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
 }

@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
-	"strings"
 
 	"github.com/intd-project/intd/dataplane/ebpf"
 	"github.com/intd-project/intd/dataplane/report"
@@ -21,9 +19,7 @@ import (
 // through the kernel's own stack. See dataplane/ebpf.
 var ebpfDataplane = &dataplaneKind{
 	summary: "tc/eBPF programs, the kernel forwards (default; Linux 6.2+ with BTF, CAP_BPF, CAP_PERFMON, CAP_NET_ADMIN)",
-	check: func() error {
-		return ebpfCheck(kernelRelease(), fileExists("/sys/kernel/btf/vmlinux"), haveCap)
-	},
+	check:   func() error { return ebpf.ThisHost().Check() },
 	// Loading programs is over once attached; configuration and state
 	// only update and read maps, which kernels before 6.5 allow
 	// without CAP_BPF only when unprivileged BPF is enabled (most
@@ -31,44 +27,6 @@ var ebpfDataplane = &dataplaneKind{
 	// links (CAP_NET_ADMIN).
 	keep: []capability{capBPF, capNetAdmin},
 	open: newEBPFDataplane,
-}
-
-// ebpfCheck names what keeps the ebpf dataplane from running on a kernel
-// of this release, with or without BTF and these capabilities.
-func ebpfCheck(release string, btf bool, have func(capability) bool) error {
-	var missing []string
-	if maj, min, ok := parseRelease(release); ok && (maj < 6 || maj == 6 && min < 2) {
-		missing = append(missing, "Linux 6.2 or later (this kernel is "+release+")")
-	}
-	if !btf {
-		missing = append(missing, "kernel BTF (/sys/kernel/btf/vmlinux; CONFIG_DEBUG_INFO_BTF)")
-	}
-	var caps []string
-	for _, c := range []capability{capBPF, capPerfmon, capNetAdmin} {
-		if !have(c) && !(c != capNetAdmin && have(capSysAdmin)) {
-			caps = append(caps, capName(c))
-		}
-	}
-	if len(caps) > 0 {
-		missing = append(missing, strings.Join(caps, ", ")+" (run as root, or grant them)")
-	}
-	if len(missing) == 0 {
-		return nil
-	}
-	return fmt.Errorf("the ebpf dataplane cannot run here: it needs %s. "+
-		"--dataplane soft runs on any Linux kernel (with CAP_NET_RAW and CAP_NET_ADMIN)", strings.Join(missing, "; "))
-}
-
-// parseRelease reads the major and minor version of a kernel release
-// such as 6.8.0-31-generic.
-func parseRelease(r string) (major, minor int, ok bool) {
-	f := strings.FieldsFunc(r, func(c rune) bool { return c < '0' || c > '9' })
-	if len(f) < 2 {
-		return 0, 0, false
-	}
-	major, err1 := strconv.Atoi(f[0])
-	minor, err2 := strconv.Atoi(f[1])
-	return major, minor, err1 == nil && err2 == nil
 }
 
 // ebpfApplier is the dtel orchestrator over an ebpf.Dataplane; Close

@@ -94,38 +94,3 @@ func TestEBPFInitialConfig(t *testing.T) {
 		t.Errorf("startup example state: %+v", st.GetInt().GetNode().GetState())
 	}
 }
-
-// TestEBPFCheck checks the reasons given when the ebpf dataplane cannot
-// run.
-func TestEBPFCheck(t *testing.T) {
-	all := func(capability) bool { return true }
-	none := func(capability) bool { return false }
-	sysAdmin := func(c capability) bool { return c == capSysAdmin || c == capNetAdmin }
-	for _, tc := range []struct {
-		release string
-		btf     bool
-		have    func(capability) bool
-		want    []string // empty: no error
-	}{
-		{"6.8.0-31-generic", true, all, nil},
-		{"6.2.0", true, all, nil},
-		{"6.2.0", true, sysAdmin, nil},
-		{"6.1.0-18-amd64", true, all, []string{"Linux 6.2 or later", "6.1.0-18-amd64", "--dataplane soft"}},
-		{"5.15.0", false, all, []string{"Linux 6.2", "BTF", "--dataplane soft"}},
-		{"6.8.0", false, all, []string{"/sys/kernel/btf/vmlinux"}},
-		{"6.8.0", true, none, []string{"CAP_BPF", "CAP_PERFMON", "CAP_NET_ADMIN", "root"}},
-	} {
-		err := ebpfCheck(tc.release, tc.btf, tc.have)
-		if len(tc.want) == 0 {
-			if err != nil {
-				t.Errorf("%s btf=%v: %v", tc.release, tc.btf, err)
-			}
-			continue
-		}
-		for _, w := range tc.want {
-			if err == nil || !strings.Contains(err.Error(), w) {
-				t.Errorf("%s btf=%v: error %v, want it to say %q", tc.release, tc.btf, err, w)
-			}
-		}
-	}
-}
