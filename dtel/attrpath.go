@@ -64,6 +64,9 @@ var attrPaths = bindAttrs(
 	at(sai.AttrDTelFlowReportOnPortChange, func(c *dtelCfg) any { return &c.FlowReportFilter.Config.ReportOnPortChange }),
 	at(sai.AttrDTelFlowReportOnPathChange, func(c *dtelCfg) any { return &c.FlowReportFilter.Config.ReportOnPathChange }),
 	at(sai.AttrDTelFlowReportOnQueueChange, func(c *dtelCfg) any { return &c.FlowReportFilter.Config.ReportOnQueueChange }),
+	// From /domain-specific-metadata, outside /int: dsValues checks them
+	// there first, so sai never names them.
+	at(sai.AttrDTelDSValues, func(c *dtelCfg) any { return &c.Node }),
 
 	at(sai.AttrIntSessionMode, func(c *intCfg) any { return &c.Config.Mode }),
 	at(sai.AttrIntSessionMaxHopCount, func(c *intCfg) any { return &c.Config.RemainingHopCount }),

@@ -118,8 +118,42 @@ func (o *Orchestrator) translateNode(in *intent, cfg *gen.Device) error {
 			d.SinkPortList = append(d.SinkPortList, name)
 		}
 	}
+	if d.DSValues, err = dsValues(cfg); err != nil {
+		return err
+	}
 	in.add(&object{key: key{t: sai.ObjectTypeDTel}, path: "/int", attrs: d})
 	return nil
+}
+
+// dsValues lists the node-values of the configured domain-specific
+// fields, by domain and bit.
+func dsValues(cfg *gen.Device) ([]sai.DSValue, error) {
+	var out []sai.DSValue
+	var doms map[uint16]*gen.IntdIntMetadataSemantics_DomainSpecificMetadata_Domain
+	if d := cfg.GetDomainSpecificMetadata(); d != nil {
+		doms = d.Domain
+	}
+	for _, id := range sortedKeys(doms) {
+		var fields map[uint8]*gen.IntdIntMetadataSemantics_DomainSpecificMetadata_Domain_Fields_Field
+		if f := doms[id].GetFields(); f != nil {
+			fields = f.Field
+		}
+		for _, pos := range sortedKeys(fields) {
+			c := fields[pos].GetConfig()
+			if c.NodeValue == nil {
+				continue
+			}
+			p := fmt.Sprintf("/domain-specific-metadata/domain[domain-specific-id=%d]/fields/field[domain-metadata-bit-position=%d]/config/node-value", id, pos)
+			switch {
+			case id == 0:
+				return nil, invalidf(p, "domain 0 has no domain-specific fields")
+			case c.GetSize() == 1 && c.GetNodeValue() > 0xffffffff:
+				return nil, invalidf(p, "node-value %#x does not fit the field's size of 1 word", c.GetNodeValue())
+			}
+			out = append(out, sai.DSValue{DomainID: id, Bit: pos, Words: c.GetSize(), Value: c.GetNodeValue()})
+		}
+	}
+	return out, nil
 }
 
 // nodeID is the configured node-id; a node that originates INT or reports

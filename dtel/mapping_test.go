@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/netip"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -536,6 +537,10 @@ func TestValidation(t *testing.T) {
 			"/metadata-semantics/metadata-field[metadata-field-id=METADATA_FIELD_QUEUE_OCCUPANCY]/config/packet-timing: the dataplane samples METADATA_FIELD_QUEUE_OCCUPANCY at DEQUEUE_TIME, not ENQUEUE_TIME"},
 		{"last hop position", func(c *sai.Capabilities) { c.LastHopReport = sai.LastHopSeparateReport }, nil,
 			"/report-properties/int-last-hop-report-properties/config/int-last-hop-metadata-report: the dataplane's last hop reports its metadata as SEPARATE_TELEMETRY_REPORT, not EMBEDDED_INT"},
+		{"node-value larger than its field", nil, func(d *gen.Device) {
+			f := d.DomainSpecificMetadata.Domain[4660].Fields.Field[1].Config
+			f.NodeValue = ptrTo(uint64(1) << 32)
+		}, "/domain-specific-metadata/domain[domain-specific-id=4660]/fields/field[domain-metadata-bit-position=1]/config/node-value: node-value 0x100000000 does not fit the field's size of 1 word"},
 		{"metadata node-id differs", nil, func(d *gen.Device) {
 			d.MetadataSemantics.GetOrCreateMetadataField(fieldNodeID).GetOrCreateConfig().NodeId = ptrTo(uint32(9))
 		}, "/metadata-semantics/metadata-field[metadata-field-id=METADATA_FIELD_NODE_ID]/config/node-id: node-id 9 differs from /int/node/config/node-id"},
@@ -570,5 +575,25 @@ func TestValidation(t *testing.T) {
 				t.Errorf("backend was called: %v", b.Log())
 			}
 		})
+	}
+}
+
+// TestDSValues: the node-values of domain-specific fields reach the DTel
+// object, by domain and bit, with their sizes.
+func TestDSValues(t *testing.T) {
+	o, b := newTest(t)
+	d := full(t)
+	flds := d.DomainSpecificMetadata.Domain[4660].Fields.Field
+	flds[0].Config.NodeValue = ptrTo(uint64(0x0102030405060708))
+	flds[1].Config.NodeValue = ptrTo(uint64(42))
+	mustApply(t, o, d)
+	var got []sai.DSValue
+	for _, oid := range b.Objects(sai.ObjectTypeDTel) {
+		a, _ := b.Get(oid)
+		got = a.(sai.DTelAttrs).DSValues
+	}
+	want := []sai.DSValue{{DomainID: 4660, Bit: 0, Words: 2, Value: 0x0102030405060708}, {DomainID: 4660, Bit: 1, Words: 1, Value: 42}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("DSValues %+v, want %+v", got, want)
 	}
 }

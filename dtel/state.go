@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"net/netip"
 	"reflect"
 	"slices"
 	"strconv"
@@ -61,6 +62,9 @@ func (o *Orchestrator) intState(dev *gen.Device, s snapshot, st *sai.Stats) {
 		IntMalformedForwarded: ptr(c.IntMalformedForward),
 		DscpRemarked:          ptr(c.DSCPRemarked),
 		Postcards:             ptr(c.Postcards),
+		IntDiscarded:          ptr(c.IntDiscarded),
+		EventsLost:            ptr(c.EventsLost),
+		DetourLost:            ptr(c.DetourLost),
 	}
 	for _, r := range sortedKeys(st.Drops) {
 		d := node.GetOrCreateDrops().GetOrCreateDrop(uint8(r)).GetOrCreateState()
@@ -99,6 +103,12 @@ func (o *Orchestrator) intState(dev *gen.Device, s snapshot, st *sai.Stats) {
 			is.PopulateDefaults()
 		}
 		is.Name = ptr(n)
+		if pi, ok := st.Ports[n]; ok {
+			is.L1InterfaceId, is.L2InterfaceId = ptr(pi.L1ID), ptr(pi.L2ID)
+			if pi.Ifindex != 0 {
+				is.Ifindex = ptr(pi.Ifindex)
+			}
+		}
 		c := st.Interfaces[n]
 		is.Counters = &gen.IntdInt_Int_Interfaces_Interface_State_Counters{
 			InPackets:             ptr(c.InPackets),
@@ -111,6 +121,9 @@ func (o *Orchestrator) intState(dev *gen.Device, s snapshot, st *sai.Stats) {
 			IntMalformedDropped:   ptr(c.IntMalformedDrop),
 			IntMalformedForwarded: ptr(c.IntMalformedForward),
 			DscpRemarked:          ptr(c.DSCPRemarked),
+			DroppedPackets:        ptr(c.DroppedPackets),
+			Postcards:             ptr(c.Postcards),
+			IntDiscarded:          ptr(c.IntDiscarded),
 		}
 	}
 	if in == nil {
@@ -125,6 +138,12 @@ func (o *Orchestrator) intState(dev *gen.Device, s snapshot, st *sai.Stats) {
 	copyLeaves(fs, in.GetFlowReportFilter().GetConfig())
 	fs.PopulateDefaults()
 	fs.TrackedFlows = ptr(st.TrackedFlows)
+	fr := st.FilterReasons
+	fs.Counters = &gen.IntdInt_Int_FlowReportFilter_State_Counters{
+		NewFlow: ptr(fr.NewFlow), Interval: ptr(fr.Interval), PortChange: ptr(fr.PortChange),
+		PathChange: ptr(fr.PathChange), LatencyChange: ptr(fr.LatencyChange), QueueChange: ptr(fr.QueueChange),
+		DropReasonChange: ptr(fr.DropReasonChange),
+	}
 
 	// INT sessions.
 	if in.IntSessions != nil {
@@ -158,12 +177,19 @@ func (o *Orchestrator) intState(dev *gen.Device, s snapshot, st *sai.Stats) {
 			ss.Counters = &gen.IntdInt_Int_ReportSessions_ReportSession_State_Counters{
 				Reports: ptr(c.Reports), Packets: ptr(c.Packets), Bytes: ptr(c.Bytes),
 				Dropped: ptr(c.Dropped), LastSequenceNumber: ptr(c.LastSequence),
+				RateLimited: ptr(c.RateLimited), QueueFull: ptr(c.QueueFull), SendErrors: ptr(c.SendErrors),
+				Truncated: ptr(c.Truncated),
 			}
 			if cfg.Collectors != nil {
 				for k, col := range cfg.Collectors.Collector {
 					cs := rs.GetOrCreateCollectors().GetOrCreateCollector(k.Address, k.Port).GetOrCreateState()
 					copyLeaves(cs, col.GetConfig())
 					cs.Address, cs.Port = ptr(k.Address), ptr(k.Port)
+					cc := c.Collectors[collectorAddr(k.Address, k.Port)]
+					cs.Counters = &gen.IntdInt_Int_ReportSessions_ReportSession_Collectors_Collector_State_Counters{
+						Packets: ptr(cc.Packets), Bytes: ptr(cc.Bytes), LastSequenceNumber: ptr(cc.LastSequence),
+						QueueFull: ptr(cc.QueueFull), SendErrors: ptr(cc.SendErrors),
+					}
 				}
 			}
 		}
@@ -214,15 +240,14 @@ func (o *Orchestrator) intState(dev *gen.Device, s snapshot, st *sai.Stats) {
 		}
 	}
 
-	// Events. sai counts reports by kind, not by event, so the per-event
-	// counter is left out.
+	// Events.
 	if in.Events != nil {
 		for t, cfg := range in.Events.Event {
 			es := root.GetOrCreateEvents().GetOrCreateEvent(t).GetOrCreateState()
 			copyLeaves(es, cfg.GetConfig())
 			es.PopulateDefaults()
-			es.Counters = nil
 			es.Type = t
+			es.Counters = &gen.IntdInt_Int_Events_Event_State_Counters{Reports: ptr(st.Events[eventTypes[t]].Sent)}
 		}
 	}
 }
@@ -331,4 +356,12 @@ func copyLeaves(dst, src any) {
 			df.Set(v)
 		}
 	}
+}
+
+// collectorAddr is the address and port the dataplane keys a collector's
+// counters by (the zero value when the configured address does not parse,
+// which Apply rejects anyway).
+func collectorAddr(addr string, port uint16) netip.AddrPort {
+	ip, _ := netip.ParseAddr(addr)
+	return netip.AddrPortFrom(ip, port)
 }

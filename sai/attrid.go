@@ -39,6 +39,7 @@ const (
 	AttrDTelFlowReportOnPortChange
 	AttrDTelFlowReportOnPathChange
 	AttrDTelFlowReportOnQueueChange
+	AttrDTelDSValues
 
 	// IntSession
 	AttrIntSessionMode
@@ -139,6 +140,7 @@ var attrInfo = [attrCount]struct {
 	AttrDTelFlowReportOnPortChange:          {ObjectTypeDTel, "FlowReport.OnPortChange"},
 	AttrDTelFlowReportOnPathChange:          {ObjectTypeDTel, "FlowReport.OnPathChange"},
 	AttrDTelFlowReportOnQueueChange:         {ObjectTypeDTel, "FlowReport.OnQueueChange"},
+	AttrDTelDSValues:                        {ObjectTypeDTel, "DSValues[]"},
 	AttrIntSessionMode:                      {ObjectTypeIntSession, "Mode"},
 	AttrIntSessionMaxHopCount:               {ObjectTypeIntSession, "MaxHopCount"},
 	AttrIntSessionInstructions:              {ObjectTypeIntSession, "Instructions"},

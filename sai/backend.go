@@ -1,6 +1,9 @@
 package sai
 
-import "context"
+import (
+	"context"
+	"net/netip"
+)
 
 // Backend is a DTel dataplane. Both intd dataplanes implement it; so does
 // saitest.Backend.
@@ -61,6 +64,15 @@ type Counters struct {
 	// collided with the INT marking and was rewritten (IntL4DSCPRemark).
 	DSCPRemarked uint64
 	Postcards    uint64 // postcards (INT-XD reports) generated
+	// IntDiscarded counts INT packets a sink discarded after reporting
+	// them because their D bit was set (neither sent nor dropped).
+	IntDiscarded uint64
+	// EventsLost counts observations the dataplane could not hand to
+	// userspace (eBPF: ring buffer full); their reports are lost.
+	EventsLost uint64
+	// DetourLost counts GSO segments that left without INT because their
+	// detour record was reused (eBPF: too many super-packets in flight).
+	DetourLost uint64
 }
 
 // ReportType is the kind of telemetry report, for Stats.Reports.
@@ -124,6 +136,34 @@ type ReportSessionStats struct {
 	// LastSequence is the sequence number of the last report packet sent
 	// (22 bits in Telemetry Report v2.0).
 	LastSequence uint32
+	RateLimited  uint64 // reports dropped by the session's rate limit
+	QueueFull    uint64 // report packets lost on a full collector queue
+	SendErrors   uint64 // report packets that failed to send
+	Truncated    uint64 // reports whose packet copy was cut to fit the MTU
+	// Collectors are the counters of each destination, by address and
+	// port.
+	Collectors map[netip.AddrPort]CollectorStats
+}
+
+// CollectorStats counts the report packets sent to one collector.
+type CollectorStats struct {
+	Packets, Bytes        uint64
+	LastSequence          uint32
+	QueueFull, SendErrors uint64
+}
+
+// FilterReasons count the reports the flow and drop report filters let
+// through, by reason (a report may have several).
+type FilterReasons struct {
+	NewFlow, Interval, PortChange, PathChange, LatencyChange, QueueChange, DropReasonChange uint64
+}
+
+// PortInfo is how the dataplane knows an interface: its kernel index (0
+// when it has none) and the INT interface ids it puts in metadata.
+type PortInfo struct {
+	Ifindex uint32
+	L1ID    uint16
+	L2ID    uint32
 }
 
 // QueueReportStats describes the congestion state of a reported queue.
@@ -141,6 +181,11 @@ type Stats struct {
 	Drops        map[DropReason]uint64
 	Reports      map[ReportType]ReportCounters
 	TrackedFlows uint64 // flows currently held by the flow report filter
+	// Events counts reports by DTel event type (Reports groups them).
+	Events        map[EventType]ReportCounters
+	FilterReasons FilterReasons
+	// Ports are the dataplane's interfaces by name.
+	Ports map[string]PortInfo
 
 	Watchlist      map[OID]WatchlistEntryStats
 	IntSessions    map[OID]IntSessionStats

@@ -98,6 +98,18 @@ type DTelAttrs struct {
 	GREProtocolType      uint16 // GRE protocol type for INT (TBD_INT in the spec)
 
 	FlowReport FlowReportFilter
+
+	// DSValues are this node's values of domain-specific fields: reports
+	// answering a DS instruction with their bit carry them (DSMdBits).
+	DSValues []DSValue
+}
+
+// DSValue is a node's value of one domain-specific field.
+type DSValue struct {
+	DomainID uint16 // 1..65535: domain 0 has no domain-specific fields
+	Bit      uint8  // DS instruction bit, 0 = most significant
+	Words    uint8  // field size, 1..8 words; Value is right-justified in it
+	Value    uint64
 }
 
 // DefaultDTelAttrs returns a DTel object with every function disabled and
@@ -163,6 +175,9 @@ func (a DTelAttrs) Validate() error {
 	if err := a.IntL4DSCP.validate(t, AttrDTelIntL4DSCPValue, AttrDTelIntL4DSCPMask, "INT L4 DSCP"); err != nil {
 		return err
 	}
+	if err := validateDSValues(a.DSValues); err != nil {
+		return err
+	}
 	switch {
 	case a.IntL4DSCPRemark > MaxDSCP:
 		return invalid(t, AttrDTelIntL4DSCPRemark, "remark DSCP %d exceeds %d", a.IntL4DSCPRemark, MaxDSCP)
@@ -192,4 +207,27 @@ func (a DTelAttrs) Validate() error {
 		return invalid(t, AttrDTelFlowReportInterval, "flow report interval %v must be positive", f.Interval)
 	}
 	return validateDuration(t, AttrDTelFlowReportHopLatencyChange, "flow report hop-latency change threshold", f.HopLatencyChange)
+}
+
+func validateDSValues(vs []DSValue) error {
+	const t = ObjectTypeDTel
+	seen := map[[2]uint16]bool{}
+	const attr = AttrDTelDSValues
+	for i, v := range vs {
+		k := [2]uint16{v.DomainID, uint16(v.Bit)}
+		switch {
+		case v.DomainID == 0:
+			return invalidEntry(t, attr, i, "domain-specific value in domain 0, which has no domain-specific fields")
+		case v.Bit > 15:
+			return invalidEntry(t, attr, i, "domain-specific bit %d exceeds 15", v.Bit)
+		case v.Words < 1 || v.Words > 8:
+			return invalidEntry(t, attr, i, "domain-specific field size %d words is outside 1..8", v.Words)
+		case v.Words == 1 && v.Value > 0xffffffff:
+			return invalidEntry(t, attr, i, "value %#x of domain %d bit %d does not fit its 1 word", v.Value, v.DomainID, v.Bit)
+		case seen[k]:
+			return invalidEntry(t, attr, i, "domain %d bit %d has two values", v.DomainID, v.Bit)
+		}
+		seen[k] = true
+	}
+	return nil
 }

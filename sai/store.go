@@ -269,6 +269,8 @@ func (s *Store) NewStats() Stats {
 		Interfaces:     map[string]Counters{},
 		Drops:          map[DropReason]uint64{},
 		Reports:        map[ReportType]ReportCounters{},
+		Events:         map[EventType]ReportCounters{},
+		Ports:          map[string]PortInfo{},
 		Watchlist:      make(map[OID]WatchlistEntryStats, s.Len(ObjectTypeWatchlistEntry)),
 		IntSessions:    make(map[OID]IntSessionStats, s.Len(ObjectTypeIntSession)),
 		ReportSessions: make(map[OID]ReportSessionStats, s.Len(ObjectTypeReportSession)),

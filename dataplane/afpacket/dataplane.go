@@ -255,6 +255,11 @@ func (d *Dataplane) Stats(ctx context.Context) (sai.Stats, error) {
 	if err != nil {
 		return st, err
 	}
+	for _, p := range d.ports {
+		pi := st.Ports[p.Name]
+		pi.Ifindex = uint32(p.Index)
+		st.Ports[p.Name] = pi
+	}
 	for i, ps := range d.node.Stats() {
 		n := ps.HoldDrops + ps.NoPortRoute
 		if n == 0 {

@@ -351,7 +351,13 @@ func (d *Dataplane) compileLocked() error {
 			return fmt.Errorf("ebpf: interface map: %w", err)
 		}
 	}
-	d.ev.setParser(dt)
+	sinks := map[uint32]bool{}
+	for _, i := range d.ifaces {
+		if dt != nil && slices.Contains(dt.SinkPortList, i.cfg.Name) {
+			sinks[uint32(i.ifindex)] = true
+		}
+	}
+	d.ev.setParser(dt, sinks)
 	if p, ok := d.cfg.Reporter.(ReportPipeline); ok {
 		d.reportErr = p.Configure(d.reportConfig(dt))
 	}
@@ -461,6 +467,7 @@ func (d *Dataplane) wlEntry(oid sai.OID, a sai.WatchlistEntryAttrs) intdWlEntry 
 	}
 	if !act.IntSession.IsNull() {
 		w.Session = uint8(d.sessIdx[act.IntSession])
+		w.Act |= uint8(intdWlActACT_SESSION)
 	} else if act.FlowOp == sai.FlowOpInt {
 		w.FlowOp = uint8(intdFlowOpOP_NOP) // INT without a session: nothing to insert
 	}
@@ -540,6 +547,7 @@ func toCounters(c *[intdCounterNCTR]uint64) sai.Counters {
 		IntInserted: c[intdCounterC_INSERTED], IntTransited: c[intdCounterC_TRANSITED], IntStripped: c[intdCounterC_STRIPPED],
 		EBitSet: c[intdCounterC_EBIT], MBitSet: c[intdCounterC_MBIT], IntMalformedDrop: c[intdCounterC_MALFORMED], Postcards: c[intdCounterC_POSTCARD],
 		IntMalformedForward: c[intdCounterC_MALFORMED_FWD], DSCPRemarked: c[intdCounterC_REMARKED],
+		IntDiscarded: c[intdCounterC_DISCARDED], EventsLost: c[intdCounterC_EV_LOST], DetourLost: c[intdCounterC_DETOUR_LOST],
 	}
 }
 
@@ -583,6 +591,9 @@ func (d *Dataplane) Stats(ctx context.Context) (sai.Stats, error) {
 		}
 	}
 	st.Node = toCounters(&node)
+	for name, i := range d.ifaces {
+		st.Ports[name] = sai.PortInfo{Ifindex: uint32(i.ifindex), L1ID: i.cfg.ID, L2ID: i.cfg.L2ID}
+	}
 	for _, r := range spec.DropReasons() {
 		var per []uint64
 		var n uint64
@@ -648,4 +659,5 @@ func (d *Dataplane) pipelineStats(p ReportPipeline, st *sai.Stats) {
 		st.Reports[t] = r
 	}
 	saireport.SessionStats(ps, st)
+	saireport.FilterStats(ps, st)
 }

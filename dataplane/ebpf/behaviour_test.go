@@ -29,6 +29,8 @@ type setup struct {
 	edge    bool // "in", where they come from, is a sink (edge) port
 	mtu     int
 	noEntry bool
+	// postcard: the entry's flow op is POSTCARD (sess says what to report)
+	postcard bool
 }
 
 func (s setup) apply(t testing.TB, b sai.Backend) {
@@ -60,6 +62,9 @@ func (s setup) apply(t testing.TB, b sai.Backend) {
 		return
 	}
 	act := sai.WatchlistAction{FlowOp: sai.FlowOpInt, IntSession: so, FlowSamplePercent: 100}
+	if s.postcard {
+		act.FlowOp = sai.FlowOpPostcard
+	}
 	if _, err := b.Create(sai.WatchlistEntryAttrs{Priority: 10, Match: s.match, Action: act}); err != nil {
 		t.Fatal(err)
 	}
@@ -151,6 +156,8 @@ func behaviourCases(t *testing.T, tcp80, tcp81, udp53, udp0 []byte, l3 int) []be
 	ipLen := len(tcp80) - wire.EthernetLen
 	malformed := bytes.Clone(transitIn)
 	malformed[wire.EthernetLen+l3+20+4] = 0x30 // version 3
+	partial := bytes.Clone(transitIn)
+	partial[wire.EthernetLen+l3+20+4+2]++ // Hop ML 6: the 10-word stack is not whole hops
 	cases := []behaviourCase{
 		{"source MD over TCP (DSCP)", setup{sess: &mdSession, match: port80()}, tcp80,
 			insertINT(t, tcp80, mdSession, wire.SourceOptions{Encap: spec.EncapDSCP, DSCP: 0x17, Mask: 0x3f})},
@@ -173,6 +180,8 @@ func behaviourCases(t *testing.T, tcp80, tcp81, udp53, udp0 []byte, l3 int) []be
 		{"sink discards D-bit packets", setup{sink: true}, intFrame(t, tcp80, mdSession, 1, true), nil},
 		{"malformed INT forwarded unchanged", setup{}, malformed, malformed},
 		{"malformed INT dropped (DROP)", setup{dt: func(a *sai.DTelAttrs) { a.MalformedAction = sai.MalformedDrop }}, malformed, nil},
+		{"stack not whole hops forwarded unchanged", setup{}, partial, partial},
+		{"stack not whole hops dropped (DROP)", setup{dt: func(a *sai.DTelAttrs) { a.MalformedAction = sai.MalformedDrop }}, partial, nil},
 	}
 	// The M-bit source case: headers but not this hop fit.
 	{
@@ -444,6 +453,102 @@ func TestPacketInterval(t *testing.T) {
 		if w := st.Watchlist[e]; w.MatchedPackets != 6 || w.UnsampledPackets != 3 || st.IntSessions[sess].PacketsInitiated != 3 ||
 			st.IntSessions[sess].NotInitiatedSampled != 3 || st.IntSessions[sess].NotInitiated() != 3 {
 			t.Fatalf("%s: entry %+v, session %+v", n.name(), w, st.IntSessions[sess])
+		}
+	}
+}
+
+// TestFragments: IP fragments (IPv4 More Fragments or an offset, IPv6 a
+// fragment header with M or an offset) leave both dataplanes untouched,
+// watched or carrying INT: no source, transit or sink step.
+func TestFragments(t *testing.T) {
+	mf4 := func(f []byte) []byte {
+		g := bytes.Clone(f)
+		h := g[wire.EthernetLen:]
+		old := binary.BigEndian.Uint16(h[6:])
+		binary.BigEndian.PutUint16(h[6:], old|0x2000) // MF, offset 0: a first fragment
+		binary.BigEndian.PutUint16(h[10:], wire.UpdateChecksum(binary.BigEndian.Uint16(h[10:]), old, old|0x2000))
+		return g
+	}
+	tcp80 := tcpFrame("10.0.1.1", "10.0.2.1", 1234, 80, 0, []byte("hello, INT world"))
+	withINT := intFrame(t, tcp80, mdSession, 2, false)
+	var cases []behaviourCase
+	for _, c := range []struct {
+		name string
+		s    setup
+		in   []byte
+	}{
+		{"watched first fragment: no INT", setup{sess: &mdSession, match: port80()}, mf4(tcp80)},
+		{"postcard entry: no postcard", setup{sess: &mdSession, match: port80(), postcard: true}, mf4(tcp80)},
+		{"fragment carrying INT: no transit hop", setup{}, mf4(withINT)},
+		{"fragment carrying INT at the sink: not stripped", setup{sink: true}, mf4(withINT)},
+	} {
+		cases = append(cases, behaviourCase{c.name, c.s, c.in, c.in})
+	}
+	runBehaviour(t, cases)
+	for _, n := range nodes(t, setup{sess: &mdSession, match: port80(), postcard: true}) {
+		n.process(t, mf4(tcp80))
+		if evs := recorderOf(n).wait(t, 0); len(evs) != 0 {
+			t.Fatalf("%s: a fragment was reported: %+v", n.name(), evs)
+		}
+	}
+}
+
+// TestCountersAddUp: under a mix of good and bad traffic (watched and
+// unwatched packets, INT to strip, INT with the D bit, malformed INT, a
+// stack that is not whole hops, a fragment) every packet a node takes in
+// is sent, dropped or discarded for its D bit, on both dataplanes:
+// in-packets = out-packets + dropped-packets + int-discarded, node-wide
+// and summed over the interfaces.
+func TestCountersAddUp(t *testing.T) {
+	tcp80 := tcpFrame("10.0.1.1", "10.0.2.1", 1234, 80, 0, []byte("hello, INT world"))
+	tcp81 := tcpFrame("10.0.1.1", "10.0.2.1", 1234, 81, 0, []byte("not watched"))
+	in := intFrame(t, tcp80, mdSession, 2, false)
+	discard := intFrame(t, tcp80, mdSession, 1, true)
+	bad := bytes.Clone(in)
+	bad[wire.EthernetLen+wire.IPv4MinLen+20+4] = 0x30 // version 3
+	partial := bytes.Clone(in)
+	partial[wire.EthernetLen+wire.IPv4MinLen+20+4+2]++ // Hop ML 6
+	frag := bytes.Clone(tcp80)
+	h := frag[wire.EthernetLen:]
+	old := binary.BigEndian.Uint16(h[6:])
+	binary.BigEndian.PutUint16(h[6:], old|0x2000)
+	binary.BigEndian.PutUint16(h[10:], wire.UpdateChecksum(binary.BigEndian.Uint16(h[10:]), old, old|0x2000))
+	mix := [][]byte{tcp80, tcp81, in, discard, bad, partial, frag, in, discard, tcp80}
+	for _, s := range []setup{
+		{sess: &mdSession, match: port80(), sink: true, dt: func(a *sai.DTelAttrs) { a.MalformedAction = sai.MalformedDrop }},
+		{sess: &mdSession, match: port80()}, // transit; malformed forwarded
+	} {
+		for _, n := range nodes(t, s) {
+			for _, f := range mix {
+				if b, ok := n.(*bpfNode); ok {
+					// The ingress program counts what comes in.
+					runProgFrom(t, b.objs.IntdIngress, bytes.Clone(f), 1)
+				}
+				n.process(t, bytes.Clone(f))
+			}
+			st, err := n.Stats(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := st.Node
+			if c.InPackets != uint64(len(mix)) || c.InPackets != c.OutPackets+c.DroppedPackets+c.IntDiscarded {
+				t.Errorf("%s: in %d, out %d + dropped %d + discarded %d (sink %v)", n.name(), c.InPackets, c.OutPackets,
+					c.DroppedPackets, c.IntDiscarded, s.sink)
+			}
+			if s.sink && c.IntDiscarded != 2 {
+				t.Errorf("%s: %d D-bit discards, want 2", n.name(), c.IntDiscarded)
+			}
+			var sum sai.Counters
+			for _, ic := range st.Interfaces {
+				sum.InPackets += ic.InPackets
+				sum.OutPackets += ic.OutPackets
+				sum.DroppedPackets += ic.DroppedPackets
+				sum.IntDiscarded += ic.IntDiscarded
+			}
+			if sum.InPackets != c.InPackets || sum.OutPackets != c.OutPackets || sum.DroppedPackets != c.DroppedPackets ||
+				sum.IntDiscarded != c.IntDiscarded {
+				t.Errorf("%s: interfaces sum to %+v, node %+v", n.name(), sum, c)
+			}
 		}
 	}
 }

@@ -25,11 +25,15 @@ type evState struct {
 	inner  wire.Parser
 	buf    []byte
 	ev     report.Event
+	// sinks are the ifindexes of sink ports: what comes in there is not
+	// INT, whatever its marking.
+	sinks map[uint32]bool
 }
 
-func (e *evState) setParser(dt *sai.DTelAttrs) {
+func (e *evState) setParser(dt *sai.DTelAttrs, sinks map[uint32]bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.sinks = sinks
 	e.parser = wire.Parser{AllowTruncated: true}
 	if dt != nil {
 		e.parser.DSCP, e.parser.DSCPMask = dt.IntL4DSCP.Value, dt.IntL4DSCP.Mask
@@ -101,6 +105,22 @@ func hopOf(raw *intdEvent) wire.HopMetadata {
 	}
 }
 
+// dropHop keeps the metadata a drop report has on both dataplanes: the
+// node id, interfaces (the egress ids all ones when the packet had none
+// yet) and ingress time when intd_ingress saw the packet, and for a tail
+// drop the queue when the dataplane read it; a dropped packet never left,
+// so it has no hop latency or egress time.
+func dropHop(h *wire.HopMetadata, tail bool) {
+	keep := spec.InstNodeID | spec.InstL1Interfaces | spec.InstL2Interfaces | spec.InstIngressTimestamp
+	if tail {
+		keep |= spec.InstQueue | spec.InstBuffer
+	}
+	h.Valid &= keep
+	if h.EgressPort == 0 && h.L2EgressPort == 0 {
+		h.EgressPort, h.L2EgressPort = 0xffff, wire.Unavailable32
+	}
+}
+
 // convert builds the report.Event for a record. For a sink record the
 // frame is as received and this hop's metadata is pushed onto its stack
 // here, as the software dataplane does (LastHopEmbeddedInt).
@@ -125,12 +145,24 @@ func (e *evState) convert(raw *intdEvent) *report.Event {
 	ev.Unwatched = raw.Flags&uint8(intdEventFlagEVF_UNWATCHED) != 0
 	ev.TailDrop = raw.Flags&uint8(intdEventFlagEVF_TAIL_DROP) != 0
 	ev.TailDropReport = raw.Flags&uint8(intdEventFlagEVF_TAIL_DROP_REPORT) != 0
+	if raw.Flags&uint8(intdEventFlagEVF_INST) != 0 {
+		ev.Instructions, ev.HasInstructions = wire.Instructions(raw.Inst), true
+		ev.DomainID, ev.DSInstructions = raw.Domain, raw.DsInst
+	}
 	var p wire.Packet
 	pr := &e.parser
 	if ev.Kind == report.KindDrop {
-		pr = &e.inner
+		dropHop(&ev.Hop, ev.TailDrop)
+		if e.sinks[raw.InIfindex] {
+			pr = &e.inner // from outside the domain: not INT
+		}
 	}
-	if err := pr.Parse(b, &p); err != nil {
+	err := pr.Parse(b, &p)
+	if err != nil && pr != &e.inner {
+		pr = &e.inner
+		err = pr.Parse(b, &p)
+	}
+	if err != nil {
 		ev.Packet = b
 		return ev
 	}

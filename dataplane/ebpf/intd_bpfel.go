@@ -78,6 +78,8 @@ const (
 	intdCounterC_DROP_GEN      intdCounter = 15
 	intdCounterC_MALFORMED_FWD intdCounter = 16
 	intdCounterC_REMARKED      intdCounter = 17
+	intdCounterC_DISCARDED     intdCounter = 18
+	intdCounterC_DETOUR_LOST   intdCounter = 19
 	intdCounterNCTR            intdCounter = 32
 )
 
@@ -137,6 +139,10 @@ type intdEvent struct {
 	DropReason uint8
 	TcpFlags   uint8
 	NodeId     uint32
+	Inst       uint16
+	DsInst     uint16
+	Domain     uint16
+	Pad        uint16
 	Data       [512]uint8
 	_          [4]byte
 }
@@ -150,6 +156,7 @@ const (
 	intdEventFlagEVF_TAIL_DROP_REPORT intdEventFlag = 8
 	intdEventFlagEVF_SINK             intdEventFlag = 16
 	intdEventFlagEVF_BREACH           intdEventFlag = 32
+	intdEventFlagEVF_INST             intdEventFlag = 64
 )
 
 type intdFlowKey struct {
@@ -296,8 +303,8 @@ type intdScratch struct {
 	InSlot    uint32
 	WlIn      uint32
 	Walk      uint32
-	Pad2      uint32
-	_         [4]byte
+	Req       uint32
+	ReqDs     uint32
 	WlAcc     [16]uint64
 	LastKey   intdFlowKey
 	_         [4]byte
@@ -355,6 +362,7 @@ const (
 	intdWlActACT_DROP_REPORT intdWlAct = 1
 	intdWlActACT_TAIL_DROP   intdWlAct = 2
 	intdWlActACT_REPORT_ALL  intdWlAct = 4
+	intdWlActACT_SESSION     intdWlAct = 8
 )
 
 type intdWlBm struct {

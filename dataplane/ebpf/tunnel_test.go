@@ -61,17 +61,7 @@ func TestTunnelRoles(t *testing.T) {
 			}
 			step := func(s setup, in []byte, wantHops int) []byte {
 				t.Helper()
-				var outs [][]byte
-				for _, n := range nodes(t, s) {
-					out := n.process(t, bytes.Clone(in))
-					if out == nil {
-						t.Fatalf("%s: dropped", n.name())
-					}
-					outs = append(outs, out)
-				}
-				if !bytes.Equal(outs[0], outs[1]) {
-					t.Fatalf("soft and ebpf differ:\n soft %x\nebpf %x", outs[0], outs[1])
-				}
+				outs := [][]byte{sameOnBoth(t, s, in)}
 				if wantHops < 0 {
 					return outs[0]
 				}
@@ -262,4 +252,58 @@ func vxlanGPE(t *testing.T, mtu string, all bool) {
 		}
 	}
 	t.Fatalf("no report with the path 3, 2, 1 in the VXLAN-GPE tunnel at r3 (%d events)", len(rec3.wait(t, 0)))
+}
+
+// TestGeneveHopRoom: a source caps Remaining Hop Count at what fits in the
+// 31-word Geneve option, so the hop that finds the option full sets E
+// (hop count exceeded), and M keeps meaning "MTU exceeded".
+func TestGeneveHopRoom(t *testing.T) {
+	frames := tunnelFrames(t)
+	orig := frames["Geneve over IPv6"]
+	hopML := wire.Instructions(mdSession.Instructions).Words() // 5 words: 5 hops after the 3-word header
+	limit := wire.GeneveHopLimit(hopML, 2)
+	if limit != (31-3)/hopML {
+		t.Fatalf("GeneveHopLimit(%d, 2) = %d", hopML, limit)
+	}
+	hdr := func(f []byte) wire.MDHeader {
+		t.Helper()
+		var pk wire.Packet
+		if err := tunnelParser().Parse(f, &pk); err != nil || pk.INT < 0 {
+			t.Fatalf("no INT: %v", err)
+		}
+		h, err := wire.DecodeMDHeader(f[pk.INT:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	f := sameOnBoth(t, setup{sess: &mdSession, match: sai.WatchlistMatch{}}, orig)
+	if h := hdr(f); int(h.RemainingHops) != limit-1 || mdSession.MaxHopCount <= uint8(limit) {
+		t.Fatalf("after the source: Remaining Hop Count %d, want %d", h.RemainingHops, limit-1)
+	}
+	for i := 1; i < limit; i++ {
+		f = sameOnBoth(t, setup{}, f)
+	}
+	f = sameOnBoth(t, setup{}, f) // the option is full: E, not M
+	if h := hdr(f); !h.HopCountExceeded || h.MTUExceeded || h.RemainingHops != 0 {
+		t.Fatalf("last hop: %+v, want E without M", h)
+	}
+}
+
+// sameOnBoth runs in through both backends configured by s and returns
+// what leaves, failing when either drops it or they differ.
+func sameOnBoth(t *testing.T, s setup, in []byte) []byte {
+	t.Helper()
+	var outs [][]byte
+	for _, n := range nodes(t, s) {
+		out := n.process(t, bytes.Clone(in))
+		if out == nil {
+			t.Fatalf("%s: dropped", n.name())
+		}
+		outs = append(outs, out)
+	}
+	if !bytes.Equal(outs[0], outs[1]) {
+		t.Fatalf("soft and ebpf differ:\n soft %x\nebpf %x", outs[0], outs[1])
+	}
+	return outs[0]
 }

@@ -32,12 +32,18 @@ func ReportSource(i int) netip.Addr { return netip.AddrFrom4([4]byte{10, 255, 0,
 // are written for.
 const HopLatencyChange = 100 * time.Microsecond
 
+// ReportTruncateSize is the lab's report sessions' truncate size: the
+// whole INT stack of its longest path.
+const ReportTruncateSize = 192
+
 // DefaultSession is the lab's INT session: node id, level-1 ports, hop
-// latency and queue occupancy at every hop, TCP MSS clamped for the
-// metadata.
+// latency, queue occupancy and egress time at every hop (a sink's report
+// carries what the stack asks, and the lab's report tests time it), TCP
+// MSS
+// clamped for the metadata.
 func DefaultSession() sai.IntSessionAttrs {
 	return sai.IntSessionAttrs{Mode: sai.IntModeMD, MaxHopCount: 8,
-		Instructions: spec.InstNodeID | spec.InstL1Interfaces | spec.InstHopLatency | spec.InstQueue,
+		Instructions: spec.InstNodeID | spec.InstL1Interfaces | spec.InstHopLatency | spec.InstQueue | spec.InstEgressTimestamp,
 		ClampTCPMSS:  true}
 }
 
@@ -83,6 +89,7 @@ func (l *Lab) ConfigureSwitch(b sai.Backend, i int, dst netip.AddrPort, hopLaten
 	}
 	if dst.IsValid() {
 		rs := sai.DefaultReportSessionAttrs()
+		rs.TruncateSize = ReportTruncateSize
 		rs.SrcIP = ReportSource(i)
 		if dst.Addr().Is6() {
 			rs.SrcIP = netip.IPv6Loopback()

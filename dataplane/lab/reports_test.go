@@ -588,6 +588,7 @@ func (r *rlab) coalesce(maxReports uint16, maxDelay time.Duration) {
 		for oid := range ss.ReportSessions {
 			a := sai.DefaultReportSessionAttrs()
 			a.SrcIP = ReportSource(i)
+			a.TruncateSize = ReportTruncateSize
 			a.Destinations = []sai.ReportDestination{{IP: dst.Addr(), UDPPort: dst.Port()}}
 			a.Coalesce = sai.Coalescing{MaxReports: maxReports, MaxDelay: maxDelay}
 			if err := b.Set(oid, a); err != nil {

@@ -44,9 +44,13 @@ type Session struct {
 	// RateLimit caps individual reports per second (token bucket with a
 	// burst of RateLimit/10, at least 1); 0 is unlimited.
 	RateLimit uint32
+	// DSCP of the session's report packets, for the event types whose
+	// Route leaves it at 0.
+	DSCP uint8
 }
 
-// Route sends the reports of one event type to a session with a DSCP.
+// Route sends the reports of one event type to a session with a DSCP
+// (0: the session's).
 type Route struct {
 	Session string
 	DSCP    uint8
@@ -107,6 +111,18 @@ type Config struct {
 	// is not reported (FLOW_REPORT_ALL_PACKETS falls back to FLOW_STATE's).
 	Events map[EventType]Route
 	Queues []QueueReport
+	// DSValues are the node's values of domain-specific fields.
+	DSValues []DSValue
+}
+
+// DSValue is the node's value of one domain-specific field: reports
+// answering a DS instruction with the bit in the domain carry it,
+// right-justified in Words words.
+type DSValue struct {
+	DomainID uint16
+	Bit      uint8 // 0 = most significant
+	Words    uint8 // 1..8
+	Value    uint64
 }
 
 // DefaultFilter returns SD-Fabric's filter: 1 s, 256 ns, every change.
@@ -171,6 +187,11 @@ func (cfg *Config) Validate() error {
 			return fmt.Errorf("report: event %v: DSCP %d exceeds 63", e, r.DSCP)
 		}
 	}
+	for _, v := range cfg.DSValues {
+		if v.DomainID == 0 || v.Bit > 15 || v.Words < 1 || v.Words > 8 {
+			return fmt.Errorf("report: domain-specific value %+v out of range", v)
+		}
+	}
 	qs := map[uint32]bool{}
 	for _, q := range cfg.Queues {
 		k := queueKey(q.Port, q.Queue)
@@ -223,6 +244,9 @@ func (s *Session) validate() error {
 	}
 	if s.MaxReports < 0 || s.MaxReports > maxReportsPerPkt {
 		return fmt.Errorf("report: session %q: max reports %d out of range", s.Name, s.MaxReports)
+	}
+	if s.DSCP > maxDSCP {
+		return fmt.Errorf("report: session %q: DSCP %d exceeds 63", s.Name, s.DSCP)
 	}
 	if s.MaxDelay < 0 || s.MaxDelay > maxCoalesceDelay {
 		return fmt.Errorf("report: session %q: max delay %v out of range", s.Name, s.MaxDelay)

@@ -12,8 +12,10 @@
 //   - KindFlow for a tracked packet: at an INT-MD sink with the frame as
 //     received (INT set to the INT header, INTLen/INTType as parsed), at
 //     an INT-MX hop or for a postcard with INT -1; Hop is this node's
-//     metadata (Hop.Valid selects the report's RepMdBits). ReportAll and
-//     TCPFlags select FLOW_REPORT_ALL_PACKETS and FLOW_TCPFLAG.
+//     metadata, Hop.Valid what it has. A postcard's Instructions,
+//     DomainID and DSInstructions are its watchlist session's
+//     (HasInstructions). ReportAll and TCPFlags select
+//     FLOW_REPORT_ALL_PACKETS and FLOW_TCPFLAG.
 //   - KindDrop for a watched packet with drop reporting enabled, and for
 //     every tail drop (TailDrop; Unwatched when no entry matched,
 //     TailDropReport from the entry): the pipeline reports tail drops only
@@ -28,8 +30,15 @@
 // report, the node id in the group header; F for tracked packets, D with
 // RepMdBits bit 15 = queue id + drop reason for drops, Q for congestion),
 // or v0.5 (switch-local or drop header + frame, one per packet) when the
-// session says so. Each event type goes to its own session and DSCP
-// (Config.Events). Packets are sent from one goroutine per collector
+// session says so. A flow report's RepMdBits are what was asked for minus
+// what the node does not have (RepMdBits): the instruction bitmap of the
+// INT header in the packet (INT-MD sink, INT-MX), else a postcard's
+// session's; drop and queue reports carry all the node has for them (a
+// drop: node, interfaces, ingress time, never an egress it did not have).
+// MD Length follows. Likewise DSMdBits: the DS instruction of the
+// header or session, in a domain with Config.DSValues, minus the fields
+// without a value. Each event type goes to its own session and DSCP
+// (Config.Events; DSCP 0 takes the session's). Packets are sent from one goroutine per collector
 // through a Sender (UDPSender by default: IP_TOS/IPV6_TCLASS = DSCP, DF via
 // IP_PMTUDISC_DO, source bound when local, else sent from any and noted by
 // UDPSender.NotLocal). Report packets never pass through the dataplane, so

@@ -64,6 +64,16 @@ type Event struct {
 	// a watched packet's tail drop (TailDrop set) is reported as a drop
 	// report only when it is set (or when its queue reports tail drops).
 	TailDropReport bool
+	// Instructions is the instruction bitmap a report of a packet without
+	// INT answers, when HasInstructions is set: the session of the
+	// watchlist entry an INT-XD postcard follows (INT v2.1 §3.1). The
+	// bitmap of a packet carrying INT is read from its header.
+	Instructions    wire.Instructions
+	HasInstructions bool
+	// DomainID and DSInstructions are the session's domain and DS
+	// instruction bitmap, with HasInstructions.
+	DomainID       uint16
+	DSInstructions uint16
 }
 
 // Reporter receives the dataplane's observations.

@@ -56,6 +56,7 @@ type flowTable struct {
 	seed    uint64
 	gen     uint32
 	epoch   int64 // clear-cycle epoch of gen
+	live    int   // slots holding a flow of generation gen
 }
 
 func newFlowTable(size int, seed uint64) *flowTable {
@@ -91,6 +92,9 @@ func (t *flowTable) lookup(h uint64) (e *flowEntry, fresh bool) {
 	if e.key != 0 && e.gen == t.gen {
 		e = t.victim(s2, e)
 	}
+	if e.key == 0 || e.gen != t.gen {
+		t.live++ // else a tracked flow is evicted for this one
+	}
 	*e = flowEntry{key: h, gen: t.gen}
 	return e, true
 }
@@ -118,6 +122,7 @@ func (t *flowTable) clear(now, cycle int64) {
 	}
 	if ep := now / cycle; ep != t.epoch {
 		t.epoch = ep
+		t.live = 0
 		t.gen++
 		if t.gen == 0 {
 			t.gen = 1

@@ -43,6 +43,8 @@ type Pipeline struct {
 	sessions map[string]*session
 	dests    map[netip.AddrPort]*dest
 	queues   map[uint32]*queueState
+	ds       map[uint16]*dsDomain
+	dsBuf    [16 * 8 * 4]byte
 	closed   bool
 
 	opts      Options
@@ -251,12 +253,28 @@ func (p *Pipeline) Configure(cfg Config) error {
 	p.routes = [spec.NumEventTypes]*route{}
 	for e, r := range cfg.Events {
 		s := p.sessions[r.Session]
-		b := s.batches[r.DSCP]
-		if b == nil {
-			b = &batch{sess: s, dscp: r.DSCP, buf: make([]byte, 0, s.maxPayload)}
-			s.batches[r.DSCP] = b
+		dscp := r.DSCP
+		if dscp == 0 {
+			dscp = s.cfg.DSCP
 		}
-		p.routes[e] = &route{sess: s, b: b, dscp: r.DSCP}
+		b := s.batches[dscp]
+		if b == nil {
+			b = &batch{sess: s, dscp: dscp, buf: make([]byte, 0, s.maxPayload)}
+			s.batches[dscp] = b
+		}
+		p.routes[e] = &route{sess: s, b: b, dscp: dscp}
+	}
+
+	// Domain-specific values.
+	p.ds = map[uint16]*dsDomain{}
+	for _, v := range cfg.DSValues {
+		d := p.ds[v.DomainID]
+		if d == nil {
+			d = &dsDomain{}
+			p.ds[v.DomainID] = d
+		}
+		d.bits |= 0x8000 >> v.Bit
+		d.words[v.Bit], d.values[v.Bit] = v.Words, v.Value
 	}
 
 	// Queues.
@@ -296,6 +314,7 @@ func cloneConfig(c Config) Config {
 	}
 	c.Events = ev
 	c.Queues = append([]QueueReport(nil), c.Queues...)
+	c.DSValues = append([]DSValue(nil), c.DSValues...)
 	return c
 }
 
@@ -594,7 +613,7 @@ func (p *Pipeline) emit(et EventType, ev *Event, dropped, congested bool) {
 	// node before the sink: the spec's intermediate report.
 	intermediate := ev.Kind != KindFlow && ev.INT >= 0 && ev.INTType == spec.TypeMD
 	rh := wire.ReportHeader{Type: spec.RepINT, InType: spec.InEthernet, Dropped: dropped, Congested: congested,
-		TrackedFlow: tracked, Intermediate: intermediate, RepMdBits: uint16(h.Valid) & 0x7f80}
+		TrackedFlow: tracked, Intermediate: intermediate, RepMdBits: RepMdBits(ev)}
 	if len(inner) == 0 {
 		rh.InType = spec.InNone
 	}
@@ -609,7 +628,14 @@ func (p *Pipeline) emit(et EventType, ev *Event, dropped, congested bool) {
 		rh.RepMdBits |= wire.RepDrop
 		md.DropQueueID, md.DropReason = h.QueueID, ev.DropReason
 	}
-	fixed := wire.ReportHeaderLen + wire.INTReportFixedLen + wire.RepMdWords(rh.RepMdBits)*4
+	var ds []byte
+	if dom, inst := dsRequested(ev); dom != 0 && inst != 0 {
+		if d := p.ds[dom]; d != nil {
+			rh.DomainID, rh.DSMdBits = dom, inst&d.bits
+			ds = d.append(p.dsBuf[:0], rh.DSMdBits)
+		}
+	}
+	fixed := wire.ReportHeaderLen + wire.INTReportFixedLen + wire.RepMdWords(rh.RepMdBits)*4 + len(ds)
 	if room := (s.maxPayload - wire.GroupHeaderLen - fixed) &^ 3; len(inner) > room {
 		inner = inner[:room]
 		s.ctr.trunc.Add(1)
@@ -623,7 +649,7 @@ func (p *Pipeline) emit(et EventType, ev *Event, dropped, congested bool) {
 		b.buf = append(b.buf[:0], 0, 0, 0, 0, 0, 0, 0, 0) // group header, filled per collector
 		b.opened = ev.Now
 	}
-	b.buf, _ = wire.AppendReport(b.buf, &rh, &md, nil, inner)
+	b.buf, _ = wire.AppendReport(b.buf, &rh, &md, ds, inner)
 	b.n++
 	b.types[et]++
 	if b.n >= s.maxReports || last {
@@ -712,4 +738,68 @@ func (t *tokenBucket) take(now int64) bool {
 		return true
 	}
 	return false
+}
+
+// repMdMask are the RepMdBits of baseline metadata (bits 1..8); the node
+// id travels in the group header and bit 15 is set for drops only.
+var repMdMask = uint16(spec.InstReportable &^ spec.InstNodeID)
+
+// RepMdBits is the baseline metadata an individual report of ev carries
+// (Telemetry Report v2.0 §3.3.1): what was asked for minus what this node
+// does not have (Hop.Valid). What was asked for is the instruction bitmap
+// of the INT header in the packet (INT-MD sink and INT-MX hops), else the
+// dataplane's Event.Instructions (an INT-XD postcard's watchlist
+// session); drop and queue reports answer no request and carry every
+// field the node has for them (a drop: where and when the packet came in,
+// never an egress it did not have).
+func RepMdBits(ev *Event) uint16 {
+	return requested(ev) & uint16(ev.Hop.Valid) & repMdMask
+}
+
+func requested(ev *Event) uint16 {
+	switch {
+	case ev.Kind == KindFlow && ev.INT >= 0 && ev.INT+wire.MDHeaderLen <= len(ev.Packet):
+		return binary.BigEndian.Uint16(ev.Packet[ev.INT+4:])
+	case ev.Kind == KindFlow && ev.HasInstructions:
+		return uint16(ev.Instructions)
+	}
+	return 0xffff
+}
+
+// dsDomain holds the node's values of one domain's fields, by bit.
+type dsDomain struct {
+	bits   uint16 // bits with a value (wire order)
+	words  [16]uint8
+	values [16]uint64
+}
+
+// append appends the values of bits, in bit order, each right-justified in
+// its field's words.
+func (d *dsDomain) append(dst []byte, bits uint16) []byte {
+	for bit := 0; bit < 16; bit++ {
+		if bits&(0x8000>>bit) == 0 {
+			continue
+		}
+		for w := int(d.words[bit]) - 1; w >= 0; w-- {
+			var v uint32
+			if w < 2 {
+				v = uint32(d.values[bit] >> (32 * w))
+			}
+			dst = binary.BigEndian.AppendUint32(dst, v)
+		}
+	}
+	return dst
+}
+
+// dsRequested is the domain and DS instruction bitmap a flow report of ev
+// answers: the INT header's, else a postcard session's.
+func dsRequested(ev *Event) (uint16, uint16) {
+	switch {
+	case ev.Kind == KindFlow && ev.INT >= 0 && ev.INT+wire.MDHeaderLen <= len(ev.Packet):
+		h := ev.Packet[ev.INT:]
+		return binary.BigEndian.Uint16(h[6:]), binary.BigEndian.Uint16(h[8:])
+	case ev.HasInstructions:
+		return ev.DomainID, ev.DSInstructions
+	}
+	return 0, 0
 }

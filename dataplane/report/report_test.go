@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"encoding/binary"
 	"net/netip"
 	"testing"
 	"time"
@@ -33,8 +34,11 @@ func TestSteadyFlowOneReportPerInterval(t *testing.T) {
 		if !r.hdr.TrackedFlow || r.hdr.Dropped || r.hdr.Congested || r.group.NodeID != 99 || r.group.HWID != 3 {
 			t.Errorf("bad report header %+v group %+v", r.hdr, r.group)
 		}
-		if r.md.IngressPort != 1 || r.md.EgressPort != 2 {
-			t.Errorf("metadata %+v", r.md)
+		// The stack asks for node id and hop latency: the report header
+		// carries the sink's hop latency alone (the node id is in the
+		// group header).
+		if r.hdr.RepMdBits != wire.RepHopLatency || r.md.HopLatency < 1000 || r.md.HopLatency >= 1100 {
+			t.Errorf("RepMdBits %#x metadata %+v", r.hdr.RepMdBits, r.md)
 		}
 		// The sink's INT stack is in the truncated packet.
 		if !bytes.Equal(r.inner[:len(f.buf)], f.buf) {
@@ -676,5 +680,126 @@ func TestIntermediateBit(t *testing.T) {
 		if reps[i].hdr.Intermediate != want {
 			t.Errorf("report %d (%+v): I = %v, want %v", i, reps[i].hdr, reps[i].hdr.Intermediate, want)
 		}
+	}
+}
+
+// TestRepMdBitsFollowRequest: a flow report carries the metadata asked
+// for (the INT header's bitmap, else the dataplane's Instructions, else all
+// it has) minus what the node does not have; a drop report all it has for
+// the drop; MD Length follows.
+func TestRepMdBitsFollowRequest(t *testing.T) {
+	f := newFrame(1, []uint32{1}, []uint32{500})
+	all := spec.InstNodeID | spec.InstL1Interfaces | spec.InstHopLatency | spec.InstQueue | spec.InstEgressTimestamp
+	for _, c := range []struct {
+		name  string
+		ev    func(ev *Event)
+		bits  uint16
+		words uint8
+		inter bool
+	}{
+		{"INT-MD sink: the stack's bitmap", func(ev *Event) {}, wire.RepHopLatency, 1, false},
+		{"postcard: the session's bitmap", func(ev *Event) {
+			ev.Packet, ev.INT = f.buf[:wire.EthernetLen+wire.IPv4MinLen+wire.UDPLen], -1
+			ev.Instructions, ev.HasInstructions = spec.InstL1Interfaces|spec.InstEgressTimestamp|spec.InstBuffer, true
+		}, wire.RepL1Ports | wire.RepEgressTimestamp, 3, false},
+		{"postcard without session: all it has", func(ev *Event) {
+			ev.Packet, ev.INT = f.buf[:wire.EthernetLen+wire.IPv4MinLen+wire.UDPLen], -1
+		}, wire.RepL1Ports | wire.RepHopLatency | wire.RepQueue | wire.RepEgressTimestamp, 5, false},
+		{"transit drop of INT-MD: all it has, intermediate", func(ev *Event) {
+			ev.Kind, ev.DropReason = KindDrop, uint8(spec.DropRoutingMiss)
+			ev.Hop.Valid = spec.InstNodeID | spec.InstL1Interfaces | spec.InstIngressTimestamp
+		}, wire.RepL1Ports | wire.RepIngressTimestamp | wire.RepDrop, 4, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p, capt := newTest(t, baseConfig(1))
+			var ev Event
+			f.event(&ev, ms, 700)
+			ev.Hop.EgressTimestamp, ev.Hop.Valid = 12345, all
+			c.ev(&ev)
+			p.Report(&ev)
+			p.Close()
+			pkts := capt.Packets()
+			if len(pkts) != 1 {
+				t.Fatalf("%d packets", len(pkts))
+			}
+			_, rr, _ := wire.NewReportReader(pkts[0].Payload)
+			var r wire.Report
+			if !rr.Next(&r) || r.RepMdBits != c.bits || r.MDLength != c.words || r.Intermediate != c.inter {
+				t.Fatalf("RepMdBits %#04x MD Length %d I %v, want %#04x %d %v", r.RepMdBits, r.MDLength, r.Intermediate,
+					c.bits, c.words, c.inter)
+			}
+		})
+	}
+}
+
+// TestSessionDSCP: reports take their event's DSCP, or the session's
+// when the event leaves it 0.
+func TestSessionDSCP(t *testing.T) {
+	cfg := baseConfig(1)
+	cfg.Sessions[0].DSCP = 46
+	cfg.Events[spec.EventDropReport] = Route{Session: "s", DSCP: 10}
+	p, capt := newTest(t, cfg)
+	f := newFrame(1, []uint32{1}, []uint32{500})
+	var ev Event
+	f.event(&ev, ms, 700)
+	p.Report(&ev)
+	ev.Kind = KindDrop
+	p.Report(&ev)
+	p.Close()
+	var got []uint8
+	for _, pk := range capt.Packets() {
+		got = append(got, pk.DSCP)
+	}
+	if len(got) != 2 || got[0] != 46 || got[1] != 10 {
+		t.Fatalf("DSCPs %v, want [46 10]", got)
+	}
+}
+
+// TestDSMetadata: a report answering an INT header's DS instruction in a
+// domain the node knows carries the values it has (DSMdBits, Domain
+// Specific ID, MD Length with the fields' sizes); in an unknown domain it
+// carries none.
+func TestDSMetadata(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		domain uint16
+		bits   uint16
+		ds     []byte
+	}{
+		{"known domain", 7, 0x4000, []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xab, 0xcd}},
+		{"unknown domain", 8, 0, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := baseConfig(1)
+			// Bit 1 (3 words) has a value; bit 0 is asked for but has none.
+			cfg.DSValues = []DSValue{{DomainID: 7, Bit: 1, Words: 3, Value: 0xabcd}, {DomainID: 7, Bit: 5, Words: 1, Value: 1}}
+			p, capt := newTest(t, cfg)
+			f := newFrame(1, []uint32{1}, []uint32{500})
+			h := f.buf[f.intOff:]
+			binary.BigEndian.PutUint16(h[6:], c.domain)
+			binary.BigEndian.PutUint16(h[8:], 0xc000)
+			var ev Event
+			f.event(&ev, ms, 700)
+			p.Report(&ev)
+			p.Close()
+			_, rr, _ := wire.NewReportReader(capt.Packets()[0].Payload)
+			var r wire.Report
+			if !rr.Next(&r) {
+				t.Fatal(rr.Err())
+			}
+			var md wire.ReportMetadata
+			ds, err := r.Baseline(&md)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantDomain := c.domain
+			if c.bits == 0 {
+				wantDomain = 0
+			}
+			if r.DSMdBits != c.bits || r.DomainID != wantDomain || !bytes.Equal(ds, c.ds) ||
+				int(r.MDLength) != wire.RepMdWords(r.RepMdBits)+len(c.ds)/4 {
+				t.Fatalf("DSMdBits %#04x domain %d MD Length %d DS %x", r.DSMdBits, r.DomainID, r.MDLength, ds)
+			}
+		})
 	}
 }

@@ -66,6 +66,8 @@ type Stats struct {
 	Filter   FilterStats
 	// Unrouted counts reports of event types without a session.
 	Unrouted uint64
+	// TrackedFlows is the number of flows the flow filter holds now.
+	TrackedFlows uint64
 }
 
 // Total sums the counters of every event type.
@@ -89,6 +91,9 @@ func (p *Pipeline) Stats() Stats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	st := Stats{Sessions: map[string]SessionStats{}, Unrouted: p.unrouted.Load()}
+	if p.flows != nil {
+		st.TrackedFlows = uint64(p.flows.live)
+	}
 	for i := range p.byType {
 		st.ByType[i] = p.byType[i].snapshot()
 	}

@@ -37,13 +37,16 @@ func Config(dt *sai.DTelAttrs, objects iter.Seq2[sai.OID, sai.Attrs], portID fun
 			LatencySensitivity: dt.LatencySensitivity, OnPortChange: f.OnPortChange,
 			OnPathChange: f.OnPathChange, OnQueueChange: f.OnQueueChange, ClearCycle: dt.FlowStateClearCycle,
 		}
+		for _, v := range dt.DSValues {
+			cfg.DSValues = append(cfg.DSValues, report.DSValue{DomainID: v.DomainID, Bit: v.Bit, Words: v.Words, Value: v.Value})
+		}
 	}
 	for oid, attrs := range objects {
 		switch a := attrs.(type) {
 		case sai.ReportSessionAttrs:
 			rs := report.Session{Name: oid.String(), Src: a.SrcIP, VRF: a.VirtualRouter,
 				TruncateSize: int(a.TruncateSize), Format: a.Format,
-				MaxReports: int(a.Coalesce.MaxReports), MaxDelay: a.Coalesce.MaxDelay, RateLimit: a.RateLimit}
+				MaxReports: int(a.Coalesce.MaxReports), MaxDelay: a.Coalesce.MaxDelay, RateLimit: a.RateLimit, DSCP: a.DSCP}
 			for i, dst := range a.Destinations {
 				rs.Collectors = append(rs.Collectors, report.Collector{Addr: netip.AddrPortFrom(dst.IP, a.DstPort(i))})
 			}
@@ -107,6 +110,28 @@ func SessionStats(ps report.Stats, st *sai.Stats) {
 		if len(ss.Collectors) > 0 {
 			r.LastSequence = ss.Collectors[0].LastSeq
 		}
+		r.RateLimited, r.QueueFull, r.SendErrors, r.Truncated = ss.RateLimited, ss.QueueFull, ss.SendErrors, ss.Truncated
+		r.Collectors = make(map[netip.AddrPort]sai.CollectorStats, len(ss.Collectors))
+		for _, c := range ss.Collectors {
+			r.Collectors[c.Addr] = sai.CollectorStats{Packets: c.Packets, Bytes: c.Bytes, LastSequence: c.LastSeq,
+				QueueFull: c.QueueFull, SendErrors: c.SendErrors}
+		}
 		st.ReportSessions[oid] = r
 	}
+}
+
+// FilterStats fills st's per-event report counters, the filters' trigger
+// reasons and the number of tracked flows from the pipeline's.
+func FilterStats(ps report.Stats, st *sai.Stats) {
+	if st.Events == nil {
+		st.Events = map[sai.EventType]sai.ReportCounters{}
+	}
+	for _, et := range spec.EventTypes() {
+		c := ps.ByType[et]
+		st.Events[et] = sai.ReportCounters{Generated: c.Generated, Suppressed: c.Suppressed, Sent: c.Sent, Dropped: c.Dropped}
+	}
+	f := ps.Filter
+	st.FilterReasons = sai.FilterReasons{NewFlow: f.New, Interval: f.Interval, PortChange: f.Port, PathChange: f.Path,
+		LatencyChange: f.Latency, QueueChange: f.Queue, DropReasonChange: f.DropCause}
+	st.TrackedFlows = ps.TrackedFlows
 }

@@ -143,6 +143,7 @@ func (s *Switch) Stats(ctx context.Context) (sai.Stats, error) {
 	st.Drops = maps.Clone(s.drops)
 	for _, p := range s.ports {
 		st.Interfaces[p.cfg.Name] = p.ctr
+		st.Ports[p.cfg.Name] = sai.PortInfo{L1ID: p.cfg.ID, L2ID: p.cfg.L2ID}
 	}
 	for oid, w := range s.wlStats {
 		st.Watchlist[oid] = *w

@@ -34,8 +34,11 @@
 // else the TCP/UDP marking (DSCP, UDP port NPT 1/2 - non-UDP always NPT 2
 // -, probe marker). Never fragments: headers that do not fit the egress
 // MTU are not inserted (IntSessionStats.NotInitiatedNoRoom); headers that
-// fit without the source's hop get M. Transit sets E at Remaining Hop
-// Count 0 and M when the MTU leaves no room. Unknown domain-specific
+// fit without the source's hop get M; in a Geneve tunnel Remaining Hop
+// Count starts no higher than the 31-word option holds
+// (wire.GeneveHopLimit). Transit sets E at Remaining Hop Count 0 and M
+// when the MTU leaves no room. IP fragments are forwarded untouched, as
+// on the eBPF dataplane (docs/fragments.md). Unknown domain-specific
 // metadata and reserved bits are filled with all ones. Watched packets
 // left without INT count by reason (IntSessionStats): no room, unsupported
 // (no marking for it, no L4 header, insertion refused), sampled

@@ -119,6 +119,10 @@ func (s *Switch) sink(b *pbuf, c *compiled, p *port, t int64) bool {
 	b.setData(out)
 	p.ctr.IntStripped++
 	s.node.IntStripped++
+	if discard {
+		p.ctr.IntDiscarded++
+		s.node.IntDiscarded++
+	}
 	return !discard
 }
 
@@ -185,8 +189,12 @@ func (s *Switch) source(b *pbuf, c *compiled, p *port, t int64) {
 		_ = wire.MXHeader{Version: wire.Version2, Discard: se.a.Discard, Instructions: se.inst,
 			DomainID: se.a.DomainSpecificID, DSInstructions: se.a.DSInstruction, DSFlags: se.a.DSFlags}.Put(hdr)
 	} else {
+		rhc := se.a.MaxHopCount
+		if tun == spec.EncapGeneve {
+			rhc = uint8(min(int(rhc), wire.GeneveHopLimit(se.hopML, int(b.data[b.pkt.Tunnel]&0x3f))))
+		}
 		h := wire.MDHeader{Version: wire.Version2, Discard: se.a.Discard, HopML: uint8(se.hopML),
-			RemainingHops: se.a.MaxHopCount, Instructions: se.inst,
+			RemainingHops: rhc, Instructions: se.inst,
 			DomainID: se.a.DomainSpecificID, DSInstructions: se.a.DSInstruction, DSFlags: se.a.DSFlags}
 		if fixed+se.hopML*4 > room {
 			h.MTUExceeded = true // headers fit, our metadata does not

@@ -38,6 +38,7 @@ func (s *Switch) pipelineStats(p ReportPipeline, st *sai.Stats) {
 		st.Reports[t] = c
 	}
 	saireport.SessionStats(ps, st)
+	saireport.FilterStats(ps, st)
 	for oid, q := range s.qrStats {
 		id := s.ports[s.portByName[q.a.Port]].cfg.ID
 		for _, pq := range ps.Queues {

@@ -426,14 +426,24 @@ func (s *Switch) process(in int, frame []byte, b *pbuf, rx, now int64) bool {
 	if b.pkt.INT >= 0 && b.pkt.INTType == spec.TypeMD && c.dtel != nil {
 		h := b.data[b.pkt.INT:]
 		inst := wire.Instructions(binary.BigEndian.Uint16(h[4:]))
-		if int(h[2]&0x1f) < inst.Words() {
-			bad = true // Hop ML cannot hold what the bitmap asks for
+		hopML, stack := int(h[2]&0x1f), (b.pkt.INTLen-wire.MDHeaderLen)/4
+		// Hop ML cannot hold what the bitmap asks for, or the stack is
+		// not whole hops.
+		if hopML < inst.Words() || hopML == 0 && stack > 0 || hopML > 0 && stack%hopML != 0 {
+			bad = true
 			_ = s.innerParser.Parse(b.data, &b.pkt)
 		}
 	}
+	if b.pkt.Fragment {
+		// IP fragments are forwarded untouched, as on the eBPF
+		// dataplane: no watchlist, no INT step (docs/fragments.md).
+		b.pkt.INT, bad = -1, false
+	}
 	var ent *wlEntry
 	op, rt, out := sai.FlowOpNop, -1, -1
-	if bad {
+	if b.pkt.Fragment {
+		rt, out = s.route(&b.pkt, b.pkt.Flow.Hash(0))
+	} else if bad {
 		rt, out = s.route(&b.pkt, b.pkt.Flow.Hash(0))
 		b.out = out
 		if !s.malformed(b, c) {
@@ -465,7 +475,7 @@ func (s *Switch) process(in int, frame []byte, b *pbuf, rx, now int64) bool {
 		s.dropPkt(b, in, spec.DropIPTTLZero, false)
 		return true
 	}
-	if edge && c.remark && !c.sink[out] {
+	if edge && c.remark && !c.sink[out] && !b.pkt.Fragment {
 		s.remark(b, c)
 	}
 	if r := &s.routes[rt]; r.rewrite {
@@ -509,7 +519,7 @@ func (s *Switch) malformed(b *pbuf, c *compiled) bool {
 		ev := s.event(report.KindDrop, b, s.clock.Now())
 		ev.Unwatched = false // it claims to be INT: its source watched it
 		ev.DropReason = uint8(spec.DropUnknown)
-		s.fillHop(b, c, b.tIn, &ev.Hop)
+		s.fillDrop(b, c, false, &ev.Hop)
 		s.emit(ev)
 	}
 	s.release(b)
@@ -584,7 +594,7 @@ func (s *Switch) dropPkt(b *pbuf, at int, r sai.DropReason, tail bool) {
 		ev := s.event(report.KindDrop, b, s.clock.Now())
 		ev.DropReason = uint8(r)
 		ev.TailDrop = tail
-		s.fillHop(b, c, b.tIn, &ev.Hop)
+		s.fillDrop(b, c, tail, &ev.Hop)
 		s.emit(ev)
 	}
 	s.release(b)
@@ -752,6 +762,25 @@ func (s *Switch) fillHop(b *pbuf, c *compiled, tOut int64, m *wire.HopMetadata) 
 	}
 }
 
+// fillDrop writes the metadata of dropped packet b into m: the node id,
+// interfaces (the egress ids all ones when it had no egress yet) and
+// ingress time, and for a tail drop the queue it found full. A dropped
+// packet never left: no hop latency or egress time.
+func (s *Switch) fillDrop(b *pbuf, c *compiled, tail bool, m *wire.HopMetadata) {
+	in := &s.ports[b.in]
+	*m = wire.HopMetadata{NodeID: c.nodeID, IngressPort: in.cfg.ID, EgressPort: 0xffff,
+		L2IngressPort: in.cfg.L2ID, L2EgressPort: wire.Unavailable32, IngressTimestamp: uint64(b.tIn),
+		Valid: spec.InstNodeID | spec.InstL1Interfaces | spec.InstL2Interfaces | spec.InstIngressTimestamp}
+	if b.out >= 0 {
+		out := &s.ports[b.out]
+		m.EgressPort, m.L2EgressPort = out.cfg.ID, out.cfg.L2ID
+	}
+	if tail {
+		m.QueueOccupancy, m.BufferOccupancy = min(b.occ, 0xffffff), min(b.bufOc, 0xffffff)
+		m.Valid |= spec.InstQueue | spec.InstBuffer
+	}
+}
+
 // egress runs egress processing on b at its departure time, transmits it
 // and frees it.
 func (s *Switch) egress(b *pbuf) {
@@ -788,6 +817,10 @@ func (s *Switch) egress(b *pbuf) {
 		if s.reporter != nil {
 			ev := s.event(report.KindFlow, b, t)
 			s.fillHop(b, c, t, &ev.Hop)
+			if se := b.entry.sess; se != nil {
+				ev.Instructions, ev.HasInstructions = se.inst, true
+				ev.DomainID, ev.DSInstructions = se.a.DomainSpecificID, se.a.DSInstruction
+			}
 			s.emit(ev)
 		}
 	}

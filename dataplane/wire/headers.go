@@ -83,6 +83,10 @@ type Packet struct {
 	// Truncated is set when the IP length field exceeds the buffer
 	// (Parser.AllowTruncated).
 	Truncated bool
+	// Fragment is set for an IP fragment: IPv4 with More Fragments or an
+	// offset, IPv6 with a fragment header with M or an offset (an atomic
+	// fragment is not one).
+	Fragment bool
 }
 
 func (p *Packet) reset() {
@@ -161,7 +165,9 @@ func (c *Parser) parseL3(b []byte, off int, p *Packet) error {
 		p.Flow.Src = netip.AddrFrom4([4]byte(h[12:16]))
 		p.Flow.Dst = netip.AddrFrom4([4]byte(h[16:20]))
 		p.Flow.Proto = p.Proto
-		if binary.BigEndian.Uint16(h[6:])&0x1fff != 0 {
+		frag := binary.BigEndian.Uint16(h[6:])
+		p.Fragment = frag&0x3fff != 0
+		if frag&0x1fff != 0 {
 			return nil // non-first fragment: no transport header
 		}
 		off += ihl
@@ -195,6 +201,7 @@ func (c *Parser) parseL3(b []byte, off int, p *Packet) error {
 				return ErrTruncated
 			}
 			if next == 44 {
+				p.Fragment = p.Fragment || binary.BigEndian.Uint16(b[off+2:])&0xfff9 != 0
 				if binary.BigEndian.Uint16(b[off+2:])&0xfff8 != 0 {
 					p.Proto, p.Flow.Proto = b[off], b[off]
 					p.IPHeaderLen = off - p.L3

@@ -150,6 +150,24 @@ type GeneveOption struct {
 // MaxGeneveOptionWords is the largest Length a Geneve option can express.
 const MaxGeneveOptionWords = 31
 
+// maxGeneveOptionsWords is the largest Opt Len of a Geneve header.
+const maxGeneveOptionsWords = 63
+
+// GeneveHopLimit is the most hops of hopML words an INT-MD Geneve option
+// holds next to otherWords words of other options: the option's data (the
+// INT-MD header and the stack) is at most 31 words, all options together
+// at most 63. A source caps Remaining Hop Count at it, so that the hop
+// that finds no room sets E and M keeps meaning "MTU exceeded". It is at
+// least 1 (the source's own hop; if even that does not fit, inserting INT
+// fails).
+func GeneveHopLimit(hopML, otherWords int) int {
+	if hopML <= 0 {
+		return 255
+	}
+	room := min(MaxGeneveOptionWords, maxGeneveOptionsWords-otherWords-1) - MDHeaderLen/4
+	return min(255, max(1, room/hopML))
+}
+
 // DecodeGeneveOption reads an option header and checks that its data fits.
 func DecodeGeneveOption(b []byte) (GeneveOption, error) {
 	if len(b) < 4 {

@@ -78,6 +78,7 @@ enum wl_act {
 	ACT_DROP_REPORT = 1,
 	ACT_TAIL_DROP = 2,
 	ACT_REPORT_ALL = 4,
+	ACT_SESSION = 8, /* the entry names an INT session: a postcard reports what it asks */
 };
 
 /* session.mode */
@@ -101,6 +102,7 @@ enum event_flag {
 	EVF_TAIL_DROP_REPORT = 8,
 	EVF_SINK = 16,   /* frame as received at the sink: userspace pushes Hop */
 	EVF_BREACH = 32, /* queue report inside a breach */
+	EVF_INST = 64,   /* event inst is the requested instruction bitmap */
 };
 
 /* counters */
@@ -123,6 +125,8 @@ enum counter {
 	C_DROP_GEN,
 	C_MALFORMED_FWD,
 	C_REMARKED,
+	C_DISCARDED,   /* INT packets discarded at the sink for their D bit */
+	C_DETOUR_LOST, /* GSO segments whose detour record was reused: left without INT */
 	NCTR = 32,
 };
 
@@ -338,6 +342,10 @@ struct event {
 	__u16 l3_off; /* 14: data starts with Ethernet; 0: with IP (drops) */
 	__u8 kind, flags, drop_reason, tcp_flags;
 	__u32 node_id;
+	__u16 inst; /* with EVF_INST: what a postcard's session asks for */
+	__u16 ds_inst; /* with EVF_INST: its domain and DS instruction */
+	__u16 domain;
+	__u16 pad;
 	__u8 data[MAX_CAP];
 };
 
@@ -401,7 +409,8 @@ struct scratch {
 	__u32 in_slot; /* counter slot of the ingress interface (0: the host, unknown) */
 	__u32 wl_in; /* ingress ifindex wl_match matches */
 	__u32 walk; /* syn_clamp's offset in the TCP options */
-	__u32 pad2;
+	__u32 req;    /* a postcard's requested instruction bitmap, for emit (EVF_INST) */
+	__u32 req_ds; /* and its domain (high 16 bits) and DS instruction */
 	__u64 wl_acc[WL_WORDS]; /* wl_match's intersection */
 	/* The last flow classified on this CPU and its cached verdict: bulk
 	 * flows skip the flow cache's hash lookup. */
@@ -1134,6 +1143,8 @@ hdr:
 			return 1;
 		if (p->shim_words > 3 && p->hop_ml == 0)
 			return 1;
+		if (p->hop_ml && (__u32)(p->shim_words - 3) % p->hop_ml)
+			return 1; /* the stack is not whole hops */
 	}
 	if (p->npt == NPT_UDP_PORT) {
 		p->dport = p->shim_val;
@@ -1464,6 +1475,10 @@ GLOBAL int emit(struct __sk_buff *skb, struct scratch *s, __u32 kind, __u32 flag
 	ev->flags = flags;
 	ev->drop_reason = 0;
 	ev->tcp_flags = s->p.proto == IPPROTO_TCP ? s->p.tcp_flags : 0;
+	ev->inst = (flags & EVF_INST) ? s->req : 0;
+	ev->ds_inst = (flags & EVF_INST) ? s->req_ds : 0;
+	ev->domain = (flags & EVF_INST) ? s->req_ds >> 16 : 0;
+	ev->pad = 0;
 	ev->l3_off = L3;
 	__u32 len = skb->len;
 	ev->pkt_len = len;
@@ -2126,6 +2141,23 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 	__u32 hopw = 0;
 	__u8 hdr[12];
 	__u8 rhc = se->max_hops;
+	if (se->mode == MODE_MD && p->tun == ENC_GENEVE && se->hop_ml) {
+		/* Geneve option room (wire.GeneveHopLimit): the INT option's
+		 * data is at most 31 words, all options 63. Remaining Hop
+		 * Count is capped so that the hop finding no room sets E and
+		 * M keeps meaning "MTU exceeded". */
+		__u8 g0 = 0;
+		bpf_skb_load_bytes(skb, p->tunnel, &g0, 1);
+		__u32 other = g0 & 0x3f;
+		__u32 room = 31; /* words for the INT-MD header and stack */
+		if (other > 31)
+			room = other < 62 ? 62 - other : 0;
+		__u32 lim = room > 3 ? (room - 3) / se->hop_ml : 0;
+		if (lim < 1)
+			lim = 1;
+		if (rhc > lim)
+			rhc = lim;
+	}
 	__u8 b0 = 0x20 | (se->discard ? 0x08 : 0);
 	if (se->mode == MODE_MD) {
 		if (fixed + (__u32)se->hop_ml * 4 > room) {
@@ -2601,8 +2633,10 @@ static __always_inline int sink(struct __sk_buff *skb, struct scratch *s)
 		return shot(skb);
 	}
 	cnt(s, C_STRIPPED);
-	if (discard)
+	if (discard) {
+		cnt(s, C_DISCARDED);
 		return shot(skb);
+	}
 	/* The TCP header is where it was (NPT 2: where the UDP header was). */
 	if (s->p.proto == IPPROTO_TCP && ((s->p.tcp_flags | s->p.npt2_flags) & 0x02))
 		syn_clamp(skb, s, 1);
@@ -2854,7 +2888,17 @@ int intd_egress(struct __sk_buff *skb)
 			}
 		} else if (s->op == OP_POSTCARD && (s->c.flags & F_POSTCARD)) {
 			cnt(s, C_POSTCARD);
-			flow_event(skb, s, (s->e.act & ACT_REPORT_ALL) ? EVF_REPORT_ALL : 0);
+			__u32 fl = (s->e.act & ACT_REPORT_ALL) ? EVF_REPORT_ALL : 0;
+			if (s->e.act & ACT_SESSION) {
+				__u32 sid = s->e.session;
+				struct session *se = bpf_map_lookup_elem(&sessions, &sid);
+				if (se) {
+					s->req = se->inst;
+					s->req_ds = ((__u32)se->domain << 16) | se->ds_inst;
+					fl |= EVF_INST;
+				}
+			}
+			flow_event(skb, s, fl);
 		}
 	}
 	if (s->ifc.sink && (s->c.flags & F_ENDPOINT) && s->p.ipproto == IPPROTO_TCP && (s->p.tcp_flags & 0x02))
@@ -2888,6 +2932,7 @@ int intd_gso(struct __sk_buff *skb)
 	if (r->mark != mark) {
 		/* The record was reused (more than MAX_DETOUR super-packets in
 		 * flight): the segment leaves without INT. */
+		cnt(s, C_DETOUR_LOST);
 		skb->mark = 0;
 		return bpf_redirect(out, 0);
 	}
@@ -3050,20 +3095,25 @@ int intd_kfree_skb(struct bpf_raw_tracepoint_args *ctx)
 			oifc = 0;
 		}
 	}
-	if (!want)
+	/* Every drop of a forwarded packet is counted (a reason the kernel
+	 * gives for forwarding drops, or a watched or INT packet), reported
+	 * or not, so that in = out + dropped holds. */
+	if (!want && !(m && *m))
 		return 0;
-	if (!dw && !intpkt)
-		flags |= EVF_UNWATCHED;
 	__u32 slot = ifc->slot;
 	struct counters *ctr = bpf_map_lookup_elem(&ctrs, &slot);
 	__u32 r8 = reason & 0xff;
 	__u64 *d = bpf_map_lookup_elem(&drops, &r8);
 	if (d)
 		(*d)++;
-	if (ctr) {
+	if (ctr)
 		ctr->c[C_DROP]++;
+	if (!want)
+		return 0;
+	if (!dw && !intpkt)
+		flags |= EVF_UNWATCHED;
+	if (ctr)
 		ctr->c[C_DROP_GEN]++;
-	}
 	struct event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
 	if (!ev) {
 		if (ctr)
@@ -3080,6 +3130,19 @@ int intd_kfree_skb(struct bpf_raw_tracepoint_args *ctx)
 	ev->flags = flags;
 	ev->drop_reason = reason;
 	ev->valid = INST_NODE_ID | INST_L1_INTERFACES | INST_L2_INTERFACES;
+	/* The ingress time, when intd_ingress saw this packet last on this
+	 * CPU (a forwarding drop follows it in the same softirq): the
+	 * fingerprint intd_egress matches too. */
+	struct ing_slot *sl = bpf_map_lookup_elem(&ing_map, &zero);
+	if (sl && sl->ts && sl->ifindex == (__u32)iif) {
+		__u32 idlen = v6 ? ((__u32)ip[2] << 24) | ((__u32)ip[3] << 16) | (iplen & 0xffff)
+				 : ((__u32)ip[4] << 24) | ((__u32)ip[5] << 16) | (iplen & 0xffff);
+		__u32 sa = v6 ? afold(k.src) : k.src[3], da = v6 ? afold(k.dst) : k.dst[3];
+		if (sl->fp == fingerprint(sa, da, idlen, k.proto)) {
+			ev->ts_in = sl->ts + c->time_offset;
+			ev->valid |= INST_INGRESS_TIMESTAMP;
+		}
+	}
 	ev->l1_in = ifc->l1_id;
 	ev->l2_in = ifc->l2_id;
 	if (oifc) {
