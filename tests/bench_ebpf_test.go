@@ -13,6 +13,10 @@ const (
 	modeXD        = "INT-XD, postcards from every hop"
 	modeMDSampled = "INT-MD, packet-interval 10 ms"
 	modeMDEvery   = "INT-MD on every packet"
+	// The bound of INT-MD on every TCP packet: no INT, but s1 cuts
+	// every super-packet into segments in the kernel before sending it
+	// (gso_max_segs 1 on its link to s2), as INT over TCP requires.
+	modeSegmented = "no INT, s1 segments in software"
 )
 
 // ebpfBenchConfig is switch n's /int configuration for a tc/eBPF
@@ -21,7 +25,7 @@ const (
 func ebpfBenchConfig(t *testing.T, n int, mode string) []byte {
 	t.Helper()
 	var cfg map[string]any
-	if err := json.Unmarshal(intConfig(n, mode != modeAttached), &cfg); err != nil {
+	if err := json.Unmarshal(intConfig(n, mode != modeAttached && mode != modeSegmented), &cfg); err != nil {
 		t.Fatal(err)
 	}
 	var src map[string]any
@@ -51,8 +55,9 @@ func ebpfBenchConfig(t *testing.T, n int, mode string) []byte {
 
 // TestBenchEBPF measures iperf3 TCP throughput h1 -> h2 across three
 // switches forwarding by Linux, without programs and with `intd run
-// --dataplane ebpf` in four modes (empty watchlist, INT-XD, INT-MD
-// sampled, INT-MD on every packet), interleaved round by round. With
+// --dataplane ebpf` in five modes (empty watchlist, INT-XD, INT-MD
+// sampled, INT-MD on every packet, and the bound of the last: no INT
+// with s1 segmenting in software), interleaved round by round. With
 // INTD_BENCH=1 (make bench-ebpf) it runs INTD_BENCH_ROUNDS rounds of
 // INTD_BENCH_SECS seconds and prints the ratios; otherwise one
 // one-second round checks that it measures.
@@ -60,12 +65,20 @@ func TestBenchEBPF(t *testing.T) {
 	rounds, secs, full := benchParams()
 	kernel := buildFabric(t, false, 0)
 	e := ebpfFabric(t)
-	current := ""
+	current, segmented := "", false
 	set := func(mode string) func(t *testing.T) {
 		return func(t *testing.T) {
 			if current != mode {
 				e.configureWith(t, func(n int) []byte { return ebpfBenchConfig(t, n, mode) })
 				current = mode
+			}
+			if seg := mode == modeSegmented; seg != segmented {
+				n := "65535"
+				if seg {
+					n = "1"
+				}
+				e.ip("-n", e.ns("s1"), "link", "set", "dev", "p2", "gso_max_segs", n)
+				segmented = seg
 			}
 		}
 	}
@@ -76,8 +89,10 @@ func TestBenchEBPF(t *testing.T) {
 		{name: modeXD, setup: set(modeXD), run: run},
 		{name: modeMDSampled, setup: set(modeMDSampled), run: run},
 		{name: modeMDEvery, setup: set(modeMDEvery), run: run},
+		{name: modeSegmented, setup: set(modeSegmented), run: run},
 	}
-	ratios := [][2]string{{modeAttached, modeNoProgs}, {modeXD, modeAttached}, {modeMDSampled, modeAttached}, {modeMDEvery, modeAttached}}
+	ratios := [][2]string{{modeAttached, modeNoProgs}, {modeXD, modeAttached}, {modeMDSampled, modeAttached},
+		{modeMDEvery, modeAttached}, {modeSegmented, modeAttached}, {modeMDEvery, modeSegmented}}
 	r := interleave(t, rounds, modes)
 	r.checkShape(t, rounds, ratios)
 	if full {
