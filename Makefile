@@ -48,12 +48,13 @@ generate:
 	gofmt -w gen/collector/collector.go
 	PACKAGE=collector sh gen/versions.sh yang/intd-collector.yang yang/ietf/ietf-yang-types.yang > gen/collector/versions.go
 	gofmt -w gen/collector/versions.go
-	# BPF objects of the tc/eBPF dataplane (bpf2go; needs clang and llvm-strip).
-	$(GO) generate ./dataplane/ebpf
+	# BPF objects of the tc/eBPF dataplane (bpf2go; needs clang and llvm-strip)
+	# and bench-ebpf's test programs.
+	$(GO) generate ./dataplane/ebpf ./tests
 
 # Fails when `make generate` would change what is committed.
 check-generated: generate
-	git diff --exit-code -- gen/ dataplane/ebpf
+	git diff --exit-code -- gen/ dataplane/ebpf tests/testdata
 
 build:
 	$(GO) build ./...
@@ -92,7 +93,9 @@ run:
 # across three switches by Linux forwarding, a minimal AF_PACKET
 # forwarder with vnet headers and intd's soft switch (INT off, on);
 # bench-ebpf the tc/eBPF dataplane (no programs, programs with an empty
-# watchlist, INT-XD, INT-MD sampled, INT-MD on every packet).
+# watchlist, INT-XD, INT-MD sampled, INT-MD on every packet, its bound:
+# the kernel segmenting at the source, and INT-MD in a VXLAN-GPE
+# encapsulation by test programs).
 # BENCH_ROUNDS and BENCH_SECS set the rounds and seconds per run.
 BENCH_ROUNDS ?= 5
 BENCH_SECS   ?= 4
