@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -36,6 +38,8 @@ type serveConfig struct {
 	flowMetrics           int
 	batch                 int
 	marking               marking
+	allow                 []netip.Prefix
+	seqWindow             uint
 }
 
 // Default addresses: reports on the Telemetry Report port from anywhere;
@@ -72,10 +76,20 @@ func serveMain(args []string) int {
 	fs.IntVar(&cfg.flowMetrics, "flow-metrics", 0, fmt.Sprintf("flows with the most reports given their own /metrics series (0-%d; 0: none)", metrics.MaxFlowSeries))
 	fs.IntVar(&cfg.batch, "batch", collector.DefaultBatch, "datagrams read per recvmmsg call")
 	cfg.marking.flags(fs)
+	fs.Func("allow", "accept reports only from these comma-separated addresses or prefixes (e.g. 10.0.0.0/24,2001:db8::1); default: from anywhere", func(v string) error {
+		p, err := parsePrefixes(v)
+		cfg.allow = append(cfg.allow, p...)
+		return err
+	})
+	fs.UintVar(&cfg.seqWindow, "seq-window", 4096, "largest sequence number gap counted as report loss; a jump beyond it is a stray packet or a restarted sequence")
 	fs.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&logFormat, "log-format", "text", "log format of every line on standard error: text or json")
 	fs.Parse(args)
-	c := collector.New(collector.Config{MaxFlows: cfg.maxFlows})
+	if cfg.seqWindow == 0 || cfg.seqWindow > 1<<20 {
+		fmt.Fprintln(os.Stderr, "intcollector: --seq-window: the range is 1 to 1048576")
+		return 2
+	}
+	c := collector.New(collector.Config{MaxFlows: cfg.maxFlows, Allow: cfg.allow, SeqWindow: uint32(cfg.seqWindow)})
 	if err := cfg.marking.apply(&c.Decoder().Parser); err != nil {
 		fmt.Fprintln(os.Stderr, "intcollector:", err)
 		return 2
@@ -115,6 +129,31 @@ func serveMain(args []string) int {
 	cn := c.Snapshot(0).Counters
 	log.Info("intcollector stopped", "packets", cn.Packets, "reports", cn.Reports, "lost", cn.Lost, "flows", cn.FlowsCreated)
 	return 0
+}
+
+// parsePrefixes parses a comma-separated list of addresses and prefixes.
+func parsePrefixes(v string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, f := range strings.Split(v, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if a, err := netip.ParseAddr(f); err == nil {
+			a = a.Unmap()
+			out = append(out, netip.PrefixFrom(a, a.BitLen()))
+			continue
+		}
+		p, err := netip.ParsePrefix(f)
+		if err != nil {
+			return nil, fmt.Errorf("%q is neither an address nor a prefix", f)
+		}
+		if p.Addr().Is4In6() {
+			return nil, fmt.Errorf("%q: give IPv4 prefixes in dotted form", f)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
 }
 
 // service is a running collector with its endpoints.

@@ -2,6 +2,7 @@ package collector
 
 import (
 	"errors"
+	"net/netip"
 	"sync"
 	"time"
 	"unsafe"
@@ -107,6 +108,20 @@ type SourceState struct {
 	Reordered uint64 // sequence numbers at or behind the last one
 	Drops     uint64
 	Congested uint64
+	// OutOfWindow counts sequence numbers too far from the last one to be
+	// loss or reordering (Config.SeqWindow); Resets, those of them that
+	// the next packet continued (the node restarted its sequence). No
+	// loss is counted for either.
+	OutOfWindow, Resets uint64
+	LastSeen            int64 // unix ns
+
+	jump    uint32 // the last number out of window
+	hasJump bool
+
+	// LRU list of the source table (see sources.go).
+	prev, next *SourceState
+	protected  bool
+	key        uint64
 }
 
 // VersionName is the report format the source sends, as the YANG model
@@ -163,7 +178,11 @@ type Counters struct {
 	FlowsCreated    uint64
 	FlowsEvicted    uint64
 	NoFlow          uint64 // reports without a decodable flow
-	SourcesOverflow uint64
+	SourcesOverflow uint64 // reports not tracked per source: table full of established sources
+	SourcesEvicted  uint64 // sources evicted to make room for a new one
+	SeqResets       uint64 // sequences restarted (see SourceState)
+	OutOfWindow     uint64 // sequence numbers beyond the window (see SourceState)
+	Rejected        uint64 // datagrams from addresses outside Config.Allow
 	NodesOverflow   uint64 // samples not aggregated per node: node table full
 	QueuesOverflow  uint64 // Q reports not counted per queue: queue table full
 }
@@ -174,6 +193,13 @@ type Config struct {
 	MaxSources int // (node, hw_id) sequence trackers (default 4096)
 	MaxNodes   int // per-node aggregates (default 4096)
 	MaxQueues  int // per-queue congestion counters (default 16384)
+	// SeqWindow is the largest sequence gap counted as loss, and the
+	// furthest behind a report is counted as reordered; a jump beyond it
+	// is not (default 4096).
+	SeqWindow uint32
+	// Allow, when not empty, lists the addresses and prefixes reports are
+	// accepted from (Serve); others are counted in Rejected and ignored.
+	Allow []netip.Prefix
 }
 
 // Collector aggregates decoded reports into per-flow state. Handle* methods
@@ -188,7 +214,7 @@ type Collector struct {
 	index   flowIndex
 	head    int32 // most recently updated
 	tail    int32 // least recently updated
-	sources map[uint64]*SourceState
+	sources sourceTable
 	nodes   map[uint32]*NodeStats
 	queues  map[QueueKey]*QueueStats
 	// lastSrc caches the last sources lookup (key lastSrcKey).
@@ -214,13 +240,17 @@ func New(cfg Config) *Collector {
 	if cfg.MaxQueues <= 0 {
 		cfg.MaxQueues = 16384
 	}
+	if cfg.SeqWindow == 0 {
+		cfg.SeqWindow = 4096
+	}
+	cfg.SeqWindow = min(cfg.SeqWindow, wire.MaxReportSeq/2)
 	return &Collector{
 		cfg:     cfg,
 		dec:     NewDecoder(),
 		index:   newFlowIndex(cfg.MaxFlows, uint64(time.Now().UnixNano())),
 		head:    -1,
 		tail:    -1,
-		sources: make(map[uint64]*SourceState),
+		sources: newSourceTable(),
 		nodes:   make(map[uint32]*NodeStats),
 		queues:  make(map[QueueKey]*QueueStats),
 	}
@@ -253,6 +283,20 @@ func (c *Collector) HandlePackets(n int, packet func(i int) []byte, now int64) {
 	defer c.mu.Unlock()
 	for i := 0; i < n; i++ {
 		c.handlePacketLocked(packet(i), now)
+	}
+}
+
+// handleFrom is HandlePackets for a receiver's batch, dropping the
+// datagrams from addresses outside Config.Allow.
+func (c *Collector) handleFrom(r *Receiver, n int, now int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := 0; i < n; i++ {
+		if len(c.cfg.Allow) != 0 && !c.allowed(r.From(i)) {
+			c.c.Rejected++
+			continue
+		}
+		c.handlePacketLocked(r.Packet(i), now)
 	}
 }
 
@@ -615,52 +659,6 @@ func (f *FlowState) lastHopsLatency() uint64 {
 	return s
 }
 
-// sequence detects report loss from gaps in the (node, hw_id) sequence.
-func (c *Collector) sequence(r *Report) {
-	s := c.source(r)
-	if s == nil {
-		return
-	}
-	s.Packets++
-	if s.Packets == 1 {
-		s.LastSeq = r.Seq
-		return
-	}
-	mask := uint32(wire.MaxReportSeq)
-	if r.Version != wire.Version2 {
-		mask = 0xffffffff
-	}
-	gap := (r.Seq - s.LastSeq - 1) & mask
-	switch {
-	case gap == mask || gap >= mask/2:
-		// At or behind the last sequence number: duplicate or reordered.
-		s.Reordered++
-		return
-	case gap > 0:
-		s.Lost += uint64(gap)
-		c.c.Lost += uint64(gap)
-	}
-	s.LastSeq = r.Seq
-}
-
-func (c *Collector) source(r *Report) *SourceState {
-	k := uint64(r.NodeID)<<8 | uint64(r.HWID)<<1 | uint64(r.Version&1)
-	if c.lastSrc != nil && c.lastSrcKey == k {
-		return c.lastSrc // the reports of a packet share their source
-	}
-	if s, ok := c.sources[k]; ok {
-		c.lastSrc, c.lastSrcKey = s, k
-		return s
-	}
-	if len(c.sources) >= c.cfg.MaxSources {
-		c.c.SourcesOverflow++
-		return nil
-	}
-	s := &SourceState{NodeID: r.NodeID, HWID: r.HWID, Version: r.Version}
-	c.sources[k] = s
-	return s
-}
-
 // flow returns the state of k, creating it (and evicting the least
 // recently updated flow when the table is full).
 func (c *Collector) flow(k *wire.FlowKey) *FlowState {
@@ -733,9 +731,7 @@ func (c *Collector) Snapshot(maxFlows int) *Snapshot {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := &Snapshot{Counters: c.c}
-	for _, src := range c.sources {
-		s.Sources = append(s.Sources, *src)
-	}
+	s.Sources = c.sources.copy()
 	sortSources(s.Sources)
 	for i := c.head; i >= 0 && (maxFlows <= 0 || len(s.Flows) < maxFlows); i = c.flows[i].next {
 		s.Flows = append(s.Flows, c.flows[i])

@@ -190,12 +190,8 @@ func (c *Collector) Aggregates() *Aggregates {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	a := &Aggregates{Counters: c.c, Flows: len(c.flows), FlowCapacity: c.cfg.MaxFlows,
-		Sources: make([]SourceState, 0, len(c.sources)), Nodes: make([]NodeStats, 0, len(c.nodes)),
+		Sources: c.sources.copy(), Nodes: make([]NodeStats, 0, len(c.nodes)),
 		Queues: make([]QueueStats, 0, len(c.queues))}
-	for _, s := range c.sources {
-		a.Sources = append(a.Sources, *s)
-	}
-	sortSources(a.Sources)
 	for _, n := range c.nodes {
 		cp := *n
 		if n.Drops != nil {

@@ -3,6 +3,7 @@ package collector
 import (
 	"errors"
 	"net"
+	"net/netip"
 	"syscall"
 	"time"
 	"unsafe"
@@ -19,9 +20,11 @@ type Receiver struct {
 	bufs [][]byte
 	iovs []unix.Iovec
 	msgs []unix.Mmsghdr
-	n    int
-	err  error
-	read func(fd uintptr) bool
+	// names receive the senders' addresses (an IPv6 one is the largest).
+	names []unix.RawSockaddrInet6
+	n     int
+	err   error
+	read  func(fd uintptr) bool
 }
 
 // DefaultBatch is the number of datagrams read per system call (256
@@ -68,13 +71,15 @@ func NewReceiver(conn *net.UDPConn, batch int) (*Receiver, error) {
 		return nil, err
 	}
 	r := &Receiver{conn: conn, raw: raw,
-		bufs: make([][]byte, batch), iovs: make([]unix.Iovec, batch), msgs: make([]unix.Mmsghdr, batch)}
+		bufs: make([][]byte, batch), iovs: make([]unix.Iovec, batch), msgs: make([]unix.Mmsghdr, batch),
+		names: make([]unix.RawSockaddrInet6, batch)}
 	for i := range r.bufs {
 		r.bufs[i] = make([]byte, 9216)
 		r.iovs[i].Base = &r.bufs[i][0]
 		r.iovs[i].SetLen(len(r.bufs[i]))
 		r.msgs[i].Hdr.Iov = &r.iovs[i]
 		r.msgs[i].Hdr.SetIovlen(1)
+		r.msgs[i].Hdr.Name = (*byte)(unsafe.Pointer(&r.names[i]))
 	}
 	r.read = r.recvmmsg
 	return r, nil
@@ -90,6 +95,9 @@ func (r *Receiver) Close() error { return r.conn.Close() }
 func (r *Receiver) SetDeadline(t time.Time) error { return r.conn.SetReadDeadline(t) }
 
 func (r *Receiver) recvmmsg(fd uintptr) bool {
+	for i := range r.msgs {
+		r.msgs[i].Hdr.Namelen = unix.SizeofSockaddrInet6 // the kernel writes back each length
+	}
 	n, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&r.msgs[0])), uintptr(len(r.msgs)),
 		unix.MSG_DONTWAIT, 0, 0)
 	if e == unix.EAGAIN || e == unix.EWOULDBLOCK {
@@ -117,6 +125,20 @@ func (r *Receiver) Read() (int, error) {
 // Packet returns datagram i of the last Read (valid until the next Read).
 func (r *Receiver) Packet(i int) []byte { return r.bufs[i][:r.msgs[i].Len] }
 
+// From returns the sender's address of datagram i of the last Read
+// (IPv4 senders of a dual-stack socket come unmapped).
+func (r *Receiver) From(i int) netip.Addr {
+	n := &r.names[i]
+	switch n.Family {
+	case unix.AF_INET6:
+		return netip.AddrFrom16(n.Addr).Unmap()
+	case unix.AF_INET:
+		v4 := (*unix.RawSockaddrInet4)(unsafe.Pointer(n))
+		return netip.AddrFrom4(v4.Addr)
+	}
+	return netip.Addr{}
+}
+
 // Serve reads report packets from r until it is closed and aggregates
 // them. It returns nil after Close.
 func (c *Collector) Serve(r *Receiver) error {
@@ -129,6 +151,6 @@ func (c *Collector) Serve(r *Receiver) error {
 			return err
 		}
 		now := time.Now().UnixNano()
-		c.HandlePackets(n, r.Packet, now)
+		c.handleFrom(r, n, now)
 	}
 }

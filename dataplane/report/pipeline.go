@@ -106,7 +106,10 @@ type dest struct {
 	lastSeq atomic.Uint32
 	full    atomic.Uint64 // packets dropped: queue full
 	sendErr atomic.Uint64
-	cap     int
+	// refusedN counts packets sent and then refused (in sendErr too).
+	refusedN atomic.Uint64
+	cap      int
+	sent     [sentRing]sentPkt // worker only
 }
 
 type pktBuf struct {
@@ -356,7 +359,57 @@ func (p *Pipeline) worker(d *dest) {
 			}
 		}
 		pb.pkt.Payload = nil
+		if r, ok := p.sender.(Refuser); ok {
+			r.Refused(d.addr, func(seq uint32) { p.refused(d, seq) })
+		}
+		if err == nil {
+			d.remember(pb)
+		}
 		d.free <- pb
+	}
+}
+
+// sentRing is how many sent packets a collector remembers, to move a
+// packet refused after the fact from sent to dropped.
+const sentRing = 64
+
+type sentPkt struct {
+	seq   uint32
+	ok    bool
+	types [spec.NumEventTypes]uint16
+	ctr   *sessCounters
+	bytes int
+}
+
+// remember records a packet the worker sent.
+func (d *dest) remember(pb *pktBuf) {
+	d.sent[pb.pkt.Seq%sentRing] = sentPkt{seq: pb.pkt.Seq, ok: true, types: pb.types, ctr: pb.ctr, bytes: len(pb.buf)}
+}
+
+// refused moves packet seq, counted as sent, to the send errors: the
+// collector's host refused it (Refuser).
+func (p *Pipeline) refused(d *dest, seq uint32) {
+	sp := &d.sent[seq%sentRing]
+	if !sp.ok || sp.seq != seq {
+		return // not a packet of the last sentRing: its reports are unknown
+	}
+	sp.ok = false
+	dec := func(a *atomic.Uint64, n uint64) { a.Add(^(n - 1)) }
+	d.sendErr.Add(1)
+	d.refusedN.Add(1)
+	dec(&d.packets, 1)
+	dec(&d.bytes, uint64(sp.bytes))
+	sp.ctr.sendErr.Add(1)
+	dec(&sp.ctr.packets, 1)
+	dec(&sp.ctr.bytes, uint64(sp.bytes))
+	for t, n := range sp.types {
+		if n == 0 {
+			continue
+		}
+		dec(&p.byType[t].sent, uint64(n))
+		dec(&sp.ctr.byType[t].sent, uint64(n))
+		p.byType[t].dropped.Add(uint64(n))
+		sp.ctr.byType[t].dropped.Add(uint64(n))
 	}
 }
 

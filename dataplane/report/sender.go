@@ -1,6 +1,7 @@
 package report
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -9,6 +10,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/intd-project/intd/dataplane/wire"
 )
 
 // Packet is one telemetry report packet handed to a Sender.
@@ -70,14 +73,30 @@ func (c *Capture) Reset() {
 	c.mu.Unlock()
 }
 
+// Refuser is implemented by Senders that learn after Send returned that
+// a packet was not delivered (an ICMP unreachable came back for it).
+// Refused calls fn with the sequence number of each such packet to dst
+// learnt since the last call.
+type Refuser interface {
+	Refused(dst netip.AddrPort, fn func(seq uint32))
+}
+
 // UDPSender sends report packets over UDP sockets, one per (source,
 // collector, DSCP, VRF), with IP_TOS/IPV6_TCLASS set to the DSCP and path
 // MTU discovery on (DF set, IP_PMTUDISC_DO). The source address is bound
 // when it is local; otherwise the kernel picks one and NotLocal records it.
+//
+// Sockets are connected, so an ICMP error (port or host unreachable)
+// coming back for one packet would fail the next send with the packet
+// that caused it counted as sent. With IP_RECVERR each error is queued
+// with the datagram that caused it; Send reads the queue first, and
+// Refused reports those packets (the Refuser interface), so a collector
+// that is down counts every packet as undelivered.
 type UDPSender struct {
 	mu       sync.Mutex
 	conns    map[udpKey]*net.UDPConn
 	notLocal map[netip.Addr]bool
+	refused  map[netip.AddrPort][]uint32
 }
 
 type udpKey struct {
@@ -89,7 +108,7 @@ type udpKey struct {
 
 // NewUDPSender returns a sender with no sockets open yet.
 func NewUDPSender() *UDPSender {
-	return &UDPSender{conns: map[udpKey]*net.UDPConn{}, notLocal: map[netip.Addr]bool{}}
+	return &UDPSender{conns: map[udpKey]*net.UDPConn{}, notLocal: map[netip.Addr]bool{}, refused: map[netip.AddrPort][]uint32{}}
 }
 
 // Send implements Sender.
@@ -104,8 +123,63 @@ func (u *UDPSender) Send(p *Packet) error {
 			return err
 		}
 	}
+	u.readErrors(c, p.Dst)
 	_, err := c.Write(p.Payload)
 	return err
+}
+
+// readErrors takes the socket's queued ICMP errors (IP_RECVERR): each
+// comes with the start of the datagram that caused it, whose sequence
+// number is recorded as refused. Reading the queue also clears the
+// pending error, so the next Write is not failed for an earlier packet.
+func (u *UDPSender) readErrors(c *net.UDPConn, dst netip.AddrPort) {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return
+	}
+	var buf [8]byte // the group header (or v0.5 header's first words)
+	rc.Control(func(fd uintptr) {
+		for {
+			n, _, _, _, err := unix.Recvmsg(int(fd), buf[:], nil, unix.MSG_ERRQUEUE|unix.MSG_DONTWAIT)
+			if err != nil {
+				return
+			}
+			seq, ok := payloadSeq(buf[:n])
+			if !ok {
+				continue
+			}
+			u.mu.Lock()
+			u.refused[dst] = append(u.refused[dst], seq)
+			u.mu.Unlock()
+		}
+	})
+}
+
+// payloadSeq is the sequence number of a report packet (v2.0 group header
+// or v0.5 header).
+func payloadSeq(b []byte) (uint32, bool) {
+	if len(b) < 8 {
+		return 0, false
+	}
+	if b[0]>>4 == wire.Version2 {
+		return binary.BigEndian.Uint32(b) & wire.MaxReportSeq, true
+	}
+	return binary.BigEndian.Uint32(b[4:]), true
+}
+
+// Refused implements Refuser.
+func (u *UDPSender) Refused(dst netip.AddrPort, fn func(seq uint32)) {
+	u.mu.Lock()
+	seqs := u.refused[dst]
+	if len(seqs) == 0 {
+		u.mu.Unlock()
+		return
+	}
+	u.refused[dst] = nil
+	u.mu.Unlock()
+	for _, s := range seqs {
+		fn(s)
+	}
 }
 
 func (u *UDPSender) dial(k udpKey) (*net.UDPConn, error) {
@@ -119,8 +193,14 @@ func (u *UDPSender) dial(k udpKey) (*net.UDPConn, error) {
 				if serr = unix.SetsockoptInt(s, unix.IPPROTO_IPV6, unix.IPV6_TCLASS, tos); serr != nil {
 					return
 				}
+				if serr = unix.SetsockoptInt(s, unix.IPPROTO_IPV6, unix.IPV6_RECVERR, 1); serr != nil {
+					return
+				}
 				serr = unix.SetsockoptInt(s, unix.IPPROTO_IPV6, unix.IPV6_MTU_DISCOVER, unix.IPV6_PMTUDISC_DO)
 			} else {
+				if serr = unix.SetsockoptInt(s, unix.IPPROTO_IP, unix.IP_RECVERR, 1); serr != nil {
+					return
+				}
 				if serr = unix.SetsockoptInt(s, unix.IPPROTO_IP, unix.IP_TOS, tos); serr != nil {
 					return
 				}

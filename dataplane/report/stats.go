@@ -25,7 +25,8 @@ type CollectorStats struct {
 	LastSeq    uint32 // sequence number of the last packet sent
 	NextSeq    uint32 // sequence number of the next packet
 	QueueFull  uint64 // packets dropped because the queue was full
-	SendErrors uint64 // packets the Sender failed to send
+	SendErrors uint64 // packets the Sender failed to send, or sent and then refused
+	Refused    uint64 // packets refused after they were sent (ICMP unreachable), in SendErrors too
 	Queued     int    // packets waiting now
 }
 
@@ -109,7 +110,7 @@ func (p *Pipeline) Stats() Stats {
 		for _, d := range s.dests {
 			ss.Collectors = append(ss.Collectors, CollectorStats{Addr: d.addr, Packets: d.packets.Load(),
 				Bytes: d.bytes.Load(), LastSeq: d.lastSeq.Load(), NextSeq: d.seq, QueueFull: d.full.Load(),
-				SendErrors: d.sendErr.Load(), Queued: len(d.queue)})
+				SendErrors: d.sendErr.Load(), Refused: d.refusedN.Load(), Queued: len(d.queue)})
 		}
 		st.Sessions[name] = ss
 	}

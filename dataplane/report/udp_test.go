@@ -96,3 +96,59 @@ func TestUDPLoopback(t *testing.T) {
 		snd.Close()
 	}
 }
+
+// TestUDPCollectorDown sends reports to a loopback port nobody listens
+// on: every packet is refused (ICMP port unreachable) and must count as a
+// send error, none as sent, although the connected socket only fails
+// every other write.
+func TestUDPCollectorDown(t *testing.T) {
+	for _, fam := range []string{"127.0.0.1", "::1"} {
+		ln, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.ParseIP(fam)})
+		if err != nil {
+			t.Skip("no loopback UDP:", err)
+		}
+		dst := ln.LocalAddr().(*net.UDPAddr).AddrPort()
+		ln.Close() // the port is now closed
+		snd := NewUDPSender()
+		cfg := baseConfig(1)
+		cfg.Sessions[0].Src = netip.MustParseAddr(fam)
+		cfg.Sessions[0].Collectors = []Collector{{dst}}
+		cfg.Events[spec.EventFlowReportAllPackets] = Route{Session: "s"}
+		p, err := New(cfg, Options{Sender: snd, TickInterval: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := newFrame(1, []uint32{1}, []uint32{1})
+		var ev Event
+		const n = 40
+		for i := 0; i < n; i++ {
+			f.event(&ev, int64(i), 10)
+			ev.ReportAll = true
+			p.Report(&ev)
+			p.Flush()
+			// Let the worker send and the ICMP error come back.
+			deadline := time.Now().Add(2 * time.Second)
+			for time.Now().Before(deadline) {
+				c := p.Stats().Sessions["s"].Collectors[0]
+				if c.Packets+c.SendErrors >= uint64(i+1) && c.Queued == 0 {
+					break
+				}
+				time.Sleep(time.Millisecond)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		// One more send reads the last error.
+		f.event(&ev, n, 10)
+		ev.ReportAll = true
+		p.Report(&ev)
+		p.Close()
+		snd.Close()
+		st := p.Stats()
+		c := st.Sessions["s"].Collectors[0]
+		tot := st.ByType[spec.EventFlowReportAllPackets]
+		// The last packet's error may still be on its way.
+		if c.Packets > 1 || c.SendErrors < n || c.Refused == 0 || tot.Sent > 1 || tot.Dropped < n {
+			t.Errorf("%s: collector %+v, reports %+v: want every packet a send error", fam, c, tot)
+		}
+	}
+}

@@ -36,7 +36,8 @@ type Exporter struct {
 type descs struct {
 	packets, reports, malformed, lost, noFlow, congestion            *prometheus.Desc
 	flows, flowTable, flowsCreated, flowsEvicted                     *prometheus.Desc
-	overflow                                                         *prometheus.Desc
+	overflow, evicted, seqResets, outOfWindow, rejected              *prometheus.Desc
+	srcResets, srcOutOfWindow                                        *prometheus.Desc
 	srcReports, srcLost, srcReordered                                *prometheus.Desc
 	hopLatency, pathLatency, drops                                   *prometheus.Desc
 	queueCongestion, queueOccupancy                                  *prometheus.Desc
@@ -62,7 +63,7 @@ func New(c *collector.Collector, flows int) (*Exporter, error) {
 		packets:    d("packets_total", "Telemetry report packets received."),
 		reports:    d("reports_total", "Individual reports decoded, by report format version.", "version"),
 		malformed:  d("malformed_total", "Malformed report packets or embedded packets, by kind of error.", "kind"),
-		lost:       d("reports_lost_total", "Reports missing from (node, hw_id) sequence number gaps."),
+		lost:       d("reports_lost_total", "Report packets missing from gaps in their (node, hw_id) sequence numbers, within the loss window."),
 		noFlow:     d("reports_without_flow_total", "Reports whose embedded packet gave no flow."),
 		congestion: d("congestion_reports_total", "Reports with the congested-queue (Q) flag."),
 
@@ -71,10 +72,16 @@ func New(c *collector.Collector, flows int) (*Exporter, error) {
 		flowsCreated: d("flows_created_total", "Flows added to the flow table."),
 		flowsEvicted: d("flows_evicted_total", "Flows evicted from the full flow table."),
 		overflow:     d("table_full_total", "Samples not aggregated because a table was full, by table.", "table"),
+		evicted:      d("sources_evicted_total", "Sequence trackers of reporting nodes evicted to make room for a new one (new and idle nodes first)."),
+		seqResets:    d("sequence_resets_total", "Report sequences that restarted: two numbers in a row beyond the loss window of their node's last one."),
+		outOfWindow:  d("sequence_out_of_window_total", "Report packets whose sequence number was beyond the loss window of their node's last one (not counted as loss)."),
+		rejected:     d("rejected_packets_total", "Datagrams ignored because their sender is outside the accepted addresses (--allow)."),
 
-		srcReports:   d("source_reports_total", "Reports per reporting node and hardware ID.", src...),
-		srcLost:      d("source_reports_lost_total", "Reports lost per reporting node and hardware ID (sequence gaps).", src...),
-		srcReordered: d("source_reports_reordered_total", "Reports at or behind the last sequence number per reporting node and hardware ID.", src...),
+		srcReports:     d("source_reports_total", "Reports per reporting node and hardware ID.", src...),
+		srcLost:        d("source_reports_lost_total", "Report packets lost per reporting node and hardware ID (sequence gaps within the loss window).", src...),
+		srcReordered:   d("source_reports_reordered_total", "Report packets at or behind the last sequence number per reporting node and hardware ID.", src...),
+		srcResets:      d("source_sequence_resets_total", "Report sequences that restarted, per reporting node and hardware ID.", src...),
+		srcOutOfWindow: d("source_sequence_out_of_window_total", "Report packets with a sequence number beyond the loss window, per reporting node and hardware ID.", src...),
 
 		hopLatency:  d("hop_latency_seconds", "Hop latency reported for the node's hops, all flows.", "node_id"),
 		pathLatency: d("end_to_end_latency_seconds", "End-to-end latency of packets (the sum of their hop latencies), by the last node of their path (the sink).", "node_id"),
@@ -103,6 +110,7 @@ func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 	d := &e.d
 	for _, x := range []*prometheus.Desc{d.packets, d.reports, d.malformed, d.lost, d.noFlow, d.congestion,
 		d.flows, d.flowTable, d.flowsCreated, d.flowsEvicted, d.overflow,
+		d.evicted, d.seqResets, d.outOfWindow, d.rejected, d.srcResets, d.srcOutOfWindow,
 		d.srcReports, d.srcLost, d.srcReordered, d.hopLatency, d.pathLatency, d.drops,
 		d.queueCongestion, d.queueOccupancy} {
 		ch <- x
@@ -142,6 +150,10 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	counter(d.overflow, c.SourcesOverflow, "sources")
 	counter(d.overflow, c.NodesOverflow, "nodes")
 	counter(d.overflow, c.QueuesOverflow, "queues")
+	counter(d.evicted, c.SourcesEvicted)
+	counter(d.seqResets, c.SeqResets)
+	counter(d.outOfWindow, c.OutOfWindow)
+	counter(d.rejected, c.Rejected)
 
 	for i := range a.Sources {
 		s := &a.Sources[i]
@@ -149,6 +161,8 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 		counter(d.srcReports, s.Reports, lv...)
 		counter(d.srcLost, s.Lost, lv...)
 		counter(d.srcReordered, s.Reordered, lv...)
+		counter(d.srcResets, s.Resets, lv...)
+		counter(d.srcOutOfWindow, s.OutOfWindow, lv...)
 	}
 	for i := range a.Nodes {
 		n := &a.Nodes[i]
