@@ -7,6 +7,8 @@
 package main
 
 import (
+	"bufio"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -16,6 +18,7 @@ import (
 	"github.com/intd-project/intd/cmd/internal/buildinfo"
 	"github.com/intd-project/intd/dataplane/collector"
 	"github.com/intd-project/intd/dataplane/wire"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 func main() {
@@ -23,7 +26,7 @@ func main() {
 	if len(args) > 0 {
 		switch args[0] {
 		case "decode":
-			os.Exit(decodeMain(args[1:]))
+			os.Exit(decodeMain(args[1:], os.Stdout, os.Stderr))
 		case "version", "-version", "--version":
 			os.Exit(versionMain(args[1:], os.Stdout, os.Stderr))
 		case "help", "-h", "-help", "--help":
@@ -55,8 +58,9 @@ func versionMain(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func decodeMain(args []string) int {
-	fs := flag.NewFlagSet("decode", flag.ExitOnError)
+func decodeMain(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("decode", flag.ContinueOnError)
+	fs.SetOutput(stderr)
 	port := fs.Uint("report-port", 32766, "UDP destination port of telemetry reports")
 	var m marking
 	m.flags(fs)
@@ -64,49 +68,69 @@ func decodeMain(args []string) int {
 		fmt.Fprintln(fs.Output(), "usage: intcollector decode [flags] FILE.pcap")
 		fs.PrintDefaults()
 	}
-	fs.Parse(args)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
 	if fs.NArg() != 1 {
 		fs.Usage()
 		return 2
 	}
 	f, err := os.Open(fs.Arg(0))
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
+		fmt.Fprintln(stderr, "intcollector:", err)
 		return 1
 	}
 	defer f.Close()
 	d := collector.NewFrameDecoder(uint16(*port))
 	if err := m.apply(&d.Parser); err != nil {
-		fmt.Fprintln(os.Stderr, "intcollector:", err)
+		fmt.Fprintln(stderr, "intcollector:", err)
 		return 2
 	}
-	if err := d.DecodePcap(f, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "intcollector:", err)
+	w := bufio.NewWriter(stdout)
+	err = d.DecodePcap(f, w)
+	if ferr := w.Flush(); err == nil {
+		err = ferr
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "intcollector:", err)
 		return 1
 	}
 	return 0
 }
 
-// marking is how INT v2.1 is marked in the decoded packets (all off by
-// default: INT over TCP/UDP is then found by its shim alone).
+// marking is how INT v2.1 is marked in the decoded packets, with the
+// defaults of intd's marking configuration (INT over TCP/UDP without the
+// marking is still found by a consistent shim).
 type marking struct {
-	udpPort, dscp, dscpMask, greProto uint
-	probe                             string
+	udpPort, dscp, dscpMask, greProto, gpeNext, geneveClass uint
+	probe                                                   string
 }
 
 func (m *marking) flags(fs *flag.FlagSet) {
-	fs.UintVar(&m.udpPort, "int-udp-port", 0, "UDP port marking INT v2.1 in embedded packets (0: detect)")
-	fs.UintVar(&m.dscp, "int-dscp", 0, "DSCP value marking INT v2.1 over TCP/UDP")
-	fs.UintVar(&m.dscpMask, "int-dscp-mask", 0, "DSCP mask for -int-dscp (0: detect by the shim)")
-	fs.StringVar(&m.probe, "int-probe-marker", "", "64-bit probe marker announcing INT v2.1 after TCP/UDP, e.g. 0xaaaaaaaabbbbbbbb")
-	fs.UintVar(&m.greProto, "int-gre-proto", 0, "GRE protocol type announcing INT v2.1 (0: none)")
+	fs.UintVar(&m.udpPort, "int-udp-port", 0, "UDP destination port marking INT v2.1 (marking udp-port; 0: none)")
+	fs.UintVar(&m.dscp, "int-dscp", collector.DefaultDSCP, "DSCP value marking INT v2.1 over TCP/UDP (marking dscp-value)")
+	fs.UintVar(&m.dscpMask, "int-dscp-mask", collector.DefaultDSCPMask, "DSCP bits of the INT marking (marking dscp-mask; 0: no DSCP marking)")
+	fs.StringVar(&m.probe, "int-probe-marker", "", "64-bit probe marker announcing INT v2.1 after TCP/UDP, e.g. 0xaaaaaaaabbbbbbbb (marking probe-marker)")
+	fs.UintVar(&m.greProto, "int-gre-proto", 0, "GRE protocol type announcing INT v2.1 (marking gre-protocol-type; 0: none)")
+	fs.UintVar(&m.gpeNext, "int-gpe-next-protocol", spec.VXLANGPENextProtoINT, "VXLAN-GPE next protocol announcing INT (marking vxlan-gpe-next-protocol)")
+	fs.UintVar(&m.geneveClass, "int-geneve-option-class", spec.GeneveClassINT, "Geneve option class of INT (marking geneve-option-class)")
 }
 
 func (m *marking) apply(p *wire.Parser) error {
-	if m.udpPort > 0xffff || m.dscp > 0x3f || m.dscpMask > 0x3f || m.greProto > 0xffff {
-		return fmt.Errorf("-int-udp-port, -int-gre-proto (0-65535), -int-dscp and -int-dscp-mask (0-63) out of range")
+	if m.udpPort > 0xffff || m.greProto > 0xffff || m.geneveClass > 0xffff {
+		return fmt.Errorf("-int-udp-port, -int-gre-proto and -int-geneve-option-class: the range is 0 to 65535")
+	}
+	if m.dscp > 0x3f || m.dscpMask > 0x3f {
+		return fmt.Errorf("-int-dscp and -int-dscp-mask: the range is 0 to 63")
+	}
+	if m.gpeNext == 0 || m.gpeNext > 0xff || m.geneveClass == 0 {
+		return fmt.Errorf("-int-gpe-next-protocol (1-255) and -int-geneve-option-class (1-65535) out of range")
 	}
 	p.UDPPort, p.DSCP, p.DSCPMask, p.GREProto = uint16(m.udpPort), uint8(m.dscp), uint8(m.dscpMask), uint16(m.greProto)
+	p.GPENextProto, p.GeneveClass = uint8(m.gpeNext), uint16(m.geneveClass)
 	if m.probe != "" {
 		v, err := strconv.ParseUint(m.probe, 0, 64)
 		if err != nil || v == 0 {

@@ -724,13 +724,16 @@ type Snapshot struct {
 	Counters Counters
 	Sources  []SourceState
 	Flows    []FlowState // most recently updated first
+	// TableFlows is the number of flows in the table (Flows may hold
+	// fewer).
+	TableFlows int
 }
 
 // Snapshot copies the state (at most maxFlows flows, all when <= 0).
 func (c *Collector) Snapshot(maxFlows int) *Snapshot {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	s := &Snapshot{Counters: c.c}
+	s := &Snapshot{Counters: c.c, TableFlows: len(c.flows)}
 	s.Sources = c.sources.copy()
 	sortSources(s.Sources)
 	for i := c.head; i >= 0 && (maxFlows <= 0 || len(s.Flows) < maxFlows); i = c.flows[i].next {

@@ -2,6 +2,7 @@ package collector
 
 import (
 	"encoding/binary"
+	"errors"
 
 	"github.com/intd-project/intd/dataplane/wire"
 	"github.com/intd-project/intd/sai/spec"
@@ -128,11 +129,22 @@ type Decoder struct {
 	noFast bool
 }
 
-// NewDecoder returns a decoder with the default markings: VXLAN-GPE and
-// Geneve on their IANA ports, Host-INT's UDP port 33122 and DSCP 0x01/0x01.
+// DefaultDSCP and DefaultDSCPMask are intd's default INT v2.1 DSCP
+// marking (the marking-config defaults of the intd-int model).
+const (
+	DefaultDSCP     = 0x17
+	DefaultDSCPMask = 0x3f
+)
+
+// NewDecoder returns a decoder with intd's default markings: INT v2.1 by
+// DSCP 0x17/0x3f, VXLAN-GPE and Geneve on their IANA ports with the
+// spec's code points; INT 0.5 on Host-INT's UDP port 33122 and DSCP
+// 0x01/0x01. INT v2.1 over TCP/UDP without the DSCP is still found by a
+// consistent shim.
 func NewDecoder() *Decoder {
 	return &Decoder{
-		Parser:        wire.Parser{VXLANGPEPort: spec.PortVXLANGPE, GenevePort: spec.PortGeneve, AllowTruncated: true},
+		Parser: wire.Parser{DSCP: DefaultDSCP, DSCPMask: DefaultDSCPMask,
+			VXLANGPEPort: spec.PortVXLANGPE, GenevePort: spec.PortGeneve, AllowTruncated: true},
 		INT05Port:     wire.HostINTDefaultPort,
 		INT05DSCP:     0x01,
 		INT05DSCPMask: 0x01,
@@ -294,25 +306,36 @@ func (d *Decoder) decodeInner(r *Report, buf []byte, ethernet, fromReport bool) 
 	}
 	d.Parser.AllowTruncated = true
 	p := &d.pkt
-	var err error
+	var err, err2 error
 	if ethernet {
 		err = d.Parser.Parse(buf, p)
 	} else {
 		err = d.Parser.ParseIP(buf, p)
 	}
 	if err != nil {
-		r.InnerErr = err
+		// The INT the markings announce is malformed or cut off: keep the
+		// flow. A stack cut by the report's truncation of the packet (its
+		// IP length runs past the bytes present) is no error.
+		q := d.Parser
+		q.NoINT = true
+		if ethernet {
+			err2 = q.Parse(buf, p)
+		} else {
+			err2 = q.ParseIP(buf, p)
+		}
+		if err2 != nil || !(fromReport && p.Truncated && (errors.Is(err, wire.ErrTruncated) || errors.Is(err, wire.ErrBadLength))) {
+			r.InnerErr = err
+		}
+		if err2 != nil || p.L3 < 0 {
+			return
+		}
+		d.setFlow(r, buf, p)
 		return
 	}
 	if p.L3 < 0 {
 		return
 	}
-	r.HasFlow, r.Flow = true, p.Flow
-	if p.IPVersion == 4 {
-		r.TTL = buf[p.L3+8]
-	} else {
-		r.TTL = buf[p.L3+7]
-	}
+	d.setFlow(r, buf, p)
 	st := &r.INT
 	if p.HasINT() {
 		r.InnerErr = d.decodeV21(r, st, buf[p.INT:p.INT+p.INTLen], p.Encap, p.INTType)
@@ -348,6 +371,16 @@ func (d *Decoder) decodeInner(r *Report, buf []byte, ethernet, fromReport bool) 
 			r.Flow.DstPort = s.Value
 		}
 		r.InnerErr = d.decodeV21(r, st, buf[p.INT:p.INT+p.INTLen], p.Encap, p.INTType)
+	}
+}
+
+// setFlow sets r's flow and TTL from the parsed packet p.
+func (d *Decoder) setFlow(r *Report, buf []byte, p *wire.Packet) {
+	r.HasFlow, r.Flow = true, p.Flow
+	if p.IPVersion == 4 {
+		r.TTL = buf[p.L3+8]
+	} else {
+		r.TTL = buf[p.L3+7]
 	}
 }
 

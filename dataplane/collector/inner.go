@@ -11,8 +11,8 @@ import (
 // innerFast is decodeInner (fromReport) for the common report inner
 // packet, without wire.Parser and wire.Packet: Ethernet without VLAN tags
 // or a bare IP packet, IPv4, a first fragment, UDP or TCP, where the
-// parser's configured markings find no INT (its DSCP marking and probe
-// marker off, no tunnel or INT port matched) and no INT 0.5 or INT 2016
+// parser's configured markings find no INT or a well-formed INT v2.1
+// stack by DSCP (probe marker off, no tunnel or INT port matched) and no INT 0.5 or INT 2016
 // marking applies. Only the flow key, TTL and an unmarked INT v2.1 stack
 // are left to find. It returns false, with r untouched, for anything else
 // (errors included), which the general path handles.
@@ -22,7 +22,7 @@ func (d *Decoder) innerFast(r *Report, b []byte, ethernet bool) bool {
 	if ethernet {
 		l3 = wire.EthernetLen
 	}
-	if c.DSCPMask != 0 || c.ProbeMarker != 0 || len(b) < l3+wire.IPv4MinLen {
+	if c.ProbeMarker != 0 || len(b) < l3+wire.IPv4MinLen {
 		return false
 	}
 	if ethernet && binary.BigEndian.Uint16(b[12:]) != wire.EtherTypeIPv4 {
@@ -64,6 +64,13 @@ func (d *Decoder) innerFast(r *Report, b []byte, ethernet bool) bool {
 	off := l4 + l4Len
 	// INT 0.5 by DSCP: left to the general path.
 	if off+4 <= len(b) && d.INT05DSCPMask != 0 && (h[1]>>2)&d.INT05DSCPMask == d.INT05DSCP && looksINT05(b[off:]) {
+		return false
+	}
+	// INT marked by DSCP: here only when a whole, consistent stack is
+	// where the parser would look; the rest (errors, truncation) is the
+	// parser's.
+	if c.DSCPMask != 0 && (h[1]>>2)&c.DSCPMask == c.DSCP &&
+		(c.TCPBeforeOptions && proto == wire.ProtoTCP || off+4 > end || !looksV21Shim(b[off:end]) || b[off]&0x0c != 0) {
 		return false
 	}
 	r.HasFlow = true

@@ -3,6 +3,7 @@ package collector
 import (
 	"bufio"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"time"
@@ -66,16 +67,20 @@ type InnerJSON struct {
 
 // IndividualJSON is one individual report.
 type IndividualJSON struct {
-	RepType    uint8      `json:"rep_type"`
-	InType     uint8      `json:"in_type"`
-	D          bool       `json:"d"`
-	Q          bool       `json:"q"`
-	F          bool       `json:"f"`
-	I          bool       `json:"i"`
-	MD         *HopJSON   `json:"md,omitempty"`
-	DropReason *uint8     `json:"drop_reason,omitempty"`
-	DomainID   *uint16    `json:"domain_id,omitempty"`
-	DSMdBits   *uint16    `json:"ds_md_bits,omitempty"`
+	RepType     uint8    `json:"rep_type"`
+	InType      uint8    `json:"in_type"`
+	D           bool     `json:"d"`
+	Q           bool     `json:"q"`
+	F           bool     `json:"f"`
+	I           bool     `json:"i"`
+	MD          *HopJSON `json:"md,omitempty"`
+	DropReason  *uint8   `json:"drop_reason,omitempty"`
+	DropQueueID *uint8   `json:"drop_queue_id,omitempty"`
+	DomainID    *uint16  `json:"domain_id,omitempty"`
+	DSMdBits    *uint16  `json:"ds_md_bits,omitempty"`
+	DSMdStatus  *uint16  `json:"ds_md_status,omitempty"`
+	// DSMetadata is the domain-specific report metadata, in hex.
+	DSMetadata string     `json:"ds_metadata,omitempty"`
 	Inner      *InnerJSON `json:"inner,omitempty"`
 }
 
@@ -170,10 +175,13 @@ func ReportToJSON(r *Report) IndividualJSON {
 		j.MD = &md
 	}
 	if r.HasDrop {
-		j.DropReason = p(r.DropReason)
+		j.DropReason, j.DropQueueID = p(r.DropReason), p(r.DropQueueID)
 	}
 	if r.Version == wire.Version2 && r.RepType == spec.RepINT {
-		j.DomainID, j.DSMdBits = p(r.DomainID), p(r.DSMdBits)
+		j.DomainID, j.DSMdBits, j.DSMdStatus = p(r.DomainID), p(r.DSMdBits), p(r.DSStatus)
+		if len(r.DS) > 0 {
+			j.DSMetadata = hex.EncodeToString(r.DS)
+		}
 	}
 	if len(r.Inner) > 0 && (r.InType == spec.InEthernet || r.InType == spec.InIPv4 || r.InType == spec.InIPv6) {
 		in := &InnerJSON{Length: len(r.Inner), INT: INTToJSON(&r.INT)}

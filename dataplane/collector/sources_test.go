@@ -9,12 +9,13 @@ import (
 	"time"
 
 	"github.com/intd-project/intd/dataplane/wire"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // seqPacket is a v2.0 report packet of node with sequence number seq.
 func seqPacket(node, seq uint32) []byte {
 	b, _ := wire.AppendGroupHeader(nil, wire.GroupHeader{Version: 2, HWID: 1, Seq: seq, NodeID: node})
-	b, _ = wire.AppendReport(b, &wire.ReportHeader{Type: wire.RepInnerOnly, InType: wire.InNone}, nil, nil, nil)
+	b, _ = wire.AppendReport(b, &wire.ReportHeader{Type: spec.RepInnerOnly, InType: spec.InNone}, nil, nil, nil)
 	return b
 }
 

@@ -44,6 +44,11 @@ type Parser struct {
 	GREProto       uint16 // GRE protocol type announcing INT (TBD_INT; 0 disables)
 	VXLANGPEPort   uint16 // UDP port of VXLAN-GPE (0 disables)
 	GenevePort     uint16 // UDP port of Geneve (0 disables)
+	// GPENextProto and GeneveClass are the VXLAN-GPE next protocol and
+	// Geneve option class announcing INT; 0 means the spec's
+	// (spec.VXLANGPENextProtoINT, spec.GeneveClassINT).
+	GPENextProto uint8
+	GeneveClass  uint16
 	// AllowTruncated accepts IP packets shorter than their length field,
 	// as found in telemetry reports; End is then the end of the buffer and
 	// Packet.Truncated is set. Never edit such packets in place.
@@ -364,7 +369,11 @@ func (c *Parser) parseGPE(b []byte, off int, p *Packet) error {
 		return ErrTruncated
 	}
 	p.Tunnel = off
-	if c.NoINT || b[off]&0x04 == 0 || b[off+3] != spec.VXLANGPENextProtoINT {
+	np := c.GPENextProto
+	if np == 0 {
+		np = spec.VXLANGPENextProtoINT
+	}
+	if c.NoINT || b[off]&0x04 == 0 || b[off+3] != np {
 		return nil // plain VXLAN, or GPE without INT
 	}
 	// Walk the chain of INT shims; the one INT nodes act on is MD or MX.
@@ -378,7 +387,7 @@ func (c *Parser) parseGPE(b []byte, off int, p *Packet) error {
 		if s.Type == spec.TypeMD || s.Type == spec.TypeMX {
 			return p.setINT(b, spec.EncapVXLANGPE, at, ShimLen, s.Type, int(s.Length)*4)
 		}
-		if s.NextProto != spec.VXLANGPENextProtoINT {
+		if s.NextProto != np {
 			return nil
 		}
 		at += ShimLen + int(s.Length)*4
@@ -401,13 +410,17 @@ func (c *Parser) parseGeneve(b []byte, off int, p *Packet) error {
 	if c.NoINT {
 		return nil
 	}
+	class := c.GeneveClass
+	if class == 0 {
+		class = spec.GeneveClassINT
+	}
 	for at := off + GeneveLen; at+4 <= optEnd; {
 		o, err := DecodeGeneveOption(b[at:optEnd])
 		if err != nil {
 			return err
 		}
 		t := spec.HeaderType(o.Type & 0x7f) // the top bit of the type is the critical flag
-		if o.Class == spec.GeneveClassINT && (t == spec.TypeMD || t == spec.TypeMX) {
+		if o.Class == class && (t == spec.TypeMD || t == spec.TypeMX) {
 			return p.setINT(b[:optEnd], spec.EncapGeneve, at, ShimLen, t, int(o.Length)*4)
 		}
 		at += 4 + int(o.Length)*4

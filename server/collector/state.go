@@ -42,7 +42,7 @@ func Tree(s *collector.Snapshot) *gc.Device {
 	d := &gc.Device{}
 	col := d.GetOrCreateCollector()
 	st := col.GetOrCreateState()
-	st.FlowCount = ygot.Uint32(uint32(len(s.Flows)))
+	st.FlowCount = ygot.Uint32(uint32(s.TableFlows)) // the table, not the flows exported
 	k := &s.Counters
 	cnt := st.GetOrCreateCounters()
 	cnt.Packets, cnt.Reports, cnt.ReportsV2, cnt.ReportsV05 = u64(k.Packets), u64(k.Reports), u64(k.ReportsV2), u64(k.ReportsV05)
