@@ -289,6 +289,8 @@ func reportSession(p string, rs *gen.IntdInt_Int_ReportSessions_ReportSession) (
 		TruncateSize: c.GetTruncateSize(),
 		DSCP:         c.GetDscp(),
 		RateLimit:    c.GetRateLimit(),
+
+		DistributeByFlow: c.GetCollectorSelection() == gen.IntdInt_CollectorSelection_FLOW_HASH,
 	}
 	if c.SourceAddress == nil {
 		return a, invalidf(p+"/config/source-address", "a report session needs a source-address")

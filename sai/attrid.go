@@ -64,6 +64,7 @@ const (
 	AttrReportSessionCoalesceMaxReports
 	AttrReportSessionCoalesceMaxDelay
 	AttrReportSessionRateLimit
+	AttrReportSessionDistributeByFlow
 
 	// QueueReport
 	AttrQueueReportPort
@@ -161,6 +162,7 @@ var attrInfo = [attrCount]struct {
 	AttrReportSessionCoalesceMaxReports:     {ObjectTypeReportSession, "Coalesce.MaxReports"},
 	AttrReportSessionCoalesceMaxDelay:       {ObjectTypeReportSession, "Coalesce.MaxDelay"},
 	AttrReportSessionRateLimit:              {ObjectTypeReportSession, "RateLimit"},
+	AttrReportSessionDistributeByFlow:       {ObjectTypeReportSession, "DistributeByFlow"},
 	AttrQueueReportPort:                     {ObjectTypeQueueReport, "Port"},
 	AttrQueueReportQueue:                    {ObjectTypeQueueReport, "Queue"},
 	AttrQueueReportDepthThreshold:           {ObjectTypeQueueReport, "DepthThreshold"},

@@ -69,6 +69,10 @@ type ReportSessionAttrs struct {
 	Coalesce Coalescing
 	// RateLimit caps reports per second for the session; 0 is unlimited.
 	RateLimit uint32
+	// DistributeByFlow (intd extension) sends each report to one
+	// destination, picked by a hash of the flow that every node computes
+	// alike, instead of to every destination.
+	DistributeByFlow bool
 }
 
 // DefaultReportSessionAttrs returns a v2.0 session with the default truncate

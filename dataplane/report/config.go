@@ -47,6 +47,11 @@ type Session struct {
 	// DSCP of the session's report packets, for the event types whose
 	// Route leaves it at 0.
 	DSCP uint8
+	// DistributeByFlow sends each report to one of the collectors, picked
+	// by a hash of the flow's 5-tuple that every node computes alike (the
+	// collectors in address order), instead of to all of them: each
+	// collector sees every hop's reports of its flows.
+	DistributeByFlow bool
 }
 
 // Route sends the reports of one event type to a session with a DSCP

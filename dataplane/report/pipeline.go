@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -62,7 +63,9 @@ type Pipeline struct {
 
 type route struct {
 	sess *session
-	b    *batch
+	// bs is the batch of the route's DSCP: one for a session that
+	// replicates, one per collector for one that distributes by flow.
+	bs   []*batch
 	dscp uint8
 }
 
@@ -80,7 +83,8 @@ type session struct {
 	cfg        Session
 	ctr        *sessCounters
 	dests      []*dest
-	batches    [maxDSCP + 1]*batch
+	batches    []*batch              // every batch, for flushing
+	byDSCP     [maxDSCP + 1][]*batch // see route.bs
 	maxPayload int
 	maxReports int
 	maxDelay   int64
@@ -88,7 +92,10 @@ type session struct {
 }
 
 type batch struct {
-	sess   *session
+	sess *session
+	// one is the collector the batch goes to, when the session
+	// distributes (nil one[0]: every collector of the session).
+	one    [1]*dest
 	dscp   uint8
 	buf    []byte
 	n      int
@@ -248,6 +255,10 @@ func (p *Pipeline) Configure(cfg Config) error {
 		for _, c := range sc.Collectors {
 			s.dests = append(s.dests, p.dests[c.Addr])
 		}
+		if sc.DistributeByFlow {
+			// The same order on every node, whatever the configuration's.
+			slices.SortFunc(s.dests, func(a, b *dest) int { return a.addr.Compare(b.addr) })
+		}
 		p.sessions[sc.Name] = s
 	}
 	p.sessCtr = ctrs
@@ -260,12 +271,23 @@ func (p *Pipeline) Configure(cfg Config) error {
 		if dscp == 0 {
 			dscp = s.cfg.DSCP
 		}
-		b := s.batches[dscp]
-		if b == nil {
-			b = &batch{sess: s, dscp: dscp, buf: make([]byte, 0, s.maxPayload)}
-			s.batches[dscp] = b
+		bs := s.byDSCP[dscp]
+		if bs == nil {
+			n := 1
+			if s.cfg.DistributeByFlow {
+				n = len(s.dests)
+			}
+			for i := 0; i < n; i++ {
+				b := &batch{sess: s, dscp: dscp, buf: make([]byte, 0, s.maxPayload)}
+				if s.cfg.DistributeByFlow {
+					b.one[0] = s.dests[i]
+				}
+				bs = append(bs, b)
+			}
+			s.byDSCP[dscp] = bs
+			s.batches = append(s.batches, bs...)
 		}
-		p.routes[e] = &route{sess: s, b: b, dscp: dscp}
+		p.routes[e] = &route{sess: s, bs: bs, dscp: dscp}
 	}
 
 	// Domain-specific values.
@@ -450,7 +472,7 @@ func (p *Pipeline) Tick(now int64) {
 	p.mu.Lock()
 	for _, s := range p.sessions {
 		for _, b := range s.batches {
-			if b != nil && b.n > 0 && now-b.opened >= s.maxDelay {
+			if b.n > 0 && now-b.opened >= s.maxDelay {
 				p.flush(b)
 			}
 		}
@@ -461,7 +483,7 @@ func (p *Pipeline) Tick(now int64) {
 func (p *Pipeline) flushAll() {
 	for _, s := range p.sessions {
 		for _, b := range s.batches {
-			if b != nil && b.n > 0 {
+			if b.n > 0 {
 				p.flush(b)
 			}
 		}
@@ -633,7 +655,10 @@ func (p *Pipeline) emit(et EventType, ev *Event, dropped, congested bool) {
 		s.ctr.rateLimited.Add(1)
 		return
 	}
-	b := rt.b
+	b := rt.bs[0]
+	if len(rt.bs) > 1 {
+		b = rt.bs[jumpHash(ev.Flow.Hash(flowHashSeed), len(rt.bs))]
+	}
 	inner := ev.Packet
 	if len(inner) > s.cfg.TruncateSize {
 		inner = inner[:s.cfg.TruncateSize]
@@ -716,7 +741,11 @@ func (p *Pipeline) emit(et EventType, ev *Event, dropped, congested bool) {
 func (p *Pipeline) flush(b *batch) {
 	s := b.sess
 	v2 := s.cfg.Format == spec.ReportFormatV2
-	for _, d := range s.dests {
+	dests := s.dests
+	if b.one[0] != nil {
+		dests = b.one[:]
+	}
+	for _, d := range dests {
 		seq := d.seq
 		if v2 {
 			d.seq = (seq + 1) & wire.MaxReportSeq
@@ -755,6 +784,22 @@ func (p *Pipeline) flush(b *batch) {
 	b.n = 0
 	b.types = [spec.NumEventTypes]uint16{}
 	b.buf = b.buf[:0]
+}
+
+// flowHashSeed seeds the flow hash that picks a distributing session's
+// collector: fixed, so that every node picks the same one.
+const flowHashSeed = 0x494e54
+
+// jumpHash maps key to one of n buckets (Lamping and Veach's jump
+// consistent hash): adding a collector moves only 1/n of the flows.
+func jumpHash(key uint64, n int) int {
+	b, j := int64(-1), int64(0)
+	for j < int64(n) {
+		b = j
+		key = key*2862933555777941757 + 1
+		j = int64(float64(b+1) * (float64(int64(1)<<31) / float64((key>>33)+1)))
+	}
+	return int(b)
 }
 
 // tokenBucket limits reports per second; tokens are in 1e-9 reports.

@@ -350,7 +350,7 @@ func TestCoalescingMTUAndDelay(t *testing.T) {
 		f.event(&ev, int64(i)*ms/10, 10) // 40 reports in 4 ms
 		p.Report(&ev)
 	}
-	pending := func() int { p.mu.Lock(); defer p.mu.Unlock(); return p.routes[spec.EventFlowState].b.n }
+	pending := func() int { p.mu.Lock(); defer p.mu.Unlock(); return p.routes[spec.EventFlowState].bs[0].n }
 	p.Tick(3 * ms) // not yet due
 	n := pending()
 	p.Tick(20 * ms)

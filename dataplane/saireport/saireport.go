@@ -46,7 +46,8 @@ func Config(dt *sai.DTelAttrs, objects iter.Seq2[sai.OID, sai.Attrs], portID fun
 		case sai.ReportSessionAttrs:
 			rs := report.Session{Name: oid.String(), Src: a.SrcIP, VRF: a.VirtualRouter,
 				TruncateSize: int(a.TruncateSize), Format: a.Format,
-				MaxReports: int(a.Coalesce.MaxReports), MaxDelay: a.Coalesce.MaxDelay, RateLimit: a.RateLimit, DSCP: a.DSCP}
+				MaxReports: int(a.Coalesce.MaxReports), MaxDelay: a.Coalesce.MaxDelay, RateLimit: a.RateLimit, DSCP: a.DSCP,
+				DistributeByFlow: a.DistributeByFlow}
 			for i, dst := range a.Destinations {
 				rs.Collectors = append(rs.Collectors, report.Collector{Addr: netip.AddrPortFrom(dst.IP, a.DstPort(i))})
 			}
