@@ -18,6 +18,9 @@ const MaxPathHops = 8
 type Stat struct {
 	Last, Min, Max uint64
 	Sum, Count     uint64
+	// WindowMax is the largest value since Collector.Summaries last
+	// reset it.
+	WindowMax uint64
 }
 
 func (s *Stat) add(v uint64) {
@@ -26,6 +29,9 @@ func (s *Stat) add(v uint64) {
 	}
 	if v > s.Max {
 		s.Max = v
+	}
+	if v > s.WindowMax {
+		s.WindowMax = v
 	}
 	s.Last = v
 	s.Sum += v
@@ -93,7 +99,16 @@ type FlowState struct {
 	DropOther    uint64
 	Congestion   uint64 // reports with Q set
 
+	// Left holds the nodes of earlier paths that the current one does not
+	// go through, since Collector.Summaries last reset it (only tracked
+	// while OnEvent is set).
+	NLeft int
+	Left  [MaxPathHops]uint32
+
 	prev, next int32 // LRU list (most recent at the head)
+	// Latency band (events.go).
+	ewma, dev uint64
+	anomalous bool
 }
 
 // SourceState tracks report sequence numbers per (node, hw_id).
@@ -197,6 +212,10 @@ type Config struct {
 	// furthest behind a report is counted as reordered; a jump beyond it
 	// is not (default 4096).
 	SeqWindow uint32
+	// LatencyFloor is the least excess over a flow's learnt end-to-end
+	// latency that is an anomaly, in ns (default 100 µs: above the jitter
+	// of software forwarding).
+	LatencyFloor uint64
 	// Allow, when not empty, lists the addresses and prefixes reports are
 	// accepted from (Serve); others are counted in Rejected and ignored.
 	Allow []netip.Prefix
@@ -224,6 +243,10 @@ type Collector struct {
 	// OnReport, when set, is called for every decoded report (used for
 	// JSON output). It runs with the collector locked.
 	OnReport func(r *Report)
+	// OnEvent, when set, is called for every Event, with the collector
+	// locked; e is valid during the call only.
+	OnEvent func(e *Event)
+	ev      Event
 }
 
 // New returns a collector.
@@ -244,6 +267,9 @@ func New(cfg Config) *Collector {
 		cfg.SeqWindow = 4096
 	}
 	cfg.SeqWindow = min(cfg.SeqWindow, wire.MaxReportSeq/2)
+	if cfg.LatencyFloor == 0 {
+		cfg.LatencyFloor = 100_000
+	}
 	return &Collector{
 		cfg:     cfg,
 		dec:     NewDecoder(),
@@ -360,6 +386,9 @@ func (c *Collector) HandleReport(r *Report) {
 	if r.Q {
 		f.Congestion++
 	}
+	if c.OnEvent != nil && (dropped || r.Q) {
+		c.reportEvent(f, r, dropped)
+	}
 	switch {
 	case r.raw.layout != nil:
 		c.mdPathRaw(f, r) // the case below, hops decoded in place
@@ -402,6 +431,8 @@ func (c *Collector) mdPath(f *FlowState, r *Report) {
 	}
 	total = min(total, MaxPathHops)
 	changed := total != f.NHops
+	var old pathSnapshot
+	c.snapshotPath(f, &old)
 	var e2e uint64
 	for i := 0; i < total; i++ {
 		var node uint32
@@ -424,6 +455,8 @@ func (c *Collector) mdPath(f *FlowState, r *Report) {
 	}
 	if changed && f.PathComplete && f.NHops != 0 {
 		f.PathChanges++
+		f.NHops = total
+		c.pathChanged(f, r.NodeID, &old)
 	}
 	f.NHops, f.PathComplete = total, true
 	c.pathLatency(f, e2e)
@@ -447,6 +480,8 @@ func (c *Collector) mdPathRaw(f *FlowState, r *Report) {
 	}
 	total = min(total, MaxPathHops)
 	changed := total != f.NHops
+	var old pathSnapshot
+	c.snapshotPath(f, &old)
 	now := c.now
 	var e2e uint64
 	i := 0
@@ -512,6 +547,8 @@ func (c *Collector) mdPathRaw(f *FlowState, r *Report) {
 	}
 	if changed && f.PathComplete && f.NHops != 0 {
 		f.PathChanges++
+		f.NHops = total
+		c.pathChanged(f, r.NodeID, &old)
 	}
 	f.NHops, f.PathComplete = total, true
 	c.pathLatency(f, e2e)

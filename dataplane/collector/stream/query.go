@@ -1,0 +1,122 @@
+package stream
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Query selects flows from the summaries in the stream.
+type Query struct {
+	Stream, Prefix string
+	// Node is the node the flows went through.
+	Node uint32
+	// Above is the latency bound (ns): a flow is selected when a summary
+	// in the window has a window maximum above it, of the end-to-end
+	// latency, or of Node's hop latency with HopLatency set.
+	Above      uint64
+	HopLatency bool
+	// Since is how far back the window starts.
+	Since time.Duration
+}
+
+// FlowResult is one selected flow.
+type FlowResult struct {
+	Flow Flow `json:"flow"`
+	// MaxLatency is the largest latency above the bound in the window (ns).
+	MaxLatency uint64    `json:"max_latency_ns"`
+	Path       []uint32  `json:"path"`
+	LastSeen   time.Time `json:"last_seen"`
+	// Collectors are the collectors whose summaries selected the flow.
+	Collectors []string `json:"collectors"`
+}
+
+// Run reads the node's summaries of the window from the stream (an
+// ordered consumer, nothing kept on the servers) and returns the flows
+// above the bound, highest latency first.
+func (q *Query) Run(ctx context.Context, js jetstream.JetStream) ([]FlowResult, error) {
+	if q.Stream == "" {
+		q.Stream = DefaultStream
+	}
+	if q.Prefix == "" {
+		q.Prefix = DefaultPrefix
+	}
+	start := time.Now().Add(-q.Since)
+	cons, err := js.OrderedConsumer(ctx, q.Stream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{q.Prefix + ".summary." + strconv.FormatUint(uint64(q.Node), 10)},
+		DeliverPolicy:  jetstream.DeliverByStartTimePolicy, OptStartTime: &start})
+	if err != nil {
+		return nil, fmt.Errorf("stream %s: %w", q.Stream, err)
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("stream %s: %w", q.Stream, err)
+	}
+	pending := info.NumPending
+	byFlow := map[Flow]*FlowResult{}
+	for pending > 0 {
+		batch, err := cons.Fetch(int(min(pending, 1024)), jetstream.FetchMaxWait(5*time.Second))
+		if err != nil {
+			return nil, fmt.Errorf("stream %s: %w", q.Stream, err)
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			md, err := m.Metadata()
+			if err != nil {
+				return nil, err
+			}
+			pending = md.NumPending
+			var s FlowSummary
+			if err := json.Unmarshal(m.Data(), &s); err != nil {
+				continue // not a summary of this schema
+			}
+			q.add(byFlow, &s)
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
+			return nil, fmt.Errorf("stream %s: %w", q.Stream, err)
+		}
+		if n == 0 {
+			return nil, fmt.Errorf("stream %s: %d summaries announced were not delivered", q.Stream, pending)
+		}
+	}
+	out := make([]FlowResult, 0, len(byFlow))
+	for _, r := range byFlow {
+		out = append(out, *r)
+	}
+	slices.SortFunc(out, func(a, b FlowResult) int {
+		return cmp.Or(cmp.Compare(b.MaxLatency, a.MaxLatency), cmp.Compare(a.Flow.Src, b.Flow.Src), cmp.Compare(a.Flow.Dst, b.Flow.Dst),
+			cmp.Compare(a.Flow.Proto, b.Flow.Proto), cmp.Compare(a.Flow.SrcPort, b.Flow.SrcPort), cmp.Compare(a.Flow.DstPort, b.Flow.DstPort))
+	})
+	return out, nil
+}
+
+func (q *Query) add(byFlow map[Flow]*FlowResult, s *FlowSummary) {
+	lat := s.EndToEnd.WindowMax
+	if q.HopLatency {
+		lat = s.HopLatency.WindowMax
+	}
+	if lat <= q.Above {
+		return
+	}
+	r := byFlow[s.Flow]
+	if r == nil {
+		r = &FlowResult{Flow: s.Flow}
+		byFlow[s.Flow] = r
+	}
+	r.MaxLatency = max(r.MaxLatency, lat)
+	if s.LastSeen.After(r.LastSeen) {
+		r.LastSeen, r.Path = s.LastSeen, s.Path
+	}
+	if !slices.Contains(r.Collectors, s.Collector) {
+		r.Collectors = append(r.Collectors, s.Collector)
+		slices.Sort(r.Collectors)
+	}
+}
