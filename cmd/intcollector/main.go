@@ -3,6 +3,7 @@
 //
 //	intcollector [flags]              run the collector
 //	intcollector decode FILE.pcap     decode a capture into JSON lines
+//	intcollector query -node N        flows through a node above a latency, from NATS JetStream
 //	intcollector version              print the version, commit, build date and Go version
 package main
 
@@ -27,6 +28,8 @@ func main() {
 		switch args[0] {
 		case "decode":
 			os.Exit(decodeMain(args[1:], os.Stdout, os.Stderr))
+		case "query":
+			os.Exit(queryMain(args[1:], os.Stdout, os.Stderr))
 		case "version", "-version", "--version":
 			os.Exit(versionMain(args[1:], os.Stdout, os.Stderr))
 		case "help", "-h", "-help", "--help":
@@ -42,6 +45,7 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, `usage:
   intcollector [flags]                   receive telemetry reports (flags below)
   intcollector decode [flags] FILE.pcap  decode a capture into JSON lines (intcollector decode -h)
+  intcollector query -node N [flags]     flows through node N above a latency, from JetStream (intcollector query -h)
   intcollector version                   print the version, commit, build date and Go version
 
 `)

@@ -22,6 +22,7 @@ import (
 	"github.com/intd-project/intd/cmd/internal/promserve"
 	"github.com/intd-project/intd/dataplane/collector"
 	"github.com/intd-project/intd/dataplane/collector/metrics"
+	"github.com/intd-project/intd/dataplane/collector/stream"
 	"github.com/intd-project/intd/server"
 	gnmicollector "github.com/intd-project/intd/server/collector"
 )
@@ -40,6 +41,9 @@ type serveConfig struct {
 	marking               marking
 	allow                 []netip.Prefix
 	seqWindow             uint
+	latencyFloor          time.Duration
+	// stream publishes to NATS JetStream when URLs is set.
+	stream stream.Config
 }
 
 // Default addresses: reports on the Telemetry Report port from anywhere;
@@ -81,6 +85,14 @@ func serveMain(args []string) int {
 		cfg.allow = append(cfg.allow, p...)
 		return err
 	})
+	fs.StringVar(&cfg.stream.URLs, "nats", "", "NATS server URLs (comma-separated) to publish flow summaries and events to JetStream (empty disables; docs/stream.md)")
+	fs.StringVar(&cfg.stream.Stream, "nats-stream", stream.DefaultStream, "JetStream stream of the summaries and events (created when missing)")
+	fs.StringVar(&cfg.stream.Prefix, "nats-subject-prefix", stream.DefaultPrefix, "subject prefix: <prefix>.summary.<node>, <prefix>.event.<kind>.<node>")
+	fs.IntVar(&cfg.stream.Replicas, "nats-replicas", 1, "replicas of the stream when this collector creates it (1-5)")
+	fs.DurationVar(&cfg.stream.MaxAge, "nats-max-age", 24*time.Hour, "how long the stream keeps messages when this collector creates it (0: for ever)")
+	fs.StringVar(&cfg.stream.CollectorID, "collector-id", "", "this collector's name in the stream, unique in the fleet (default: host name and report port)")
+	fs.DurationVar(&cfg.stream.SummaryInterval, "summary-interval", stream.DefaultInterval, "how often per-flow summaries are published")
+	fs.DurationVar(&cfg.latencyFloor, "latency-anomaly-floor", 100*time.Microsecond, "least excess over a flow's learnt end-to-end latency that is an anomaly event")
 	fs.UintVar(&cfg.seqWindow, "seq-window", 4096, "largest sequence number gap counted as report loss; a jump beyond it is a stray packet or a restarted sequence")
 	fs.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&logFormat, "log-format", "text", "log format of every line on standard error: text or json")
@@ -89,7 +101,12 @@ func serveMain(args []string) int {
 		fmt.Fprintln(os.Stderr, "intcollector: --seq-window: the range is 1 to 1048576")
 		return 2
 	}
-	c := collector.New(collector.Config{MaxFlows: cfg.maxFlows, Allow: cfg.allow, SeqWindow: uint32(cfg.seqWindow)})
+	if cfg.latencyFloor <= 0 {
+		fmt.Fprintln(os.Stderr, "intcollector: --latency-anomaly-floor must be positive")
+		return 2
+	}
+	c := collector.New(collector.Config{MaxFlows: cfg.maxFlows, Allow: cfg.allow, SeqWindow: uint32(cfg.seqWindow),
+		LatencyFloor: uint64(cfg.latencyFloor)})
 	if err := cfg.marking.apply(&c.Decoder().Parser); err != nil {
 		fmt.Fprintln(os.Stderr, "intcollector:", err)
 		return 2
@@ -131,6 +148,13 @@ func serveMain(args []string) int {
 	return 0
 }
 
+// stopStream publishes the last summaries and disconnects from NATS.
+func (s *service) stopStream() {
+	if s.pub != nil {
+		s.pub.Close(10 * time.Second)
+	}
+}
+
 // parsePrefixes parses a comma-separated list of addresses and prefixes.
 func parsePrefixes(v string) ([]netip.Prefix, error) {
 	var out []netip.Prefix
@@ -163,6 +187,7 @@ type service struct {
 	metrics *promserve.Server
 	gnmiLn  net.Listener
 	gnmi    *server.Server
+	pub     *stream.Publisher
 	wg      sync.WaitGroup
 	reports string
 }
@@ -173,13 +198,11 @@ func start(c *collector.Collector, cfg *serveConfig) (*service, error) {
 		log = slog.Default()
 	}
 	var reg *prometheus.Registry
+	var exp *metrics.Exporter
 	if cfg.metrics != "" {
-		exp, err := metrics.New(c, cfg.flowMetrics)
-		if err != nil {
+		var err error
+		if exp, err = metrics.New(c, cfg.flowMetrics); err != nil {
 			return nil, fmt.Errorf("--flow-metrics: %w", err)
-		}
-		if reg, err = promserve.Registry("intcollector", exp); err != nil {
-			return nil, err
 		}
 	}
 	r, err := collector.Listen(cfg.listen, cfg.batch)
@@ -187,6 +210,33 @@ func start(c *collector.Collector, cfg *serveConfig) (*service, error) {
 		return nil, fmt.Errorf("reports (--listen): %w", err)
 	}
 	s := &service{c: c, recv: r, reports: r.Addr().String()}
+	if cfg.stream.URLs != "" {
+		sc := cfg.stream
+		if sc.CollectorID == "" {
+			host, _ := os.Hostname()
+			sc.CollectorID = fmt.Sprintf("%s-%d", host, r.Addr().(*net.UDPAddr).Port)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		s.pub, err = stream.New(ctx, c, sc, log)
+		cancel()
+		if err != nil {
+			r.Close()
+			return nil, fmt.Errorf("--nats: %w", err)
+		}
+		if exp != nil {
+			exp.SetStream(func() metrics.StreamCounters {
+				n := s.pub.Counters()
+				return metrics.StreamCounters{Published: n.Published, Acked: n.Acked, Failed: n.Failed, Retried: n.Retried, Dropped: n.Dropped}
+			})
+		}
+	}
+	if exp != nil {
+		if reg, err = promserve.Registry("intcollector", exp); err != nil {
+			s.stopStream()
+			r.Close()
+			return nil, err
+		}
+	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -213,6 +263,7 @@ func start(c *collector.Collector, cfg *serveConfig) (*service, error) {
 
 func (s *service) stop() {
 	s.recv.Close()
+	s.stopStream()
 	if s.metrics != nil {
 		s.metrics.Close()
 	}

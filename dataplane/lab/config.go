@@ -50,16 +50,19 @@ func DefaultSession() sai.IntSessionAttrs {
 // configure applies the default INT configuration to every switch
 // through its sai.Backend (ConfigureSwitch), with reports to collector
 // when set.
-func (l *Lab) configure(collector string) error {
-	var dst netip.AddrPort
+func (l *Lab) configure(collector string, more []string, distribute bool) error {
+	var dsts []netip.AddrPort
 	if collector != "" {
-		var err error
-		if dst, err = netip.ParseAddrPort(collector); err != nil {
-			return fmt.Errorf("lab: collector %q: %w", collector, err)
+		for _, c := range append([]string{collector}, more...) {
+			dst, err := netip.ParseAddrPort(c)
+			if err != nil {
+				return fmt.Errorf("lab: collector %q: %w", c, err)
+			}
+			dsts = append(dsts, dst)
 		}
 	}
 	for i, name := range l.order {
-		if err := l.ConfigureSwitch(l.switches[name], i, dst, 0); err != nil {
+		if err := l.ConfigureSwitchTo(l.switches[name], i, dsts, distribute, 0); err != nil {
 			return err
 		}
 	}
@@ -74,6 +77,17 @@ func (l *Lab) configure(collector string) error {
 // sets the flow report filter's (0: sai's default). `intd lab` states the
 // same configuration in YANG.
 func (l *Lab) ConfigureSwitch(b sai.Backend, i int, dst netip.AddrPort, hopLatencyChange time.Duration) error {
+	var dsts []netip.AddrPort
+	if dst.IsValid() {
+		dsts = []netip.AddrPort{dst}
+	}
+	return l.ConfigureSwitchTo(b, i, dsts, false, hopLatencyChange)
+}
+
+// ConfigureSwitchTo is ConfigureSwitch with a report session to every
+// collector of dsts, distributing the reports by flow when distribute is
+// set.
+func (l *Lab) ConfigureSwitchTo(b sai.Backend, i int, dsts []netip.AddrPort, distribute bool, hopLatencyChange time.Duration) error {
 	name := l.order[i]
 	d := sai.DefaultDTelAttrs()
 	d.SwitchID = l.NodeID(name)
@@ -87,14 +101,17 @@ func (l *Lab) ConfigureSwitch(b sai.Backend, i int, dst netip.AddrPort, hopLaten
 	if _, err := b.Create(d); err != nil {
 		return fmt.Errorf("lab: %s: %w", name, err)
 	}
-	if dst.IsValid() {
+	if len(dsts) > 0 {
 		rs := sai.DefaultReportSessionAttrs()
 		rs.TruncateSize = ReportTruncateSize
 		rs.SrcIP = ReportSource(i)
-		if dst.Addr().Is6() {
+		if dsts[0].Addr().Is6() {
 			rs.SrcIP = netip.IPv6Loopback()
 		}
-		rs.Destinations = []sai.ReportDestination{{IP: dst.Addr(), UDPPort: dst.Port()}}
+		for _, dst := range dsts {
+			rs.Destinations = append(rs.Destinations, sai.ReportDestination{IP: dst.Addr(), UDPPort: dst.Port()})
+		}
+		rs.DistributeByFlow = distribute
 		rso, err := b.Create(rs)
 		if err != nil {
 			return fmt.Errorf("lab: %s: %w", name, err)

@@ -29,6 +29,10 @@ type Options struct {
 	Topology *Topology
 	// Collector receives telemetry reports (host:port); "" sends none.
 	Collector string
+	// MoreCollectors are further collectors of the report session, which
+	// all get every report unless DistributeByFlow spreads them by flow.
+	MoreCollectors   []string
+	DistributeByFlow bool
 	// Clock defaults to a real clock; tests pass a *soft.ManualClock and
 	// drive the lab with RunUntil.
 	Clock soft.Clock
@@ -193,7 +197,7 @@ func New(opts Options) (*Lab, error) {
 		return nil, err
 	}
 	if !opts.NoConfig {
-		if err := l.configure(opts.Collector); err != nil {
+		if err := l.configure(opts.Collector, opts.MoreCollectors, opts.DistributeByFlow); err != nil {
 			return nil, err
 		}
 	}

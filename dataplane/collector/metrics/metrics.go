@@ -28,10 +28,19 @@ const MaxFlowSeries = 1000
 
 // Exporter is a prometheus.Collector reading a collector.Collector.
 type Exporter struct {
-	c     *collector.Collector
-	flows int
-	d     descs
+	c      *collector.Collector
+	flows  int
+	d      descs
+	stream func() StreamCounters
 }
+
+// StreamCounters count the messages published to NATS JetStream.
+type StreamCounters struct {
+	Published, Acked, Failed, Retried, Dropped uint64
+}
+
+// SetStream exports the counters fn returns (call before registering).
+func (e *Exporter) SetStream(fn func() StreamCounters) { e.stream = fn }
 
 type descs struct {
 	packets, reports, malformed, lost, noFlow, congestion            *prometheus.Desc
@@ -44,6 +53,7 @@ type descs struct {
 	flowReports, flowDrops, flowCongestion, flowChanges, flowLatency *prometheus.Desc
 	flowHopLatency, flowHopMaxLatency, flowHopQueue                  *prometheus.Desc
 	flowHopCongestion, flowHopDrops                                  *prometheus.Desc
+	streamMessages, streamDropped                                    *prometheus.Desc
 }
 
 // New returns an exporter of c. flows is how many flows get their own
@@ -90,6 +100,9 @@ func New(c *collector.Collector, flows int) (*Exporter, error) {
 		queueCongestion: d("queue_congestion_reports_total", "Congested-queue (Q) reports by node, egress interface and queue.", "node_id", "interface", "queue"),
 		queueOccupancy:  d("queue_occupancy", "Queue occupancy in the last congested-queue report that carried it, in the node's units.", "node_id", "interface", "queue"),
 
+		streamMessages: d("stream_messages_total", "Summary and event messages published to NATS JetStream, by outcome: published (sent once), acknowledged (stored by JetStream), failed (not stored after the retries), retried (publishes repeated).", "outcome"),
+		streamDropped:  d("stream_events_dropped_total", "Events not published because the publisher's queue was full."),
+
 		flowReports:    d("flow_reports_total", "Reports per flow.", flow...),
 		flowDrops:      d("flow_drop_reports_total", "Drop reports per flow and drop reason.", append(flow[:len(flow):len(flow)], "reason")...),
 		flowCongestion: d("flow_congestion_reports_total", "Congested-queue (Q) reports per flow.", flow...),
@@ -114,6 +127,10 @@ func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 		d.srcReports, d.srcLost, d.srcReordered, d.hopLatency, d.pathLatency, d.drops,
 		d.queueCongestion, d.queueOccupancy} {
 		ch <- x
+	}
+	if e.stream != nil {
+		ch <- d.streamMessages
+		ch <- d.streamDropped
 	}
 	if e.flows > 0 {
 		for _, x := range []*prometheus.Desc{d.flowReports, d.flowDrops, d.flowCongestion, d.flowChanges, d.flowLatency,
@@ -188,6 +205,14 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 		if q.Queue >= 0 {
 			gauge(d.queueOccupancy, float64(q.Occupancy), lv...)
 		}
+	}
+	if e.stream != nil {
+		s := e.stream()
+		counter(d.streamMessages, s.Published, "published")
+		counter(d.streamMessages, s.Acked, "acknowledged")
+		counter(d.streamMessages, s.Failed, "failed")
+		counter(d.streamMessages, s.Retried, "retried")
+		counter(d.streamDropped, s.Dropped)
 	}
 	if e.flows > 0 {
 		for _, f := range e.c.TopFlows(e.flows) {

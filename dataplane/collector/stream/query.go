@@ -38,6 +38,29 @@ type FlowResult struct {
 	Collectors []string `json:"collectors"`
 }
 
+// OrderedConsumer creates an ordered consumer of stream and returns it
+// with the number of messages it has to deliver. A request lost while
+// the cluster elects a leader (a server died) is retried until ctx ends.
+func OrderedConsumer(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.OrderedConsumerConfig) (jetstream.Consumer, uint64, error) {
+	for {
+		c, cancel := context.WithTimeout(ctx, 3*time.Second)
+		cons, err := js.OrderedConsumer(c, stream, cfg)
+		var info *jetstream.ConsumerInfo
+		if err == nil {
+			info, err = cons.Info(c)
+		}
+		cancel()
+		if err == nil {
+			return cons, info.NumPending, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, 0, err
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
 // Run reads the node's summaries of the window from the stream (an
 // ordered consumer, nothing kept on the servers) and returns the flows
 // above the bound, highest latency first.
@@ -49,17 +72,12 @@ func (q *Query) Run(ctx context.Context, js jetstream.JetStream) ([]FlowResult, 
 		q.Prefix = DefaultPrefix
 	}
 	start := time.Now().Add(-q.Since)
-	cons, err := js.OrderedConsumer(ctx, q.Stream, jetstream.OrderedConsumerConfig{
+	cons, pending, err := OrderedConsumer(ctx, js, q.Stream, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{q.Prefix + ".summary." + strconv.FormatUint(uint64(q.Node), 10)},
 		DeliverPolicy:  jetstream.DeliverByStartTimePolicy, OptStartTime: &start})
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", q.Stream, err)
 	}
-	info, err := cons.Info(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("stream %s: %w", q.Stream, err)
-	}
-	pending := info.NumPending
 	byFlow := map[Flow]*FlowResult{}
 	for pending > 0 {
 		batch, err := cons.Fetch(int(min(pending, 1024)), jetstream.FetchMaxWait(5*time.Second))

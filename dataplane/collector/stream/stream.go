@@ -68,7 +68,10 @@ const (
 	DefaultPrefix   = "int"
 	DefaultInterval = 10 * time.Second
 	maxCulprits     = 5
-	maxRetries      = 5
+	// A publish JetStream did not acknowledge is retried for about 30s:
+	// longer than a stream leader's election after its server died.
+	maxRetries = 40
+	maxBackoff = time.Second
 )
 
 // Counters count the publisher's messages.
@@ -146,6 +149,9 @@ func (cfg *Config) defaults() error {
 // Connect connects to NATS, reconnecting for ever, and returns its
 // JetStream context.
 func Connect(urls, name string, log *slog.Logger) (*nats.Conn, jetstream.JetStream, error) {
+	if log == nil {
+		log = slog.Default()
+	}
 	nc, err := nats.Connect(urls, nats.Name(name), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond),
 		nats.RetryOnFailedConnect(false),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
@@ -181,7 +187,7 @@ func New(ctx context.Context, c *collector.Collector, cfg Config, log *slog.Logg
 	sc := jetstream.StreamConfig{Name: cfg.Stream, Subjects: []string{cfg.Prefix + ".>"}, Replicas: cfg.Replicas,
 		MaxAge: cfg.MaxAge, Storage: jetstream.FileStorage, Duplicates: 2 * time.Minute,
 		Description: "INT flow summaries and events published by intcollector"}
-	if _, err := js.CreateOrUpdateStream(ctx, sc); err != nil {
+	if err := ensureStream(ctx, js, sc); err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("JetStream stream %s: %w", cfg.Stream, err)
 	}
@@ -191,6 +197,32 @@ func New(ctx context.Context, c *collector.Collector, cfg Config, log *slog.Logg
 	p.wg.Add(1)
 	go p.run()
 	return p, nil
+}
+
+// ensureStream creates the stream unless it exists; an existing one is
+// used as it is (its replicas and age are the operator's, and updating it
+// would need every one of its servers up). A request lost while the
+// cluster elects a leader is retried until ctx ends.
+func ensureStream(ctx context.Context, js jetstream.JetStream, sc jetstream.StreamConfig) error {
+	for {
+		c, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := js.Stream(c, sc.Name)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			_, err = js.CreateStream(c, sc)
+			if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+				err = nil // another collector of the fleet was first
+			}
+		}
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 // enqueue runs in the collector's receive path: a copy, no allocation.
@@ -309,7 +341,7 @@ func (p *Publisher) send(m *nats.Msg, id string, try int) {
 		case err := <-f.Err():
 			if try < maxRetries && !p.nc.IsClosed() {
 				p.retried.Add(1)
-				time.Sleep(time.Duration(try+1) * 100 * time.Millisecond)
+				time.Sleep(min(time.Duration(try+1)*250*time.Millisecond, maxBackoff))
 				p.send(m, id, try+1)
 				return
 			}

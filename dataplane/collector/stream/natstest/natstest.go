@@ -100,14 +100,14 @@ func (c *Cluster) URLs() string {
 	return strings.Join(u, ",")
 }
 
-// waitReady waits until every server answers JetStream requests (the
-// cluster elected its meta leader).
+// waitReady waits until every server answers JetStream requests and a
+// stream replicated on every server can be placed (the cluster is whole).
 func (c *Cluster) waitReady(t testing.TB) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for _, s := range c.Servers {
 		for {
-			err := jsReady(s.URL)
+			err := jsReady(s.URL, len(c.Servers))
 			if err == nil {
 				break
 			}
@@ -119,18 +119,24 @@ func (c *Cluster) waitReady(t testing.TB) {
 	}
 }
 
-func jsReady(url string) error {
+func jsReady(url string, replicas int) error {
 	nc, err := nats.Connect(url, nats.Timeout(time.Second))
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	js, err := nc.JetStream()
+	js, err := nc.JetStream(nats.MaxWait(2 * time.Second))
 	if err != nil {
 		return err
 	}
-	_, err = js.AccountInfo(nats.MaxWait(time.Second))
-	return err
+	if _, err = js.AccountInfo(); err != nil {
+		return err
+	}
+	name := "natstest_ready"
+	if _, err := js.AddStream(&nats.StreamConfig{Name: name, Subjects: []string{"natstest.ready"}, Replicas: replicas, Storage: nats.MemoryStorage}); err != nil {
+		return err
+	}
+	return js.DeleteStream(name)
 }
 
 // Kill kills the server (SIGKILL) and waits for it to exit.
