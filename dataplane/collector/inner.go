@@ -69,15 +69,15 @@ func (d *Decoder) innerFast(r *Report, b []byte, ethernet bool) bool {
 	// INT marked by DSCP: here only when a whole, consistent stack is
 	// where the parser would look; the rest (errors, truncation) is the
 	// parser's.
-	if c.DSCPMask != 0 && (h[1]>>2)&c.DSCPMask == c.DSCP &&
-		(c.TCPBeforeOptions && proto == wire.ProtoTCP || off+4 > end || !looksV21Shim(b[off:end]) || b[off]&0x0c != 0) {
+	marked := c.DSCPMask != 0 && (h[1]>>2)&c.DSCPMask == c.DSCP
+	if marked && (c.TCPBeforeOptions && proto == wire.ProtoTCP || off+4 > end || b[off]&0x0c != 0 || !looksV21Shim(b[off:end])) {
 		return false
 	}
 	r.HasFlow = true
 	r.Flow = wire.FlowKey{Src: netip.AddrFrom4([4]byte(h[12:16])), Dst: netip.AddrFrom4([4]byte(h[16:20])),
 		SrcPort: uint16(ports >> 16), DstPort: dport, Proto: proto}
 	r.TTL = h[8]
-	if off+4 > len(b) || !looksV21Shim(b[off:]) {
+	if !marked && (off+4 > len(b) || !looksV21Shim(b[off:])) {
 		return true
 	}
 	// Unconfigured INT v2.1 over TCP/UDP: a consistent shim.

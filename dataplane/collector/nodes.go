@@ -128,7 +128,9 @@ func (c *Collector) hopLatency(h *HopState, lat uint64) {
 // pathLatency records an end-to-end latency sample of f's path.
 func (c *Collector) pathLatency(f *FlowState, lat uint64) {
 	f.E2E.add(lat)
-	c.latencyBand(f, lat)
+	if c.OnEvent != nil { // the band is only for events
+		c.latencyBand(f, lat)
+	}
 	if f.NHops == 0 {
 		return
 	}
