@@ -324,6 +324,11 @@ func (p *Publisher) send(m *nats.Msg, id string, try int) {
 		return
 	}
 	f, err := p.js.PublishMsgAsync(m)
+	// Too many messages wait for their acknowledgement: wait with them
+	// (the publisher's queue fills meanwhile, and counts what it drops).
+	for errors.Is(err, jetstream.ErrTooManyStalledMsgs) && !p.nc.IsClosed() {
+		f, err = p.js.PublishMsgAsync(m)
+	}
 	if err != nil {
 		p.inflight.Done()
 		p.failed.Add(1)
