@@ -20,9 +20,11 @@ func TestHelpAndVersion(t *testing.T) {
 		code     int
 		contains []string
 	}{
-		{[]string{"-h"}, 0, []string{"intcollector decode", "intcollector version", "-listen"}},
+		{[]string{"-h"}, 0, []string{"intcollector decode", "intcollector query", "intcollector version", "-listen", "-nats", "-allow"}},
 		{[]string{"--help"}, 0, []string{"intcollector decode"}},
-		{[]string{"decode", "-h"}, 0, []string{"FILE.pcap"}},
+		{[]string{"decode", "-h"}, 0, []string{"FILE.pcap", "-int-geneve-option-class"}},
+		{[]string{"query", "-h"}, 0, []string{"-latency-above", "-node"}},
+		{[]string{"query"}, 2, []string{"usage: intcollector query"}},
 		{[]string{"--version"}, 0, []string{"intcollector ", "\ncommit: ", "\ngo:     go"}},
 		{[]string{"version"}, 0, []string{"intcollector "}},
 		{[]string{"version", "extra"}, 2, []string{"unexpected arguments"}},

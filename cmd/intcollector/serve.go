@@ -151,7 +151,7 @@ func serveMain(args []string) int {
 // stopStream publishes the last summaries and disconnects from NATS.
 func (s *service) stopStream() {
 	if s.pub != nil {
-		s.pub.Close(10 * time.Second)
+		s.pub.Close(30 * time.Second) // about the retries' span
 	}
 }
 

@@ -72,38 +72,18 @@ func (q *Query) Run(ctx context.Context, js jetstream.JetStream) ([]FlowResult, 
 		q.Prefix = DefaultPrefix
 	}
 	start := time.Now().Add(-q.Since)
-	cons, pending, err := OrderedConsumer(ctx, js, q.Stream, jetstream.OrderedConsumerConfig{
+	cfg := jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{q.Prefix + ".summary." + strconv.FormatUint(uint64(q.Node), 10)},
-		DeliverPolicy:  jetstream.DeliverByStartTimePolicy, OptStartTime: &start})
+		DeliverPolicy:  jetstream.DeliverByStartTimePolicy, OptStartTime: &start}
+	byFlow := map[Flow]*FlowResult{}
+	err := Read(ctx, js, q.Stream, cfg, func(m jetstream.Msg) {
+		var s FlowSummary
+		if json.Unmarshal(m.Data(), &s) == nil {
+			q.add(byFlow, &s) // idempotent: a message read twice changes nothing
+		}
+	})
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", q.Stream, err)
-	}
-	byFlow := map[Flow]*FlowResult{}
-	for pending > 0 {
-		batch, err := cons.Fetch(int(min(pending, 1024)), jetstream.FetchMaxWait(5*time.Second))
-		if err != nil {
-			return nil, fmt.Errorf("stream %s: %w", q.Stream, err)
-		}
-		n := 0
-		for m := range batch.Messages() {
-			n++
-			md, err := m.Metadata()
-			if err != nil {
-				return nil, err
-			}
-			pending = md.NumPending
-			var s FlowSummary
-			if err := json.Unmarshal(m.Data(), &s); err != nil {
-				continue // not a summary of this schema
-			}
-			q.add(byFlow, &s)
-		}
-		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
-			return nil, fmt.Errorf("stream %s: %w", q.Stream, err)
-		}
-		if n == 0 {
-			return nil, fmt.Errorf("stream %s: %d summaries announced were not delivered", q.Stream, pending)
-		}
 	}
 	out := make([]FlowResult, 0, len(byFlow))
 	for _, r := range byFlow {
@@ -114,6 +94,65 @@ func (q *Query) Run(ctx context.Context, js jetstream.JetStream) ([]FlowResult, 
 			cmp.Compare(a.Flow.Proto, b.Flow.Proto), cmp.Compare(a.Flow.SrcPort, b.Flow.SrcPort), cmp.Compare(a.Flow.DstPort, b.Flow.DstPort))
 	})
 	return out, nil
+}
+
+// Read calls fn for every message of stream an ordered consumer with cfg
+// delivers, until none is pending. A consumer that fails (its server
+// died, the stream changed leader) is made again from the first message
+// not read yet, until ctx ends; fn may then see a message twice.
+func Read(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.OrderedConsumerConfig, fn func(jetstream.Msg)) error {
+	cfg.MaxResetAttempts = 3
+	var last uint64
+	for {
+		err := read(ctx, js, stream, cfg, fn, &last)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(250 * time.Millisecond):
+		}
+		if last > 0 {
+			cfg.DeliverPolicy, cfg.OptStartTime, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, nil, last+1
+		}
+	}
+}
+
+// read is one consumer's part of Read; last is the stream sequence of the
+// last message read.
+func read(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.OrderedConsumerConfig, fn func(jetstream.Msg), last *uint64) error {
+	cons, pending, err := OrderedConsumer(ctx, js, stream, cfg)
+	if err != nil {
+		return err
+	}
+	for pending > 0 {
+		c, cancel := context.WithTimeout(ctx, 5*time.Second)
+		batch, err := cons.Fetch(int(min(pending, 1024)), jetstream.FetchContext(c))
+		if err != nil {
+			cancel()
+			return err
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			md, err := m.Metadata()
+			if err != nil {
+				cancel()
+				return err
+			}
+			pending, *last = md.NumPending, md.Sequence.Stream
+			fn(m)
+		}
+		cancel()
+		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("%d messages announced were not delivered", pending)
+		}
+	}
+	return nil
 }
 
 func (q *Query) add(byFlow map[Flow]*FlowResult, s *FlowSummary) {
