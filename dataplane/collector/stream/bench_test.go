@@ -10,6 +10,7 @@ import (
 	"github.com/intd-project/intd/dataplane/collector"
 	"github.com/intd-project/intd/dataplane/collector/stream/natstest"
 	"github.com/intd-project/intd/dataplane/wire"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // benchPackets are packets of 8 sink reports (3-hop INT-MD stacks) over
@@ -18,9 +19,9 @@ import (
 // gathered into one message per queue and second).
 func benchPackets(flows int) [][]byte {
 	var pkts [][]byte
-	sinkH := wire.ReportHeader{Type: wire.RepINT, InType: wire.InEthernet, RepMdBits: wire.RepHopLatency}
-	dropH := wire.ReportHeader{Type: wire.RepINT, InType: wire.InEthernet, Dropped: true, RepMdBits: wire.RepDrop}
-	congH := wire.ReportHeader{Type: wire.RepINT, InType: wire.InEthernet, Congested: true, Intermediate: true,
+	sinkH := wire.ReportHeader{Type: spec.RepINT, InType: spec.InEthernet, RepMdBits: wire.RepHopLatency}
+	dropH := wire.ReportHeader{Type: spec.RepINT, InType: spec.InEthernet, Dropped: true, RepMdBits: wire.RepDrop}
+	congH := wire.ReportHeader{Type: spec.RepINT, InType: spec.InEthernet, Congested: true, Intermediate: true,
 		RepMdBits: wire.RepL1Ports | wire.RepQueue}
 	n := 0
 	for p := 0; p < flows/8; p++ {

@@ -29,7 +29,7 @@ func sinkFrame(sport uint16, nodes []uint32, lat uint32) []byte {
 	wire.IPv4Header{TOS: 0x17 << 2, TotalLen: uint16(len(ip)), TTL: 64, Proto: wire.ProtoUDP, Src: [4]byte{10, 0, 0, 1}, Dst: [4]byte{10, 0, 0, 2}}.Put(ip)
 	wire.UDPHeader{SrcPort: sport, DstPort: 80, Length: uint16(len(ip) - 20)}.Put(ip[20:])
 	sh := ip[28:]
-	wire.Shim{Type: wire.TypeMD, Length: uint8(intLen / 4)}.Put(sh)
+	wire.Shim{Type: spec.TypeMD, Length: uint8(intLen / 4)}.Put(sh)
 	wire.MDHeader{Version: 2, HopML: uint8(testInst.Words()), RemainingHops: 4, Instructions: testInst}.Put(sh[4:])
 	for i, n := range nodes {
 		m := wire.HopMetadata{NodeID: n, HopLatency: lat, Valid: testInst}
@@ -59,7 +59,7 @@ func TestPublishAndQuery(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now().UnixNano()
-	sinkH := wire.ReportHeader{Type: wire.RepINT, InType: wire.InEthernet, RepMdBits: wire.RepHopLatency}
+	sinkH := wire.ReportHeader{Type: spec.RepINT, InType: spec.InEthernet, RepMdBits: wire.RepHopLatency}
 	seq := uint32(0)
 	send := func(b []byte) { c.HandlePacket(b, now); seq++; now += 1e6 }
 	// Flow 1000: 1 → 2 → 3, 10 µs hops, then a 5 ms hop at node 2 (an
@@ -74,10 +74,10 @@ func TestPublishAndQuery(t *testing.T) {
 		send(report(seq, 3, sinkH, wire.ReportMetadata{HopLatency: 10_000}, sinkFrame(2000, []uint32{2, 1}, 10_000)))
 	}
 	// Node 2 drops a packet of flow 2000 and reports flow 1000 congested.
-	send(report(seq, 2, wire.ReportHeader{Type: wire.RepINT, InType: wire.InEthernet, Dropped: true, RepMdBits: wire.RepDrop},
+	send(report(seq, 2, wire.ReportHeader{Type: spec.RepINT, InType: spec.InEthernet, Dropped: true, RepMdBits: wire.RepDrop},
 		wire.ReportMetadata{DropQueueID: 3, DropReason: uint8(spec.DropRoutingMiss)}, sinkFrame(2000, []uint32{1}, 10_000)))
 	for i := 0; i < 3; i++ {
-		send(report(seq, 2, wire.ReportHeader{Type: wire.RepINT, InType: wire.InEthernet, Congested: true, Intermediate: true,
+		send(report(seq, 2, wire.ReportHeader{Type: spec.RepINT, InType: spec.InEthernet, Congested: true, Intermediate: true,
 			RepMdBits: wire.RepL1Ports | wire.RepQueue}, wire.ReportMetadata{EgressPort: 7, QueueID: 1, QueueOccupancy: uint32(100 + i)},
 			sinkFrame(1000, []uint32{1}, 10_000)))
 	}
