@@ -184,14 +184,7 @@ func TestFleetJetStream(t *testing.T) {
 	inStream := map[string]bool{}
 	events := map[string]map[string]stream.EventMessage{} // by kind and message ID
 	// Every message, read one by one from the stream's leader.
-	st, err := js.Stream(ctx, stream.DefaultStream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := st.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, info := streamInfo(ctx, t, js)
 	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
 		m, err := st.GetMsg(ctx, seq)
 		if err != nil {
@@ -311,6 +304,19 @@ func killFollower(t *testing.T, cl *natstest.Cluster) {
 	defer nc.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	_, info := streamInfo(ctx, t, js)
+	for _, s := range cl.Servers {
+		if s.Name != info.Cluster.Leader {
+			s.Kill()
+			t.Logf("killed nats-server %s, a follower of the stream (leader %s)", s.Name, info.Cluster.Leader)
+			return
+		}
+	}
+}
+
+// streamInfo is the stream the collectors publish to, and its state.
+func streamInfo(ctx context.Context, t *testing.T, js jetstream.JetStream) (jetstream.Stream, *jetstream.StreamInfo) {
+	t.Helper()
 	st, err := js.Stream(ctx, stream.DefaultStream)
 	if err != nil {
 		t.Fatal(err)
@@ -319,13 +325,7 @@ func killFollower(t *testing.T, cl *natstest.Cluster) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range cl.Servers {
-		if s.Name != info.Cluster.Leader {
-			s.Kill()
-			t.Logf("killed nats-server %s, a follower of the stream (leader %s)", s.Name, info.Cluster.Leader)
-			return
-		}
-	}
+	return st, info
 }
 
 func hasNode(f *collector.FlowState, node uint32) bool {

@@ -17,7 +17,7 @@ import (
 // flows distinct flows; every 512th report is a drop report of node 2
 // and every 16th a congestion report of node 2 (events; congestion is
 // gathered into one message per queue and second).
-func benchPackets(flows int) [][]byte {
+func benchPackets(b *testing.B, flows int) [][]byte {
 	var pkts [][]byte
 	sinkH := wire.ReportHeader{Type: spec.RepINT, InType: spec.InEthernet, RepMdBits: wire.RepHopLatency}
 	dropH := wire.ReportHeader{Type: spec.RepINT, InType: spec.InEthernet, Dropped: true, RepMdBits: wire.RepDrop}
@@ -25,21 +25,21 @@ func benchPackets(flows int) [][]byte {
 		RepMdBits: wire.RepL1Ports | wire.RepQueue}
 	n := 0
 	for p := 0; p < flows/8; p++ {
-		b, _ := wire.AppendGroupHeader(nil, wire.GroupHeader{Version: 2, Seq: uint32(p), NodeID: 3})
+		pk, _ := wire.AppendGroupHeader(nil, wire.GroupHeader{Version: 2, Seq: uint32(p), NodeID: 3})
 		for i := 0; i < 8; i++ {
-			f := sinkFrame(uint16(1000+n), []uint32{2, 1}, 10_000)
+			f := sinkFrame(b, uint16(1000+n), []uint32{2, 1}, 10_000)
 			binary.BigEndian.PutUint16(f[wire.EthernetLen+12:], uint16(n>>16)) // source address spreads the flows
 			switch {
 			case n%512 == 511:
-				b, _ = wire.AppendReport(b, &dropH, &wire.ReportMetadata{DropReason: 71}, nil, f)
+				pk, _ = wire.AppendReport(pk, &dropH, &wire.ReportMetadata{DropReason: 71}, nil, f)
 			case n%16 == 15:
-				b, _ = wire.AppendReport(b, &congH, &wire.ReportMetadata{EgressPort: 2, QueueID: 1, QueueOccupancy: 500}, nil, f)
+				pk, _ = wire.AppendReport(pk, &congH, &wire.ReportMetadata{EgressPort: 2, QueueID: 1, QueueOccupancy: 500}, nil, f)
 			default:
-				b, _ = wire.AppendReport(b, &sinkH, &wire.ReportMetadata{HopLatency: 10_000}, nil, f)
+				pk, _ = wire.AppendReport(pk, &sinkH, &wire.ReportMetadata{HopLatency: 10_000}, nil, f)
 			}
 			n++
 		}
-		pkts = append(pkts, b)
+		pkts = append(pkts, pk)
 	}
 	return pkts
 }
@@ -69,7 +69,7 @@ func BenchmarkNoPublish(b *testing.B) { benchCollector(b, 0) }
 func benchCollector(b *testing.B, summaries time.Duration) {
 	publish := summaries > 0
 	const flows, per = 4096, 8
-	pkts := benchPackets(flows)
+	pkts := benchPackets(b, flows)
 	c := collector.New(collector.Config{})
 	var p *Publisher
 	if publish {

@@ -13,29 +13,19 @@ import (
 	"github.com/intd-project/intd/dataplane/collector"
 	"github.com/intd-project/intd/dataplane/collector/stream/natstest"
 	"github.com/intd-project/intd/dataplane/wire"
+	"github.com/intd-project/intd/internal/reporttest"
 	"github.com/intd-project/intd/sai/spec"
 )
 
-var testInst = spec.InstNodeID | spec.InstHopLatency
-
 // sinkFrame is a frame of UDP flow sport with an INT-MD stack of nodes
 // (top of stack first) with latency lat each.
-func sinkFrame(sport uint16, nodes []uint32, lat uint32) []byte {
-	hl := testInst.Words() * 4
-	intLen := wire.MDHeaderLen + len(nodes)*hl
-	f := make([]byte, wire.EthernetLen+wire.IPv4MinLen+wire.UDPLen+wire.ShimLen+intLen)
-	wire.PutEthernet(f, [6]byte{2}, [6]byte{2}, wire.EtherTypeIPv4)
-	ip := f[wire.EthernetLen:]
-	wire.IPv4Header{TOS: 0x17 << 2, TotalLen: uint16(len(ip)), TTL: 64, Proto: wire.ProtoUDP, Src: [4]byte{10, 0, 0, 1}, Dst: [4]byte{10, 0, 0, 2}}.Put(ip)
-	wire.UDPHeader{SrcPort: sport, DstPort: 80, Length: uint16(len(ip) - 20)}.Put(ip[20:])
-	sh := ip[28:]
-	wire.Shim{Type: spec.TypeMD, Length: uint8(intLen / 4)}.Put(sh)
-	wire.MDHeader{Version: 2, HopML: uint8(testInst.Words()), RemainingHops: 4, Instructions: testInst}.Put(sh[4:])
-	for i, n := range nodes {
-		m := wire.HopMetadata{NodeID: n, HopLatency: lat, Valid: testInst}
-		wire.PutHop(sh[4+wire.MDHeaderLen+i*hl:], testInst, 0, &m)
+func sinkFrame(t testing.TB, sport uint16, nodes []uint32, lat uint32) []byte {
+	var hops []reporttest.Hop
+	for _, n := range nodes {
+		hops = append(hops, reporttest.Hop{Node: n, Latency: lat})
 	}
-	return f
+	return reporttest.MDFrame(t, reporttest.Flow{Src: [4]byte{10, 0, 0, 1}, Dst: [4]byte{10, 0, 0, 2}, Proto: wire.ProtoUDP,
+		SrcPort: sport, DstPort: 80}, hops...)
 }
 
 func report(seq uint32, sink uint32, h wire.ReportHeader, md wire.ReportMetadata, frame []byte) []byte {
@@ -65,21 +55,21 @@ func TestPublishAndQuery(t *testing.T) {
 	// Flow 1000: 1 → 2 → 3, 10 µs hops, then a 5 ms hop at node 2 (an
 	// anomaly), then a path change through node 4.
 	for i := 0; i < 30; i++ {
-		send(report(seq, 3, sinkH, wire.ReportMetadata{HopLatency: 10_000}, sinkFrame(1000, []uint32{2, 1}, 10_000)))
+		send(report(seq, 3, sinkH, wire.ReportMetadata{HopLatency: 10_000}, sinkFrame(t, 1000, []uint32{2, 1}, 10_000)))
 	}
-	send(report(seq, 3, sinkH, wire.ReportMetadata{HopLatency: 10_000}, sinkFrame(1000, []uint32{2, 1}, 5_000_000)))
-	send(report(seq, 3, sinkH, wire.ReportMetadata{HopLatency: 10_000}, sinkFrame(1000, []uint32{4, 1}, 10_000)))
+	send(report(seq, 3, sinkH, wire.ReportMetadata{HopLatency: 10_000}, sinkFrame(t, 1000, []uint32{2, 1}, 5_000_000)))
+	send(report(seq, 3, sinkH, wire.ReportMetadata{HopLatency: 10_000}, sinkFrame(t, 1000, []uint32{4, 1}, 10_000)))
 	// Flow 2000: 1 → 2 → 3, fast throughout.
 	for i := 0; i < 5; i++ {
-		send(report(seq, 3, sinkH, wire.ReportMetadata{HopLatency: 10_000}, sinkFrame(2000, []uint32{2, 1}, 10_000)))
+		send(report(seq, 3, sinkH, wire.ReportMetadata{HopLatency: 10_000}, sinkFrame(t, 2000, []uint32{2, 1}, 10_000)))
 	}
 	// Node 2 drops a packet of flow 2000 and reports flow 1000 congested.
 	send(report(seq, 2, wire.ReportHeader{Type: spec.RepINT, InType: spec.InEthernet, Dropped: true, RepMdBits: wire.RepDrop},
-		wire.ReportMetadata{DropQueueID: 3, DropReason: uint8(spec.DropRoutingMiss)}, sinkFrame(2000, []uint32{1}, 10_000)))
+		wire.ReportMetadata{DropQueueID: 3, DropReason: uint8(spec.DropRoutingMiss)}, sinkFrame(t, 2000, []uint32{1}, 10_000)))
 	for i := 0; i < 3; i++ {
 		send(report(seq, 2, wire.ReportHeader{Type: spec.RepINT, InType: spec.InEthernet, Congested: true, Intermediate: true,
 			RepMdBits: wire.RepL1Ports | wire.RepQueue}, wire.ReportMetadata{EgressPort: 7, QueueID: 1, QueueOccupancy: uint32(100 + i)},
-			sinkFrame(1000, []uint32{1}, 10_000)))
+			sinkFrame(t, 1000, []uint32{1}, 10_000)))
 	}
 	time.Sleep(100 * time.Millisecond) // a congestion window
 	p.Close(5 * time.Second)
