@@ -43,6 +43,9 @@ var allowed = map[string][]string{
 	// The collector's Prometheus exporter names drop reasons by the spec
 	// table; the collector itself stays free of sai and Prometheus.
 	"dataplane/collector/metrics": {"dataplane/collector", "dataplane/wire", "sai/spec"},
+	// The collector's publisher to NATS JetStream: the collector's
+	// events and summaries, free of sai and Prometheus too.
+	"dataplane/collector/stream": {"dataplane/collector", "dataplane/wire", "sai/spec"},
 	// Backends implement sai.Backend, so they see sai's types.
 	"dataplane/": {"sai", "sai/spec", "dataplane/"},
 	// Build information and the /metrics server shared by the commands,
@@ -57,8 +60,10 @@ var allowed = map[string][]string{
 // packet codecs and the collector's report path stay free of Prometheus
 // (the collector's exporter is its own package).
 var forbidden = map[string][]string{
-	"dataplane/wire":      {"github.com/prometheus/"},
-	"dataplane/collector": {"github.com/prometheus/"},
+	"dataplane/wire": {"github.com/prometheus/"},
+	// Only the collector's publisher (dataplane/collector/stream) speaks
+	// NATS.
+	"dataplane/collector": {"github.com/prometheus/", "github.com/nats-io/"},
 }
 
 func layerOf(pkg string) (string, []string) {

@@ -16,10 +16,10 @@ import (
 
 	"github.com/intd-project/intd/dataplane/collector"
 	"github.com/intd-project/intd/dataplane/collector/stream"
-	"github.com/intd-project/intd/dataplane/collector/stream/natstest"
 	"github.com/intd-project/intd/dataplane/lab"
 	"github.com/intd-project/intd/dataplane/soft"
 	"github.com/intd-project/intd/dataplane/wire"
+	"github.com/intd-project/intd/internal/natstest"
 )
 
 // kill stops a collector as a killed process would: no last summaries,

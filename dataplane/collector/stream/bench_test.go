@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/intd-project/intd/dataplane/collector"
-	"github.com/intd-project/intd/dataplane/collector/stream/natstest"
 	"github.com/intd-project/intd/dataplane/wire"
+	"github.com/intd-project/intd/internal/natstest"
 	"github.com/intd-project/intd/sai/spec"
 )
 

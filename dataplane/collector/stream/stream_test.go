@@ -11,8 +11,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/intd-project/intd/dataplane/collector"
-	"github.com/intd-project/intd/dataplane/collector/stream/natstest"
 	"github.com/intd-project/intd/dataplane/wire"
+	"github.com/intd-project/intd/internal/natstest"
 	"github.com/intd-project/intd/internal/reporttest"
 	"github.com/intd-project/intd/sai/spec"
 )
