@@ -75,6 +75,9 @@ func Start(t testing.TB, n int) *Cluster {
 		}
 		cmd := exec.Command(bin, "-c", cf)
 		cmd.Stdout, cmd.Stderr = nil, nil
+		// Killed with the test process too, should it die (a timeout's
+		// panic runs no cleanup).
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
