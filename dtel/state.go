@@ -125,6 +125,10 @@ func (o *Orchestrator) intState(dev *gen.Device, s snapshot, st *sai.Stats) {
 			Postcards:             ptr(c.Postcards),
 			IntDiscarded:          ptr(c.IntDiscarded),
 		}
+		for id, q := range st.Queues[n] {
+			qs := is.GetOrCreateQueues().GetOrCreateQueue(uint8(id)).GetOrCreateState()
+			qs.Id, qs.Occupancy, qs.Delay = ptr(uint8(id)), ptr(q.Occupancy), ptr(uint64(q.Delay.Nanoseconds()))
+		}
 	}
 	if in == nil {
 		return

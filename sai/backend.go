@@ -3,6 +3,7 @@ package sai
 import (
 	"context"
 	"net/netip"
+	"time"
 )
 
 // Backend is a DTel dataplane. Both intd dataplanes implement it; so does
@@ -173,11 +174,21 @@ type QueueReportStats struct {
 	QuotaLeft uint32 // reports left in the current breach
 }
 
+// QueueStats is the state of an egress queue, numbered as INT queue
+// metadata numbers it.
+type QueueStats struct {
+	Occupancy uint32        // bytes queued, as INT queue occupancy counts them
+	Delay     time.Duration // queueing delay a packet joining now would see; 0 when empty
+}
+
 // Stats is a snapshot of a backend's counters. Object maps are keyed by OID
 // and hold every live object, zero counters included.
 type Stats struct {
-	Node         Counters
-	Interfaces   map[string]Counters // by interface name
+	Node       Counters
+	Interfaces map[string]Counters // by interface name
+	// Queues holds each interface's egress queues, by interface name and
+	// queue id.
+	Queues       map[string][]QueueStats
 	Drops        map[DropReason]uint64
 	Reports      map[ReportType]ReportCounters
 	TrackedFlows uint64 // flows currently held by the flow report filter

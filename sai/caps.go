@@ -147,6 +147,31 @@ func FullCapabilities() Capabilities {
 	}
 }
 
+// Produced is the baseline metadata (instruction bits 0-8) the backend
+// writes with real values, as its semantics above say: every field with a
+// unit. Fields outside it are written, when asked for, as the reserved
+// all-ones value (INT v2.1, INT-MD Metadata Header Format); a supported
+// field may still be all ones for a packet that has no value for it.
+func (c Capabilities) Produced() Instruction {
+	p := spec.InstNodeID | spec.InstL1Interfaces | spec.InstL2Interfaces
+	for _, f := range []struct {
+		ok  bool
+		bit Instruction
+	}{
+		{c.HopLatency != 0, spec.InstHopLatency},
+		{c.QueueOccupancy.Unit != 0, spec.InstQueue},
+		{c.IngressTimestamp != 0, spec.InstIngressTimestamp},
+		{c.EgressTimestamp != 0, spec.InstEgressTimestamp},
+		{c.TxUtilization != 0, spec.InstEgressTxUtil},
+		{c.BufferOccupancy.Unit != 0, spec.InstBuffer},
+	} {
+		if f.ok {
+			p |= f.bit
+		}
+	}
+	return p
+}
+
 // Check reports, as an *AttrError wrapping ErrUnsupported, the first
 // attribute in a that these capabilities cannot honour. It does not
 // validate a (see Attrs.Validate) and does not check count limits.

@@ -44,6 +44,7 @@ func TestLeafrefsDangling(t *testing.T) {
 		{"/device/int/events/event/config/report-session", "/int/events/event[type=FLOW_STATE]/config/report-session", strVal("no-such-session"), strVal("collector")},
 		{"/device/int/events/event/state/report-session", "/int/events/event[type=FLOW_STATE]/state/report-session", strVal("no-such-session"), strVal("collector")},
 		{"/device/int/node/drops/drop/reason", "/int/node/drops/drop[reason=3]/state/reason", uintVal(4), uintVal(3)},
+		{"/device/int/interfaces/interface/state/queues/queue/id", "/int/interfaces/interface[name=eth0]/state/queues/queue[id=1]/state/id", uintVal(2), uintVal(1)},
 		{"/device/int/node/reports/report/type", "/int/node/reports/report[type=DROP]/state/type", strVal("QUEUE"), strVal("DROP")},
 		{"/device/metadata-semantics/metadata-field/metadata-field-id", "/metadata-semantics/metadata-field[metadata-field-id=METADATA_FIELD_QUEUE_OCCUPANCY]/config/metadata-field-id", strVal("METADATA_FIELD_NODE_ID"), strVal("METADATA_FIELD_QUEUE_OCCUPANCY")},
 		{"/device/domain-specific-metadata/domain/domain-specific-id", "/domain-specific-metadata/domain[domain-specific-id=4660]/config/domain-specific-id", uintVal(4661), uintVal(4660)},

@@ -23,8 +23,6 @@ import (
 	"github.com/intd-project/intd/dataplane/internal/ethtool"
 	"github.com/intd-project/intd/dataplane/report"
 	"github.com/intd-project/intd/dataplane/soft"
-	"github.com/intd-project/intd/dtel"
-	"github.com/intd-project/intd/gen"
 	"github.com/intd-project/intd/internal/logtest"
 	"github.com/intd-project/intd/sai/spec"
 )
@@ -455,13 +453,7 @@ func TestHopLatencyFromKernel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dev := &gen.Device{}
-	if err := gen.Unmarshal([]byte(postcardConfig), dev); err != nil {
-		t.Fatal(err)
-	}
-	if err := dtel.New(sw).Apply(context.Background(), dev); err != nil {
-		t.Fatal(err)
-	}
+	applyConfig(t, sw, postcardConfig)
 	node, err := NewNode(sw, []*Port{ps1, ps2}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -487,15 +479,7 @@ func TestHopLatencyFromKernel(t *testing.T) {
 	}
 	ph1.Flush()
 	time.Sleep(wait) // the frames wait in s1's socket
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- node.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
+	defer runNode(t, node)()
 	if got := readAll(t, ph2, n, 5*time.Second); len(got) != n {
 		t.Fatalf("forwarded %d of %d", len(got), n)
 	}

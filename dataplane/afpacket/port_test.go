@@ -4,7 +4,6 @@ package afpacket
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"fmt"
 	"net/netip"
@@ -258,15 +257,7 @@ func TestNodeForwards(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- node.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
+	defer runNode(t, node)()
 	const n = 50
 	for i := 0; i < n; i++ {
 		ph1.Transmit(udpFrame(ps1.MAC, ph1.MAC, netip.MustParseAddr("10.1.0.1"), netip.MustParseAddr("10.2.0.1"),

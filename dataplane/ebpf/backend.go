@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/cilium/ebpf"
+	"github.com/vishvananda/netlink"
 
 	"github.com/intd-project/intd/dataplane/report"
 	"github.com/intd-project/intd/dataplane/saireport"
@@ -24,9 +25,7 @@ import (
 func (d *Dataplane) Capabilities() sai.Capabilities {
 	return sai.Capabilities{
 		IntEndpoint: true, IntTransit: true, Postcard: true, DropReport: true, QueueReport: true,
-		Modes: []sai.IntMode{sai.IntModeMD, sai.IntModeMX},
-		// Bits 7 (tx utilisation) and 8 (buffer) are accepted and
-		// written as all ones: Linux has no per-packet value for them.
+		Modes:               []sai.IntMode{sai.IntModeMD, sai.IntModeMX},
 		Instructions:        spec.InstAll,
 		ReportMetadata:      spec.InstReportable,
 		Encaps:              []spec.Encap{spec.EncapDSCP, spec.EncapUDPPort, spec.EncapProbeMarker, spec.EncapVXLANGPE, spec.EncapGeneve, spec.EncapGRE},
@@ -37,6 +36,8 @@ func (d *Dataplane) Capabilities() sai.Capabilities {
 		IngressTimestamp:    sai.TimestampPOSIXNanoseconds,
 		EgressTimestamp:     sai.TimestampPOSIXNanoseconds,
 		QueueOccupancy:      sai.OccupancySemantics{Unit: sai.SizeBytes, Timing: sai.QueueTimingEnqueue},
+		TxUtilization:       sai.UtilTenthsOfPercent,
+		BufferOccupancy:     sai.OccupancySemantics{Unit: sai.SizeBytes, Timing: sai.QueueTimingEnqueue},
 		L1InterfaceID:       sai.InterfaceLogical,
 		L2InterfaceID:       sai.InterfaceLogical,
 		LastHopReport:       sai.LastHopEmbeddedInt,
@@ -72,8 +73,8 @@ func (d *Dataplane) checkAttrs(self sai.OID, a sai.Attrs) error {
 		if _, ok := d.ifaces[a.Port]; !ok {
 			return errf(sai.ErrNotFound, "queue report port %q", a.Port)
 		}
-		if a.Queue != 0 {
-			return errf(sai.ErrUnsupported, "queue %d on port %q (only the root qdisc, id 0)", a.Queue, a.Port)
+		if n := min(d.ifaces[a.Port].txqs, maxTxq); int(a.Queue) >= n {
+			return errf(sai.ErrUnsupported, "queue %d on port %q (queue ids are tx queues, 0 to %d)", a.Queue, a.Port, n-1)
 		}
 	case sai.WatchlistEntryAttrs:
 		if p := a.Match.InPort; p != "" {
@@ -329,8 +330,12 @@ func (d *Dataplane) compileLocked() error {
 	} else if n > 0 {
 		c.Flags |= uint32(intdCfgFlagF_TELEMETRY)
 	}
+	var qrOf [maxSlots * maxTxq]uint8
 	for oid, i := range d.qrIdx {
 		a := d.attrs(oid).(sai.QueueReportAttrs)
+		if p, ok := d.ifaces[a.Port]; ok {
+			qrOf[p.slot*maxTxq+min(int(a.Queue), maxTxq-1)] = uint8(i + 1)
+		}
 		q := intdQrCfg{Depth: a.DepthThreshold, Latency: uint32(min(a.LatencyThreshold.Nanoseconds(), 1<<32-1)),
 			Reset: uint32(min(a.EffectiveResetThreshold().Nanoseconds(), 1<<32-1)), Quota: a.BreachQuota}
 		if a.TailDrop {
@@ -338,6 +343,14 @@ func (d *Dataplane) compileLocked() error {
 		}
 		if err := d.objs.QrCfgMap.Put(uint32(i), q); err != nil {
 			return fmt.Errorf("ebpf: queue report map: %w", err)
+		}
+	}
+	for k, v := range qrOf {
+		if v != d.qrOf[k] {
+			if err := d.objs.QrOf.Put(uint32(k), v); err != nil {
+				return fmt.Errorf("ebpf: queue report map: %w", err)
+			}
+			d.qrOf[k] = v
 		}
 	}
 	d.wlGen++
@@ -590,6 +603,10 @@ func (d *Dataplane) Stats(ctx context.Context) (sai.Stats, error) {
 			}
 		}
 	}
+	st.Queues = map[string][]sai.QueueStats{}
+	for name, i := range d.ifaces {
+		st.Queues[name] = d.queueStats(i)
+	}
 	st.Node = toCounters(&node)
 	for name, i := range d.ifaces {
 		st.Ports[name] = sai.PortInfo{Ifindex: uint32(i.ifindex), L1ID: i.cfg.ID, L2ID: i.cfg.L2ID}
@@ -660,4 +677,67 @@ func (d *Dataplane) pipelineStats(p ReportPipeline, st *sai.Stats) {
 	}
 	saireport.SessionStats(ps, st)
 	saireport.FilterStats(ps, st)
+}
+
+// queueStats returns the egress queues of i as INT metadata numbers them:
+// with an mq root qdisc, one per tx queue (up to maxTxq; the child of
+// class id+1), else queue 0, the root qdisc every tx queue shares. Each
+// holds the qdisc's backlog as the kernel dumps it (BQL's bytes in
+// flight, which INT metadata adds, are not in the dump) and the delay the
+// drain time per byte last measured by intd_xmit gives it.
+func (d *Dataplane) queueStats(i *iface) []sai.QueueStats {
+	qs := make([]sai.QueueStats, 1)
+	if d.nl == nil {
+		return qs
+	}
+	list, err := d.nl.QdiscList(&netlink.Device{LinkAttrs: netlink.LinkAttrs{Index: i.ifindex}})
+	if err != nil {
+		return qs
+	}
+	for _, q := range list {
+		a := q.Attrs()
+		if a.Parent == netlink.HANDLE_ROOT && q.Type() == "mq" {
+			n := 0
+			for _, c := range list {
+				if c.Attrs().Parent>>16 == a.Handle>>16 && c.Attrs().Parent != netlink.HANDLE_ROOT {
+					n = max(n, int(c.Attrs().Parent&0xffff))
+				}
+			}
+			qs = make([]sai.QueueStats, min(max(n, 1), maxTxq))
+		}
+	}
+	backlog := func(q netlink.Qdisc) uint32 {
+		if s := q.Attrs().Statistics; s != nil && s.Queue != nil {
+			return s.Queue.Backlog
+		}
+		return 0
+	}
+	for _, q := range list {
+		a := q.Attrs()
+		if a.Parent != netlink.HANDLE_ROOT {
+			continue
+		}
+		if q.Type() != "mq" {
+			qs[0].Occupancy = backlog(q)
+			break
+		}
+		for _, c := range list {
+			p := c.Attrs().Parent
+			if p>>16 == a.Handle>>16 && p&0xffff >= 1 && int(p&0xffff) <= len(qs) {
+				qs[p&0xffff-1].Occupancy = backlog(c)
+			}
+		}
+	}
+	for k := range qs {
+		var j intdSojourn
+		if qs[k].Occupancy == 0 || d.objs.Sojourns.Lookup(uint32(i.slot*maxTxq+k), &j) != nil {
+			continue
+		}
+		if j.Occ > 0 {
+			qs[k].Delay = time.Duration(j.Est * uint64(qs[k].Occupancy) / uint64(j.Occ))
+		} else {
+			qs[k].Delay = time.Duration(j.Est)
+		}
+	}
+	return qs
 }

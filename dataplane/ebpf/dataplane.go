@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -16,6 +17,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/intd-project/intd/dataplane/internal/ethtool"
 	"github.com/intd-project/intd/dataplane/internal/hostlock"
 	"github.com/intd-project/intd/dataplane/report"
 	"github.com/intd-project/intd/dataplane/saireport"
@@ -56,8 +58,9 @@ type Config struct {
 }
 
 // requirements is what loading the programs needs of the system: the
-// kfunc bpf_cast_to_kern_ctx (Linux 6.2), kernel BTF for CO-RE, and the
-// privileges to load programs and change qdiscs.
+// kfuncs bpf_cast_to_kern_ctx and bpf_rdonly_cast (Linux 6.2; also
+// bpf_ktime_get_tai_ns, 6.1, and tp_btf tracing), kernel BTF for CO-RE,
+// and the privileges to load programs and change qdiscs.
 const requirements = "needs Linux 6.2 or later with BTF (/sys/kernel/btf/vmlinux), and CAP_BPF, CAP_PERFMON and CAP_NET_ADMIN (or root)"
 
 // ReportPipeline is what a *report.Pipeline offers besides Report.
@@ -69,6 +72,7 @@ const (
 	maxSessions  = int(intdLimitMAX_SESS)
 	maxSlots     = int(intdLimitMAX_SLOTS)
 	maxQueueRep  = int(intdLimitMAX_QR)
+	maxTxq       = int(intdLimitMAX_TXQ) // tx queues with state of their own
 	maxIfindex   = int(intdLimitMAX_IFINDEX)
 
 	filterHandle = 0x1d0
@@ -76,10 +80,15 @@ const (
 )
 
 type iface struct {
-	cfg      Interface
-	ifindex  int
-	mtu      int
-	slot     int
+	cfg     Interface
+	ifindex int
+	mtu     int
+	slot    int
+	txqs    int   // tx queues of the device
+	speed   int64 // link speed, bits/s (0: unknown)
+	// tx utilisation: the device's tx bytes at the last poll
+	txBytes  uint64
+	txAt     time.Time
 	attached bool
 	ownQdisc bool
 	lock     *hostlock.Lock // held while attached
@@ -93,6 +102,8 @@ type Dataplane struct {
 	ifaces   map[string]*iface
 	slots    [maxSlots]bool
 	tp       link.Link
+	xmit     link.Link       // intd_xmit on net_dev_start_xmit
+	nl       *netlink.Handle // in the namespace New ran in (queue state)
 	gso      *gsoDetour
 	rd       *ringbuf.Reader
 	done     chan struct{}
@@ -107,6 +118,7 @@ type Dataplane struct {
 	sessIdx   map[sai.OID]int
 	wlIdx     map[sai.OID]int
 	qrIdx     map[sai.OID]int
+	qrOf      [maxSlots * maxTxq]uint8 // qr_of as written
 	wlGen     uint32
 	wlBase    uint8
 	wlHalves  [2]wlHalf
@@ -153,7 +165,14 @@ func New(cfg Config) (*Dataplane, error) {
 		return nil, fmt.Errorf("ebpf: network namespace: %w", err)
 	}
 	d.netns = uint32(st.Ino)
+	nl, err := netlink.NewHandle()
+	if err != nil {
+		d.objs.Close()
+		return nil, fmt.Errorf("ebpf: netlink: %w", err)
+	}
+	d.nl = nl
 	if err := d.loadDropReasons(); err != nil {
+		d.nl.Close()
 		d.objs.Close()
 		return nil, err
 	}
@@ -162,15 +181,22 @@ func New(cfg Config) (*Dataplane, error) {
 		// for a leftover.
 		d.removeStaleFilters()
 	}
-	var err error
 	if d.rd, err = ringbuf.NewReader(d.objs.Events); err != nil {
+		d.nl.Close()
 		d.objs.Close()
 		return nil, fmt.Errorf("ebpf: ring buffer: %w", err)
 	}
 	if !cfg.NoDropTrace && !cfg.NoAttach {
-		if d.tp, err = link.AttachRawTracepoint(link.RawTracepointOptions{Name: "kfree_skb", Program: d.objs.IntdKfreeSkb}); err != nil {
+		if d.tp, err = link.AttachTracing(link.TracingOptions{Program: d.objs.IntdKfreeSkb}); err != nil {
 			d.Close()
 			return nil, fmt.Errorf("ebpf: attach kfree_skb: %w", err)
+		}
+	}
+	if !cfg.NoAttach {
+		// Queue delay: packets followed from tc egress to the driver.
+		if d.xmit, err = link.AttachTracing(link.TracingOptions{Program: d.objs.IntdXmit}); err != nil {
+			d.Close()
+			return nil, fmt.Errorf("ebpf: attach net_dev_start_xmit: %w", err)
 		}
 	}
 	if !cfg.NoAttach && !cfg.NoGSODetour {
@@ -194,16 +220,23 @@ func New(cfg Config) (*Dataplane, error) {
 	}
 	d.reading = true
 	go d.readEvents()
+	if !cfg.NoAttach {
+		go d.pollUtil()
+	}
 	return d, nil
 }
 
-// timeOffset is CLOCK_REALTIME - CLOCK_MONOTONIC (bpf_ktime_get_ns), so
-// that BPF timestamps are POSIX nanoseconds.
+// timeOffset is CLOCK_REALTIME - CLOCK_TAI (bpf_ktime_get_tai_ns), so
+// that BPF timestamps are POSIX nanoseconds. Both clocks take the same
+// NTP/PTP corrections: the offset only changes when the kernel's TAI
+// offset is set (leap seconds, or a time daemon setting it).
 func timeOffset() uint64 {
-	var rt, mono unix.Timespec
-	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &mono)
+	var rt, tai unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_TAI, &tai)
 	_ = unix.ClockGettime(unix.CLOCK_REALTIME, &rt)
-	return uint64(rt.Nano() - mono.Nano())
+	// Whole seconds: the kernel keeps the offset in seconds, and the two
+	// reads are a few hundred ns apart.
+	return uint64((rt.Nano() - tai.Nano() - 5e8) / 1e9 * 1e9)
 }
 
 // Close detaches the programs from every interface, stops reporting and
@@ -226,6 +259,12 @@ func (d *Dataplane) Close() error {
 	}
 	if d.tp != nil {
 		errs = append(errs, d.tp.Close())
+	}
+	if d.xmit != nil {
+		errs = append(errs, d.xmit.Close())
+	}
+	if d.nl != nil {
+		d.nl.Close()
 	}
 	// Nothing adds events any more: readEvents hands the ones in the ring
 	// buffer to the reporter, then returns.
@@ -274,7 +313,7 @@ func (d *Dataplane) AddInterface(cfg Interface) error {
 	if l.Attrs().Index >= maxIfindex {
 		return fmt.Errorf("ebpf: interface %q: ifindex %d not below %d", cfg.Name, l.Attrs().Index, maxIfindex)
 	}
-	i := &iface{cfg: cfg, ifindex: l.Attrs().Index, mtu: l.Attrs().MTU, slot: slot}
+	i := &iface{cfg: cfg, ifindex: l.Attrs().Index, mtu: l.Attrs().MTU, slot: slot, txqs: max(l.Attrs().NumTxQueues, 1)}
 	if i.cfg.ID == 0 {
 		i.cfg.ID = uint16(i.ifindex)
 	}
@@ -284,6 +323,18 @@ func (d *Dataplane) AddInterface(cfg Interface) error {
 	zeros := make([]intdCounters, ebpf.MustPossibleCPU())
 	if err := d.objs.Ctrs.Put(uint32(slot), zeros); err != nil {
 		return fmt.Errorf("ebpf: interface %q: %w", cfg.Name, err)
+	}
+	if i.speed, err = ethtool.Speed(cfg.Name); err != nil {
+		i.speed = 0
+	}
+	if err := d.objs.TxUtil.Put(uint32(slot), uint32(utilUnknown)); err != nil {
+		return fmt.Errorf("ebpf: interface %q: %w", cfg.Name, err)
+	}
+	for q := range maxTxq {
+		// What a previous interface of the slot left.
+		if err := d.objs.Sojourns.Put(uint32(slot*maxTxq+q), intdSojourn{}); err != nil {
+			return fmt.Errorf("ebpf: interface %q: %w", cfg.Name, err)
+		}
 	}
 	if err := d.objs.Ifaces.Put(uint32(i.ifindex), d.ifaceValue(i)); err != nil {
 		return fmt.Errorf("ebpf: interface %q: %w", cfg.Name, err)
@@ -447,10 +498,89 @@ func (d *Dataplane) ifaceValue(i *iface) intdIface {
 			v.Sink = 1
 		}
 	}
-	for oid, idx := range d.qrIdx {
+	for oid := range d.qrIdx {
 		if d.attrs(oid).(sai.QueueReportAttrs).Port == i.cfg.Name {
-			v.Qr = uint8(idx + 1)
+			v.Qr = 1
 		}
 	}
 	return v
+}
+
+// utilUnknown is tx_util's value for an unknown utilisation.
+const utilUnknown = 0xffffffff
+
+// utilPeriod is how often tx utilisation is measured.
+const utilPeriod = 100 * time.Millisecond
+
+// pollUtil measures each interface's tx utilisation every utilPeriod
+// until Close: the bits the device transmitted since the last poll
+// against its capacity, the link speed or a tbf root qdisc's rate when
+// lower, in tenths of a percent for intd_egress (tx_util). Every 100
+// polls it also follows a change of the kernel's TAI offset (a time
+// daemon setting it, a leap second) into cfg.time_offset.
+func (d *Dataplane) pollUtil() {
+	t := time.NewTicker(utilPeriod)
+	defer t.Stop()
+	for n := 1; ; n++ {
+		select {
+		case <-d.done:
+			return
+		case <-t.C:
+		}
+		d.mu.Lock()
+		if d.closed {
+			d.mu.Unlock()
+			return
+		}
+		for _, i := range d.ifaces {
+			_ = d.objs.TxUtil.Put(uint32(i.slot), d.txUtil(i))
+		}
+		if n%100 == 0 {
+			d.followTAI()
+		}
+		d.mu.Unlock()
+	}
+}
+
+// txUtil returns i's tx utilisation since the last call in tenths of a
+// percent, utilUnknown on the first call or without a capacity.
+func (d *Dataplane) txUtil(i *iface) uint32 {
+	l, err := d.nl.LinkByIndex(i.ifindex)
+	if err != nil || l.Attrs().Statistics == nil {
+		return utilUnknown
+	}
+	now, bytes := time.Now(), l.Attrs().Statistics.TxBytes
+	prevBytes, prevAt := i.txBytes, i.txAt
+	i.txBytes, i.txAt = bytes, now
+	capacity := i.speed
+	if qs, err := d.nl.QdiscList(l); err == nil {
+		for _, q := range qs {
+			if t, ok := q.(*netlink.Tbf); ok && t.Parent == netlink.HANDLE_ROOT && (capacity == 0 || int64(t.Rate)*8 < capacity) {
+				capacity = int64(t.Rate) * 8
+			}
+		}
+	}
+	dt := now.Sub(prevAt).Seconds()
+	if prevAt.IsZero() || capacity <= 0 || dt <= 0 || bytes < prevBytes {
+		return utilUnknown
+	}
+	return uint32(min(1000, float64(bytes-prevBytes)*8/dt/float64(capacity)*1000))
+}
+
+// followTAI writes a changed CLOCK_REALTIME - CLOCK_TAI offset into
+// cfg.time_offset. d.mu is held.
+func (d *Dataplane) followTAI() {
+	off := timeOffset()
+	if off == d.timeOff {
+		return
+	}
+	var c intdCfg
+	if d.objs.CfgMap.Lookup(uint32(0), &c) != nil {
+		return
+	}
+	c.TimeOffset = off
+	if d.objs.CfgMap.Put(uint32(0), c) == nil {
+		d.timeOff = off
+		d.log.Info("the kernel's TAI offset changed: timestamps follow", "realtime-minus-tai-ns", int64(off))
+	}
 }

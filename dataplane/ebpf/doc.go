@@ -18,7 +18,8 @@
 // direct-action filters on ingress and egress of every interface
 // (AddInterface/RemoveInterface at run time; Close and RemoveInterface
 // delete the filters, and the qdisc when intd created it), attaches the
-// raw tracepoint skb:kfree_skb and reads the report ring buffer.
+// BTF tracepoints skb:kfree_skb (drop reports) and net:net_dev_start_xmit
+// (queueing delay) and reads the report ring buffer.
 // Config.NoAttach only fills the maps, for BPF_PROG_TEST_RUN. Close
 // detaches, hands the events still in the ring buffer to the reporter and
 // frees everything; nothing is pinned.
@@ -258,13 +259,48 @@
 //
 // Metadata: node id (DTel SwitchID); level-1 and level-2 interface ids
 // (Interface.ID / L2ID, default the ifindex; LOGICAL_INTERFACE); hop
-// latency in ns = egress minus ingress time of the same packet (tc egress
-// runs before the qdisc, so it excludes qdisc queueing); ingress and egress
-// timestamps in POSIX ns (bpf_ktime_get_ns plus the realtime offset taken
-// at load); queue id 0 and occupancy = the egress device's root qdisc
-// backlog in bytes at enqueue (read with bpf_cast_to_kern_ctx and CO-RE;
-// 0 for noqueue and per-CPU-stats qdiscs such as pfifo_fast/mq); tx
-// utilisation and buffer occupancy are written as all ones (unavailable).
+// latency in ns = tc egress minus tc ingress time of the same packet plus
+// the queueing ahead of it in the egress qdisc (below); ingress and egress
+// timestamps in POSIX ns: CLOCK_TAI (bpf_ktime_get_tai_ns, which follows
+// the system clock's NTP/PTP corrections) minus the kernel's TAI offset,
+// read at load; the egress timestamp is the estimated departure from the
+// qdisc, as the hop latency.
+//
+// Queue: the id is the tx queue the kernel will pick for the packet (the
+// pick runs after tc egress: netdev_pick_tx without a socket, i.e. the
+// recorded rx queue folded onto the tx queues, else the packet's hash
+// scaled to them; XPS maps and drivers with their own queue selection are
+// not followed), so on mq the id names the mq class (1:id+1) whose child
+// the packet joins; with a classful root (htb, tbf with a child) the id is
+// 0 and the occupancy is the root's whole backlog, whatever class the
+// packet goes to. Occupancy, in bytes at enqueue: the backlog of that tx
+// queue's qdisc (the mq child, or the root qdisc of a single-queue
+// device) plus the bytes the driver has in flight by BQL, read with
+// bpf_cast_to_kern_ctx, bpf_rdonly_cast and CO-RE (0 with noqueue).
+// Qdiscs with per-CPU counters (pfifo_fast and other lockless ones) cannot
+// be summed by a program without the kernel's per-CPU offsets (absent
+// without kallsyms): their queue metadata is unavailable (all ones).
+// Queueing delay: one packet per tx queue at a time is followed from tc
+// egress (its kernel skb address and the bytes ahead of it) to the
+// net_dev_start_xmit tracepoint (intd_xmit, tp_btf), where it leaves the
+// qdisc for the driver; its sojourn and the bytes ahead give the queue's
+// drain time per byte, and a packet joining behind occ bytes is given
+// occ x that (0 when the queue is empty). A followed packet the qdisc
+// drops is released by the drop tracer; one that never shows (segmented,
+// or dropped unseen) after 1024 packets and a second. Tx utilisation, in
+// tenths of a percent: the bits the device sent over the last 100 ms
+// (netlink link statistics, polled) against its capacity, the ethtool
+// link speed or a tbf root qdisc's rate when lower (an htb's rates are
+// not followed); unavailable (all ones) until the second poll or without
+// a speed. Buffer occupancy: buffer id 0, the bytes queued on the whole
+// egress device (every tx queue's qdisc, a shared root counted once, plus
+// BQL; up to 16 tx queues), unavailable where a qdisc keeps per-CPU
+// counters.
+//
+// Queue state (Stats.Queues, interfaces/interface/state/queues in YANG):
+// per queue id as above, the qdisc's backlog as netlink dumps it (BQL's
+// bytes in flight are not in it) and the delay the last measured drain
+// time per byte gives it.
 //
 // Reports: the per-flow smart filter runs in BPF (LRU map flow -> last
 // report time + digest of ports, the node ids of the INT stack and
@@ -278,9 +314,13 @@
 // the shared report pipeline (sink events get this hop pushed onto their
 // stack in userspace with wire.PushHop, as soft reports them). Queue
 // reports apply thresholds and the breach quota in BPF and send the
-// breach-ending packet too. Drop reports: the kfree_skb tracepoint (it
-// sees every namespace's drops: only those in the namespace intd started
-// in, on one of its ports, count) reports a dropped packet when its
+// breach-ending packet too; a queue report watches one tx queue of its
+// interface (queue-id, below 16; ids from 15 up share the state of 15).
+// Drop reports: the kfree_skb tracepoint, as tp_btf (it sees every
+// namespace's drops: it first compares skb->dev's namespace with intd's,
+// two loads through BTF-typed pointers, so drops elsewhere cost a few
+// instructions; only drops in the namespace intd started in, on one of
+// its ports, count) reports a dropped packet when its
 // 5-tuple is in the map of watched flows with drop reporting (written at
 // egress when the flow cache misses) or when it carries INT (transit and
 // sink nodes have no entry of their own for it, as in soft), and a tail
@@ -310,7 +350,12 @@
 // [3 2 1]. TestBehaviourMore compares NPT 2 source and sink, INT-MX
 // transit and sink and postcards (packets and reports) with soft;
 // TestQueueReportQuota checks the latency threshold, breach quota and
-// breach end in BPF; TestDropReports drops packets in the lab (route
+// breach end in BPF; TestQueueMetadata shapes r1's egress below the
+// offered load (tbf on one tx queue; mq over four tx queues, each a tbf
+// with fq_codel under it when the kernel has it) and checks the INT-MD
+// hop of r1 at the sink, r1's postcards and queue reports against what
+// `tc -s qdisc` backlog / rate predicts (afpacket's
+// TestQueueMetadataSoft is the same scenario on the software switch); TestDropReports drops packets in the lab (route
 // removed at the source and at a transit node, TTL expiring) and checks
 // the reasons 29 and 26. TestGSO sends 8 MiB h1 -> h2 with TSO/GSO on the
 // hosts, captures the r1-r2 and r2-r3 links at the receiving routers and

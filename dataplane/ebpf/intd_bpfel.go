@@ -96,6 +96,8 @@ type intdDetour struct {
 	InIfindex uint32
 	L2In      uint32
 	Occ       uint32
+	Qdelay    uint32
+	Buf       uint32
 	L1In      uint16
 	Valid     uint16
 	Session   uint8
@@ -143,6 +145,8 @@ type intdEvent struct {
 	DsInst     uint16
 	Domain     uint16
 	Pad        uint16
+	TxUtil     uint32
+	BufOcc     uint32
 	Data       [512]uint8
 	_          [4]byte
 }
@@ -216,6 +220,7 @@ const (
 	intdLimitMAX_SLOTS   intdLimit = 64
 	intdLimitMAX_QR      intdLimit = 16
 	intdLimitMAX_IFINDEX intdLimit = 65536
+	intdLimitMAX_TXQ     intdLimit = 16
 )
 
 type intdQrCfg struct {
@@ -290,7 +295,14 @@ type intdScratch struct {
 		_          [2]byte
 		InIfindex  uint32
 		OutIfindex uint32
-		_          [4]byte
+		Txq        uint32
+		Qid        uint32
+		Qdelay     uint32
+		Util       uint32
+		Buf        uint32
+		Qdone      uint8
+		OccRead    uint8
+		Pad        [6]uint8
 	}
 	E         intdWlEntry
 	Slot      uint32
@@ -347,6 +359,18 @@ type intdSession struct {
 	HopMl   uint8
 	Clamp   uint16
 	Pad     uint16
+}
+
+type intdSojourn struct {
+	_       structs.HostLayout
+	Skb     uint64
+	T0      uint64
+	Occ0    uint32
+	Wait    uint32
+	Est     uint64
+	Occ     uint32
+	Pad     uint32
+	Samples uint64
 }
 
 type intdTelKey struct {
@@ -461,11 +485,14 @@ const (
 	intdMapIngMap        = "ing_map"
 	intdMapOwnDrop       = "own_drop"
 	intdMapQrCfgMap      = "qr_cfg_map"
+	intdMapQrOf          = "qr_of"
 	intdMapQrStateMap    = "qr_state_map"
 	intdMapScratchMap    = "scratch_map"
 	intdMapSessStatsMap  = "sess_stats_map"
 	intdMapSessions      = "sessions"
+	intdMapSojourns      = "sojourns"
 	intdMapTelemetry     = "telemetry"
+	intdMapTxUtil        = "tx_util"
 	intdMapWatchlist     = "watchlist"
 	intdMapWlCacheMap    = "wl_cache_map"
 	intdMapWlIfx         = "wl_ifx"
@@ -480,6 +507,7 @@ const (
 	intdProgIntdIngress  = "intd_ingress"
 	intdProgIntdKfreeSkb = "intd_kfree_skb"
 	intdProgIntdPass     = "intd_pass"
+	intdProgIntdXmit     = "intd_xmit"
 	intdVarUnusedAbi     = "unused_abi"
 	intdVarUnusedEvent   = "unused_event"
 	intdVarUnusedFlowKey = "unused_flow_key"
@@ -532,6 +560,7 @@ type intdProgramSpecs struct {
 	IntdIngress  *ebpf.ProgramSpec `ebpf:"intd_ingress"`
 	IntdKfreeSkb *ebpf.ProgramSpec `ebpf:"intd_kfree_skb"`
 	IntdPass     *ebpf.ProgramSpec `ebpf:"intd_pass"`
+	IntdXmit     *ebpf.ProgramSpec `ebpf:"intd_xmit"`
 }
 
 // intdMapSpecs contains maps before they are loaded into the kernel.
@@ -551,11 +580,14 @@ type intdMapSpecs struct {
 	IngMap       *ebpf.MapSpec `ebpf:"ing_map"`
 	OwnDrop      *ebpf.MapSpec `ebpf:"own_drop"`
 	QrCfgMap     *ebpf.MapSpec `ebpf:"qr_cfg_map"`
+	QrOf         *ebpf.MapSpec `ebpf:"qr_of"`
 	QrStateMap   *ebpf.MapSpec `ebpf:"qr_state_map"`
 	ScratchMap   *ebpf.MapSpec `ebpf:"scratch_map"`
 	SessStatsMap *ebpf.MapSpec `ebpf:"sess_stats_map"`
 	Sessions     *ebpf.MapSpec `ebpf:"sessions"`
+	Sojourns     *ebpf.MapSpec `ebpf:"sojourns"`
 	Telemetry    *ebpf.MapSpec `ebpf:"telemetry"`
+	TxUtil       *ebpf.MapSpec `ebpf:"tx_util"`
 	Watchlist    *ebpf.MapSpec `ebpf:"watchlist"`
 	WlCacheMap   *ebpf.MapSpec `ebpf:"wl_cache_map"`
 	WlIfx        *ebpf.MapSpec `ebpf:"wl_ifx"`
@@ -609,11 +641,14 @@ type intdMaps struct {
 	IngMap       *ebpf.Map `ebpf:"ing_map"`
 	OwnDrop      *ebpf.Map `ebpf:"own_drop"`
 	QrCfgMap     *ebpf.Map `ebpf:"qr_cfg_map"`
+	QrOf         *ebpf.Map `ebpf:"qr_of"`
 	QrStateMap   *ebpf.Map `ebpf:"qr_state_map"`
 	ScratchMap   *ebpf.Map `ebpf:"scratch_map"`
 	SessStatsMap *ebpf.Map `ebpf:"sess_stats_map"`
 	Sessions     *ebpf.Map `ebpf:"sessions"`
+	Sojourns     *ebpf.Map `ebpf:"sojourns"`
 	Telemetry    *ebpf.Map `ebpf:"telemetry"`
+	TxUtil       *ebpf.Map `ebpf:"tx_util"`
 	Watchlist    *ebpf.Map `ebpf:"watchlist"`
 	WlCacheMap   *ebpf.Map `ebpf:"wl_cache_map"`
 	WlIfx        *ebpf.Map `ebpf:"wl_ifx"`
@@ -640,11 +675,14 @@ func (m *intdMaps) Close() error {
 		m.IngMap,
 		m.OwnDrop,
 		m.QrCfgMap,
+		m.QrOf,
 		m.QrStateMap,
 		m.ScratchMap,
 		m.SessStatsMap,
 		m.Sessions,
+		m.Sojourns,
 		m.Telemetry,
+		m.TxUtil,
 		m.Watchlist,
 		m.WlCacheMap,
 		m.WlIfx,
@@ -675,6 +713,7 @@ type intdPrograms struct {
 	IntdIngress  *ebpf.Program `ebpf:"intd_ingress"`
 	IntdKfreeSkb *ebpf.Program `ebpf:"intd_kfree_skb"`
 	IntdPass     *ebpf.Program `ebpf:"intd_pass"`
+	IntdXmit     *ebpf.Program `ebpf:"intd_xmit"`
 }
 
 func (p *intdPrograms) Close() error {
@@ -684,6 +723,7 @@ func (p *intdPrograms) Close() error {
 		p.IntdIngress,
 		p.IntdKfreeSkb,
 		p.IntdPass,
+		p.IntdXmit,
 	)
 }
 

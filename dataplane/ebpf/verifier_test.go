@@ -19,7 +19,7 @@ func TestVerifierBudget(t *testing.T) {
 	for _, p := range []struct {
 		name string
 		p    *ebpf.Program
-	}{{"intd_egress", objs.IntdEgress}, {"intd_ingress", objs.IntdIngress}, {"intd_gso", objs.IntdGso}, {"intd_kfree_skb", objs.IntdKfreeSkb}} {
+	}{{"intd_egress", objs.IntdEgress}, {"intd_ingress", objs.IntdIngress}, {"intd_gso", objs.IntdGso}, {"intd_kfree_skb", objs.IntdKfreeSkb}, {"intd_xmit", objs.IntdXmit}} {
 		info, err := p.p.Info()
 		if err != nil {
 			t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"math/bits"
 	"slices"
+	"time"
 
 	"github.com/intd-project/intd/dataplane/report"
 	"github.com/intd-project/intd/dataplane/wire"
@@ -73,8 +74,8 @@ func (s *Switch) checkAttrs(_ sai.OID, a sai.Attrs) error {
 		if _, ok := s.portByName[a.Port]; !ok {
 			return errf(sai.ErrNotFound, "queue report port %q", a.Port)
 		}
-		if a.Queue != 0 {
-			return errf(sai.ErrUnsupported, "queue %d on port %q (ports have one queue, id 0)", a.Queue, a.Port)
+		if n := s.ports[s.portByName[a.Port]].cfg.Queues; int(a.Queue) >= n {
+			return errf(sai.ErrUnsupported, "queue %d on port %q (its queues are 0 to %d)", a.Queue, a.Port, n-1)
 		}
 	case sai.WatchlistEntryAttrs:
 		if p := a.Match.InPort; p != "" {
@@ -141,9 +142,22 @@ func (s *Switch) Stats(ctx context.Context) (sai.Stats, error) {
 	st := s.store.NewStats()
 	st.Node = s.node
 	st.Drops = maps.Clone(s.drops)
+	st.Queues = map[string][]sai.QueueStats{}
 	for _, p := range s.ports {
 		st.Interfaces[p.cfg.Name] = p.ctr
 		st.Ports[p.cfg.Name] = sai.PortInfo{L1ID: p.cfg.ID, L2ID: p.cfg.L2ID}
+		// A packet joining queue i now waits for the bytes of queues i
+		// and above (strict priority), arrivals aside.
+		qs := make([]sai.QueueStats, len(p.qs))
+		ahead := 0
+		for i := len(p.qs) - 1; i >= 0; i-- {
+			ahead += p.qs[i].bytes
+			qs[i].Occupancy = uint32(p.qs[i].bytes)
+			if p.cfg.Rate > 0 && p.qs[i].bytes > 0 {
+				qs[i].Delay = time.Duration(int64(ahead) * 8 * 1_000_000_000 / p.cfg.Rate)
+			}
+		}
+		st.Queues[p.cfg.Name] = qs
 	}
 	for oid, w := range s.wlStats {
 		st.Watchlist[oid] = *w
@@ -174,7 +188,7 @@ func (s *Switch) Stats(ctx context.Context) (sai.Stats, error) {
 // object of type t. Called with s.mu held.
 func (s *Switch) recompile(t sai.ObjectType) {
 	s.gen++
-	c := &compiled{gen: s.gen, qr: make([]*qrState, len(s.ports)), sink: make([]bool, len(s.ports))}
+	c := &compiled{gen: s.gen, qr: make([]*qrState, len(s.ports)*MaxQueues), sink: make([]bool, len(s.ports))}
 	var dtel *sai.DTelAttrs
 	if _, o, ok := s.store.First(sai.ObjectTypeDTel); ok {
 		d := o.(sai.DTelAttrs)
@@ -233,7 +247,7 @@ func (s *Switch) recompile(t sai.ObjectType) {
 		case sai.QueueReportAttrs:
 			q := s.qrStats[oid]
 			q.a = a
-			c.qr[s.portByName[a.Port]] = q
+			c.qr[s.portByName[a.Port]*MaxQueues+int(a.Queue)] = q
 		}
 	}
 	for oid, o := range s.store.Of(sai.ObjectTypeWatchlistEntry) {

@@ -49,9 +49,15 @@ type PortConfig struct {
 	// Rate drains the egress queue, in bits per second; 0 is infinitely
 	// fast (no queueing, what the benchmarks use).
 	Rate int64
-	// QueueBytes bounds the egress queue (default 256 KiB); a packet that
-	// does not fit is tail-dropped (reason 71).
+	// QueueBytes bounds each egress queue (default 256 KiB); a packet
+	// that does not fit is tail-dropped (reason 71).
 	QueueBytes int
+	// Queues is the number of egress queues, 1 (the default) to
+	// MaxQueues. A packet joins queue min(DSCP >> 3, Queues-1), its DSCP
+	// class selector, and the port sends by strict priority, the highest
+	// queue first. The queue is the queue id of INT metadata and queue
+	// reports.
+	Queues int
 	// MAC is the port's address, written as source MAC by routes that
 	// rewrite MACs.
 	MAC [6]byte
@@ -95,7 +101,10 @@ type Config struct {
 const (
 	defaultMTU        = 1500
 	defaultQueueBytes = 256 << 10
-	defaultMaxFrame   = 9216
+	// MaxQueues is the most egress queues a port has: one per DSCP class
+	// selector.
+	MaxQueues       = 8
+	defaultMaxFrame = 9216
 	// maxWhole is the largest super-packet ReceiveWhole takes: 64 KB
 	// of payload behind Ethernet, two VLAN tags and up to 128 bytes of
 	// IPv6 and TCP headers.

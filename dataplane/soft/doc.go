@@ -20,9 +20,11 @@
 // VXLAN inner matches; a direct-mapped flow cache keyed by everything the
 // entries look at, invalidated by a generation bump on any change) ->
 // static routes (longest prefix, ECMP by flow hash) -> TTL (drop 26 at
-// zero) -> egress queue (bounded in bytes, tail drop 71, drained at the
-// port rate: a packet departs at max(now, previous departure) +
-// size/rate) -> egress processing at the departure time -> Link.
+// zero) -> egress queue (PortConfig.Queues of them, default 1; a packet
+// joins queue min(DSCP >> 3, Queues-1), its class selector; each bounded
+// in bytes, tail drop 71) drained at the port rate by strict priority
+// (when the link is free, the highest queue's head is sent and departs
+// size/rate later) -> egress processing at the departure time -> Link.
 //
 // INT roles are per packet: a watched packet (flow op INT) without INT
 // gets INT at egress unless the egress port is a sink port (source); an
@@ -85,7 +87,8 @@
 //
 // Metadata: node id (DTel SwitchID), level-1 port ids (PortConfig.ID),
 // level-2 ids (PortConfig.L2ID), hop latency in ns (departure minus
-// arrival), queue id 0 and occupancy in bytes at enqueue, timestamps in
+// arrival), queue id (the egress queue) and its occupancy in bytes at
+// enqueue (the packet being sent included), timestamps in
 // POSIX ns, tx utilisation in percent over 1 ms windows (unavailable on
 // unlimited ports), buffer id 0 and the switch's queued bytes.
 //
@@ -95,6 +98,8 @@
 // the reporting pipeline applies thresholds and quotas). A reporter that
 // implements ReportPipeline (report.Pipeline does) is configured from the
 // sai objects and feeds Stats.Reports / ReportSessions / QueueReports.
+// Stats.Queues gives each port's queues: their bytes and the wait at the
+// port rate for them and the queues above.
 //
 // The pipeline allocates nothing per packet (TestZeroAllocs). Measured
 // figures and their history: docs/performance.md.

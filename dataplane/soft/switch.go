@@ -66,7 +66,11 @@ type port struct {
 	link  Link
 	whole WholeLink // link, when it sends super-packets whole
 	ctr   sai.Counters
-	q     queue
+	qs    []queue // by queue id
+	// The packet being sent (dequeued, still counted in its queue) and
+	// when the link is free again.
+	inflight  *pbuf
+	busyUntil int64
 	// tx utilisation over windows of utilWindow ns
 	winStart, winBytes int64
 	util               uint32
@@ -87,7 +91,9 @@ type pbuf struct {
 	in    int
 	out   int
 	tIn   int64
+	arr   int64 // enqueue time
 	dep   int64 // departure (egress) time
+	queue uint8 // egress queue
 	occ   uint32
 	bufOc uint32
 	entry *wlEntry
@@ -154,8 +160,14 @@ func New(cfg Config) (*Switch, error) {
 		if pc.QueueBytes == 0 {
 			pc.QueueBytes = defaultQueueBytes
 		}
+		if pc.Queues == 0 {
+			pc.Queues = 1
+		}
+		if pc.Queues < 1 || pc.Queues > MaxQueues {
+			return nil, fmt.Errorf("soft: port %q: %d queues (1 to %d)", pc.Name, pc.Queues, MaxQueues)
+		}
 		s.portByName[pc.Name] = i
-		s.ports = append(s.ports, port{cfg: pc})
+		s.ports = append(s.ports, port{cfg: pc, qs: make([]queue, pc.Queues)})
 		s.ports[i].setLink(pc.Link)
 	}
 	if err := s.setRoutes(cfg.Routes); err != nil {
@@ -331,9 +343,7 @@ func (s *Switch) Poll() int64 {
 	for i := range s.ports {
 		p := &s.ports[i]
 		s.drain(p, now)
-		if p.q.n > 0 {
-			next = min(next, p.q.head().dep)
-		}
+		next = min(next, s.nextDeparture(p))
 	}
 	return next
 }
@@ -345,18 +355,20 @@ func (s *Switch) NextDeparture() int64 {
 	defer s.mu.Unlock()
 	next := int64(math.MaxInt64)
 	for i := range s.ports {
-		if s.ports[i].q.n > 0 {
-			next = min(next, s.ports[i].q.head().dep)
-		}
+		next = min(next, s.nextDeparture(&s.ports[i]))
 	}
 	return next
 }
 
-// QueueBytes returns the bytes queued at port i.
+// QueueBytes returns the bytes queued at port i, in all its queues.
 func (s *Switch) QueueBytes(i int) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.ports[i].q.bytes
+	n := 0
+	for _, q := range s.ports[i].qs {
+		n += q.bytes
+	}
+	return n
 }
 
 func (s *Switch) countDrop(in int, r sai.DropReason) {
@@ -399,7 +411,7 @@ func (s *Switch) process(in int, frame []byte, b *pbuf, rx, now int64) bool {
 		b.data = b.store[:len(frame)]
 		copy(b.data, frame)
 	}
-	b.in, b.tIn, b.out = in, rx, -1
+	b.in, b.tIn, b.out, b.queue = in, rx, -1, 0
 	// A packet from outside the INT domain (through a sink port) is never
 	// INT, whatever its DSCP or ports say.
 	edge := c.sink[in]
@@ -584,11 +596,8 @@ func (s *Switch) dropPkt(b *pbuf, at int, r sai.DropReason, tail bool) {
 		// sink nodes have no entry of their own for it.
 		want = true
 	}
-	if tail && c.queueReport && b.out >= 0 && c.qr[b.out] != nil && c.qr[b.out].a.TailDrop {
+	if q := c.queueRep(b); tail && c.queueReport && q != nil && q.a.TailDrop {
 		want = true
-	}
-	if tail && b.entry == nil && c.queueReport && b.out >= 0 && c.qr[b.out] != nil {
-		want = want || c.qr[b.out].a.TailDrop
 	}
 	if want && s.reporter != nil {
 		ev := s.event(report.KindDrop, b, s.clock.Now())
@@ -637,10 +646,9 @@ func (s *Switch) emit(ev *report.Event) {
 
 // queue is a FIFO of packets bounded in bytes.
 type queue struct {
-	ring      []*pbuf
-	head0, n  int
-	bytes     int
-	busyUntil int64
+	ring     []*pbuf
+	head0, n int
+	bytes    int // including the port's inflight packet when it came from here
 }
 
 func (q *queue) head() *pbuf { return q.ring[q.head0] }
@@ -665,27 +673,37 @@ func (q *queue) pop() *pbuf {
 	return b
 }
 
+// queueOf is the egress queue of b: its DSCP class selector, capped to
+// the port's queues.
+func queueOf(b *pbuf, p *port) uint8 {
+	if len(p.qs) == 1 || b.pkt.L3 < 0 || b.pkt.L3+2 > len(b.data) {
+		return 0
+	}
+	var dscp byte
+	if b.pkt.IPVersion == 6 {
+		dscp = (b.data[b.pkt.L3]<<4 | b.data[b.pkt.L3+1]>>4) >> 2
+	} else {
+		dscp = b.data[b.pkt.L3+1] >> 2
+	}
+	return min(dscp>>3, uint8(len(p.qs)-1))
+}
+
 func (s *Switch) enqueue(b *pbuf, now int64) {
 	p := &s.ports[b.out]
-	q := &p.q
-	if q.n > 0 {
-		s.drain(p, now)
-	}
+	s.drain(p, now)
+	b.queue = queueOf(b, p)
+	q := &p.qs[b.queue]
 	size := len(b.data)
+	b.occ, b.bufOc = uint32(q.bytes), uint32(s.queued)
 	if q.bytes+size > p.cfg.QueueBytes {
-		b.occ, b.bufOc = uint32(q.bytes), uint32(s.queued)
 		s.dropPkt(b, b.out, spec.DropTrafficManager, true)
 		return
 	}
-	b.occ, b.bufOc = uint32(q.bytes), uint32(s.queued)
 	if p.cfg.Rate <= 0 {
 		b.dep = now
 		s.egress(b)
 		return
 	}
-	start := max(now, q.busyUntil)
-	b.dep = start + int64(size)*8*1_000_000_000/p.cfg.Rate
-	q.busyUntil = b.dep
 	if b.whole {
 		// A super-packet leaves when nothing is queued ahead of it, not
 		// once its segments would be on the wire at the port's rate:
@@ -693,28 +711,100 @@ func (s *Switch) enqueue(b *pbuf, now int64) {
 		// much again, and the device after the switch paces segments
 		// itself (a shaped port, whose queue is short, gets segments:
 		// see wholeOut). The port is busy for its segments all the
-		// same, so packets behind it see the occupancy. It leaves
-		// from the receive buffer, and is copied only to wait.
-		b.dep = start
-		if q.n == 0 {
+		// same, so packets behind it wait for them. It leaves from the
+		// receive buffer, and is copied only to wait (see drain).
+		if p.inflight == nil && p.idle() {
+			p.busyUntil = max(now, p.busyUntil) + p.txTime(b)
 			b.dep = now
 			s.egress(b)
 			return
 		}
 		b.data = b.store[:copy(b.store, b.data)]
 	}
+	b.arr = now
 	q.push(b)
 	q.bytes += size
 	s.queued += size
+	s.drain(p, now)
 }
 
+// pick returns the queue the port sends from next and when that packet
+// starts: once the link is free (or at the first arrival when it idles),
+// the highest queue whose head has arrived by then. -1 when all are empty.
+func pick(p *port) (int, int64) {
+	first := int64(math.MaxInt64)
+	for i := range p.qs {
+		if p.qs[i].n > 0 {
+			first = min(first, p.qs[i].head().arr)
+		}
+	}
+	if first == math.MaxInt64 {
+		return -1, 0
+	}
+	t := max(first, p.busyUntil)
+	for i := len(p.qs) - 1; i >= 0; i-- {
+		if q := &p.qs[i]; q.n > 0 && q.head().arr <= t {
+			return i, t
+		}
+	}
+	return -1, 0
+}
+
+// idle says whether none of the port's queues holds a packet.
+func (p *port) idle() bool {
+	for i := range p.qs {
+		if p.qs[i].n > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (p *port) txTime(b *pbuf) int64 {
+	return int64(len(b.data)) * 8 * 1_000_000_000 / p.cfg.Rate
+}
+
+// nextDeparture is when the port's next packet leaves, math.MaxInt64 when
+// none is queued.
+func (s *Switch) nextDeparture(p *port) int64 {
+	if p.inflight != nil {
+		return p.inflight.dep
+	}
+	i, t := pick(p)
+	if i < 0 {
+		return math.MaxInt64
+	}
+	if h := p.qs[i].head(); !h.whole {
+		return t + p.txTime(h)
+	}
+	return t // a super-packet leaves when it starts (see enqueue)
+}
+
+// drain sends what has left the port by now. A packet is chosen (strict
+// priority) when its transmission starts, and leaves when it ends.
 func (s *Switch) drain(p *port, now int64) {
-	q := &p.q
-	for q.n > 0 && q.head().dep <= now {
-		b := q.pop()
-		q.bytes -= len(b.data)
-		s.queued -= len(b.data)
-		s.egress(b)
+	for {
+		if b := p.inflight; b != nil {
+			if b.dep > now {
+				return
+			}
+			p.inflight = nil
+			p.qs[b.queue].bytes -= len(b.data)
+			s.queued -= len(b.data)
+			s.egress(b)
+			continue
+		}
+		i, t := pick(p)
+		if i < 0 || t > now {
+			return
+		}
+		b := p.qs[i].pop()
+		p.busyUntil = t + p.txTime(b)
+		b.dep = p.busyUntil
+		if b.whole {
+			b.dep = t // see enqueue
+		}
+		p.inflight = b
 	}
 }
 
@@ -743,6 +833,7 @@ func (s *Switch) fillHop(b *pbuf, c *compiled, tOut int64, m *wire.HopMetadata) 
 		NodeID:           c.nodeID,
 		IngressPort:      in.cfg.ID,
 		HopLatency:       uint32(min(max(tOut-b.tIn, 0), 0xfffffffe)),
+		QueueID:          b.queue,
 		QueueOccupancy:   min(b.occ, 0xffffff),
 		IngressTimestamp: uint64(b.tIn),
 		EgressTimestamp:  uint64(tOut),
@@ -788,8 +879,8 @@ func (s *Switch) egress(b *pbuf) {
 	p := &s.ports[b.out]
 	t := b.dep
 	s.updateUtil(p, len(b.data), t)
-	if c.queueReport && c.qr[b.out] != nil {
-		s.queueReport(b, c, c.qr[b.out], t)
+	if q := c.queueRep(b); c.queueReport && q != nil {
+		s.queueReport(b, c, q, t)
 	}
 	send := true
 	switch {

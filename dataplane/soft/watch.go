@@ -24,7 +24,7 @@ type compiled struct {
 	edgeParser  wire.Parser        // packets from outside the domain: tunnels, never INT
 	src         wire.SourceOptions // Encap 0: no TCP/UDP marking
 	sink        []bool             // by port index
-	qr          []*qrState         // by port index (queue 0)
+	qr          []*qrState         // by port index * MaxQueues + queue
 	entries     []*wlEntry         // by descending priority
 	needDSCP    bool
 	needFlags   bool
@@ -55,6 +55,14 @@ type wlEntry struct {
 	act    sai.WatchlistAction
 	sess   *session
 	stats  *sai.WatchlistEntryStats
+}
+
+// queueRep is the queue report of b's egress queue, nil when none.
+func (c *compiled) queueRep(b *pbuf) *qrState {
+	if b.out < 0 {
+		return nil
+	}
+	return c.qr[b.out*MaxQueues+int(b.queue)]
 }
 
 // qrState is a queue report's configuration and breach state.

@@ -46,6 +46,7 @@ enum limit {
 	MAX_SLOTS = 64,      /* interface counter slots; slot 0 is "other" */
 	MAX_QR = 16,         /* queue reports */
 	MAX_IFINDEX = 65536, /* the ifaces map */
+	MAX_TXQ = 16,        /* tx queues per interface with state of their own; higher ones share the last */
 };
 #define MAX_CAP 512    /* bytes of a frame copied into an event */
 #define MAX_MOVE 128   /* header bytes moved when room is made after L4 */
@@ -133,7 +134,7 @@ enum counter {
 struct cfg {
 	__u32 flags;
 	__u32 node_id;
-	__u64 time_offset;   /* bpf_ktime_get_ns() + time_offset = POSIX ns */
+	__u64 time_offset;   /* clock_ns() + time_offset = POSIX ns */
 	__u64 flow_interval; /* ns between reports of an unchanged flow */
 	__u32 wl_gen;        /* bumps on every watchlist change */
 	__u16 wl_count;      /* entries in the active half */
@@ -160,7 +161,7 @@ struct iface {
 	__u16 mtu;
 	__u8 sink;
 	__u8 slot;
-	__u8 qr; /* queue report index + 1, 0: none */
+	__u8 qr; /* 1: some queue of the interface has a queue report (qr_of) */
 	__u8 on; /* 1: one of intd's interfaces */
 };
 
@@ -250,7 +251,7 @@ struct wl_cache {
 	__u8 act;
 	__u8 entry_op; /* the entry's flow op before sampling */
 	__u32 interval_us; /* of the entry */
-	__u64 last_act;    /* bpf_ktime_get_ns() the flow op last acted, 0: never */
+	__u64 last_act;    /* clock_ns() the flow op last acted, 0: never */
 };
 
 struct counters {
@@ -311,12 +312,14 @@ struct ing_slot {
 /* detour is what a GSO super-packet's segments need at the peer of the
  * detour veth (intd_gso): the egress step's state, found by skb->mark. */
 struct detour {
-	__u64 ts_in;      /* bpf_ktime_get_ns at ingress, 0: unknown */
+	__u64 ts_in;      /* clock_ns() at ingress, 0: unknown */
 	__u32 mark;       /* skb->mark given to the super-packet (tag) */
 	__u32 orig_mark;  /* skb->mark before, restored on the segments */
 	__u32 in_ifindex;
 	__u32 l2_in;
-	__u32 occ;
+	__u32 occ;    /* queue id << 24 | occupancy */
+	__u32 qdelay; /* queueing estimate (need_qtime) */
+	__u32 buf;    /* buffer occupancy (need_buf) */
 	__u16 l1_in;
 	__u16 valid;
 	__u8 session, act;
@@ -346,6 +349,8 @@ struct event {
 	__u16 ds_inst; /* with EVF_INST: its domain and DS instruction */
 	__u16 domain;
 	__u16 pad;
+	__u32 tx_util; /* tenths of a percent, valid with INST_EGRESS_TX_UTIL */
+	__u32 buf_occ; /* buffer id 0, bytes; valid with INST_BUFFER */
 	__u8 data[MAX_CAP];
 };
 
@@ -390,6 +395,14 @@ struct hop {
 	__u16 valid;
 	__u32 in_ifindex;
 	__u32 out_ifindex;
+	__u32 txq;    /* tx queue of the packet (need_occ) */
+	__u32 qid;    /* its queue id: txq, 0 when the tx queues share the root qdisc */
+	__u32 qdelay; /* queueing estimate in ts_out and latency (need_qtime) */
+	__u32 util;   /* egress tx utilisation (need_util) */
+	__u32 buf;    /* buffer occupancy, bytes (need_buf) */
+	__u8 qdone;   /* need_qtime ran */
+	__u8 occ_read; /* need_occ ran */
+	__u8 pad[6];
 };
 
 /* scratch is the per-CPU state of the packet being processed, shared by
@@ -417,8 +430,8 @@ struct scratch {
 	struct flow_key last_key;
 	struct wl_cache last;
 	__u64 last_wake; /* ring buffer wakeup throttle, ns */
-	__u64 now;  /* bpf_ktime_get_ns() of need_time */
-	__u64 t_in; /* bpf_ktime_get_ns() at ingress (intd_ingress), 0: unknown */
+	__u64 now;  /* clock_ns() of need_time */
+	__u64 t_in; /* clock_ns() at ingress (intd_ingress), 0: unknown */
 	__u32 hop_words;
 	__u32 hop[32];
 	__u8 mv[MAX_MOVE];
@@ -645,7 +658,9 @@ struct abi {
 	enum drop_map drop_map;
 } *unused_abi __attribute__((unused));
 
-/* ---- CO-RE view of the egress qdisc (queue occupancy) ---- */
+/* ---- CO-RE view of the egress queue (queue occupancy) ---- */
+
+#define TCQ_F_CPUSTATS 0x20 /* include/net/sch_generic.h: per-CPU qstats (lockless qdiscs) */
 
 struct gnet_stats_queue {
 	__u32 qlen;
@@ -653,7 +668,20 @@ struct gnet_stats_queue {
 } __attribute__((preserve_access_index));
 
 struct Qdisc {
+	int (*enqueue)(void);
+	unsigned int flags;
 	struct gnet_stats_queue qstats;
+	struct gnet_stats_queue *cpu_qstats;
+} __attribute__((preserve_access_index));
+
+struct dql {
+	unsigned int num_queued;
+	unsigned int num_completed;
+} __attribute__((preserve_access_index));
+
+struct netdev_queue {
+	struct Qdisc *qdisc;
+	struct dql dql;
 } __attribute__((preserve_access_index));
 
 struct ns_common {
@@ -670,6 +698,8 @@ typedef struct {
 
 struct net_device {
 	struct Qdisc *qdisc;
+	struct netdev_queue *_tx;
+	unsigned int real_num_tx_queues;
 	int ifindex;
 	possible_net_t nd_net;
 } __attribute__((preserve_access_index));
@@ -678,34 +708,157 @@ struct sk_buff {
 	struct net_device *dev;
 	unsigned char *head;
 	__u16 network_header;
+	__u16 queue_mapping;
 	__u32 len;
 	int skb_iif;
 	__u8 ip_summed:2;
 } __attribute__((preserve_access_index));
 
 extern void *bpf_cast_to_kern_ctx(void *obj) __ksym;
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
 
-static __always_inline __u32 qdisc_backlog(struct __sk_buff *skb)
+/* The clock of every timestamp and interval: CLOCK_TAI, which follows
+ * the system clock's NTP/PTP corrections; cfg.time_offset turns it into
+ * POSIX time (CLOCK_REALTIME). */
+#define clock_ns() bpf_ktime_get_tai_ns()
+
+/* Queue delay tracking: one packet per tx queue at a time is followed
+ * from tc egress (before the qdisc) to the driver (net_dev_start_xmit);
+ * its sojourn and the bytes queued ahead of it give the queue's drain
+ * rate, so that a packet joining the queue behind occ bytes can be given
+ * occ / rate of queueing before it leaves. */
+#define SOJ_RECLAIM 1024 /* packets after which a followed packet may be taken for lost */
+struct sojourn {
+	__u64 skb;  /* the packet followed, 0: none */
+	__u64 t0;   /* its tc egress time */
+	__u32 occ0; /* bytes queued ahead of it */
+	__u32 wait; /* packets seen since it was taken */
+	__u64 est;  /* sojourn of the last packet followed, ns */
+	__u32 occ;  /* bytes ahead of that one */
+	__u32 pad;
+	__u64 samples;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_SLOTS * MAX_TXQ);
+	__type(key, __u32);
+	__type(value, struct sojourn);
+} sojourns SEC(".maps");
+
+/* Queue report index + 1 per interface slot and tx queue, 0: none. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_SLOTS * MAX_TXQ);
+	__type(key, __u32);
+	__type(value, __u8);
+} qr_of SEC(".maps");
+
+static __always_inline __u32 txq_key(__u32 slot, __u32 txq)
 {
+	return (slot & (MAX_SLOTS - 1)) * MAX_TXQ + (txq < MAX_TXQ ? txq : MAX_TXQ - 1);
+}
+
+/* txq_of is the tx queue the kernel will pick for skb on dev (the pick
+ * runs after tc egress): netdev_pick_tx without socket or XPS: the
+ * recorded rx queue folded onto the tx queues, else the flow hash scaled
+ * to them. */
+static __always_inline __u32 txq_of(struct __sk_buff *skb, struct net_device *dev)
+{
+	__u32 n = dev->real_num_tx_queues;
+	if (n <= 1)
+		return 0;
+	__u32 q = skb->queue_mapping;
+	if (q) {
+		q--;
+		if (q >= n)
+			q %= n;
+		return q;
+	}
+	/* skb_get_hash: the hash the packet has (a socket's, the NIC's),
+	 * else the flow hash, computed once and kept, as the kernel would. */
+	__u32 hash = skb->hash;
+	if (!hash)
+		hash = bpf_get_hash_recalc(skb);
+	return ((__u64)hash * n) >> 32;
+}
+
+/* txq_bytes returns the bytes queued in tx queue q of dev: the backlog of
+ * its qdisc (the mq child, or the root qdisc of a single-queue device)
+ * plus the bytes the driver has in flight by BQL; -1 when unknown: the
+ * qdisc keeps per-CPU counters (pfifo_fast and other lockless qdiscs),
+ * which a program cannot sum without the kernel's per-CPU offsets. */
+static __always_inline __s64 txq_bytes(struct net_device *dev, __u32 q, __u32 *shared)
+{
+	struct netdev_queue *tx0 = dev->_tx;
+	if (!tx0)
+		return -1;
+	__u64 a = (__u64)tx0 + (__u64)q * bpf_core_type_size(struct netdev_queue);
+	struct netdev_queue *tx = bpf_rdonly_cast((void *)a, bpf_core_type_id_kernel(struct netdev_queue));
+	__s64 bytes = 0;
+	struct Qdisc *qd = tx->qdisc;
+	*shared = q && qd == dev->qdisc;
+	if (qd && qd->enqueue) {
+		if (qd->flags & TCQ_F_CPUSTATS)
+			return -1;
+		bytes = qd->qstats.backlog;
+	}
+	if (bpf_core_field_exists(tx->dql))
+		bytes += (__u32)(tx->dql.num_queued - tx->dql.num_completed);
+	return bytes;
+}
+
+/* need_occ reads the egress queue into s->h once per packet, when
+ * something uses it: the tx queue (h->txq), the queue id (h->qid: the tx
+ * queue, or 0 when the device's tx queues all feed its root qdisc, which
+ * is then the one queue) and its occupancy in bytes (INST_QUEUE valid when
+ * known). */
+static __always_inline void need_occ(struct __sk_buff *skb, struct scratch *s)
+{
+	struct hop *h = &s->h;
+	if (h->occ_read)
+		return;
+	h->occ_read = 1;
 	struct sk_buff *k = bpf_cast_to_kern_ctx(skb);
 	struct net_device *dev = k->dev;
 	if (!dev)
-		return 0;
-	struct Qdisc *q = dev->qdisc;
-	if (!q)
-		return 0;
-	return q->qstats.backlog;
+		return;
+	__u32 q = txq_of(skb, dev), shared = 0;
+	__s64 b = txq_bytes(dev, q, &shared);
+	h->txq = q;
+	h->qid = shared ? 0 : q;
+	if (b < 0)
+		return;
+	h->occ = b < 0xffffff ? b : 0xffffff;
+	h->valid |= INST_QUEUE;
 }
 
-/* need_occ reads the queue occupancy into s->h once per packet, when
- * something uses it (two cache lines of the device and its qdisc). */
-#define need_occ(skb, s)                                                   \
-	do {                                                               \
-		if (!((s)->h.valid & INST_QUEUE)) {                        \
-			(s)->h.occ = qdisc_backlog(skb);                   \
-			(s)->h.valid |= INST_QUEUE;                        \
-		}                                                          \
-	} while (0)
+/* Egress tx utilisation per interface slot in tenths of a percent: the
+ * device's transmitted bits over the last 100 ms against its capacity,
+ * written by userspace; 0xffffffff: unknown. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_SLOTS);
+	__type(key, __u32);
+	__type(value, __u32);
+} tx_util SEC(".maps");
+
+static __always_inline void need_util(struct scratch *s)
+{
+	__u32 k = s->slot & (MAX_SLOTS - 1);
+	__u32 *u = bpf_map_lookup_elem(&tx_util, &k);
+	if (u && *u != 0xffffffff) {
+		s->h.util = *u;
+		s->h.valid |= INST_EGRESS_TX_UTIL;
+	}
+}
+
+/* soj_of is the sojourn state of the packet's tx queue. */
+static __always_inline struct sojourn *soj_of(struct scratch *s)
+{
+	__u32 k = txq_key(s->slot, s->h.txq);
+	return bpf_map_lookup_elem(&sojourns, &k);
+}
 
 /* need_time reads the clock once per packet, when something uses it
  * (timestamps, hop latency, events, the report filter): the egress
@@ -716,7 +869,7 @@ static __always_inline void need_time(struct scratch *s)
 	struct hop *h = &s->h;
 	if (h->valid & INST_EGRESS_TIMESTAMP)
 		return;
-	__u64 now = bpf_ktime_get_ns();
+	__u64 now = clock_ns();
 	s->now = now;
 	h->ts_out = now + s->c.time_offset;
 	h->valid |= INST_EGRESS_TIMESTAMP;
@@ -725,6 +878,61 @@ static __always_inline void need_time(struct scratch *s)
 		h->latency = now - s->t_in;
 		h->valid |= INST_HOP_LATENCY | INST_INGRESS_TIMESTAMP;
 	}
+}
+
+/* need_qtime is need_time for metadata: the egress timestamp and hop
+ * latency also count the time the packet will spend in the egress queue,
+ * estimated from its occupancy and the drain rate last measured. */
+static __always_inline void need_qtime(struct __sk_buff *skb, struct scratch *s)
+{
+	struct hop *h = &s->h;
+	need_occ(skb, s);
+	need_time(s);
+	if (h->qdone)
+		return;
+	h->qdone = 1;
+	if (!h->occ)
+		return;
+	struct sojourn *j = soj_of(s);
+	if (!j)
+		return;
+	__u64 est = j->est;
+	__u32 occ0 = j->occ;
+	__u64 d = occ0 ? est * h->occ / occ0 : est;
+	if (d > 4000000000ULL)
+		d = 4000000000ULL;
+	h->qdelay = d;
+	h->ts_out += d;
+	if (h->valid & INST_HOP_LATENCY) {
+		__u64 l = (__u64)h->latency + d;
+		h->latency = l < 0xfffffffe ? l : 0xfffffffe;
+	}
+}
+
+/* follow starts following the packet through its tx queue when none is
+ * followed there. */
+static __always_inline void follow(struct __sk_buff *skb, struct scratch *s)
+{
+	need_occ(skb, s);
+	if (!s->h.occ)
+		return; /* an empty queue: nothing to learn, no delay to add */
+	struct sojourn *j = soj_of(s);
+	if (!j)
+		return;
+	if (j->skb) {
+		/* Followed packets the kernel drops or segments never reach
+		 * the driver: taken for lost after a second. */
+		if (++j->wait < SOJ_RECLAIM)
+			return;
+		need_time(s);
+		if (s->now - j->t0 < 1000000000ULL)
+			return;
+	}
+	need_time(s);
+	j->t0 = s->now;
+	j->occ0 = s->h.occ;
+	j->wait = 0;
+	j->skb = (__u64)bpf_cast_to_kern_ctx(skb);
 }
 
 /* INT instruction bits that need need_time. */
@@ -1193,13 +1401,15 @@ static __always_inline __u32 build_hop(struct scratch *s, __u32 inst, __u32 hop_
 	HOP_PUT(0, h->node);
 	HOP_PUT(1, ((__u32)h->l1_in << 16) | h->l1_out);
 	HOP_PUT(2, h->latency);
-	HOP_PUT(3, h->occ & 0xffffff);
+	HOP_PUT(3, (h->qid << 24) | (h->occ & 0xffffff));
 	HOP_PUT2(4, h->ts_in >> 32, (__u32)h->ts_in);
 	HOP_PUT2(5, h->ts_out >> 32, (__u32)h->ts_out);
 	HOP_PUT2(6, h->l2_in, h->l2_out);
-	/* Bits 7-14 have no values: all ones, as the padding up to hop_ml
+	HOP_PUT(7, h->util);
+	HOP_PUT(8, h->buf & 0xffffff);
+	/* Bits 9-14 have no values: all ones, as the padding up to hop_ml
 	 * words (the checksum complement, bit 15, last). */
-	__u32 n15 = n + __builtin_popcount(inst & (INST_EGRESS_TX_UTIL | INST_BUFFER | INST_RESERVED));
+	__u32 n15 = n + __builtin_popcount(inst & INST_RESERVED);
 	__u32 want = hop_ml - (inst & INST_CHECKSUM_COMPLEMENT);
 	if (want < n15)
 		want = n15;
@@ -1445,6 +1655,48 @@ static __always_inline int shrink(struct __sk_buff *skb, struct scratch *s, __u3
 	return 0;
 }
 
+/* ---- buffer occupancy ---- */
+
+/* dev_backlog returns the bytes queued on the packet's egress device, all
+ * its tx queues (up to MAX_TXQ): their qdiscs (a root qdisc the tx queues
+ * share counted once) and BQL's bytes in flight; 0xffffffff when unknown
+ * (per-CPU qdisc counters, see txq_bytes). The buffer occupancy
+ * metadata, buffer id 0. */
+GLOBAL __u32 dev_backlog(struct __sk_buff *skb)
+{
+	if (!skb)
+		return 0xffffffff;
+	struct sk_buff *k = bpf_cast_to_kern_ctx(skb);
+	struct net_device *dev = k->dev;
+	if (!dev)
+		return 0xffffffff;
+	__u32 n = dev->real_num_tx_queues;
+	__u64 sum = 0;
+	for (__u32 q = 0; q < MAX_TXQ && q < n; q++) {
+		__u32 shared = 0;
+		__s64 b = txq_bytes(dev, q, &shared);
+		if (b < 0)
+			return 0xffffffff;
+		sum += b;
+		if (shared)
+			sum -= dev->qdisc->qstats.backlog; /* counted at queue 0 */
+	}
+	return sum < 0xffffff ? sum : 0xffffff;
+}
+
+/* need_buf reads the buffer occupancy into s->h once per packet. */
+static __always_inline void need_buf(struct __sk_buff *skb, struct scratch *s)
+{
+	struct hop *h = &s->h;
+	if (h->valid & INST_BUFFER)
+		return;
+	__u32 b = dev_backlog(skb);
+	if (b != 0xffffffff) {
+		h->buf = b;
+		h->valid |= INST_BUFFER;
+	}
+}
+
 /* ---- events ---- */
 
 GLOBAL int emit(struct __sk_buff *skb, struct scratch *s, __u32 kind, __u32 flags)
@@ -1457,20 +1709,23 @@ GLOBAL int emit(struct __sk_buff *skb, struct scratch *s, __u32 kind, __u32 flag
 		return -1;
 	}
 	struct hop *h = &s->h;
-	need_occ(skb, s);
-	need_time(s);
+	need_qtime(skb, s);
+	need_util(s);
+	need_buf(skb, s);
 	ev->now = h->ts_out;
 	ev->ts_in = h->ts_in;
 	ev->in_ifindex = h->in_ifindex;
 	ev->out_ifindex = h->out_ifindex;
 	ev->hop_latency = h->latency;
-	ev->queue_occ = h->occ;
+	ev->queue_occ = (h->qid << 24) | (h->occ & 0xffffff);
 	ev->l2_in = h->l2_in;
 	ev->l2_out = h->l2_out;
 	ev->l1_in = h->l1_in;
 	ev->l1_out = h->l1_out;
 	ev->valid = h->valid;
 	ev->node_id = h->node;
+	ev->tx_util = h->util;
+	ev->buf_occ = h->buf;
 	ev->kind = kind;
 	ev->flags = flags;
 	ev->drop_reason = 0;
@@ -1510,7 +1765,7 @@ static __always_inline int filter(struct __sk_buff *skb, struct scratch *s)
 	struct pkt *p = &s->p;
 	struct hop *h = &s->h;
 	struct cfg *c = &s->c;
-	need_time(s);
+	need_qtime(skb, s);
 	struct flow_key k = {.sport = p->sport, .dport = p->dport, .proto = p->proto};
 	__builtin_memcpy(k.src, p->saddr, 16);
 	__builtin_memcpy(k.dst, p->daddr, 16);
@@ -2063,9 +2318,11 @@ static __always_inline int detour(struct __sk_buff *skb, struct scratch *s, stru
 	r->in_ifindex = h->in_ifindex;
 	r->l1_in = h->l1_in;
 	r->l2_in = h->l2_in;
-	need_occ(skb, s);
-	r->occ = h->occ;
-	need_time(s);
+	need_qtime(skb, s);
+	need_buf(skb, s); /* of the egress device: the segments come in on the detour veth */
+	r->occ = (h->qid << 24) | (h->occ & 0xffffff);
+	r->qdelay = h->qdelay;
+	r->buf = h->buf;
 	r->valid = h->valid & ~(INST_HOP_LATENCY | INST_INGRESS_TIMESTAMP | INST_EGRESS_TIMESTAMP);
 	r->ts_in = 0;
 	if (h->valid & INST_HOP_LATENCY)
@@ -2168,7 +2425,11 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 			if (se->inst & INST_QUEUE)
 				need_occ(skb, s);
 			if (se->inst & INST_TIME)
-				need_time(s);
+				need_qtime(skb, s);
+			if (se->inst & INST_EGRESS_TX_UTIL)
+				need_util(s);
+			if (se->inst & INST_BUFFER)
+				need_buf(skb, s);
 			hopw = build_hop(s, se->inst, se->hop_ml);
 		}
 	}
@@ -2408,7 +2669,11 @@ static __always_inline int transit(struct __sk_buff *skb, struct scratch *s)
 	if (p->inst & INST_QUEUE)
 		need_occ(skb, s);
 	if (p->inst & INST_TIME)
-		need_time(s);
+		need_qtime(skb, s);
+	if (p->inst & INST_EGRESS_TX_UTIL)
+		need_util(s);
+	if (p->inst & INST_BUFFER)
+		need_buf(skb, s);
 	__u32 w = build_hop(s, p->inst, hop_ml);
 	w &= 31;
 	if (w == 0 || w * 4 != n)
@@ -2649,13 +2914,17 @@ GLOBAL int queue_report(struct __sk_buff *skb, struct scratch *s, int watched)
 	if (!s)
 		return 0;
 	struct hop *h = &s->h;
-	__u32 i = (s->ifc.qr - 1) & (MAX_QR - 1);
+	need_occ(skb, s);
+	__u32 k = txq_key(s->slot, h->qid);
+	__u8 *qi = bpf_map_lookup_elem(&qr_of, &k);
+	if (!qi || !*qi)
+		return 0; /* no report on this queue */
+	__u32 i = (*qi - 1) & (MAX_QR - 1);
 	struct qr_cfg *q = bpf_map_lookup_elem(&qr_cfg_map, &i);
 	struct qr_state *st = bpf_map_lookup_elem(&qr_state_map, &i);
 	if (!q || !st)
 		return 0;
-	need_occ(skb, s);
-	need_time(s);
+	need_qtime(skb, s);
 	int breach = (q->depth && h->occ >= q->depth) || (q->latency && (h->valid & INST_HOP_LATENCY) && h->latency >= q->latency);
 	__u32 flags = watched ? 0 : EVF_UNWATCHED;
 	if (!breach) {
@@ -2721,7 +2990,7 @@ int intd_ingress(struct __sk_buff *skb)
 	struct ing_slot *sl = bpf_map_lookup_elem(&ing_map, &zero);
 	if (!sl)
 		return TC_ACT_OK;
-	sl->ts = bpf_ktime_get_ns();
+	sl->ts = clock_ns();
 	sl->fp = fingerprint(sa, da, idlen, proto);
 	sl->ifindex = ifx;
 	sl->l1_id = ifc->l1_id;
@@ -2805,6 +3074,7 @@ int intd_egress(struct __sk_buff *skb)
 		if (sl->fp == fingerprint(afold(s->p.saddr), afold(s->p.daddr), idlen, s->p.ipproto))
 			s->t_in = sl->ts;
 	}
+	follow(skb, s);
 	int qr = s->ifc.qr && (s->c.flags & F_QUEUE);
 
 	if (pr > 0 && s->c.malformed_drop) {
@@ -2943,7 +3213,7 @@ int intd_gso(struct __sk_buff *skb)
 	s->edge = 1;
 	if (parse(skb, s) || s->p.shim)
 		return bpf_redirect(out, 0);
-	__u64 now = bpf_ktime_get_ns();
+	__u64 now = clock_ns();
 	struct hop *h = &s->h;
 	h->node = c->node_id;
 	h->ts_out = now + c->time_offset;
@@ -2953,7 +3223,13 @@ int intd_gso(struct __sk_buff *skb)
 	h->out_ifindex = out;
 	h->l1_in = r->l1_in;
 	h->l2_in = r->l2_in;
-	h->occ = r->occ;
+	h->occ = r->occ & 0xffffff;
+	h->txq = h->qid = r->occ >> 24;
+	h->qdelay = r->qdelay;
+	h->buf = r->buf;
+	h->qdone = 1;
+	h->occ_read = 1;
+	h->ts_out += r->qdelay;
 	h->valid = r->valid | INST_EGRESS_TIMESTAMP;
 	s->now = now;
 	s->t_in = 0;
@@ -2961,7 +3237,8 @@ int intd_gso(struct __sk_buff *skb)
 	h->latency = 0;
 	if (r->ts_in && r->ts_in <= now) {
 		h->ts_in = r->ts_in + c->time_offset;
-		h->latency = now - r->ts_in;
+		__u64 l = now - r->ts_in + r->qdelay;
+		h->latency = l < 0xfffffffe ? l : 0xfffffffe;
 		h->valid |= INST_HOP_LATENCY | INST_INGRESS_TIMESTAMP;
 	}
 	s->e.session = r->session;
@@ -2978,29 +3255,89 @@ int intd_pass(struct __sk_buff *skb)
 	return TC_ACT_OK;
 }
 
+/* ---- queue delay ---- */
+
+/* own_ns says whether dev is in intd's namespace (ifindexes are per
+ * namespace): two loads and a compare for every other device. */
+static __always_inline int own_ns(struct cfg *c, struct net_device *dev)
+{
+	return dev && dev->nd_net.net->ns.inum == c->netns;
+}
+
+/* soj_at is the sojourn state of the tx queue the kernel gave skb. */
+static __always_inline struct sojourn *soj_at(struct iface *ifc, struct sk_buff *skb)
+{
+	__u32 k = txq_key(ifc->slot, skb->queue_mapping);
+	return bpf_map_lookup_elem(&sojourns, &k);
+}
+
+/* intd_xmit: tp_btf net_dev_start_xmit, where a packet leaves the qdisc
+ * for the driver: the sojourn of the packet followed in its queue. */
+SEC("tp_btf/net_dev_start_xmit")
+int intd_xmit(__u64 *ctx)
+{
+	struct sk_buff *skb = (struct sk_buff *)ctx[0];
+	struct net_device *dev = (struct net_device *)ctx[1];
+	__u32 zero = 0;
+	struct cfg *c = bpf_map_lookup_elem(&cfg_map, &zero);
+	if (!c)
+		return 0;
+	if (!own_ns(c, dev))
+		return 0;
+	struct iface *ifc = iface_of(dev->ifindex);
+	if (!ifc)
+		return 0;
+	struct sojourn *j = soj_at(ifc, skb);
+	if (!j || j->skb != (__u64)skb)
+		return 0;
+	__u64 now = clock_ns();
+	j->skb = 0;
+	if (now < j->t0)
+		return 0;
+	j->est = now - j->t0;
+	j->occ = j->occ0;
+	j->samples++;
+	return 0;
+}
+
 /* ---- drop reports ---- */
 
-SEC("raw_tracepoint/kfree_skb")
-int intd_kfree_skb(struct bpf_raw_tracepoint_args *ctx)
+/* intd_kfree_skb: tp_btf skb:kfree_skb. Every drop on the host passes
+ * here: drops outside intd's namespace and interfaces leave after a few
+ * loads, before anything else. */
+SEC("tp_btf/kfree_skb")
+int intd_kfree_skb(__u64 *ctx)
 {
 	__u32 zero = 0;
 	struct cfg *c = bpf_map_lookup_elem(&cfg_map, &zero);
-	if (!c || !(c->flags & F_DROP))
+	if (!c)
+		return 0;
+	struct sk_buff *skb = (struct sk_buff *)ctx[0];
+	struct net_device *dev = skb->dev;
+	if (!own_ns(c, dev))
+		return 0;
+	struct iface *dfc = iface_of(dev->ifindex); /* skb->dev: ingress, or egress once routed */
+	if (dfc) {
+		struct sojourn *j = soj_at(dfc, skb);
+		if (j && j->skb == (__u64)skb)
+			j->skb = 0; /* a followed packet dropped in its queue */
+	}
+	if (!(c->flags & F_DROP))
 		return 0;
 	__u64 *own = bpf_map_lookup_elem(&own_drop, &zero);
-	if (own && *own == ctx->args[0]) {
+	if (own && *own == (__u64)skb) {
 		*own = 0; /* intd_egress or intd_gso dropped it: counted there */
 		return 0;
 	}
-	struct sk_buff *skb = (struct sk_buff *)ctx->args[0];
-	__u32 kreason = (__u32)ctx->args[2];
-	unsigned char *head = 0;
-	__u16 nh = 0;
-	int iif = 0;
-	bpf_probe_read_kernel(&head, sizeof(head), __builtin_preserve_access_index(&skb->head));
-	bpf_probe_read_kernel(&nh, sizeof(nh), __builtin_preserve_access_index(&skb->network_header));
-	bpf_probe_read_kernel(&iif, sizeof(iif), __builtin_preserve_access_index(&skb->skb_iif));
-	if (!head || nh == 0xffff || !iif)
+	int iif = skb->skb_iif;
+	__u32 ifx = iif;
+	struct iface *ifc = iif ? iface_of(ifx) : 0;
+	if (!ifc)
+		return 0; /* did not come in on one of our ports */
+	__u32 kreason = (__u32)ctx[2];
+	unsigned char *head = skb->head;
+	__u16 nh = skb->network_header;
+	if (!head || nh == 0xffff)
 		return 0;
 	__u8 ip[40];
 	if (bpf_probe_read_kernel(ip, 20, head + nh))
@@ -3035,24 +3372,6 @@ int intd_kfree_skb(struct bpf_raw_tracepoint_args *ctx)
 		k.sport = ((__u16)pt[0] << 8) | pt[1];
 		k.dport = ((__u16)pt[2] << 8) | pt[3];
 	}
-	/* The tracepoint sees every namespace's drops and ifindexes are per
-	 * namespace: only drops in intd's own count. */
-	struct net_device *dev = 0;
-	struct net *net = 0;
-	unsigned int inum = 0;
-	bpf_probe_read_kernel(&dev, sizeof(dev), __builtin_preserve_access_index(&skb->dev));
-	if (!dev)
-		return 0;
-	bpf_probe_read_kernel(&net, sizeof(net), __builtin_preserve_access_index(&dev->nd_net.net));
-	if (!net)
-		return 0;
-	bpf_probe_read_kernel(&inum, sizeof(inum), __builtin_preserve_access_index(&net->ns.inum));
-	if (inum != c->netns)
-		return 0;
-	__u32 ifx = iif;
-	struct iface *ifc = iface_of(ifx);
-	if (!ifc)
-		return 0; /* did not come in on one of our ports */
 	struct drop_watch *dw = bpf_map_lookup_elem(&drop_watch_map, &k);
 	if (dw && dw->in_ifindex != (__u32)iif)
 		dw = 0;
@@ -3077,15 +3396,23 @@ int intd_kfree_skb(struct bpf_raw_tracepoint_args *ctx)
 		want = 1;
 	}
 	struct iface *oifc = 0;
+	__u32 qm = 0; /* the queue id of a tail drop */
 	if (tail && (c->flags & F_QUEUE)) {
 		/* Tail drop at a queue with tail-drop reporting: the egress
 		 * device is skb->dev. */
-		int oif = 0;
-		bpf_probe_read_kernel(&oif, sizeof(oif), __builtin_preserve_access_index(&dev->ifindex));
-		__u32 ox = oif;
-		oifc = ox ? iface_of(ox) : 0;
-		if (oifc && oifc->qr) {
-			__u32 qi = (oifc->qr - 1) & (MAX_QR - 1);
+		oifc = dfc;
+		qm = skb->queue_mapping;
+		if (qm && dev->_tx) {
+			/* Tx queues sharing the root qdisc are queue 0. */
+			__u64 a = (__u64)dev->_tx + (__u64)qm * bpf_core_type_size(struct netdev_queue);
+			struct netdev_queue *tx = bpf_rdonly_cast((void *)a, bpf_core_type_id_kernel(struct netdev_queue));
+			if (tx->qdisc == dev->qdisc)
+				qm = 0;
+		}
+		__u32 k = oifc ? txq_key(oifc->slot, qm) : 0;
+		__u8 *qx = oifc && oifc->qr ? bpf_map_lookup_elem(&qr_of, &k) : 0;
+		if (qx && *qx) {
+			__u32 qi = (*qx - 1) & (MAX_QR - 1);
 			struct qr_cfg *q = bpf_map_lookup_elem(&qr_cfg_map, &qi);
 			if (q && q->tail_drop)
 				want = 1;
@@ -3120,8 +3447,8 @@ int intd_kfree_skb(struct bpf_raw_tracepoint_args *ctx)
 			ctr->c[C_EV_LOST]++;
 		return 0;
 	}
-	__u64 now = bpf_ktime_get_ns();
-	__builtin_memset(ev, 0, 64);
+	__u64 now = clock_ns();
+	__builtin_memset(ev, 0, __builtin_offsetof(struct event, data));
 	ev->now = now + c->time_offset;
 	ev->ts_in = 0;
 	ev->in_ifindex = iif;
@@ -3148,6 +3475,7 @@ int intd_kfree_skb(struct bpf_raw_tracepoint_args *ctx)
 	if (oifc) {
 		ev->l1_out = oifc->l1_id;
 		ev->l2_out = oifc->l2_id;
+		ev->queue_occ = (__u32)qm << 24; /* the queue id; occupancy not valid */
 	}
 	ev->l3_off = 0;
 	if (iplen > MAX_CAP)

@@ -226,3 +226,36 @@ func ioctl(fd int, ifname string, data unsafe.Pointer) error {
 	}
 	return nil
 }
+
+// ethtoolCmd is struct ethtool_cmd (ETHTOOL_GSET).
+type ethtoolCmd struct {
+	cmd, supported, advertising uint32
+	speed                       uint16
+	duplex, port, phyAddress    uint8
+	transceiver, autoneg, mdio  uint8
+	maxTxPkt, maxRxPkt          uint32
+	speedHi                     uint16
+	mdix, mdixCtrl              uint8
+	lpAdvertising               uint32
+	_                           [2]uint32
+}
+
+// Speed returns the link speed of the named interface in bits/s
+// (ETHTOOL_GSET, what `ethtool IFACE` shows), 0 when the device reports
+// none.
+func Speed(ifname string) (int64, error) {
+	fd, err := socket()
+	if err != nil {
+		return 0, err
+	}
+	defer unix.Close(fd)
+	c := ethtoolCmd{cmd: unix.ETHTOOL_GSET}
+	if err := ioctl(fd, ifname, unsafe.Pointer(&c)); err != nil {
+		return 0, fmt.Errorf("ethtool %s: %w", ifname, err)
+	}
+	mbit := uint32(c.speedHi)<<16 | uint32(c.speed)
+	if mbit == 0 || mbit == 0xffffffff {
+		return 0, nil
+	}
+	return int64(mbit) * 1_000_000, nil
+}

@@ -80,3 +80,17 @@ func TestFeatures(t *testing.T) {
 		}
 	})
 }
+
+// TestSpeed reads a veth's speed, which the kernel reports as 10 Gbit/s,
+// and fails on a device that does not exist.
+func TestSpeed(t *testing.T) {
+	inVeth(t, func() {
+		s, err := Speed("a")
+		if err != nil || s != 10_000_000_000 {
+			t.Errorf("speed of a veth: %d, %v; want 10 Gbit/s", s, err)
+		}
+		if _, err := Speed("no-such-if"); err == nil {
+			t.Error("speed of a missing interface: no error")
+		}
+	})
+}

@@ -6,8 +6,11 @@ package wiretest
 import (
 	"encoding/binary"
 	"net/netip"
+	"slices"
+	"strings"
 
 	"github.com/intd-project/intd/dataplane/wire"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // The frames go from SrcMAC to DstMAC.
@@ -112,4 +115,54 @@ func MSS(opts []byte) uint16 {
 		i += max(int(opts[i+1]), 2)
 	}
 	return 0
+}
+
+// Unavailable returns the fields of inst (bits 0-14) whose words in hop,
+// one hop's metadata in instruction order, all hold the reserved value
+// 0xFFFFFFFF.
+func Unavailable(hop []byte, inst wire.Instructions) wire.Instructions {
+	var out wire.Instructions
+	at := 0
+	for bit := 0; bit < 15; bit++ {
+		m := wire.Instructions(0x8000 >> bit)
+		if inst&m == 0 {
+			continue
+		}
+		words := 1
+		if bit >= 4 && bit <= 6 {
+			words = 2
+		}
+		all := at+4*words <= len(hop)
+		for w := 0; all && w < words; w++ {
+			all = binary.BigEndian.Uint32(hop[at+4*w:]) == 0xffffffff
+		}
+		if all {
+			out |= m
+		}
+		at += 4 * words
+	}
+	return out
+}
+
+// Median returns the median of v (the upper one of an even count), 0 for
+// none; v is left as it was.
+func Median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// InstructionsJSON is the YANG JSON (RFC 7951) of an INT session's
+// instructions leaf-list holding the defined bits of inst.
+func InstructionsJSON(inst spec.Instruction) string {
+	var names []string
+	for _, r := range spec.Instructions {
+		if inst&r.Inst != 0 {
+			names = append(names, `"intd-int-metadata-semantics:`+r.YANG+`"`)
+		}
+	}
+	return "[" + strings.Join(names, ", ") + "]"
 }
