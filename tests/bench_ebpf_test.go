@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-//go:generate sh -c "clang -O2 -g -Wall -Werror -target bpf -I/usr/include/$(uname -m)-linux-gnu -c testdata/gpe_encap.c -o testdata/gpe_encap.o && llvm-strip -g testdata/gpe_encap.o"
+//go:generate sh -c "clang -O2 -g -fdebug-compilation-dir=. -Wall -Werror -target bpf -I/usr/include/$(uname -m)-linux-gnu -c testdata/gpe_encap.c -o testdata/gpe_encap.o && llvm-strip -g testdata/gpe_encap.o"
 
 // tc/eBPF benchmark modes.
 const (
