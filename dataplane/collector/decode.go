@@ -312,7 +312,9 @@ func (d *Decoder) decodeInner(r *Report, buf []byte, ethernet, fromReport bool) 
 		return
 	}
 	d.decodePacket(r, buf, ethernet, fromReport)
-	if r.HasFlow && r.InnerErr == nil {
+	// INT carried in the tunnel header (VXLAN-GPE, Geneve, GRE) makes the
+	// tunnel the INT domain's flow: only other tunnels are looked into.
+	if info, _ := d.pkt.Encap.Info(); r.HasFlow && r.InnerErr == nil && !info.Tunnel {
 		d.tunnel(r, buf)
 	}
 }
