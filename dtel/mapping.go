@@ -345,6 +345,9 @@ func translateWatchlist(in *intent, cfg *gen.Device) error {
 			return err
 		}
 		if v := e.GetVxlanMatch().GetConfig(); v != nil {
+			if e.GetMatch().GetConfig().GetGtpuInner() {
+				return invalidf(p+"/match/config/gtpu-inner", "gtpu-inner and vxlan-match are exclusive")
+			}
 			if a.Match.Inner, err = innerMatch(p+"/vxlan-match/config/", v); err != nil {
 				return err
 			}
@@ -389,6 +392,21 @@ func watchMatch(p string, m *gen.IntdInt_Int_Watchlist_Entries_Entry_Match_Confi
 	}
 	if m.Dscp != nil {
 		a.DSCP = sai.DSCPMatch{Value: *m.Dscp, Mask: sai.MaxDSCP}
+		if m.DscpMask != nil {
+			a.DSCP.Mask = *m.DscpMask
+			if a.DSCP.Value&^a.DSCP.Mask != 0 {
+				return a, invalidf(mp+"dscp", "dscp %#x has bits outside dscp-mask %#x", a.DSCP.Value, a.DSCP.Mask)
+			}
+		}
+	} else if m.DscpMask != nil {
+		return a, invalidf(mp+"dscp-mask", "dscp-mask needs dscp")
+	}
+	a.EtherType = m.GetEtherType()
+	if m.IcmpType != nil {
+		a.ICMP.Type, a.ICMP.TypeMask = *m.IcmpType, 0xff
+	}
+	if m.IcmpCode != nil {
+		a.ICMP.Code, a.ICMP.CodeMask = *m.IcmpCode, 0xff
 	}
 	if m.TcpFlags != nil || m.TcpFlagsMask != nil {
 		mask := m.GetTcpFlagsMask()
@@ -401,11 +419,38 @@ func watchMatch(p string, m *gen.IntdInt_Int_Watchlist_Entries_Entry_Match_Confi
 		}
 	}
 	a.InPort = m.GetIngressInterface()
+	if m.GetGtpuInner() {
+		// SD-Fabric: the 5-tuple applies to the UE's packet inside GTP-U.
+		a.Inner = sai.InnerMatch{Enabled: true, Tunnel: sai.TunnelGTPU, SrcPrefix: a.SrcPrefix, DstPrefix: a.DstPrefix,
+			IPProtocol: a.IPProtocol, L4SrcPort: a.L4SrcPort, L4DstPort: a.L4DstPort}
+		a.SrcPrefix, a.DstPrefix, a.IPProtocol, a.L4SrcPort, a.L4DstPort = netip.Prefix{}, netip.Prefix{}, 0, sai.PortRange{}, sai.PortRange{}
+		if a.TCPFlags.Mask != 0 || a.ICMP != (sai.ICMPMatch{}) {
+			return a, invalidf(mp+"gtpu-inner", "gtpu-inner matches the inner 5-tuple; tcp-flags and icmp-type/code apply to outer headers")
+		}
+	}
 	return a, nil
 }
 
 func innerMatch(vp string, v *gen.IntdInt_Int_Watchlist_Entries_Entry_VxlanMatch_Config) (sai.InnerMatch, error) {
-	in := sai.InnerMatch{VXLAN: true, VNI: v.GetVni(), IPProtocol: v.GetInnerProtocol()}
+	in := sai.InnerMatch{Enabled: true, TunnelID: v.GetVni(), IPProtocol: v.GetInnerProtocol(), EtherType: v.GetInnerEtherType()}
+	switch v.GetTunnelType() {
+	case gen.IntdInt_TunnelType_VXLAN:
+		in.Tunnel = sai.TunnelVXLAN
+	case gen.IntdInt_TunnelType_VXLAN_GPE:
+		in.Tunnel = sai.TunnelVXLANGPE
+	case gen.IntdInt_TunnelType_GENEVE:
+		in.Tunnel = sai.TunnelGeneve
+	case gen.IntdInt_TunnelType_GRE:
+		in.Tunnel = sai.TunnelGRE
+	case gen.IntdInt_TunnelType_GTPU:
+		in.Tunnel = sai.TunnelGTPU
+	}
+	if id := v.GetTunnelId(); id != 0 {
+		if in.TunnelID != 0 && in.TunnelID != id {
+			return in, invalidf(vp+"tunnel-id", "tunnel-id %d and vni %d differ; give one", id, in.TunnelID)
+		}
+		in.TunnelID = id
+	}
 	var err error
 	if in.SrcPrefix, err = prefix(v.InnerSourcePrefix, vp+"inner-source-prefix"); err != nil {
 		return in, err

@@ -86,7 +86,7 @@ func fullObjects() (map[key]sai.Attrs, map[key]key) {
 			Match: sai.WatchlistMatch{
 				IPProtocol: 17, L4DstPort: sai.PortRange{Lo: 4789, Hi: 4789},
 				Inner: sai.InnerMatch{
-					VXLAN: true, VNI: 5001,
+					Enabled: true, TunnelID: 5001,
 					SrcPrefix: netip.MustParsePrefix("2001:db8:a::/48"), DstPrefix: netip.MustParsePrefix("2001:db8:b::/48"),
 					IPProtocol: 17, L4DstPort: sai.PortRange{Lo: 53, Hi: 53},
 				},
@@ -282,6 +282,33 @@ func TestMapping(t *testing.T) {
 			},
 		},
 		{
+			name: "ether-type, icmp, dscp-mask and gtpu-inner",
+			mutate: func(d *gen.Device) {
+				m := entry(d, 10).Match.Config
+				m.Dscp, m.DscpMask, m.EtherType = ptrTo(uint8(8)), ptrTo(uint8(0x38)), ptrTo(uint16(0x0800))
+				m.GtpuInner, m.TcpFlags, m.TcpFlagsMask = ptrTo(true), nil, nil
+				c := entry(d, 30).Match.Config
+				c.Protocol, c.IcmpType, c.IcmpCode = ptrTo(uint8(1)), ptrTo(uint8(8)), ptrTo(uint8(0))
+				v := entry(d, 20).VxlanMatch.Config
+				v.Vni, v.TunnelId, v.TunnelType, v.InnerEtherType = nil, ptrTo(uint32(0x80000001)), gen.IntdInt_TunnelType_GTPU, ptrTo(uint16(0x86dd))
+			},
+			want: func(objs map[key]sai.Attrs, _ map[key]key) {
+				modify(objs, kEntry10, func(a *sai.WatchlistEntryAttrs) {
+					m := &a.Match
+					m.Inner = sai.InnerMatch{Enabled: true, Tunnel: sai.TunnelGTPU, SrcPrefix: m.SrcPrefix, DstPrefix: m.DstPrefix,
+						IPProtocol: m.IPProtocol, L4SrcPort: m.L4SrcPort, L4DstPort: m.L4DstPort}
+					m.SrcPrefix, m.DstPrefix, m.IPProtocol, m.L4SrcPort, m.L4DstPort = netip.Prefix{}, netip.Prefix{}, 0, sai.PortRange{}, sai.PortRange{}
+					m.DSCP, m.EtherType, m.TCPFlags = sai.DSCPMatch{Value: 8, Mask: 0x38}, 0x0800, sai.TCPFlagsMatch{}
+				})
+				modify(objs, kEntry30, func(a *sai.WatchlistEntryAttrs) {
+					a.Match.IPProtocol, a.Match.ICMP = 1, sai.ICMPMatch{Type: 8, TypeMask: 0xff, CodeMask: 0xff}
+				})
+				modify(objs, kEntry20, func(a *sai.WatchlistEntryAttrs) {
+					a.Match.Inner.Tunnel, a.Match.Inner.TunnelID, a.Match.Inner.EtherType = sai.TunnelGTPU, 0x80000001, 0x86dd
+				})
+			},
+		},
+		{
 			name: "postcard with int session, sampled",
 			mutate: func(d *gen.Device) {
 				a := entry(d, 20).Actions.Config
@@ -437,6 +464,18 @@ func TestValidation(t *testing.T) {
 			"/int/watchlist/entries/entry[sequence-id=10]/match/config/source-port-min: port range 1024-1000: min is greater than max"},
 		{"inner port min > max", nil, func(d *gen.Device) { entry(d, 20).VxlanMatch.Config.InnerDestinationPortMin = ptrTo(uint16(54)) },
 			"/int/watchlist/entries/entry[sequence-id=20]/vxlan-match/config/inner-destination-port-min: port range 54-53: min is greater than max"},
+		{"gtpu-inner with vxlan-match", nil, func(d *gen.Device) { entry(d, 20).Match.GetOrCreateConfig().GtpuInner = ptrTo(true) },
+			"/int/watchlist/entries/entry[sequence-id=20]/match/config/gtpu-inner: gtpu-inner and vxlan-match are exclusive"},
+		{"vni and tunnel-id differ", nil, func(d *gen.Device) { entry(d, 20).VxlanMatch.Config.TunnelId = ptrTo(uint32(7)) },
+			"/int/watchlist/entries/entry[sequence-id=20]/vxlan-match/config/tunnel-id: tunnel-id 7 and vni 5001 differ; give one"},
+		{"dscp-mask without dscp", nil, func(d *gen.Device) { entry(d, 30).Match.Config.DscpMask = ptrTo(uint8(7)) },
+			"/int/watchlist/entries/entry[sequence-id=30]/match/config/dscp-mask: dscp-mask needs dscp"},
+		{"icmp type on tcp", nil, func(d *gen.Device) { entry(d, 10).Match.Config.IcmpType = ptrTo(uint8(8)) },
+			"/int/watchlist/entries/entry[sequence-id=10]/match/config/protocol: ICMP type or code match needs IP protocol ICMP (1) or ICMPv6 (58), not 6"},
+		{"ether-type against prefix", nil, func(d *gen.Device) { entry(d, 10).Match.Config.EtherType = ptrTo(uint16(0x86dd)) },
+			"/int/watchlist/entries/entry[sequence-id=10]/match/config/ether-type: EtherType 0x86dd contradicts prefix 10.0.1.0/24 (EtherType 0x0800)"},
+		{"inner match the backend cannot do", func(c *sai.Capabilities) { c.InnerMatch = false }, nil,
+			"/int/watchlist/entries/entry[sequence-id=20]/vxlan-match/config: tunnel inner header match is not supported by the dataplane"},
 		{"prefix with host bits", nil, func(d *gen.Device) { entry(d, 10).Match.Config.SourcePrefix = ptrTo("10.0.1.1/24") },
 			"/int/watchlist/entries/entry[sequence-id=10]/match/config/source-prefix: prefix 10.0.1.1/24 has host bits set (want 10.0.1.0/24)"},
 		{"prefix families differ", nil, func(d *gen.Device) { entry(d, 10).Match.Config.DestinationPrefix = ptrTo("2001:db8::/32") },

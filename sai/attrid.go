@@ -92,8 +92,15 @@ const (
 	AttrWatchlistMatchTCPFlagsValue
 	AttrWatchlistMatchTCPFlagsMask
 	AttrWatchlistMatchInPort
-	AttrWatchlistMatchInnerVXLAN
-	AttrWatchlistMatchInnerVNI
+	AttrWatchlistMatchEtherType
+	AttrWatchlistMatchICMPType
+	AttrWatchlistMatchICMPTypeMask
+	AttrWatchlistMatchICMPCode
+	AttrWatchlistMatchICMPCodeMask
+	AttrWatchlistMatchInnerEnabled
+	AttrWatchlistMatchInnerTunnel
+	AttrWatchlistMatchInnerTunnelID
+	AttrWatchlistMatchInnerEtherType
 	AttrWatchlistMatchInnerSrcPrefix
 	AttrWatchlistMatchInnerDstPrefix
 	AttrWatchlistMatchInnerIPProtocol
@@ -184,8 +191,15 @@ var attrInfo = [attrCount]struct {
 	AttrWatchlistMatchTCPFlagsValue:         {ObjectTypeWatchlistEntry, "Match.TCPFlags.Value"},
 	AttrWatchlistMatchTCPFlagsMask:          {ObjectTypeWatchlistEntry, "Match.TCPFlags.Mask"},
 	AttrWatchlistMatchInPort:                {ObjectTypeWatchlistEntry, "Match.InPort"},
-	AttrWatchlistMatchInnerVXLAN:            {ObjectTypeWatchlistEntry, "Match.Inner.VXLAN"},
-	AttrWatchlistMatchInnerVNI:              {ObjectTypeWatchlistEntry, "Match.Inner.VNI"},
+	AttrWatchlistMatchEtherType:             {ObjectTypeWatchlistEntry, "Match.EtherType"},
+	AttrWatchlistMatchICMPType:              {ObjectTypeWatchlistEntry, "Match.ICMP.Type"},
+	AttrWatchlistMatchICMPTypeMask:          {ObjectTypeWatchlistEntry, "Match.ICMP.TypeMask"},
+	AttrWatchlistMatchICMPCode:              {ObjectTypeWatchlistEntry, "Match.ICMP.Code"},
+	AttrWatchlistMatchICMPCodeMask:          {ObjectTypeWatchlistEntry, "Match.ICMP.CodeMask"},
+	AttrWatchlistMatchInnerEnabled:          {ObjectTypeWatchlistEntry, "Match.Inner.Enabled"},
+	AttrWatchlistMatchInnerTunnel:           {ObjectTypeWatchlistEntry, "Match.Inner.Tunnel"},
+	AttrWatchlistMatchInnerTunnelID:         {ObjectTypeWatchlistEntry, "Match.Inner.TunnelID"},
+	AttrWatchlistMatchInnerEtherType:        {ObjectTypeWatchlistEntry, "Match.Inner.EtherType"},
 	AttrWatchlistMatchInnerSrcPrefix:        {ObjectTypeWatchlistEntry, "Match.Inner.SrcPrefix"},
 	AttrWatchlistMatchInnerDstPrefix:        {ObjectTypeWatchlistEntry, "Match.Inner.DstPrefix"},
 	AttrWatchlistMatchInnerIPProtocol:       {ObjectTypeWatchlistEntry, "Match.Inner.IPProtocol"},

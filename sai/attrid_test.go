@@ -52,7 +52,7 @@ func TestAttrErrorField(t *testing.T) {
 		{AttrError{Attr: AttrReportSessionDestinations, Index: -1}, "Destinations"},
 		{AttrError{Attr: AttrReportSessionDestinations, Index: 1}, "Destinations[1]"},
 		{AttrError{Attr: AttrReportSessionDestinationUDPPort, Index: 2}, "Destinations[2].UDPPort"},
-		{AttrError{Attr: AttrWatchlistMatchInnerVNI, Index: -1}, "Match.Inner.VNI"},
+		{AttrError{Attr: AttrWatchlistMatchInnerTunnelID, Index: -1}, "Match.Inner.TunnelID"},
 	} {
 		if got := tt.e.Field(); got != tt.want {
 			t.Errorf("Field() of %v[%d] = %q, want %q", tt.e.Attr, tt.e.Index, got, tt.want)

@@ -92,7 +92,9 @@ type Capabilities struct {
 	ReportFormats  []ReportFormat
 	Coalescing     bool
 	EventTypes     []EventType
-	VXLANInner     bool // watchlist can match inner headers of VXLAN
+	// InnerMatch: the watchlist can match the tunnel and inner headers of
+	// VXLAN, VXLAN-GPE, Geneve, GRE and GTP-U traffic.
+	InnerMatch bool
 	// PacketInterval: the backend honours WatchlistAction.PacketInterval.
 	PacketInterval bool
 
@@ -132,7 +134,7 @@ func FullCapabilities() Capabilities {
 		ReportFormats:       []ReportFormat{spec.ReportFormatV2, spec.ReportFormatV05},
 		Coalescing:          true,
 		EventTypes:          spec.EventTypes(),
-		VXLANInner:          true,
+		InnerMatch:          true,
 		PacketInterval:      true,
 		HopLatency:          TimeNanoseconds,
 		IngressTimestamp:    TimestampPOSIXNanoseconds,
@@ -218,8 +220,8 @@ func (c Capabilities) Check(a Attrs) error {
 			return unsupported(t, AttrWatchlistActionFlowOp, "flow op POSTCARD is not supported")
 		case (a.Action.DropReportEnable || a.Action.TailDropReportEnable) && !c.DropReport:
 			return unsupported(t, AttrWatchlistActionDropReportEnable, "drop reports are not supported")
-		case a.Match.Inner.VXLAN && !c.VXLANInner:
-			return unsupported(t, AttrWatchlistMatchInnerVXLAN, "VXLAN inner header match is not supported")
+		case a.Match.Inner.Enabled && !c.InnerMatch:
+			return unsupported(t, AttrWatchlistMatchInnerEnabled, "tunnel inner header match is not supported")
 		case a.Action.PacketInterval != 0 && !c.PacketInterval:
 			return unsupported(t, AttrWatchlistActionPacketInterval, "per-flow packet interval is not supported")
 		}

@@ -72,7 +72,7 @@ func TestSettableFrom(t *testing.T) {
 		{"entry action", e, mod(e, func(a *WatchlistEntryAttrs) { a.Action.FlowSamplePercent = 50 }), true},
 		{"entry packet interval", e, mod(e, func(a *WatchlistEntryAttrs) { a.Action.PacketInterval = time.Millisecond }), true},
 		{"entry priority", e, mod(e, func(a *WatchlistEntryAttrs) { a.Priority++ }), false},
-		{"entry match", e, mod(e, func(a *WatchlistEntryAttrs) { a.Match.Inner.VXLAN = true }), false},
+		{"entry match", e, mod(e, func(a *WatchlistEntryAttrs) { a.Match.Inner.Enabled = true }), false},
 		{"type change", DefaultDTelAttrs(), DefaultIntSessionAttrs(), false},
 	}
 	for _, tt := range tests {

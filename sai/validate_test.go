@@ -70,8 +70,16 @@ func TestValidateValid(t *testing.T) {
 		mod(validQueueReport(), func(a *QueueReportAttrs) { a.LatencyThreshold, a.DepthThreshold = 0, 1500 }),
 		mod(validQueueReport(), func(a *QueueReportAttrs) { a.ResetThreshold = a.LatencyThreshold - 1 }),
 		mod(validEntry(), func(a *WatchlistEntryAttrs) {
-			a.Match.Inner = InnerMatch{VXLAN: true, VNI: MaxVNI, DstPrefix: netip.MustParsePrefix("192.168.0.0/16"), IPProtocol: IPProtocolUDP, L4SrcPort: PortRange{1000, 2000}}
+			a.Match.Inner = InnerMatch{Enabled: true, TunnelID: MaxVNI, DstPrefix: netip.MustParsePrefix("192.168.0.0/16"), IPProtocol: IPProtocolUDP, L4SrcPort: PortRange{1000, 2000}}
 			a.Action = WatchlistAction{FlowOp: FlowOpPostcard, FlowSamplePercent: 1, ReportAllPackets: true}
+		}),
+		mod(validEntry(), func(a *WatchlistEntryAttrs) {
+			a.Match.Inner = InnerMatch{Enabled: true, Tunnel: TunnelGTPU, TunnelID: 0xffffffff, EtherType: EtherTypeIPv4,
+				SrcPrefix: netip.MustParsePrefix("10.250.0.0/16")}
+		}),
+		mod(validEntry(), func(a *WatchlistEntryAttrs) {
+			a.Match.IPProtocol, a.Match.L4SrcPort, a.Match.L4DstPort, a.Match.TCPFlags = IPProtocolICMPv6, PortRange{}, PortRange{}, TCPFlagsMatch{}
+			a.Match.ICMP, a.Match.EtherType, a.Match.SrcPrefix = ICMPMatch{Type: 128, TypeMask: 0xff}, EtherTypeIPv6, netip.MustParsePrefix("2001:db8::/32")
 		}),
 		mod(validEntry(), func(a *WatchlistEntryAttrs) { a.Action.PacketInterval = time.Microsecond }),
 		mod(validEntry(), func(a *WatchlistEntryAttrs) {
@@ -174,13 +182,31 @@ func TestValidateRules(t *testing.T) {
 			a.Match.IPProtocol, a.Match.TCPFlags = IPProtocolUDP, TCPFlagsMatch{Value: 2, Mask: 2}
 		}), "Match.IPProtocol", "TCP flags match needs IP protocol TCP, not 17"},
 		{"in port", mod(validEntry(), func(a *WatchlistEntryAttrs) { a.Match.InPort = "x:y" }), "Match.InPort", "ingress port"},
-		{"inner without vxlan", mod(validEntry(), func(a *WatchlistEntryAttrs) { a.Match.Inner.VNI = 5 }), "Match.Inner.VXLAN", "inner header match is set without VXLAN"},
-		{"vni", mod(validEntry(), func(a *WatchlistEntryAttrs) { a.Match.Inner = InnerMatch{VXLAN: true, VNI: 1 << 24} }), "Match.Inner.VNI", "VNI 16777216 exceeds 16777215"},
+		{"inner without vxlan", mod(validEntry(), func(a *WatchlistEntryAttrs) { a.Match.Inner.TunnelID = 5 }), "Match.Inner.Enabled", "inner header match is set without a tunnel match"},
+		{"vni", mod(validEntry(), func(a *WatchlistEntryAttrs) {
+			a.Match.Inner = InnerMatch{Enabled: true, Tunnel: TunnelGeneve, TunnelID: 1 << 24}
+		}), "Match.Inner.TunnelID", "GENEVE VNI 16777216 exceeds 16777215"},
+		{"tunnel type", mod(validEntry(), func(a *WatchlistEntryAttrs) { a.Match.Inner = InnerMatch{Enabled: true, Tunnel: NumTunnelTypes} }),
+			"Match.Inner.Tunnel", "tunnel type 6 is invalid"},
+		{"inner ethertype", mod(validEntry(), func(a *WatchlistEntryAttrs) {
+			a.Match.Inner = InnerMatch{Enabled: true, EtherType: EtherTypeIPv6, SrcPrefix: netip.MustParsePrefix("10.0.0.0/8")}
+		}), "Match.Inner.EtherType", "inner EtherType 0x86dd contradicts inner prefix 10.0.0.0/8"},
+		{"ethertype", mod(validEntry(), func(a *WatchlistEntryAttrs) {
+			a.Match.EtherType, a.Match.SrcPrefix = EtherTypeIPv6, netip.MustParsePrefix("10.0.0.0/8")
+		}), "Match.EtherType", "EtherType 0x86dd contradicts prefix 10.0.0.0/8"},
+		{"icmp proto", mod(validEntry(), func(a *WatchlistEntryAttrs) {
+			a.Match.IPProtocol, a.Match.L4SrcPort, a.Match.L4DstPort, a.Match.TCPFlags = IPProtocolUDP, PortRange{}, PortRange{}, TCPFlagsMatch{}
+			a.Match.ICMP = ICMPMatch{Type: 8, TypeMask: 0xff}
+		}), "Match.IPProtocol", "ICMP type or code match needs IP protocol ICMP (1) or ICMPv6 (58), not 17"},
+		{"icmp mask", mod(validEntry(), func(a *WatchlistEntryAttrs) {
+			a.Match.IPProtocol, a.Match.L4SrcPort, a.Match.L4DstPort, a.Match.TCPFlags = IPProtocolICMP, PortRange{}, PortRange{}, TCPFlagsMatch{}
+			a.Match.ICMP = ICMPMatch{Code: 3, CodeMask: 1}
+		}), "Match.ICMP.Code", "ICMP code 3 has bits outside mask 0x1"},
 		{"inner prefix", mod(validEntry(), func(a *WatchlistEntryAttrs) {
-			a.Match.Inner = InnerMatch{VXLAN: true, SrcPrefix: netip.MustParsePrefix("192.168.1.1/24")}
+			a.Match.Inner = InnerMatch{Enabled: true, SrcPrefix: netip.MustParsePrefix("192.168.1.1/24")}
 		}), "Match.Inner.SrcPrefix", "inner source prefix 192.168.1.1/24 has host bits set"},
 		{"inner ports", mod(validEntry(), func(a *WatchlistEntryAttrs) {
-			a.Match.Inner = InnerMatch{VXLAN: true, L4DstPort: PortRange{5, 5}}
+			a.Match.Inner = InnerMatch{Enabled: true, L4DstPort: PortRange{5, 5}}
 		}), "Match.Inner.IPProtocol", "inner L4 port match needs IP protocol"},
 		{"flow op", mod(validEntry(), func(a *WatchlistEntryAttrs) { a.Action.FlowOp = 9 }), "Action.FlowOp", "flow op 9 is invalid"},
 		{"int without session", mod(validEntry(), func(a *WatchlistEntryAttrs) { a.Action.IntSession = NullOID }), "Action.IntSession", "flow op INT needs an INT session"},

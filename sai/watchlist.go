@@ -7,13 +7,58 @@ import (
 
 // IP protocol numbers the watchlist needs to reason about.
 const (
-	IPProtocolTCP  = 6
-	IPProtocolUDP  = 17
-	IPProtocolSCTP = 132
+	IPProtocolICMP   = 1
+	IPProtocolTCP    = 6
+	IPProtocolUDP    = 17
+	IPProtocolICMPv6 = 58
+	IPProtocolSCTP   = 132
+)
+
+// EtherTypes an EtherType match can meet on IP traffic, the only traffic
+// the watchlist classifies.
+const (
+	EtherTypeIPv4 = 0x0800
+	EtherTypeIPv6 = 0x86dd
 )
 
 // MaxVNI is the largest 24-bit VXLAN network identifier.
 const MaxVNI = 1<<24 - 1
+
+// TunnelType is the encapsulation an inner match looks inside.
+type TunnelType uint8
+
+const (
+	TunnelAny      TunnelType = iota // any of the tunnels below
+	TunnelVXLAN                      // VXLAN, UDP 4789 (RFC 7348)
+	TunnelVXLANGPE                   // VXLAN-GPE, UDP 4790
+	TunnelGeneve                     // Geneve, UDP 6081 (RFC 8926)
+	TunnelGRE                        // GRE, IP protocol 47 (RFC 2784, 2890)
+	TunnelGTPU                       // GTP-U G-PDU, UDP 2152 (3GPP TS 29.281)
+	NumTunnelTypes
+)
+
+func (t TunnelType) String() string {
+	switch t {
+	case TunnelAny:
+		return "ANY"
+	case TunnelVXLAN:
+		return "VXLAN"
+	case TunnelVXLANGPE:
+		return "VXLAN_GPE"
+	case TunnelGeneve:
+		return "GENEVE"
+	case TunnelGRE:
+		return "GRE"
+	case TunnelGTPU:
+		return "GTPU"
+	}
+	return "TunnelType(" + itoa(int(t)) + ")"
+}
+
+// HasVNI reports whether t's tunnel id is a 24-bit VNI.
+func (t TunnelType) HasVNI() bool {
+	return t == TunnelVXLAN || t == TunnelVXLANGPE || t == TunnelGeneve
+}
 
 // TCPFlagsMatch matches the 8 TCP flag bits (CWR..FIN) under a mask; a zero
 // Mask matches any flags.
@@ -22,15 +67,28 @@ type TCPFlagsMatch struct {
 	Mask  uint8
 }
 
-// InnerMatch matches the inner headers of VXLAN traffic. With VXLAN false
-// the entry looks at outer headers only and every other field must be zero.
+// InnerMatch matches tunnelled traffic by its tunnel and inner headers
+// (SAI_ACL_ENTRY_ATTR_FIELD_TUNNEL_VNI, FIELD_INNER_*). With Enabled false
+// the entry looks at outer headers only and every other field must be
+// zero; with Enabled true it matches only packets of such a tunnel whose
+// inner packet is IPv4 or IPv6.
 type InnerMatch struct {
-	VXLAN bool
-	// VNI to match; 0 matches any VNI.
-	VNI                  uint32
+	Enabled bool
+	Tunnel  TunnelType
+	// TunnelID is the VNI (VXLAN, VXLAN-GPE, Geneve), the key (GRE with
+	// the K bit; 0 without) or the TEID (GTP-U); 0 matches any.
+	TunnelID             uint32
+	EtherType            uint16       // FIELD_INNER_ETHER_TYPE: 0 any
 	SrcPrefix, DstPrefix netip.Prefix // zero Prefix matches any
 	IPProtocol           uint8        // 0 matches any
 	L4SrcPort, L4DstPort PortRange
+}
+
+// ICMPMatch matches the ICMP or ICMPv6 type and code under masks
+// (FIELD_ICMP_TYPE/CODE, FIELD_ICMPV6_TYPE/CODE); zero masks match any.
+type ICMPMatch struct {
+	Type, TypeMask uint8
+	Code, CodeMask uint8
 }
 
 // WatchlistMatch holds an entry's match fields (SAI_ACL_ENTRY_ATTR_FIELD_*).
@@ -43,7 +101,9 @@ type WatchlistMatch struct {
 	L4DstPort  PortRange    // FIELD_ACL_RANGE_TYPE L4_DST_PORT_RANGE
 	DSCP       DSCPMatch    // FIELD_DSCP
 	TCPFlags   TCPFlagsMatch
-	InPort     string // FIELD_IN_PORT: ingress interface, "" any
+	InPort     string    // FIELD_IN_PORT: ingress interface, "" any
+	EtherType  uint16    // FIELD_ETHER_TYPE: 0 any
+	ICMP       ICMPMatch // needs IPProtocol ICMP or ICMPv6
 	Inner      InnerMatch
 }
 
@@ -201,20 +261,61 @@ func (m WatchlistMatch) validate() error {
 			return err
 		}
 	}
+	if err := validateEtherType(AttrWatchlistMatchEtherType, "", m.EtherType, m.SrcPrefix, m.DstPrefix); err != nil {
+		return err
+	}
+	switch c := m.ICMP; {
+	case c.Type&^c.TypeMask != 0:
+		return invalid(tw, AttrWatchlistMatchICMPType, "ICMP type %d has bits outside mask %#x", c.Type, c.TypeMask)
+	case c.Code&^c.CodeMask != 0:
+		return invalid(tw, AttrWatchlistMatchICMPCode, "ICMP code %d has bits outside mask %#x", c.Code, c.CodeMask)
+	case (c.TypeMask != 0 || c.CodeMask != 0) && m.IPProtocol != IPProtocolICMP && m.IPProtocol != IPProtocolICMPv6:
+		return invalid(tw, AttrWatchlistMatchIPProtocol, "ICMP type or code match needs IP protocol ICMP (1) or ICMPv6 (58), not %d", m.IPProtocol)
+	}
 	in := m.Inner
-	if !in.VXLAN {
+	if !in.Enabled {
 		if in != (InnerMatch{}) {
-			return invalid(tw, AttrWatchlistMatchInnerVXLAN, "inner header match is set without VXLAN")
+			return invalid(tw, AttrWatchlistMatchInnerEnabled, "inner header match is set without a tunnel match")
 		}
 		return nil
 	}
-	if in.VNI > MaxVNI {
-		return invalid(tw, AttrWatchlistMatchInnerVNI, "VNI %d exceeds %d", in.VNI, MaxVNI)
+	switch {
+	case in.Tunnel >= NumTunnelTypes:
+		return invalid(tw, AttrWatchlistMatchInnerTunnel, "tunnel type %d is invalid", in.Tunnel)
+	case in.Tunnel.HasVNI() && in.TunnelID > MaxVNI:
+		return invalid(tw, AttrWatchlistMatchInnerTunnelID, "%v VNI %d exceeds %d", in.Tunnel, in.TunnelID, MaxVNI)
 	}
 	if err := validatePrefixPair(innerAttrs, "inner ", in.SrcPrefix, in.DstPrefix); err != nil {
 		return err
 	}
+	if err := validateEtherType(AttrWatchlistMatchInnerEtherType, "inner ", in.EtherType, in.SrcPrefix, in.DstPrefix); err != nil {
+		return err
+	}
 	return validateL4(innerAttrs, "inner ", in.IPProtocol, in.L4SrcPort, in.L4DstPort)
+}
+
+// validateEtherType refuses an EtherType that contradicts the prefixes'
+// family: no packet could match.
+func validateEtherType(attr AttrID, name string, et uint16, src, dst netip.Prefix) error {
+	p := src
+	if !p.IsValid() {
+		p = dst
+	}
+	if et == 0 || !p.IsValid() {
+		return nil
+	}
+	if want := FamilyEtherType(p.Addr()); et != want {
+		return invalid(tw, attr, "%sEtherType %#04x contradicts %sprefix %v (EtherType %#04x)", name, et, name, p, want)
+	}
+	return nil
+}
+
+// FamilyEtherType is the EtherType of packets addressed to a.
+func FamilyEtherType(a netip.Addr) uint16 {
+	if a.Is4() {
+		return EtherTypeIPv4
+	}
+	return EtherTypeIPv6
 }
 
 func (a WatchlistAction) validate() error {

@@ -90,7 +90,7 @@ func TestSonicTranslateRefusals(t *testing.T) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "config_db.json")
 	os.WriteFile(in, []byte(`{"DTEL": {"LATENCY_SENSITIVITY": {"LATENCY_SENSITIVITY": "100"}, "SWITCH_ID": {"SWITCH_ID": "1"}},
-	  "ACL_RULE": {"DTEL_FLOW_WATCHLIST|R": {"PRIORITY": "5", "ICMP_TYPE": "8", "FLOW_OP": "NOP"}}}`), 0o600)
+	  "ACL_RULE": {"DTEL_FLOW_WATCHLIST|R": {"PRIORITY": "5", "VLAN_ID": "8", "FLOW_OP": "NOP"}}}`), 0o600)
 	var out, errs bytes.Buffer
 	err := dispatch(context.Background(), []string{"sonic", "translate", in}, &out, &errs)
 	if err == nil || !strings.Contains(err.Error(), "2 entries refused") {
@@ -98,7 +98,7 @@ func TestSonicTranslateRefusals(t *testing.T) {
 	}
 	for _, want := range []string{
 		"refused DTEL|LATENCY_SENSITIVITY field LATENCY_SENSITIVITY: 100 is out of range 0..31",
-		"refused ACL_RULE|DTEL_FLOW_WATCHLIST|R field ICMP_TYPE: not supported",
+		"refused ACL_RULE|DTEL_FLOW_WATCHLIST|R field VLAN_ID: not supported",
 	} {
 		if !strings.Contains(errs.String(), want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errs.String())

@@ -78,7 +78,13 @@ type DropCount struct {
 
 // FlowState is the state of one flow.
 type FlowState struct {
+	// Key is the flow's 5-tuple; for tunnelled packets the inner packet's,
+	// in tunnel Tunnel with id TunnelID (the key too), Outer the tunnel's
+	// 5-tuple in the latest report.
 	Key                 wire.FlowKey
+	Tunnel              wire.TunnelKind
+	TunnelID            uint32
+	Outer               wire.FlowKey
 	FirstSeen, LastSeen int64 // unix ns
 	Reports             uint64
 	// Path holds the hops from the source to the sink. It comes from the
@@ -376,7 +382,8 @@ func (c *Collector) HandleReport(r *Report) {
 		c.c.NoFlow++
 		return
 	}
-	f := c.flow(&r.Flow)
+	f := c.flow(&r.Flow, r.Tunnel, r.TunnelID)
+	f.Outer = r.Outer
 	f.Reports++
 	f.LastSeen = c.now
 	if dropped {
@@ -698,9 +705,10 @@ func (f *FlowState) lastHopsLatency() uint64 {
 
 // flow returns the state of k, creating it (and evicting the least
 // recently updated flow when the table is full).
-func (c *Collector) flow(k *wire.FlowKey) *FlowState {
-	h := c.index.hash(k)
-	if i := c.index.find(c.flows, k, h); i >= 0 {
+func (c *Collector) flow(k *wire.FlowKey, tun wire.TunnelKind, id uint32) *FlowState {
+	tag := tunnelTag(tun, id)
+	h := c.index.hash(k, tag)
+	if i := c.index.find(c.flows, k, tag, h); i >= 0 {
 		c.touch(i)
 		return &c.flows[i]
 	}
@@ -711,12 +719,12 @@ func (c *Collector) flow(k *wire.FlowKey) *FlowState {
 	} else {
 		i = c.tail
 		c.unlink(i)
-		c.index.remove(c.index.hash(&c.flows[i].Key), i)
+		c.index.remove(c.index.hash(&c.flows[i].Key, tunnelTag(c.flows[i].Tunnel, c.flows[i].TunnelID)), i)
 		c.c.FlowsEvicted++
 	}
 	c.c.FlowsCreated++
 	f := &c.flows[i]
-	*f = FlowState{Key: *k, FirstSeen: c.now, LastSeen: c.now}
+	*f = FlowState{Key: *k, Tunnel: tun, TunnelID: id, FirstSeen: c.now, LastSeen: c.now}
 	c.index.insert(h, i)
 	c.pushFront(i)
 	return f
@@ -779,11 +787,18 @@ func (c *Collector) Snapshot(maxFlows int) *Snapshot {
 	return s
 }
 
-// Flow returns a copy of the state of k.
+// Flow returns a copy of the state of k (not tunnelled).
 func (c *Collector) Flow(k wire.FlowKey) (FlowState, bool) {
+	return c.TunnelFlow(k, wire.TunnelNone, 0)
+}
+
+// TunnelFlow returns a copy of the state of inner flow k in tunnel kind
+// with id.
+func (c *Collector) TunnelFlow(k wire.FlowKey, kind wire.TunnelKind, id uint32) (FlowState, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if i := c.index.find(c.flows, &k, c.index.hash(&k)); i >= 0 {
+	tag := tunnelTag(kind, id)
+	if i := c.index.find(c.flows, &k, tag, c.index.hash(&k, tag)); i >= 0 {
 		return c.flows[i], true
 	}
 	return FlowState{}, false

@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"bytes"
 	"net/netip"
 	"slices"
 	"syscall"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/intd-project/intd/dataplane/wire"
+	"github.com/intd-project/intd/dataplane/wire/wiretest"
 	"github.com/intd-project/intd/sai/spec"
 )
 
@@ -394,5 +396,61 @@ func TestPostcardPath(t *testing.T) {
 	}
 	if f.E2E.Last != 100+200+300+500+400 {
 		t.Errorf("e2e = %+v", f.E2E)
+	}
+}
+
+// TestGTPUFlows: postcards of two user equipments' packets in one GTP-U
+// tunnel (with extension headers) and of one in another tunnel are three
+// flows, each keyed by its inner 5-tuple and TEID, with its path, and the
+// JSON decode shows the TEID, the inner flow and the tunnel's ends.
+func TestGTPUFlows(t *testing.T) {
+	pkt := func(ue string, teid uint32) []byte {
+		inner := wiretest.UDPFrame(ue, "192.0.2.53", 4000, 53, []byte("query"), true)[wire.EthernetLen:]
+		return wiretest.TunnelFrame(wiretest.Tunnel{Kind: wire.TunnelGTPU, ID: teid, GTPUExt: 1}, "10.0.0.1", "10.0.0.2", 0, inner)
+	}
+	postcard := func(node uint32, frame []byte) []byte {
+		b, err := wire.AppendGroupHeader(nil, wire.GroupHeader{Version: 2, HWID: 1, NodeID: node})
+		must(t, err)
+		h := wire.ReportHeader{Type: spec.RepINT, InType: spec.InEthernet, TrackedFlow: true, RepMdBits: wire.RepHopLatency}
+		b, err = wire.AppendReport(b, &h, &wire.ReportMetadata{HopLatency: node * 100}, nil, frame)
+		must(t, err)
+		return b
+	}
+	c := New(Config{})
+	ue1, ue2, ue1b := pkt("10.250.0.1", 7), pkt("10.250.0.2", 7), pkt("10.250.0.1", 8)
+	for n, f := range [][]byte{ue1, ue2, ue1b} {
+		for node := uint32(1); node <= 2; node++ {
+			f := bytes.Clone(f)
+			f[wire.EthernetLen+8] -= uint8(node) // TTL: node 2 after node 1
+			c.HandlePacket(postcard(node, f), int64(10*n+int(node)))
+		}
+	}
+	key := func(ue string) wire.FlowKey {
+		return wire.FlowKey{Src: netip.MustParseAddr(ue), Dst: netip.MustParseAddr("192.0.2.53"), SrcPort: 4000, DstPort: 53, Proto: wire.ProtoUDP}
+	}
+	for _, w := range []struct {
+		ue   string
+		teid uint32
+	}{{"10.250.0.1", 7}, {"10.250.0.2", 7}, {"10.250.0.1", 8}} {
+		f, ok := c.TunnelFlow(key(w.ue), wire.TunnelGTPU, w.teid)
+		if !ok {
+			t.Fatalf("no flow of %s in TEID %d: %+v", w.ue, w.teid, c.Snapshot(0).Flows)
+		}
+		if !slices.Equal(pathNodes(&f), []uint32{1, 2}) || f.E2E.Last != 300 || f.Outer.Dst != netip.MustParseAddr("10.0.0.2") ||
+			f.Outer.DstPort != wire.PortGTPU {
+			t.Errorf("%s TEID %d: path %v e2e %+v outer %v", w.ue, w.teid, pathNodes(&f), f.E2E, f.Outer)
+		}
+	}
+	if n := len(c.Snapshot(0).Flows); n != 3 {
+		t.Errorf("%d flows, want 3", n)
+	}
+	var got collect
+	if _, err := NewDecoder().Decode(postcard(1, ue2), &got); err != nil {
+		t.Fatal(err)
+	}
+	in := got.reps[0].Inner
+	if in == nil || in.Tunnel != "gtpu" || in.TunnelID == nil || *in.TunnelID != 7 || in.Src != "10.250.0.2" || *in.DstPort != 53 ||
+		in.OuterSrc != "10.0.0.1" {
+		t.Errorf("decoded %+v", in)
 	}
 }

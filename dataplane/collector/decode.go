@@ -78,6 +78,12 @@ type Report struct {
 	InnerErr error
 	HasFlow  bool
 	Flow     wire.FlowKey
+	// Tunnel is set when the packet is a VXLAN, VXLAN-GPE, Geneve, GRE or
+	// GTP-U tunnel's with an IP packet inside: Flow is then that inner
+	// packet's, TunnelID the VNI, GRE key or TEID, Outer the tunnel's.
+	Tunnel   wire.TunnelKind
+	TunnelID uint32
+	Outer    wire.FlowKey
 	// TTL is the inner IP packet's TTL or hop limit (with HasFlow).
 	TTL uint8
 	INT INTStack
@@ -121,6 +127,7 @@ type Decoder struct {
 	hops   [MaxHops]wire.HopMetadata
 	layout hopLayout // of the last INT-MD stack's bitmap
 	pkt    wire.Packet
+	tunPkt wire.Packet // a tunnelled packet's inner packet
 	// rawHops is set while the collector decodes for itself (no OnReport):
 	// the hops of sink reports' INT-MD stacks (I, D and Q clear) are then
 	// left in Report.raw for the fused decode and path aggregation.
@@ -304,6 +311,32 @@ func (d *Decoder) decodeInner(r *Report, buf []byte, ethernet, fromReport bool) 
 	if !d.noFast && fromReport && d.innerFast(r, buf, ethernet) {
 		return
 	}
+	d.decodePacket(r, buf, ethernet, fromReport)
+	// INT carried in the tunnel header (VXLAN-GPE, Geneve, GRE) makes the
+	// tunnel the INT domain's flow: only other tunnels are looked into.
+	if info, _ := d.pkt.Encap.Info(); r.HasFlow && r.InnerErr == nil && !info.Tunnel {
+		d.tunnel(r, buf)
+	}
+}
+
+// tunnel makes a tunnelled packet's flow the inner packet's (the tunnel
+// carries many: user equipment in one GTP-U tunnel, pods in one VXLAN
+// network), keeping the tunnel, its id and the outer flow.
+func (d *Decoder) tunnel(r *Report, buf []byte) {
+	in := &d.tunPkt
+	t, ok := tunnelParser.ParseInner(buf, &d.pkt, in)
+	if !ok {
+		return
+	}
+	r.Outer, r.Flow, r.Tunnel, r.TunnelID = r.Flow, in.Flow, t.Kind, t.ID
+}
+
+// tunnelParser reads the inner packets of tunnels: possibly truncated by
+// the report, never INT.
+var tunnelParser = wire.Parser{AllowTruncated: true, NoINT: true}
+
+// decodePacket is decodeInner's general path.
+func (d *Decoder) decodePacket(r *Report, buf []byte, ethernet, fromReport bool) {
 	d.Parser.AllowTruncated = true
 	p := &d.pkt
 	var err, err2 error

@@ -26,23 +26,29 @@ func newFlowIndex(maxFlows int, seed uint64) flowIndex {
 	return flowIndex{slots: make([]uint64, n), mask: uint64(n - 1), seed: seed}
 }
 
-// hash is a wyhash-style hash of the key: folded 64x64->128 multiplies.
-func (x *flowIndex) hash(k *wire.FlowKey) uint64 {
+// tunnelTag is a flow's tunnel kind and id as the index keys them.
+func tunnelTag(kind wire.TunnelKind, id uint32) uint64 { return uint64(kind)<<32 | uint64(id) }
+
+// hash is a wyhash-style hash of the key and tunnel tag: folded
+// 64x64->128 multiplies.
+func (x *flowIndex) hash(k *wire.FlowKey, tun uint64) uint64 {
 	s, d := k.Src.As16(), k.Dst.As16()
 	hi, lo := bits.Mul64(binary.LittleEndian.Uint64(s[:8])^x.seed, binary.LittleEndian.Uint64(s[8:])^0xe7037ed1a0b428db)
 	a := hi ^ lo
 	hi, lo = bits.Mul64(binary.LittleEndian.Uint64(d[:8])^0x8ebc6af09c88c6e3, binary.LittleEndian.Uint64(d[8:])^0x589965cc75374cc3)
 	b := hi ^ lo
-	hi, lo = bits.Mul64(a^b^0xa0761d6478bd642f, (uint64(k.SrcPort)<<32|uint64(k.DstPort)<<16|uint64(k.Proto))^x.seed^0x1d8e4e27c47d124f)
+	hi, lo = bits.Mul64(a^b^0xa0761d6478bd642f^tun, (uint64(k.SrcPort)<<32|uint64(k.DstPort)<<16|uint64(k.Proto))^x.seed^0x1d8e4e27c47d124f)
 	return hi ^ lo
 }
 
-func sameKey(a, b *wire.FlowKey) bool {
-	return a.SrcPort == b.SrcPort && a.DstPort == b.DstPort && a.Proto == b.Proto && a.Src == b.Src && a.Dst == b.Dst
+func sameKey(f *FlowState, b *wire.FlowKey, tun uint64) bool {
+	a := &f.Key
+	return a.SrcPort == b.SrcPort && a.DstPort == b.DstPort && a.Proto == b.Proto && a.Src == b.Src && a.Dst == b.Dst &&
+		tunnelTag(f.Tunnel, f.TunnelID) == tun
 }
 
-// find returns the position of k, or -1.
-func (x *flowIndex) find(flows []FlowState, k *wire.FlowKey, h uint64) int32 {
+// find returns the position of k in tunnel tun, or -1.
+func (x *flowIndex) find(flows []FlowState, k *wire.FlowKey, tun, h uint64) int32 {
 	tag := h >> 32 << 32
 	for i := h >> 32 & x.mask; ; i = (i + 1) & x.mask {
 		s := x.slots[i]
@@ -50,7 +56,7 @@ func (x *flowIndex) find(flows []FlowState, k *wire.FlowKey, h uint64) int32 {
 			return -1
 		}
 		if s&^0xffffffff == tag {
-			if p := int32(uint32(s)) - 1; sameKey(&flows[p].Key, k) {
+			if p := int32(uint32(s)) - 1; sameKey(&flows[p], k, tun) {
 				return p
 			}
 		}

@@ -15,7 +15,11 @@ func TestFlowIndex(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	x := newFlowIndex(max, 7)
 	flows := make([]FlowState, max)
-	ref := map[wire.FlowKey]int32{}
+	type tkey struct {
+		k  wire.FlowKey
+		id uint32
+	}
+	ref := map[tkey]int32{}
 	var free []int32
 	for i := int32(0); i < max; i++ {
 		free = append(free, i)
@@ -25,23 +29,25 @@ func TestFlowIndex(t *testing.T) {
 			SrcPort: uint16(n % 7), DstPort: 80, Proto: wire.ProtoTCP}
 	}
 	for op := 0; op < 200000; op++ {
-		k := key(rng.Intn(100))
-		h := x.hash(&k)
-		p := x.find(flows, &k, h)
-		if rp, ok := ref[k]; ok != (p >= 0) || ok && rp != p {
+		// The same 5-tuple in two GTP-U tunnels is two flows.
+		k, id := key(rng.Intn(100)), uint32(rng.Intn(2))
+		tag := tunnelTag(wire.TunnelGTPU, id)
+		h := x.hash(&k, tag)
+		p := x.find(flows, &k, tag, h)
+		if rp, ok := ref[tkey{k, id}]; ok != (p >= 0) || ok && rp != p {
 			t.Fatalf("op %d: find %v = %d, want %d %v", op, k, p, rp, ok)
 		}
 		switch {
 		case p >= 0 && rng.Intn(2) == 0:
 			x.remove(h, p)
-			delete(ref, k)
+			delete(ref, tkey{k, id})
 			free = append(free, p)
 		case p < 0 && len(free) > 0:
 			p = free[len(free)-1]
 			free = free[:len(free)-1]
-			flows[p].Key = k
+			flows[p].Key, flows[p].Tunnel, flows[p].TunnelID = k, wire.TunnelGTPU, id
 			x.insert(h, p)
-			ref[k] = p
+			ref[tkey{k, id}] = p
 		}
 	}
 	n := 0

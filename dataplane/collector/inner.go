@@ -52,7 +52,8 @@ func (d *Decoder) innerFast(r *Report, b []byte, ethernet bool) bool {
 	dport := uint16(ports)
 	if proto == wire.ProtoUDP {
 		if dport == 0 || dport == c.UDPPort || dport == c.VXLANGPEPort || dport == c.GenevePort ||
-			dport == spec.PortVXLANGPE || dport == d.INT05Port {
+			dport == spec.PortVXLANGPE || dport == d.INT05Port || dport == wire.PortVXLAN ||
+			dport == spec.PortGeneve || dport == wire.PortGTPU { // tunnels: the general path
 			return false
 		}
 	} else {

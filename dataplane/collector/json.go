@@ -55,14 +55,19 @@ type INTJSON struct {
 
 // InnerJSON is a report's embedded packet.
 type InnerJSON struct {
-	Src     string   `json:"src,omitempty"`
-	Dst     string   `json:"dst,omitempty"`
-	Proto   *uint8   `json:"proto,omitempty"`
-	SrcPort *uint16  `json:"src_port,omitempty"`
-	DstPort *uint16  `json:"dst_port,omitempty"`
-	Length  int      `json:"length"`
-	INT     *INTJSON `json:"int,omitempty"`
-	Error   string   `json:"error,omitempty"`
+	Src     string  `json:"src,omitempty"`
+	Dst     string  `json:"dst,omitempty"`
+	Proto   *uint8  `json:"proto,omitempty"`
+	SrcPort *uint16 `json:"src_port,omitempty"`
+	DstPort *uint16 `json:"dst_port,omitempty"`
+	Length  int     `json:"length"`
+	// Tunnelled packets: the flow above is the inner packet's.
+	Tunnel   string   `json:"tunnel,omitempty"`
+	TunnelID *uint32  `json:"tunnel_id,omitempty"`
+	OuterSrc string   `json:"outer_src,omitempty"`
+	OuterDst string   `json:"outer_dst,omitempty"`
+	INT      *INTJSON `json:"int,omitempty"`
+	Error    string   `json:"error,omitempty"`
 }
 
 // IndividualJSON is one individual report.
@@ -189,6 +194,10 @@ func ReportToJSON(r *Report) IndividualJSON {
 			in.Src, in.Dst, in.Proto = r.Flow.Src.String(), r.Flow.Dst.String(), p(r.Flow.Proto)
 			if r.Flow.Proto == wire.ProtoTCP || r.Flow.Proto == wire.ProtoUDP {
 				in.SrcPort, in.DstPort = p(r.Flow.SrcPort), p(r.Flow.DstPort)
+			}
+			if r.Tunnel != wire.TunnelNone {
+				in.Tunnel, in.TunnelID = r.Tunnel.String(), p(r.TunnelID)
+				in.OuterSrc, in.OuterDst = r.Outer.Src.String(), r.Outer.Dst.String()
 			}
 		}
 		if r.InnerErr != nil {

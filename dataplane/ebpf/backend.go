@@ -45,6 +45,7 @@ func (d *Dataplane) Capabilities() sai.Capabilities {
 		MaxWatchlistEntries: maxWatchlist,
 		MaxQueueReports:     maxQueueRep,
 		PacketInterval:      true,
+		InnerMatch:          true,
 	}
 }
 
@@ -81,9 +82,6 @@ func (d *Dataplane) checkAttrs(self sai.OID, a sai.Attrs) error {
 			if _, ok := d.ifaces[p]; !ok {
 				return errf(sai.ErrNotFound, "watchlist in-port %q", p)
 			}
-		}
-		if a.Match.Inner.VXLAN {
-			return errf(sai.ErrUnsupported, "VXLAN inner match")
 		}
 	}
 	return nil

@@ -18,6 +18,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/intd-project/intd/dataplane/internal/ethtool"
+	"github.com/intd-project/intd/dataplane/wire"
+	"github.com/intd-project/intd/dataplane/wire/wiretest"
 	"github.com/intd-project/intd/dtel"
 	"github.com/intd-project/intd/gen"
 	"github.com/intd-project/intd/sai"
@@ -98,40 +100,61 @@ func BenchmarkProgram(b *testing.B) {
 // insert) with 1 and with 1024 watchlist entries (NOP, each a TCP
 // destination port; the packets match the last one), against a cached
 // flow: the cost of classification and whether it depends on the list's
-// length.
+// length. The inner-* runs do the same with tunnel matches: entries on
+// the inner TCP destination port of VXLAN traffic; plain TCP packets
+// (inner-plain: what turning tunnel matching on costs the rest) and VXLAN
+// packets, each a new user flow in one tunnel (inner-vxlan).
 //
 //	sudo go test ./dataplane/ebpf -run '^$' -bench ClassifyMiss -benchtime 20000x
 func BenchmarkClassifyMiss(b *testing.B) {
 	for _, n := range []int{1, maxWatchlist} {
-		node := newBPFNode(b)
-		node.setMTU(1500)
-		setup{}.apply(b, node)
-		for i := 0; i < n; i++ {
-			m := sai.WatchlistMatch{IPProtocol: sai.IPProtocolTCP, L4DstPort: sai.PortRange{Lo: uint16(1000 + i), Hi: uint16(1000 + i)}}
-			if _, err := node.Create(sai.WatchlistEntryAttrs{Priority: uint16(n - i), Match: m}); err != nil {
-				b.Fatal(err)
-			}
-		}
-		dport := uint16(1000 + n - 1)
-		b.Run(fmt.Sprintf("entries-%d/new-flow", n), func(b *testing.B) {
-			frames := make([][]byte, b.N)
-			for i := range frames {
-				src := fmt.Sprintf("10.%d.%d.%d", 1+i>>16, (i>>8)&0xff, i&0xff)
-				frames[i] = tcpFrame(src, "10.0.2.1", 1234, dport, 0, make([]byte, 64))
-			}
-			var total time.Duration
-			for i := 0; i < b.N; i++ {
-				d, err := timedRun(node.objs.IntdEgress, frames[i], inIfindex)
-				if err != nil {
+		for _, mode := range []string{"", "inner-plain/", "inner-vxlan/"} {
+			node := newBPFNode(b)
+			node.setMTU(1500)
+			setup{}.apply(b, node)
+			for i := 0; i < n; i++ {
+				ports := sai.PortRange{Lo: uint16(1000 + i), Hi: uint16(1000 + i)}
+				m := sai.WatchlistMatch{IPProtocol: sai.IPProtocolTCP, L4DstPort: ports}
+				if mode != "" {
+					m = sai.WatchlistMatch{Inner: sai.InnerMatch{Enabled: true, Tunnel: sai.TunnelVXLAN, IPProtocol: sai.IPProtocolTCP, L4DstPort: ports}}
+					if mode == "inner-plain/" && i < n/2 {
+						m = sai.WatchlistMatch{IPProtocol: sai.IPProtocolTCP, L4DstPort: ports}
+					}
+				}
+				if _, err := node.Create(sai.WatchlistEntryAttrs{Priority: uint16(n - i), Match: m}); err != nil {
 					b.Fatal(err)
 				}
-				total += d
 			}
-			b.ReportMetric(float64(total.Nanoseconds())/float64(b.N), "ns/pkt")
-		})
-		b.Run(fmt.Sprintf("entries-%d/cached-flow", n), func(b *testing.B) {
-			benchProg(b, node.objs.IntdEgress, tcpFrame("10.0.1.1", "10.0.2.1", 1234, dport, 0, make([]byte, 64)))
-		})
+			dport := uint16(1000 + n - 1)
+			if mode == "inner-plain/" {
+				dport = uint16(1000 + (n-1)/2) // the last outer entry
+			}
+			frame := func(src string) []byte {
+				f := tcpFrame(src, "10.0.2.1", 1234, dport, 0, make([]byte, 64))
+				if mode == "inner-vxlan/" {
+					f = wiretest.TunnelFrame(wiretest.Tunnel{Kind: wire.TunnelVXLAN, ID: 5001}, "172.16.0.1", "172.16.0.2", 0, f[wire.EthernetLen:])
+				}
+				return f
+			}
+			b.Run(fmt.Sprintf("entries-%d/%snew-flow", n, mode), func(b *testing.B) {
+				frames := make([][]byte, b.N)
+				for i := range frames {
+					frames[i] = frame(fmt.Sprintf("10.%d.%d.%d", 1+i>>16, (i>>8)&0xff, i&0xff))
+				}
+				var total time.Duration
+				for i := 0; i < b.N; i++ {
+					d, err := timedRun(node.objs.IntdEgress, frames[i], inIfindex)
+					if err != nil {
+						b.Fatal(err)
+					}
+					total += d
+				}
+				b.ReportMetric(float64(total.Nanoseconds())/float64(b.N), "ns/pkt")
+			})
+			b.Run(fmt.Sprintf("entries-%d/%scached-flow", n, mode), func(b *testing.B) {
+				benchProg(b, node.objs.IntdEgress, frame("10.0.1.1"))
+			})
+		}
 	}
 }
 

@@ -288,14 +288,7 @@ func newE2EMode(t testing.TB, intOn bool, intervalUs int, postcards bool, latThr
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { send.Close() })
-	pipe, err := report.New(report.Config{}, report.Options{Sender: report.SenderFunc(func(p *report.Packet) error {
-		_, err := send.WriteToUDPAddrPort(p.Payload, p.Dst)
-		return err
-	})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pipe.Close() })
+	pipe := sendingPipeline(t, send)
 	e.pipe = pipe
 	filter := func(cfg string) string {
 		if latThreshold == 0 {
@@ -315,6 +308,20 @@ func newE2EMode(t testing.TB, intOn bool, intervalUs int, postcards bool, latThr
 	e.r[1] = l.router(t, "r2", []string{"r2-r1", "r2-r3"}, nil, filter(routerConfig(2, "", false)))
 	e.r[2] = l.router(t, "r3", []string{"r3-r2", "r3-h2"}, pipe, filter(routerConfig(3, "r3-h2", false)))
 	return e
+}
+
+// sendingPipeline is a report pipeline whose reports leave from send.
+func sendingPipeline(t testing.TB, send *net.UDPConn) *report.Pipeline {
+	t.Helper()
+	pipe, err := report.New(report.Config{}, report.Options{Sender: report.SenderFunc(func(p *report.Packet) error {
+		_, err := send.WriteToUDPAddrPort(p.Payload, p.Dst)
+		return err
+	})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pipe.Close() })
+	return pipe
 }
 
 // tcpEcho sends 1 MiB from h1 to an echo server listening on addr at h2

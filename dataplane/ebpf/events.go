@@ -20,11 +20,12 @@ import (
 
 // evState turns ring buffer records into report.Events.
 type evState struct {
-	mu     sync.Mutex
-	parser wire.Parser
-	inner  wire.Parser
-	buf    []byte
-	ev     report.Event
+	mu       sync.Mutex
+	parser   wire.Parser
+	inner    wire.Parser
+	buf      []byte
+	innerPkt wire.Packet // a tunnelled packet's inner packet
+	ev       report.Event
 	// sinks are the ifindexes of sink ports: what comes in there is not
 	// INT, whatever its marking.
 	sinks map[uint32]bool
@@ -176,11 +177,21 @@ func (e *evState) convert(raw *intdEvent) *report.Event {
 	}
 	ev.Packet = b
 	ev.Flow = p.Flow
+	if p.Proto == wire.ProtoGRE || p.Proto == wire.ProtoUDP {
+		// A tunnel's flows are its inner ones, as the software
+		// dataplane's and the collector's.
+		if t, ok := tunnelInner.ParseInner(b, &p, &e.innerPkt); ok {
+			ev.Flow, ev.Tunnel, ev.TunnelID = e.innerPkt.Flow, t.Kind, t.ID
+		}
+	}
 	if p.INT >= 0 {
 		ev.INT, ev.INTType, ev.INTLen = p.INT, p.INTType, p.INTLen
 	}
 	return ev
 }
+
+// tunnelInner parses the inner packets of tunnels in events: never INT.
+var tunnelInner = wire.Parser{NoINT: true}
 
 // dropReasonMap maps kernel skb_drop_reason names (without the
 // SKB_DROP_REASON_ prefix) to sai drop reasons.
@@ -210,6 +221,11 @@ var dropReasonMap = map[string]sai.DropReason{
 	"NEIGH_QUEUEFULL":    spec.DropNextIDMiss,
 	"VLAN_FILTER":        spec.DropPortVLANMappingMiss,
 	"UNHANDLED_PROTO":    spec.DropBridgingMiss,
+	// Tunnels (docs/tunnels.md): a VNI no VXLAN device terminates
+	// is the overlay's unexpected VLAN; a VXLAN frame with no FDB entry
+	// or remote to send it to a bridging miss.
+	"VXLAN_VNI_NOT_FOUND": spec.DropPortVLANMappingMiss,
+	"NO_TX_TARGET":        spec.DropBridgingMiss,
 }
 
 // loadDropReasons reads the kernel's enum skb_drop_reason from BTF and fills
@@ -231,6 +247,11 @@ func (d *Dataplane) loadDropReasons() error {
 			// so the program reports spec.DropIPTTLZero when the TTL
 			// is 0 or 1 and spec.DropUnknown otherwise.
 			r, ok = uint32(intdDropMapDR_IP_HDR), true
+		} else if name == "NO_SOCKET" {
+			// A GTP-U G-PDU (UDP 2152) no endpoint here takes: the
+			// program reports spec.DropUPFUplinkPDRMiss, for other
+			// packets spec.DropUnknown.
+			r, ok = uint32(intdDropMapDR_NO_SOCKET), true
 		} else if sr, found := dropReasonMap[name]; found {
 			r, ok = uint32(sr), true
 		}

@@ -55,6 +55,13 @@ const (
 	intdCfgFlagF_WL_IFX       intdCfgFlag = 2048
 	intdCfgFlagF_REMARK       intdCfgFlag = 4096
 	intdCfgFlagF_TELEMETRY    intdCfgFlag = 8192
+	intdCfgFlagF_WL_INNER     intdCfgFlag = 16384
+	intdCfgFlagF_WL_TID       intdCfgFlag = 32768
+	intdCfgFlagF_WL_ICMP      intdCfgFlag = 65536
+	intdCfgFlagF_WL_IPFX      intdCfgFlag = 131072
+	intdCfgFlagF_WL_IPORT     intdCfgFlag = 262144
+	intdCfgFlagF_WL_IFAM      intdCfgFlag = 524288
+	intdCfgFlagF_WL_IPROTO    intdCfgFlag = 1048576
 )
 
 type intdCounter uint32
@@ -109,7 +116,8 @@ type intdDetour struct {
 type intdDropMap uint32
 
 const (
-	intdDropMapDR_IP_HDR intdDropMap = 256
+	intdDropMapDR_IP_HDR    intdDropMap = 256
+	intdDropMapDR_NO_SOCKET intdDropMap = 257
 )
 
 type intdDropWatch struct {
@@ -174,6 +182,9 @@ type intdFlowKey struct {
 	TcpFlags  uint8
 	Pad       uint8
 	InIfindex uint32
+	Icmp      uint16
+	Pad2      uint16
+	Inner     uint64
 }
 
 type intdFlowOp uint32
@@ -244,6 +255,7 @@ type intdScratch struct {
 	_   structs.HostLayout
 	C   intdCfg
 	Ifc intdIface
+	_   [4]byte
 	P   struct {
 		_         structs.HostLayout
 		Ihl       uint32
@@ -270,15 +282,19 @@ type intdScratch struct {
 		CsumFlags uint8
 		V6        uint8
 		Ext       uint8
+		_         [7]byte
+		Idigest   uint64
 		Itype     uint8
 		Npt       uint8
 		ShimWords uint8
+		_         [1]byte
 		ShimVal   uint16
 		Ver       uint8
 		Hdr0      uint8
 		HopMl     uint8
 		Rhc       uint8
 		Inst      uint16
+		_         [4]byte
 	}
 	H struct {
 		_          structs.HostLayout
@@ -317,19 +333,35 @@ type intdScratch struct {
 	Walk      uint32
 	Req       uint32
 	ReqDs     uint32
-	WlAcc     [16]uint64
-	LastKey   intdFlowKey
-	_         [4]byte
-	Last      intdWlCache
-	LastWake  uint64
-	Now       uint64
-	T_in      uint64
-	HopWords  uint32
-	Hop       [32]uint32
-	Mv        [128]uint8
-	Buf       [512]uint8
-	Ins       [160]uint8
-	_         [4]byte
+	Icmp      uint16
+	Pad3      uint16
+	In        struct {
+		_     structs.HostLayout
+		Saddr [4]uint32
+		Daddr [4]uint32
+		Id    uint32
+		Sport uint16
+		Dport uint16
+		Tun   uint8
+		Proto uint8
+		V6    uint8
+		Pad   uint8
+	}
+	Lk       intdWlLpmKey
+	Tk       uint64
+	WlAcc    [16]uint64
+	WlIacc   [16]uint64
+	LastKey  intdFlowKey
+	Last     intdWlCache
+	LastWake uint64
+	Now      uint64
+	T_in     uint64
+	HopWords uint32
+	Hop      [32]uint32
+	Mv       [128]uint8
+	Buf      [512]uint8
+	Ins      [160]uint8
+	_        [4]byte
 }
 
 type intdSessMode uint32
@@ -450,15 +482,22 @@ type intdWlPort4 struct {
 type intdWlSet uint32
 
 const (
-	intdWlSetWLS_PROTO   intdWlSet = 0
-	intdWlSetWLS_DSCP    intdWlSet = 256
-	intdWlSetWLS_FLAGS   intdWlSet = 320
-	intdWlSetWLS_FAM     intdWlSet = 576
-	intdWlSetWLS_IFX_ANY intdWlSet = 578
-	intdWlSetWLS_N       intdWlSet = 580
-	intdWlSetWL_PFX      intdWlSet = 1025
-	intdWlSetWL_IVAL     intdWlSet = 2050
-	intdWlSetWL_PORTS    intdWlSet = 65536
+	intdWlSetWLS_PROTO     intdWlSet = 0
+	intdWlSetWLS_DSCP      intdWlSet = 256
+	intdWlSetWLS_FLAGS     intdWlSet = 320
+	intdWlSetWLS_FAM       intdWlSet = 576
+	intdWlSetWLS_IFX_ANY   intdWlSet = 578
+	intdWlSetWLS_TUN       intdWlSet = 579
+	intdWlSetWLS_IFAM      intdWlSet = 587
+	intdWlSetWLS_IPROTO    intdWlSet = 589
+	intdWlSetWLS_TID_ANY   intdWlSet = 845
+	intdWlSetWLS_ICMP_TYPE intdWlSet = 846
+	intdWlSetWLS_ICMP_CODE intdWlSet = 1102
+	intdWlSetWLS_N         intdWlSet = 1358
+	intdWlSetWL_INNER      intdWlSet = 4
+	intdWlSetWL_PFX        intdWlSet = 1025
+	intdWlSetWL_IVAL       intdWlSet = 2050
+	intdWlSetWL_PORTS      intdWlSet = 65536
 )
 
 type intdWlStats struct {
@@ -502,6 +541,7 @@ const (
 	intdMapWlPort        = "wl_port"
 	intdMapWlSmall       = "wl_small"
 	intdMapWlStatsMap    = "wl_stats_map"
+	intdMapWlTid         = "wl_tid"
 	intdProgIntdEgress   = "intd_egress"
 	intdProgIntdGso      = "intd_gso"
 	intdProgIntdIngress  = "intd_ingress"
@@ -597,6 +637,7 @@ type intdMapSpecs struct {
 	WlPort       *ebpf.MapSpec `ebpf:"wl_port"`
 	WlSmall      *ebpf.MapSpec `ebpf:"wl_small"`
 	WlStatsMap   *ebpf.MapSpec `ebpf:"wl_stats_map"`
+	WlTid        *ebpf.MapSpec `ebpf:"wl_tid"`
 }
 
 // intdVariableSpecs contains global variables before they are loaded into the kernel.
@@ -658,6 +699,7 @@ type intdMaps struct {
 	WlPort       *ebpf.Map `ebpf:"wl_port"`
 	WlSmall      *ebpf.Map `ebpf:"wl_small"`
 	WlStatsMap   *ebpf.Map `ebpf:"wl_stats_map"`
+	WlTid        *ebpf.Map `ebpf:"wl_tid"`
 }
 
 func (m *intdMaps) Close() error {
@@ -692,6 +734,7 @@ func (m *intdMaps) Close() error {
 		m.WlPort,
 		m.WlSmall,
 		m.WlStatsMap,
+		m.WlTid,
 	)
 }
 

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"unsafe"
 
+	"github.com/cilium/ebpf"
+
 	"github.com/intd-project/intd/sai"
 )
 
@@ -21,7 +23,14 @@ const (
 	wlsFlags  = int(intdWlSetWLS_FLAGS)
 	wlsFam    = int(intdWlSetWLS_FAM)
 	wlsIfxAny = int(intdWlSetWLS_IFX_ANY)
+	wlsTun    = int(intdWlSetWLS_TUN)  // tunnel kind: 0 none, sai.TunnelType
+	wlsIFam   = int(intdWlSetWLS_IFAM) // inner family: IPv4, IPv6
+	wlsIProto = int(intdWlSetWLS_IPROTO)
+	wlsTidAny = int(intdWlSetWLS_TID_ANY)
+	wlsICMPT  = int(intdWlSetWLS_ICMP_TYPE)
+	wlsICMPC  = int(intdWlSetWLS_ICMP_CODE)
 	wlsN      = int(intdWlSetWLS_N)
+	wlInner   = int(intdWlSetWL_INNER) // first inner address and port region
 	wlPfx     = int(intdWlSetWL_PFX)
 	wlIval    = int(intdWlSetWL_IVAL)
 	wlPorts   = int(intdWlSetWL_PORTS)
@@ -58,6 +67,15 @@ type wlMatch struct {
 	flagsVal  uint8
 	flagsMask uint8
 	inIfindex uint32
+	icmp      sai.ICMPMatch
+	// Tunnel and inner headers, when inner.
+	inner          bool
+	tun            sai.TunnelType
+	tid            uint32 // 0: any
+	ifamily        uint8  // 0 any, 4, 6
+	isrc, idst     netip.Prefix
+	iproto         uint8
+	isport, idport [2]uint16
 }
 
 // prefix16 is p in the BPF program's 16-byte address form.
@@ -75,43 +93,77 @@ func prefix16(p netip.Prefix) netip.Prefix {
 // wlTables are the classification sets of one half of the watchlist.
 type wlTables struct {
 	small []byte            // wlsN bitmaps
-	pfx   [2][]netip.Prefix // per field: trie nodes, index = wl_pfx slot
-	pfxBM [2][]byte         // their bitmaps
-	ival  [2][]byte         // per field: interval bitmaps
-	port  [2][]byte         // per field: port -> interval (__u16)
+	pfx   [4][]netip.Prefix // per field: trie nodes, index = wl_pfx slot
+	pfxBM [4][]byte         // their bitmaps
+	ival  [4][]byte         // per field: interval bitmaps
+	port  [4][]byte         // per field: port -> interval (__u16)
 	ifx   map[uint32]bitmap // ingress ports with entries of their own
-	flags intdCfgFlag       // F_WL_DSCP, F_WL_FLAGS, F_WL_IFX
+	tid   map[uint32]bitmap // tunnel ids with entries of their own
+	flags intdCfgFlag       // F_WL_*
 }
 
 // buildWatchlist computes the classification sets of entries (in
 // priority order).
 func buildWatchlist(ents []wlMatch) *wlTables {
 	t := &wlTables{small: make([]byte, wlsN*bmBytes)}
-	var small [wlsN]bitmap
+	small := make([]bitmap, wlsN)
 	// Entries that accept every protocol, DSCP or TCP flags value: added
 	// to all of that field's sets at the end.
-	var anyIfx, anyProto, anyDSCP, anyFlags bitmap
+	var anyIfx, anyProto, anyDSCP, anyFlags, anyIProto, anyICMPT, anyICMPC, anyTid bitmap
 	own := map[uint32]bitmap{}
+	ownTid := map[uint32]bitmap{}
 	for i, e := range ents {
-		if e.family == 0 || e.family == 4 {
-			small[wlsFam].set(i)
+		maskedSets(small[wlsICMPT:wlsICMPT+256], &anyICMPT, i, e.icmp.Type, e.icmp.TypeMask)
+		maskedSets(small[wlsICMPC:wlsICMPC+256], &anyICMPC, i, e.icmp.Code, e.icmp.CodeMask)
+		if e.icmp != (sai.ICMPMatch{}) {
+			t.flags |= intdCfgFlagF_WL_ICMP
 		}
-		if e.family == 0 || e.family == 6 {
-			small[wlsFam+1].set(i)
+		switch {
+		case !e.inner:
+			// Any packet, tunnelled or not, whatever its inner headers.
+			for v := range 8 {
+				small[wlsTun+v].set(i)
+			}
+			small[wlsIFam].set(i)
+			small[wlsIFam+1].set(i)
+			anyIProto.set(i)
+			anyTid.set(i)
+		default:
+			t.flags |= intdCfgFlagF_WL_INNER
+			for v := 1; v < int(sai.NumTunnelTypes); v++ {
+				if e.tun == sai.TunnelAny || int(e.tun) == v {
+					small[wlsTun+v].set(i)
+				}
+			}
+			familySets(small, wlsIFam, i, e.ifamily)
+			valueSet(small, &anyIProto, wlsIProto, i, e.iproto)
+			if e.isrc.Bits() != 0 || e.idst.Bits() != 0 {
+				t.flags |= intdCfgFlagF_WL_IPFX
+			}
+			if e.ifamily != 0 {
+				t.flags |= intdCfgFlagF_WL_IFAM
+			}
+			if e.iproto != 0 {
+				t.flags |= intdCfgFlagF_WL_IPROTO
+			}
+			if e.isport != [2]uint16{0, 65535} || e.idport != [2]uint16{0, 65535} {
+				t.flags |= intdCfgFlagF_WL_IPORT
+			}
+			if e.tid == 0 {
+				anyTid.set(i)
+			} else {
+				addTo(ownTid, e.tid, i)
+				t.flags |= intdCfgFlagF_WL_TID
+			}
 		}
-		if e.proto == 0 {
-			anyProto.set(i)
-		} else {
-			small[wlsProto+int(e.proto)].set(i)
-		}
+		familySets(small, wlsFam, i, e.family)
+		valueSet(small, &anyProto, wlsProto, i, e.proto)
 		maskedSets(small[wlsDSCP:wlsDSCP+64], &anyDSCP, i, e.dscpVal, e.dscpMask)
 		maskedSets(small[wlsFlags:wlsFlags+256], &anyFlags, i, e.flagsVal, e.flagsMask)
 		if e.inIfindex == 0 {
 			anyIfx.set(i)
 		} else {
-			b := own[e.inIfindex]
-			b.set(i)
-			own[e.inIfindex] = b
+			addTo(own, e.inIfindex, i)
 			t.flags |= intdCfgFlagF_WL_IFX
 		}
 		if e.dscpMask != 0 {
@@ -124,30 +176,79 @@ func buildWatchlist(ents []wlMatch) *wlTables {
 	for v := range 256 {
 		small[wlsProto+v].or(&anyProto)
 		small[wlsFlags+v].or(&anyFlags)
+		small[wlsIProto+v].or(&anyIProto)
+		small[wlsICMPT+v].or(&anyICMPT)
+		small[wlsICMPC+v].or(&anyICMPC)
 	}
+	small[wlsTidAny] = anyTid
+	t.tid = withAny(ownTid, &anyTid)
 	for v := range 64 {
 		small[wlsDSCP+v].or(&anyDSCP)
 	}
 	small[wlsIfxAny] = anyIfx
-	t.ifx = map[uint32]bitmap{}
-	for ifx, b := range own {
-		b.or(&anyIfx)
-		t.ifx[ifx] = b
-	}
+	t.ifx = withAny(own, &anyIfx)
 	for i := range small {
 		small[i].put(t.small[i*bmBytes:])
 	}
-	for f := range 2 {
+	// Fields 0, 1: outer source and destination; 2, 3: inner ones
+	// (::/0 and any port for entries without a tunnel match).
+	for f := range 4 {
 		pick := func(e wlMatch) netip.Prefix { return e.src }
 		ports := func(e wlMatch) [2]uint16 { return e.sport }
-		if f == 1 {
+		switch f {
+		case 1:
 			pick = func(e wlMatch) netip.Prefix { return e.dst }
 			ports = func(e wlMatch) [2]uint16 { return e.dport }
+		case 2:
+			pick = func(e wlMatch) netip.Prefix { return e.isrc }
+			ports = func(e wlMatch) [2]uint16 { return e.isport }
+		case 3:
+			pick = func(e wlMatch) netip.Prefix { return e.idst }
+			ports = func(e wlMatch) [2]uint16 { return e.idport }
 		}
 		t.pfx[f], t.pfxBM[f] = prefixSets(ents, pick)
 		t.ival[f], t.port[f] = portSets(ents, ports)
 	}
 	return t
+}
+
+// familySets adds entry i to the family sets at small[at] (IPv4) and
+// small[at+1] (IPv6) that fam (0 any, 4, 6, familyNone) accepts.
+func familySets(small []bitmap, at, i int, fam uint8) {
+	if fam == 0 || fam == 4 {
+		small[at].set(i)
+	}
+	if fam == 0 || fam == 6 {
+		small[at+1].set(i)
+	}
+}
+
+// valueSet adds entry i to the set of value v at small[at+v], or to any
+// (every value's, at the end) when v is 0.
+func valueSet(small []bitmap, any *bitmap, at, i int, v uint8) {
+	if v == 0 {
+		any.set(i)
+		return
+	}
+	small[at+int(v)].set(i)
+}
+
+// withAny is own with the entries of any added to every set: what a key
+// with entries of its own matches.
+func withAny(own map[uint32]bitmap, any *bitmap) map[uint32]bitmap {
+	out := make(map[uint32]bitmap, len(own))
+	for k, b := range own {
+		b.or(any)
+		out[k] = b
+	}
+	return out
+}
+
+// addTo adds entry i to the set of key k in m.
+func addTo(m map[uint32]bitmap, k uint32, i int) {
+	b := m[k]
+	b.set(i)
+	m[k] = b
 }
 
 // maskedSets adds entry i to the sets of the values v with v&mask == val
@@ -261,6 +362,7 @@ func portSets(ents []wlMatch, pick func(wlMatch) [2]uint16) ([]byte, []byte) {
 type wlHalf struct {
 	lpm map[intdWlLpmKey]uint32
 	ifx map[uint64]bool
+	tid map[uint64]bool
 }
 
 func lpmKey(tag uint8, p netip.Prefix) intdWlLpmKey {
@@ -298,11 +400,14 @@ func (d *Dataplane) writeWatchlist(h uint8, t *wlTables) error {
 	}
 	hw := &d.wlHalves[h]
 	if hw.lpm == nil {
-		hw.lpm, hw.ifx = map[intdWlLpmKey]uint32{}, map[uint64]bool{}
+		hw.lpm, hw.ifx, hw.tid = map[intdWlLpmKey]uint32{}, map[uint64]bool{}, map[uint64]bool{}
 	}
 	want := map[intdWlLpmKey]uint32{}
-	for f := range 2 {
-		region := (int(h)*2 + f)
+	for f := range 4 {
+		region := int(h)*2 + f
+		if f >= 2 {
+			region = wlInner + int(h)*2 + f - 2
+		}
 		if err := mem("wl_pfx", pfx, t.pfxBM[f], region*wlPfx*bmBytes); err != nil {
 			return err
 		}
@@ -351,6 +456,30 @@ func (d *Dataplane) writeWatchlist(h uint8, t *wlTables) error {
 		}
 	}
 	hw.ifx = wantIfx
+	return d.writeBitmapMap(d.objs.WlTid, "wl_tid", h, t.tid, &hw.tid)
+}
+
+// writeBitmapMap installs sets (by 32-bit value) as half h of m, keyed
+// half << 32 | value, removing those of the half no longer there.
+func (d *Dataplane) writeBitmapMap(m *ebpf.Map, name string, h uint8, sets map[uint32]bitmap, have *map[uint64]bool) error {
+	want := map[uint64]bool{}
+	for v, b := range sets {
+		k := uint64(h)<<32 | uint64(v)
+		var buf [bmBytes]byte
+		b.put(buf[:])
+		if err := m.Put(k, buf); err != nil {
+			return fmt.Errorf("ebpf: %s: %w", name, err)
+		}
+		want[k] = true
+	}
+	for k := range *have {
+		if !want[k] {
+			if err := m.Delete(k); err != nil {
+				return fmt.Errorf("ebpf: %s: delete: %w", name, err)
+			}
+		}
+	}
+	*have = want
 	return nil
 }
 
@@ -367,8 +496,39 @@ func (d *Dataplane) wlMatchOf(a sai.WatchlistEntryAttrs) wlMatch {
 	if m.InPort != "" {
 		e.inIfindex = uint32(d.ifaces[m.InPort].ifindex)
 	}
+	e.family = etherFamily(e.family, m.EtherType)
+	e.icmp = m.ICMP
+	in := m.Inner
+	e.isrc, e.idst = prefix16(netip.Prefix{}), prefix16(netip.Prefix{})
+	e.isport, e.idport = [2]uint16{0, 65535}, [2]uint16{0, 65535}
+	if !in.Enabled {
+		return e
+	}
+	e.inner, e.tun, e.tid, e.iproto = true, in.Tunnel, in.TunnelID, in.IPProtocol
+	e.isrc, e.idst = prefix16(in.SrcPrefix), prefix16(in.DstPrefix)
+	e.ifamily = etherFamily(prefixFamily(in.SrcPrefix, in.DstPrefix), in.EtherType)
+	e.isport[0], e.isport[1] = portRange(in.L4SrcPort)
+	e.idport[0], e.idport[1] = portRange(in.L4DstPort)
 	return e
 }
+
+// etherFamily narrows a family (0 any, 4, 6) by an EtherType match: the
+// watchlist sees IP packets only, so another EtherType matches none
+// (familyNone).
+func etherFamily(fam uint8, et uint16) uint8 {
+	switch et {
+	case 0:
+		return fam
+	case sai.EtherTypeIPv4:
+		return 4
+	case sai.EtherTypeIPv6:
+		return 6
+	}
+	return familyNone
+}
+
+// familyNone is a family no packet has.
+const familyNone = 255
 
 // writeEntries writes the entries (intdWlEntry in priority order, as
 // bytes) into half h of the watchlist array, whose elements are 8-byte

@@ -37,7 +37,30 @@ type dwlPacket struct {
 	sport, dport uint16
 	dscp, flags  uint8
 	other        bool
+	tun          *dwlTunnel // nil: not tunnelled
 	frame        []byte
+}
+
+// dwlTunnel is a tunnelled packet's encapsulation and inner packet; the
+// outer header is the dwlPacket's (UDP to the tunnel's port, or GRE).
+type dwlTunnel struct {
+	wiretest.Tunnel
+	src, dst     netip.Addr
+	proto        uint8
+	sport, dport uint16
+	notGPDU      bool // a GTP-U message other than G-PDU: no inner packet
+}
+
+func (t *dwlTunnel) String() string {
+	s := fmt.Sprintf(" in %v id %#x eth %v (%v > %v proto %d)", t.Kind, t.ID, t.Eth,
+		netip.AddrPortFrom(t.src, t.sport), netip.AddrPortFrom(t.dst, t.dport), t.proto)
+	if t.Kind == wire.TunnelGTPU {
+		s += fmt.Sprintf(" ext %d seq %v", t.GTPUExt, t.GTPUSeq)
+		if t.notGPDU {
+			s += " not a G-PDU"
+		}
+	}
+	return s
 }
 
 func (p *dwlPacket) String() string {
@@ -48,11 +71,43 @@ func (p *dwlPacket) String() string {
 	if p.other {
 		s += " from another port"
 	}
+	if p.tun != nil {
+		s += p.tun.String()
+	}
 	return s
+}
+
+// dwlL4 is an L4 header and 8 bytes of payload: TCP, UDP, or the ports
+// (ICMP: type and code) in front.
+func dwlL4(proto uint8, sport, dport uint16, flags uint8) []byte {
+	var l4 []byte
+	switch proto {
+	case wire.ProtoTCP:
+		l4 = make([]byte, wire.TCPMinLen+8)
+		_ = wire.TCPHeader{SrcPort: sport, DstPort: dport, Seq: 1, Ack: 2, Flags: flags, Window: 512}.Put(l4)
+	case wire.ProtoUDP:
+		l4 = make([]byte, wire.UDPLen+8)
+		_ = wire.UDPHeader{SrcPort: sport, DstPort: dport, Length: uint16(len(l4))}.Put(l4)
+	default:
+		l4 = make([]byte, 16)
+		l4[0], l4[1], l4[2], l4[3] = byte(sport>>8), byte(sport), byte(dport>>8), byte(dport)
+	}
+	copy(l4[len(l4)-8:], "wl-fuzz!")
+	return l4
 }
 
 // build sets frame from the other fields, with valid checksums.
 func (p *dwlPacket) build() {
+	if t := p.tun; t != nil {
+		inner := wiretest.IPFrame(t.src.String(), t.dst.String(), t.proto, 0, dwlL4(t.proto, t.sport, t.dport, 0x18), true)[wire.EthernetLen:]
+		tt := t.Tunnel
+		tt.SrcPort = p.sport
+		if t.notGPDU {
+			tt.GTPUMsg = 1 // echo request
+		}
+		p.frame = wiretest.TunnelFrame(tt, p.src.String(), p.dst.String(), p.dscp, inner)
+		return
+	}
 	var l4 []byte
 	switch p.proto {
 	case wire.ProtoTCP:
@@ -88,15 +143,7 @@ func dwlFmtEntry(ents []dwlEntry, i int) string {
 	m := a.Match
 	var b strings.Builder
 	fmt.Fprintf(&b, "entry %d prio %d", i, a.Priority)
-	if m.SrcPrefix.IsValid() {
-		fmt.Fprintf(&b, " src %v", m.SrcPrefix)
-	}
-	if m.DstPrefix.IsValid() {
-		fmt.Fprintf(&b, " dst %v", m.DstPrefix)
-	}
-	if m.IPProtocol != 0 {
-		fmt.Fprintf(&b, " proto %d sport %s dport %s", m.IPProtocol, dwlRange(m.L4SrcPort), dwlRange(m.L4DstPort))
-	}
+	dwlFmt5(&b, m.SrcPrefix, m.DstPrefix, m.IPProtocol, m.L4SrcPort, m.L4DstPort)
 	if m.DSCP.Mask != 0 {
 		fmt.Fprintf(&b, " dscp %#x/%#x", m.DSCP.Value, m.DSCP.Mask)
 	}
@@ -106,7 +153,33 @@ func dwlFmtEntry(ents []dwlEntry, i int) string {
 	if m.InPort != "" {
 		b.WriteString(" in-port test")
 	}
+	if m.EtherType != 0 {
+		fmt.Fprintf(&b, " ethertype %#04x", m.EtherType)
+	}
+	if m.ICMP != (sai.ICMPMatch{}) {
+		fmt.Fprintf(&b, " icmp %d/%#x code %d/%#x", m.ICMP.Type, m.ICMP.TypeMask, m.ICMP.Code, m.ICMP.CodeMask)
+	}
+	if in := m.Inner; in.Enabled {
+		fmt.Fprintf(&b, " | tunnel %v id %#x", in.Tunnel, in.TunnelID)
+		if in.EtherType != 0 {
+			fmt.Fprintf(&b, " ethertype %#04x", in.EtherType)
+		}
+		dwlFmt5(&b, in.SrcPrefix, in.DstPrefix, in.IPProtocol, in.L4SrcPort, in.L4DstPort)
+	}
 	return b.String()
+}
+
+// dwlFmt5 describes the 5-tuple match fields that are set.
+func dwlFmt5(b *strings.Builder, src, dst netip.Prefix, proto uint8, sport, dport sai.PortRange) {
+	if src.IsValid() {
+		fmt.Fprintf(b, " src %v", src)
+	}
+	if dst.IsValid() {
+		fmt.Fprintf(b, " dst %v", dst)
+	}
+	if proto != 0 {
+		fmt.Fprintf(b, " proto %d sport %s dport %s", proto, dwlRange(sport), dwlRange(dport))
+	}
 }
 
 // dwlModel is the classification spelled out from the sai documentation,
@@ -123,13 +196,36 @@ func dwlModel(ents []dwlEntry, p *dwlPacket) (int, int) {
 		if p.proto != wire.ProtoTCP {
 			flags = 0
 		}
+		var icmp uint16
+		if p.proto == wire.ProtoICMP || p.proto == wire.ProtoICMPv6 {
+			icmp = p.sport // dwlL4 puts the "ports" where ICMP has type and code
+		}
 		in := func(r sai.PortRange, v uint16) bool { return r.IsAny() || (r.Lo <= v && v <= r.Hi) }
 		ok := (m.InPort == "" || !p.other) &&
 			(!m.SrcPrefix.IsValid() || m.SrcPrefix.Contains(p.src)) &&
 			(!m.DstPrefix.IsValid() || m.DstPrefix.Contains(p.dst)) &&
 			(m.IPProtocol == 0 || m.IPProtocol == p.proto) &&
 			in(m.L4SrcPort, sport) && in(m.L4DstPort, dport) &&
-			p.dscp&m.DSCP.Mask == m.DSCP.Value && flags&m.TCPFlags.Mask == m.TCPFlags.Value
+			p.dscp&m.DSCP.Mask == m.DSCP.Value && flags&m.TCPFlags.Mask == m.TCPFlags.Value &&
+			(m.EtherType == 0 || m.EtherType == sai.FamilyEtherType(p.src)) &&
+			uint8(icmp>>8)&m.ICMP.TypeMask == m.ICMP.Type && uint8(icmp)&m.ICMP.CodeMask == m.ICMP.Code
+		if im := &m.Inner; ok && im.Enabled {
+			t := p.tun
+			ok = t != nil && !t.notGPDU
+			if ok {
+				isport, idport := t.sport, t.dport
+				if t.proto != wire.ProtoTCP && t.proto != wire.ProtoUDP {
+					isport, idport = 0, 0
+				}
+				ok = (im.Tunnel == sai.TunnelAny || im.Tunnel == sai.TunnelType(t.Kind)) &&
+					(im.TunnelID == 0 || im.TunnelID == t.ID) &&
+					(im.EtherType == 0 || im.EtherType == sai.FamilyEtherType(t.src)) &&
+					(!im.SrcPrefix.IsValid() || im.SrcPrefix.Contains(t.src)) &&
+					(!im.DstPrefix.IsValid() || im.DstPrefix.Contains(t.dst)) &&
+					(im.IPProtocol == 0 || im.IPProtocol == t.proto) &&
+					in(im.L4SrcPort, isport) && in(im.L4DstPort, idport)
+			}
+		}
 		if !ok {
 			continue
 		}
@@ -143,9 +239,50 @@ func dwlModel(ents []dwlEntry, p *dwlPacket) (int, int) {
 // dwlGen draws entries and packets from small pools so that packets often
 // match several entries and priority has to decide.
 type dwlGen struct {
-	r       *rand.Rand
-	used    map[uint16]bool // priorities in use: ties are unspecified
-	widePct int             // of the entries, fewer in larger watchlists
+	r        *rand.Rand
+	used     map[uint16]bool // priorities in use: ties are unspecified
+	widePct  int             // of the entries, fewer in larger watchlists
+	innerPct int             // of the entries, with a tunnel match
+}
+
+var (
+	dwlICMP = []uint8{0, 3, 8, 11, 128, 129, 135, 136}
+	// Tunnel ids: VNIs, and ids beyond 24 bits only GRE keys and
+	// TEIDs have.
+	dwlTunnelIDs = []uint32{1, 42, 5001, 0xffffff, 0x1000000, 0x80000001, 0xffffffff}
+	dwlKinds     = []wire.TunnelKind{wire.TunnelVXLAN, wire.TunnelVXLANGPE, wire.TunnelGeneve, wire.TunnelGRE, wire.TunnelGTPU}
+)
+
+func dwlHasVNI(k wire.TunnelKind) bool { return sai.TunnelType(k).HasVNI() }
+
+// inner returns a tunnel match.
+func (g *dwlGen) inner(wide bool) sai.InnerMatch {
+	pct := func(p int) bool { return g.r.IntN(100) < p }
+	in := sai.InnerMatch{Enabled: true}
+	if pct(60) {
+		in.Tunnel = sai.TunnelType(dwlKinds[g.r.IntN(len(dwlKinds))])
+	}
+	if pct(60) {
+		in.TunnelID = dwlTunnelIDs[g.r.IntN(len(dwlTunnelIDs))]
+		if in.Tunnel.HasVNI() {
+			in.TunnelID &= sai.MaxVNI
+		}
+	}
+	fam := 4 + 2*g.r.IntN(2)
+	if pct(70) {
+		in.SrcPrefix = g.prefix(fam, wide)
+	}
+	if pct(70) {
+		in.DstPrefix = g.prefix(fam, wide)
+	}
+	if pct(10) {
+		in.EtherType = sai.FamilyEtherType(g.pool(fam))
+	}
+	in.IPProtocol = []uint8{0, 6, 6, 17, 17, 132}[g.r.IntN(6)]
+	if in.IPProtocol != 0 {
+		in.L4SrcPort, in.L4DstPort = g.portRange(), g.portRange()
+	}
+	return in
 }
 
 var (
@@ -258,11 +395,39 @@ func (g *dwlGen) entry() sai.WatchlistEntryAttrs {
 		if pct(10) {
 			m.InPort = dwlInPort
 		}
+		if pct(5) {
+			m.EtherType = []uint16{sai.EtherTypeIPv4, sai.EtherTypeIPv6, 0x0806}[g.r.IntN(3)]
+			if fam != 0 && pct(80) {
+				m.EtherType = sai.FamilyEtherType(g.pool(fam))
+			}
+		}
+		if pct(6) {
+			m.IPProtocol, m.L4SrcPort, m.L4DstPort, m.TCPFlags = wire.ProtoICMP, sai.PortRange{}, sai.PortRange{}, sai.TCPFlagsMatch{}
+			if fam == 6 || (fam == 0 && pct(50)) {
+				m.IPProtocol = wire.ProtoICMPv6
+			}
+			m.ICMP.TypeMask = []uint8{0xff, 0xff, 0xf0, 0}[g.r.IntN(4)]
+			m.ICMP.CodeMask = []uint8{0xff, 0, 0, 0x01}[g.r.IntN(4)]
+			m.ICMP.Type, m.ICMP.Code = dwlICMP[g.r.IntN(len(dwlICMP))]&m.ICMP.TypeMask, uint8(g.r.IntN(4))&m.ICMP.CodeMask
+		}
+		if pct(g.innerPct) {
+			m.Inner = g.inner(wide)
+			// The outer header of a tunnelled packet: its protocol
+			// left open, or UDP to the tunnel's port.
+			m.IPProtocol, m.L4SrcPort, m.L4DstPort, m.TCPFlags, m.ICMP = 0, sai.PortRange{}, sai.PortRange{}, sai.TCPFlagsMatch{}, sai.ICMPMatch{}
+			if pct(30) && m.Inner.Tunnel != sai.TunnelGRE {
+				m.IPProtocol = wire.ProtoUDP
+				if port := wire.TunnelKind(m.Inner.Tunnel).Port(); port != 0 && pct(50) {
+					m.L4DstPort = sai.PortRange{Lo: port, Hi: port}
+				}
+			}
+		}
 		// Narrow entries constrain at least two fields to a small part.
 		few := func(r sai.PortRange) bool { return !r.IsAny() && r.Hi-r.Lo < 256 }
 		narrow := 0
 		for _, c := range []bool{m.SrcPrefix.IsValid(), m.DstPrefix.IsValid(), few(m.L4SrcPort), few(m.L4DstPort),
-			m.DSCP.Mask == 0x3f} {
+			m.DSCP.Mask == 0x3f, m.ICMP.TypeMask == 0xff, m.Inner.TunnelID != 0, m.Inner.SrcPrefix.IsValid(),
+			m.Inner.DstPrefix.IsValid(), few(m.Inner.L4SrcPort), few(m.Inner.L4DstPort)} {
 			if c {
 				narrow++
 			}
@@ -278,6 +443,10 @@ func (g *dwlGen) entry() sai.WatchlistEntryAttrs {
 			// shadow nearly all of them.
 			if a.Priority = uint16(g.r.UintN(65536)); wide {
 				a.Priority /= 4
+			} else if m.Inner.Enabled && g.r.IntN(2) == 0 {
+				// Tunnel matches often above the outer entries that
+				// tunnelled packets meet too.
+				a.Priority |= 0x8000
 			}
 			if !g.used[a.Priority] {
 				g.used[a.Priority] = true
@@ -333,15 +502,7 @@ func (g *dwlGen) packet(ents []dwlEntry) *dwlPacket {
 	if len(ents) > 0 && g.r.IntN(10) < 8 {
 		m = ents[g.r.IntN(len(ents))].a.Match
 	}
-	fam := 4 + 2*g.r.IntN(2)
-	for _, p := range []netip.Prefix{m.SrcPrefix, m.DstPrefix} {
-		if p.IsValid() {
-			fam = 4
-			if p.Addr().Is6() {
-				fam = 6
-			}
-		}
-	}
+	fam := g.family(m.SrcPrefix, m.DstPrefix)
 	p := &dwlPacket{src: g.addrIn(m.SrcPrefix, fam), dst: g.addrIn(m.DstPrefix, fam), other: g.r.IntN(8) == 0}
 	p.proto = m.IPProtocol
 	if p.proto == 0 || g.r.IntN(16) == 0 {
@@ -351,6 +512,10 @@ func (g *dwlGen) packet(ents []dwlEntry) *dwlPacket {
 		}
 	}
 	p.sport, p.dport = g.portNear(m.L4SrcPort), g.portNear(m.L4DstPort)
+	if c := m.ICMP; (p.proto == wire.ProtoICMP || p.proto == wire.ProtoICMPv6) && g.r.IntN(8) != 0 {
+		// Type and code where the ports are (dwlL4).
+		p.sport = uint16(uint8(p.sport>>8)&^c.TypeMask|c.Type)<<8 | uint16(uint8(p.sport)&^c.CodeMask|c.Code)
+	}
 	p.dscp = uint8(g.r.IntN(64))
 	if g.r.IntN(8) != 0 {
 		p.dscp = p.dscp&^m.DSCP.Mask | m.DSCP.Value
@@ -380,14 +545,90 @@ func (g *dwlGen) packet(ents []dwlEntry) *dwlPacket {
 	if p.proto != wire.ProtoTCP {
 		p.flags = 0
 	}
+	if m.Inner.Enabled || g.r.IntN(6) == 0 {
+		g.tunnel(p, m.Inner)
+	}
 	p.build()
 	return p
+}
+
+// tunnel makes p a tunnelled packet whose tunnel and inner packet mostly
+// match in, then perturbed; p keeps its outer addresses and DSCP.
+func (g *dwlGen) tunnel(p *dwlPacket, in sai.InnerMatch) {
+	t := &dwlTunnel{}
+	t.Kind = dwlKinds[g.r.IntN(len(dwlKinds))]
+	if in.Tunnel != sai.TunnelAny && g.r.IntN(10) != 0 {
+		t.Kind = wire.TunnelKind(in.Tunnel)
+	}
+	t.ID = dwlTunnelIDs[g.r.IntN(len(dwlTunnelIDs))]
+	if in.TunnelID != 0 && g.r.IntN(10) != 0 {
+		t.ID = in.TunnelID
+	}
+	if dwlHasVNI(t.Kind) {
+		t.ID &= sai.MaxVNI
+	}
+	t.Eth = t.Kind != wire.TunnelGTPU && g.r.IntN(2) == 0
+	if t.Kind == wire.TunnelGTPU {
+		t.GTPUExt, t.GTPUSeq, t.notGPDU = g.r.IntN(3), g.r.IntN(3) == 0, g.r.IntN(20) == 0
+	}
+	if t.Kind == wire.TunnelGeneve {
+		t.GeneveOptWords = []int{0, 0, 1, 4}[g.r.IntN(4)]
+	}
+	fam := g.family(in.SrcPrefix, in.DstPrefix)
+	t.src, t.dst = g.addrIn(in.SrcPrefix, fam), g.addrIn(in.DstPrefix, fam)
+	t.proto = in.IPProtocol
+	if t.proto == 0 || g.r.IntN(16) == 0 {
+		t.proto = []uint8{6, 6, 17, 17, 132}[g.r.IntN(5)]
+	}
+	t.sport, t.dport = g.portNear(in.L4SrcPort), g.portNear(in.L4DstPort)
+	if g.r.IntN(8) == 0 {
+		switch g.r.IntN(3) {
+		case 0:
+			t.src = dwlFlipBit(t.src, g.r.IntN(t.src.BitLen()))
+		case 1:
+			t.dport += uint16(g.r.IntN(3)) - 1
+		case 2:
+			t.ID ^= 1
+		}
+	}
+	p.tun = t
+	p.proto, p.dport, p.flags = wire.ProtoUDP, t.Kind.Port(), 0
+	if t.Kind == wire.TunnelGRE {
+		p.proto, p.sport = wire.ProtoGRE, 0
+	}
+}
+
+// family is the IP version of the prefixes, or a random one when neither
+// is set.
+func (g *dwlGen) family(src, dst netip.Prefix) int {
+	fam := 4 + 2*g.r.IntN(2)
+	for _, p := range []netip.Prefix{src, dst} {
+		if p.IsValid() {
+			fam = 4
+			if p.Addr().Is6() {
+				fam = 6
+			}
+		}
+	}
+	return fam
 }
 
 // variant is p with another DSCP, TCP flags or ingress port: same flow,
 // so flow caches must key on those too.
 func (g *dwlGen) variant(p *dwlPacket) *dwlPacket {
 	v := *p
+	if p.tun != nil && g.r.IntN(2) == 0 {
+		// Another flow in the same tunnel: flow caches must key on
+		// the inner flow.
+		t := *p.tun
+		t.sport++
+		if g.r.IntN(2) == 0 {
+			t.src = dwlFlipBit(t.src, t.src.BitLen()-1)
+		}
+		v.tun = &t
+		v.build()
+		return &v
+	}
 	switch g.r.IntN(3) {
 	case 0:
 		v.other = !v.other
@@ -438,7 +679,7 @@ func TestWatchlistDifferential(t *testing.T) {
 		t.Fatalf("soft holds %d watchlist entries, fewer than ebpf's %d", c, capacity)
 	}
 	g := &dwlGen{r: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), used: map[uint16]bool{},
-		widePct: min(max(1000/capacity, 3), 15)}
+		widePct: min(max(1000/capacity, 3), 15), innerPct: 30}
 	nPkts := min(max(300, capacity/2), 600)
 	t.Logf("capacity %d entries, %d packets a round", capacity, nPkts)
 
@@ -517,7 +758,7 @@ func TestWatchlistDifferential(t *testing.T) {
 		for i, e := range ents {
 			byOID[0][e.oid[0]], byOID[1][e.oid[1]] = i, i
 		}
-		matched, overlap, winners := 0, 0, map[int]bool{}
+		matched, overlap, winners, tunnelled, innerWins := 0, 0, map[int]bool{}, 0, 0
 		for k, p := range pkts {
 			var outs [2][]byte
 			if p.other {
@@ -556,9 +797,15 @@ func TestWatchlistDifferential(t *testing.T) {
 				prev[j] = cur
 			}
 			want, n := dwlModel(ents, p)
+			if p.tun != nil {
+				tunnelled++
+			}
 			if hit[0] >= 0 {
 				matched++
 				winners[hit[0]] = true
+				if ents[hit[0]].a.Match.Inner.Enabled {
+					innerWins++
+				}
 			}
 			if n > 1 {
 				overlap++
@@ -568,8 +815,8 @@ func TestWatchlistDifferential(t *testing.T) {
 					dwlFmtEntry(ents, hit[0]), dwlFmtEntry(ents, hit[1]), dwlFmtEntry(ents, want))
 			}
 		}
-		t.Logf("%s: %d packets, %d matched (%d several entries), %d distinct winners, %v",
-			round, len(pkts), matched, overlap, len(winners), time.Since(start).Round(time.Millisecond))
+		t.Logf("%s: %d packets (%d tunnelled), %d matched (%d several entries, %d by a tunnel match), %d distinct winners, %v",
+			round, len(pkts), tunnelled, matched, overlap, innerWins, len(winners), time.Since(start).Round(time.Millisecond))
 	}
 	gen := func(n int, ents []dwlEntry) []*dwlPacket {
 		var out []*dwlPacket

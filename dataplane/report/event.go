@@ -25,8 +25,11 @@ type Event struct {
 	Kind Kind
 	// Now is the observation time in nanoseconds (the dataplane's clock).
 	Now int64
-	// Flow is the packet's original 5-tuple (inner for tunnels).
-	Flow wire.FlowKey
+	// Flow is the packet's original 5-tuple (inner for tunnels: Tunnel
+	// and TunnelID say which, and are part of the flow's identity).
+	Flow     wire.FlowKey
+	Tunnel   wire.TunnelKind
+	TunnelID uint32
 	// Hop is this node's metadata; Hop.Valid says which fields are real.
 	Hop wire.HopMetadata
 	// Packet is the frame to embed (truncated by the report session): for
@@ -79,4 +82,9 @@ type Event struct {
 // Reporter receives the dataplane's observations.
 type Reporter interface {
 	Report(ev *Event)
+}
+
+// tunnelSeed makes the same inner 5-tuple in two tunnels two flows.
+func (ev *Event) tunnelSeed() uint64 {
+	return (uint64(ev.Tunnel)<<32 | uint64(ev.TunnelID)) * 0x9e3779b97f4a7c15
 }

@@ -543,7 +543,7 @@ func (p *Pipeline) flow(ev *Event) {
 		return
 	}
 	extract(ev, &p.st)
-	r := p.filt.decide(p.flows, ev.Flow.Hash(p.opts.Seed), ev.Now, &p.st, false)
+	r := p.filt.decide(p.flows, ev.Flow.Hash(p.opts.Seed^ev.tunnelSeed()), ev.Now, &p.st, false)
 	switch {
 	case r != 0:
 		p.countReasons(r)
@@ -590,7 +590,7 @@ func (p *Pipeline) drop(ev *Event) {
 		return
 	}
 	extract(ev, &p.st)
-	r := p.filt.decide(p.drops, ev.Flow.Hash(p.opts.Seed^uint64(et)), ev.Now, &p.st, true)
+	r := p.filt.decide(p.drops, ev.Flow.Hash(p.opts.Seed^uint64(et)^ev.tunnelSeed()), ev.Now, &p.st, true)
 	if r == 0 {
 		p.suppress(et)
 		return

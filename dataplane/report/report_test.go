@@ -803,3 +803,19 @@ func TestDSMetadata(t *testing.T) {
 		})
 	}
 }
+
+// TestTunnelIDSeparatesFlows: the same inner 5-tuple in two tunnels is two
+// flows to the filter; in one tunnel, one.
+func TestTunnelIDSeparatesFlows(t *testing.T) {
+	p, c := newTest(t, baseConfig(1))
+	f := newFrame(1, []uint32{1, 2}, []uint32{500, 600})
+	var ev Event
+	for i, teid := range []uint32{7, 7, 8} {
+		f.event(&ev, int64(i)*ms, 1000)
+		ev.Tunnel, ev.TunnelID = wire.TunnelGTPU, teid
+		p.Report(&ev)
+	}
+	if reps := finish(t, p, c); len(reps) != 2 {
+		t.Fatalf("%d reports, want 2: one per tunnel", len(reps))
+	}
+}

@@ -34,7 +34,7 @@ func (s *Switch) Capabilities() sai.Capabilities {
 		ReportFormats:       []sai.ReportFormat{spec.ReportFormatV2, spec.ReportFormatV05},
 		Coalescing:          true,
 		EventTypes:          spec.EventTypes(),
-		VXLANInner:          true,
+		InnerMatch:          true,
 		PacketInterval:      true,
 		HopLatency:          sai.TimeNanoseconds,
 		IngressTimestamp:    sai.TimestampPOSIXNanoseconds,
@@ -261,7 +261,8 @@ func (s *Switch) recompile(t sai.ObjectType) {
 		}
 		c.needDSCP = c.needDSCP || a.Match.DSCP.Mask != 0
 		c.needFlags = c.needFlags || a.Match.TCPFlags.Mask != 0
-		c.needInner = c.needInner || a.Match.Inner.VXLAN
+		c.needInner = c.needInner || a.Match.Inner.Enabled
+		c.needICMP = c.needICMP || a.Match.ICMP != (sai.ICMPMatch{})
 		c.entries = append(c.entries, e)
 	}
 	slices.SortFunc(c.entries, func(a, b *wlEntry) int {

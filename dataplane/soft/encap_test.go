@@ -131,7 +131,7 @@ func TestUnchangedBytes(t *testing.T) {
 
 func TestVXLANInnerMatchPostcard(t *testing.T) {
 	l := newLine(t, lineOpts{
-		match: sai.WatchlistMatch{Inner: sai.InnerMatch{VXLAN: true, VNI: 5,
+		match: sai.WatchlistMatch{Inner: sai.InnerMatch{Enabled: true, TunnelID: 5,
 			DstPrefix: netip.MustParsePrefix("192.168.7.0/24"), IPProtocol: sai.IPProtocolTCP,
 			L4DstPort: sai.PortRange{Lo: 22, Hi: 22}}},
 		action: func(a *sai.WatchlistAction) { a.FlowOp = sai.FlowOpPostcard },

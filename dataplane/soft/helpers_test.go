@@ -36,7 +36,7 @@ func tunnelFrame(kind, src, dst string, vni uint32, inner []byte, csum bool) []b
 	case "vxlan":
 		th[0] = 0x08
 		binary.BigEndian.PutUint32(th[4:], vni<<8)
-		dport = portVXLAN
+		dport = wire.PortVXLAN
 	}
 	return udpFrame(src, dst, 40000, dport, append(th[:], inner...), csum)
 }

@@ -614,8 +614,8 @@ func (s *Switch) event(k report.Kind, b *pbuf, now int64) *report.Event {
 	ev := &s.ev
 	*ev = report.Event{Kind: k, Now: now, Flow: b.pkt.Flow, Packet: b.data, INT: b.pkt.INT}
 	if b.pkt.Proto == wire.ProtoGRE || b.pkt.Proto == wire.ProtoUDP {
-		if _, ok := s.parseInner(b.data, &b.pkt, &s.inner); ok {
-			ev.Flow = s.inner.Flow
+		if t, ok := s.parseInner(b.data, &b.pkt, &s.inner); ok {
+			ev.Flow, ev.Tunnel, ev.TunnelID = s.inner.Flow, t.Kind, t.ID
 		}
 	}
 	if b.pkt.INT >= 0 {

@@ -6,7 +6,6 @@ import (
 
 	"github.com/intd-project/intd/dataplane/wire"
 	"github.com/intd-project/intd/sai"
-	"github.com/intd-project/intd/sai/spec"
 )
 
 // compiled is the pipeline's view of the DTel objects, rebuilt on every
@@ -29,6 +28,7 @@ type compiled struct {
 	needDSCP    bool
 	needFlags   bool
 	needInner   bool
+	needICMP    bool
 	// remark: user packets entering the domain whose DSCP carries the
 	// INT marking (dscp) get remarkDSCP (INT v2.1 DSCP marking).
 	remark        bool
@@ -78,7 +78,9 @@ type matchKey struct {
 	in    uint16
 	dscp  uint8
 	flags uint8
-	vni   uint32
+	icmp  uint16 // ICMP type << 8 | code
+	vni   uint32 // tunnel id
+	tun   wire.TunnelKind
 	inner bool
 	flow  wire.FlowKey
 	iflow wire.FlowKey
@@ -148,14 +150,15 @@ func flowEq(a, b *wire.FlowKey) bool {
 
 // equal is k == o (iflow is zero whenever inner is false).
 func (k *matchKey) equal(o *matchKey) bool {
-	return k.in == o.in && k.dscp == o.dscp && k.flags == o.flags && k.vni == o.vni && k.inner == o.inner &&
+	return k.in == o.in && k.dscp == o.dscp && k.flags == o.flags && k.icmp == o.icmp && k.vni == o.vni &&
+		k.tun == o.tun && k.inner == o.inner &&
 		flowEq(&k.flow, &o.flow) && (!k.inner || flowEq(&k.iflow, &o.iflow))
 }
 
 func (k *matchKey) hash() uint64 {
-	h := k.flow.Hash(uint64(k.in)<<32 | uint64(k.dscp)<<8 | uint64(k.flags))
+	h := k.flow.Hash(uint64(k.icmp)<<48 | uint64(k.in)<<32 | uint64(k.dscp)<<8 | uint64(k.flags))
 	if k.inner {
-		h ^= k.iflow.Hash(uint64(k.vni)) * 0x9e3779b97f4a7c15
+		h ^= k.iflow.Hash(uint64(k.tun)<<32|uint64(k.vni)) * 0x9e3779b97f4a7c15
 	}
 	return h
 }
@@ -186,100 +189,32 @@ func (e *wlEntry) match(k *matchKey) bool {
 	if k.dscp&m.DSCP.Mask != m.DSCP.Value || k.flags&m.TCPFlags.Mask != m.TCPFlags.Value {
 		return false
 	}
+	if m.EtherType != 0 && m.EtherType != sai.FamilyEtherType(f.Src) {
+		return false // the watchlist sees IP packets only
+	}
+	if uint8(k.icmp>>8)&m.ICMP.TypeMask != m.ICMP.Type || uint8(k.icmp)&m.ICMP.CodeMask != m.ICMP.Code {
+		return false
+	}
 	in := &m.Inner
-	if !in.VXLAN {
+	if !in.Enabled {
 		return true
 	}
-	if !k.inner || (in.VNI != 0 && in.VNI != k.vni) {
+	if !k.inner || (in.Tunnel != sai.TunnelAny && in.Tunnel != sai.TunnelType(k.tun)) || (in.TunnelID != 0 && in.TunnelID != k.vni) {
 		return false
 	}
 	g := &k.iflow
+	if in.EtherType != 0 && in.EtherType != sai.FamilyEtherType(g.Src) {
+		return false
+	}
 	return prefixMatch(in.SrcPrefix, g.Src) && prefixMatch(in.DstPrefix, g.Dst) &&
 		(in.IPProtocol == 0 || in.IPProtocol == g.Proto) &&
 		portMatch(in.L4SrcPort, g.SrcPort) && portMatch(in.L4DstPort, g.DstPort)
 }
 
-const portVXLAN = 4789
-
-// parseInner parses the packet inside a VXLAN, VXLAN-GPE, Geneve or GRE
-// tunnel into in. It returns the VNI (0 for GRE) and whether there was one.
-func (s *Switch) parseInner(data []byte, p *wire.Packet, in *wire.Packet) (uint32, bool) {
-	var start int
-	var vni uint32
-	eth := true
-	switch {
-	case p.Proto == wire.ProtoGRE && p.Tunnel >= 0:
-		t := p.Tunnel
-		if len(data) < t+4 {
-			return 0, false
-		}
-		flags := binary.BigEndian.Uint16(data[t:])
-		start = t + 4
-		if flags&0x8000 != 0 {
-			start += 4
-		}
-		if flags&0x2000 != 0 {
-			start += 4
-		}
-		if flags&0x1000 != 0 {
-			start += 4
-		}
-		proto := binary.BigEndian.Uint16(data[t+2:])
-		if p.Encap == spec.EncapGRE {
-			start = p.Next
-			proto = binary.BigEndian.Uint16(data[p.Shim+2:])
-		}
-		switch proto {
-		case wire.EtherTypeIPv4, wire.EtherTypeIPv6:
-			eth = false
-		case wire.EtherTypeTEB:
-		default:
-			return 0, false
-		}
-	case p.Proto == wire.ProtoUDP && p.L4 >= 0 && p.End >= p.L4+wire.UDPLen+8:
-		u := p.L4 + wire.UDPLen
-		vni = binary.BigEndian.Uint32(data[u+4:]) >> 8
-		switch binary.BigEndian.Uint16(data[p.L4+2:]) {
-		case portVXLAN:
-			start = u + 8
-		case spec.PortVXLANGPE:
-			next := data[u+3]
-			start = u + 8
-			if p.Encap == spec.EncapVXLANGPE {
-				next, start = data[p.Shim+3], p.Next
-			}
-			switch next {
-			case 1, 2:
-				eth = false
-			case 3:
-			default:
-				return 0, false
-			}
-		case spec.PortGeneve:
-			start = u + 8 + int(data[u]&0x3f)*4
-			switch binary.BigEndian.Uint16(data[u+2:]) {
-			case wire.EtherTypeIPv4, wire.EtherTypeIPv6:
-				eth = false
-			case wire.EtherTypeTEB:
-			default:
-				return 0, false
-			}
-		default:
-			return 0, false
-		}
-	default:
-		return 0, false
-	}
-	if start >= p.End {
-		return 0, false
-	}
-	var err error
-	if eth {
-		err = s.innerParser.Parse(data[start:p.End], in)
-	} else {
-		err = s.innerParser.ParseIP(data[start:p.End], in)
-	}
-	return vni, err == nil && in.L3 >= 0
+// parseInner parses the packet inside a VXLAN, VXLAN-GPE, Geneve, GRE or
+// GTP-U tunnel into in: the tunnel and whether there was an IP packet in it.
+func (s *Switch) parseInner(data []byte, p *wire.Packet, in *wire.Packet) (wire.Tunneled, bool) {
+	return s.innerParser.ParseInner(data, p, in)
 }
 
 // lookup classifies b: the watchlist entry (nil if none), the effective
@@ -299,10 +234,14 @@ func (s *Switch) lookup(c *compiled, b *pbuf, peek bool) (*wlEntry, sai.FlowOp, 
 			k.flags = b.data[at]
 		}
 	}
+	if at := p.L3 + p.IPHeaderLen; c.needICMP && (p.Proto == wire.ProtoICMP || p.Proto == wire.ProtoICMPv6) && p.L3 >= 0 && at+2 <= p.End {
+		k.icmp = binary.BigEndian.Uint16(b.data[at:])
+	}
 	if c.needInner {
-		k.vni, k.inner = s.parseInner(b.data, p, &s.inner)
+		var t wire.Tunneled
+		t, k.inner = s.parseInner(b.data, p, &s.inner)
 		if k.inner {
-			k.iflow = s.inner.Flow
+			k.vni, k.tun, k.iflow = t.ID, t.Kind, s.inner.Flow
 		}
 	}
 	h := k.hash()

@@ -15,11 +15,13 @@ const (
 	EtherTypeQinQ = 0x88a8
 	EtherTypeTEB  = 0x6558 // transparent Ethernet bridging (GRE payload is Ethernet)
 
-	ProtoIPv4 = 4
-	ProtoTCP  = 6
-	ProtoUDP  = 17
-	ProtoIPv6 = 41
-	ProtoGRE  = spec.IPProtoGRE
+	ProtoICMP   = 1
+	ProtoIPv4   = 4
+	ProtoTCP    = 6
+	ProtoUDP    = 17
+	ProtoIPv6   = 41
+	ProtoGRE    = spec.IPProtoGRE
+	ProtoICMPv6 = 58
 
 	// The tunnels' ports and code points are spec.EncapTable's.
 

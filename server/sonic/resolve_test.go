@@ -102,16 +102,18 @@ func TestRuleRefusals(t *testing.T) {
 		{"ARP", `"PRIORITY": "1", "ETHER_TYPE": "0x0806", "FLOW_OP": "NOP"`, "ETHER_TYPE", "IPv4 (0x0800) and IPv6"},
 		{"families", `"PRIORITY": "1", "ETHER_TYPE": "0x86DD", "SRC_IP": "10.0.0.0/8", "FLOW_OP": "NOP"`, "SRC_IP", "IPv4 contradicts ETHER_TYPE"},
 		{"v6 in SRC_IP", `"PRIORITY": "1", "SRC_IP": "2001:db8::/32", "FLOW_OP": "NOP"`, "SRC_IP", "not an IPv4 prefix"},
-		{"ICMP", `"PRIORITY": "1", "ICMP_TYPE": "8", "FLOW_OP": "NOP"`, "ICMP_TYPE", "not supported"},
+		{"ICMP of TCP", `"PRIORITY": "1", "IP_PROTOCOL": "6", "ICMP_TYPE": "8", "FLOW_OP": "NOP"`, "ICMP_TYPE", "needs IP_PROTOCOL 1, not 6"},
+		{"ICMP and ICMPv6", `"PRIORITY": "1", "ICMPV6_TYPE": "128", "ICMP_TYPE": "8", "FLOW_OP": "NOP"`, "ICMP_TYPE", "ICMP and ICMPv6 fields"},
+		{"ICMP type under mask", `"PRIORITY": "1", "ICMP_TYPE": "8/0x0f", "FLOW_OP": "NOP"`, "ICMP_TYPE", "exactly"},
 		{"VLAN", `"PRIORITY": "1", "VLAN_ID": "8", "FLOW_OP": "NOP"`, "VLAN_ID", "not supported"},
-		{"inner EtherType", `"PRIORITY": "1", "INNER_ETHER_TYPE": "0x0800", "FLOW_OP": "NOP"`, "INNER_ETHER_TYPE", "not supported"},
+		{"inner ARP", `"PRIORITY": "1", "INNER_ETHER_TYPE": "0x0806", "FLOW_OP": "NOP"`, "INNER_ETHER_TYPE", "inner IPv4 (0x0800) and IPv6"},
 		{"packet action", `"PRIORITY": "1", "IP_TYPE": "ANY", "PACKET_ACTION": "DROP"`, "PACKET_ACTION", "not a DTel watchlist action"},
 		{"unknown", `"PRIORITY": "1", "IP_TYPE": "ANY", "FLOW_OP": "NOP", "COLOUR": "red"`, "COLOUR", "unknown field"},
 		{"IOAM", `"PRIORITY": "1", "IP_TYPE": "ANY", "FLOW_OP": "IOAM"`, "FLOW_OP", "IOAM"},
 		{"ports of ICMP", `"PRIORITY": "1", "IP_PROTOCOL": "1", "L4_DST_PORT": "80", "FLOW_OP": "NOP"`, "IP_PROTOCOL", "L4 ports need protocol"},
 		{"TCP flags of UDP", `"PRIORITY": "1", "IP_PROTOCOL": "17", "TCP_FLAGS": "0x02", "FLOW_OP": "NOP"`, "TCP_FLAGS", "need IP_PROTOCOL 6"},
 		{"TCP flags beyond 6 bits", `"PRIORITY": "1", "TCP_FLAGS": "0x80", "FLOW_OP": "NOP"`, "TCP_FLAGS", "out of range"},
-		{"DSCP under mask", `"PRIORITY": "1", "DSCP": "8/0x38", "FLOW_OP": "NOP"`, "DSCP", "exactly"},
+		{"DSCP under mask 0", `"PRIORITY": "1", "DSCP": "0/0", "FLOW_OP": "NOP"`, "DSCP", "matches every packet"},
 		{"bad range", `"PRIORITY": "1", "IP_PROTOCOL": "6", "L4_DST_PORT_RANGE": "90-80", "FLOW_OP": "NOP"`, "L4_DST_PORT_RANGE", "low is above high"},
 		{"port and range", `"PRIORITY": "1", "IP_PROTOCOL": "6", "L4_DST_PORT": "80", "L4_DST_PORT_RANGE": "80-90", "FLOW_OP": "NOP"`, "L4_DST_PORT_RANGE", "give one"},
 		{"two ingress ports", `"PRIORITY": "1", "IN_PORTS": "Ethernet0,Ethernet4", "FLOW_OP": "NOP"`, "IN_PORTS", "one ingress port"},
@@ -240,5 +242,31 @@ func TestLocate(t *testing.T) {
 	}
 	if _, err := sonic.Locate("", filepath.Join(dir, "missing.json")); err == nil {
 		t.Error("a missing database_config.json accepted")
+	}
+}
+
+// ICMP and ICMPv6 type and code, DSCP under a mask and the inner EtherType
+// reach the watchlist entries; ICMP_TYPE implies protocol 1, ICMPV6_CODE
+// protocol 58.
+func TestRuleICMPDSCPInnerEtherType(t *testing.T) {
+	cfg := parse(t, `{"ACL_RULE": {
+	  "DTEL_FLOW_WATCHLIST|PING": {"PRIORITY": "9", "ICMP_TYPE": "8", "ICMP_CODE": "0", "DSCP": "8/0x38", "FLOW_OP": "NOP", "DROP_REPORT_ENABLE": "TRUE"},
+	  "DTEL_FLOW_WATCHLIST|ND": {"PRIORITY": "8", "ICMPV6_CODE": "0", "FLOW_OP": "NOP", "DROP_REPORT_ENABLE": "TRUE"},
+	  "DTEL_FLOW_WATCHLIST|V6IN": {"PRIORITY": "7", "TUNNEL_VNI": "5001", "INNER_ETHER_TYPE": "0x86DD", "FLOW_OP": "NOP", "DROP_REPORT_ENABLE": "TRUE"}}}`)
+	res, err := sonic.Resolve(context.Background(), cfg, nil, sonic.TranslateOptions{NodeID: 1}, orchApply(t))
+	if err != nil || res.Refused() != 0 {
+		t.Fatalf("%v %+v", err, res)
+	}
+	es := res.Device.GetInt().GetWatchlist().GetEntries()
+	ping := es.GetEntry(sonic.SeqOf(9)).GetMatch().GetConfig()
+	if ping.GetProtocol() != 1 || ping.GetIcmpType() != 8 || ping.IcmpCode == nil || ping.GetIcmpCode() != 0 ||
+		ping.GetDscp() != 8 || ping.GetDscpMask() != 0x38 {
+		t.Errorf("PING: %+v", ping)
+	}
+	if nd := es.GetEntry(sonic.SeqOf(8)).GetMatch().GetConfig(); nd.GetProtocol() != 58 || nd.IcmpType != nil || nd.IcmpCode == nil {
+		t.Errorf("ND: %+v", nd)
+	}
+	if v := es.GetEntry(sonic.SeqOf(7)).GetVxlanMatch().GetConfig(); v.GetVni() != 5001 || v.GetInnerEtherType() != 0x86dd {
+		t.Errorf("V6IN: %+v", v)
 	}
 }

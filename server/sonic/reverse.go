@@ -372,6 +372,25 @@ func matchFields(m *gen.IntdInt_Int_Watchlist_Entries_Entry_Match_Config, p stri
 	portFields(m.DestinationPortMin, m.DestinationPortMax, "L4_DST_PORT", "L4_DST_PORT_RANGE", f)
 	if m.Dscp != nil {
 		f["DSCP"] = strconv.Itoa(int(*m.Dscp))
+		if m.DscpMask != nil && *m.DscpMask != 63 {
+			f["DSCP"] = fmt.Sprintf("%d/0x%02x", *m.Dscp, *m.DscpMask)
+		}
+	}
+	for _, x := range []struct {
+		v           *uint8
+		name, name6 string
+	}{{m.IcmpType, "ICMP_TYPE", "ICMPV6_TYPE"}, {m.IcmpCode, "ICMP_CODE", "ICMPV6_CODE"}} {
+		if x.v == nil {
+			continue
+		}
+		name := x.name
+		if m.GetProtocol() == 58 {
+			name = x.name6
+		}
+		f[name] = strconv.Itoa(int(*x.v))
+	}
+	if m.GetGtpuInner() {
+		*n = append(*n, p+"/match/config/gtpu-inner: matching inside GTP-U is not in CONFIG_DB; the rule matches outer headers")
 	}
 	if m.TcpFlags != nil || m.TcpFlagsMask != nil {
 		v, mask := m.GetTcpFlags(), m.GetTcpFlags()
@@ -460,6 +479,21 @@ func vxlanFields(v *gen.IntdInt_Int_Watchlist_Entries_Entry_VxlanMatch_Config, p
 	if v.InnerProtocol != nil {
 		f["INNER_IP_PROTOCOL"] = strconv.Itoa(int(*v.InnerProtocol))
 		given = true
+	}
+	if v.InnerEtherType != nil {
+		f["INNER_ETHER_TYPE"] = fmt.Sprintf("0x%04X", *v.InnerEtherType)
+		given = true
+	}
+	if v.TunnelType != gen.IntdInt_TunnelType_UNSET && v.TunnelType != gen.IntdInt_TunnelType_ANY {
+		*n = append(*n, p+"/vxlan-match/config/tunnel-type: the tunnel type is not in CONFIG_DB; the rule matches any tunnel")
+	}
+	if v.TunnelId != nil && *v.TunnelId != 0 {
+		if *v.TunnelId <= 1<<24-1 && v.Vni == nil {
+			f["TUNNEL_VNI"] = strconv.FormatUint(uint64(*v.TunnelId), 10)
+			given = true
+		} else if v.Vni == nil {
+			*n = append(*n, p+"/vxlan-match/config/tunnel-id: CONFIG_DB's TUNNEL_VNI holds 24 bits; left out")
+		}
 	}
 	for _, x := range []struct {
 		lo, hi *uint16

@@ -14,29 +14,24 @@ import (
 // Fields of ACL rules orchagent knows that intd's watchlist cannot match
 // (yet), and actions of other ACL table types.
 var unsupportedRuleFields = map[string]string{
-	"INNER_ETHER_TYPE": "intd does not match the inner EtherType",
-	"ICMP_TYPE":        "intd does not match ICMP types",
-	"ICMP_CODE":        "intd does not match ICMP codes",
-	"ICMPV6_TYPE":      "intd does not match ICMPv6 types",
-	"ICMPV6_CODE":      "intd does not match ICMPv6 codes",
-	"VLAN_ID":          "intd does not match VLAN IDs",
-	"PCP":              "intd does not match VLAN priorities",
-	"DEI":              "intd does not match VLAN DEI",
-	"TC":               "intd does not match traffic classes",
-	"OUT_PORT":         "intd's watchlist matches at ingress",
-	"OUT_PORTS":        "intd's watchlist matches at ingress",
-	"SRC_IP_MASK":      "give SRC_IP as a prefix",
-	"DST_IP_MASK":      "give DST_IP as a prefix",
-	"SRC_IPV6_MASK":    "give SRC_IPV6 as a prefix",
-	"DST_IPV6_MASK":    "give DST_IPV6 as a prefix",
-	"SRC_MAC":          "intd does not match MAC addresses",
-	"DST_MAC":          "intd does not match MAC addresses",
-	"INNER_SRC_MAC":    "intd does not match MAC addresses",
-	"INNER_DST_MAC":    "intd does not match MAC addresses",
-	"BTH_OPCODE":       "intd does not match RoCE headers",
-	"AETH_SYNDROME":    "intd does not match RoCE headers",
-	"TUNNEL_TERM":      "intd does not match tunnel termination",
-	"META_DATA":        "intd does not match ACL metadata",
+	"VLAN_ID":       "intd does not match VLAN IDs",
+	"PCP":           "intd does not match VLAN priorities",
+	"DEI":           "intd does not match VLAN DEI",
+	"TC":            "intd does not match traffic classes",
+	"OUT_PORT":      "intd's watchlist matches at ingress",
+	"OUT_PORTS":     "intd's watchlist matches at ingress",
+	"SRC_IP_MASK":   "give SRC_IP as a prefix",
+	"DST_IP_MASK":   "give DST_IP as a prefix",
+	"SRC_IPV6_MASK": "give SRC_IPV6 as a prefix",
+	"DST_IPV6_MASK": "give DST_IPV6 as a prefix",
+	"SRC_MAC":       "intd does not match MAC addresses",
+	"DST_MAC":       "intd does not match MAC addresses",
+	"INNER_SRC_MAC": "intd does not match MAC addresses",
+	"INNER_DST_MAC": "intd does not match MAC addresses",
+	"BTH_OPCODE":    "intd does not match RoCE headers",
+	"AETH_SYNDROME": "intd does not match RoCE headers",
+	"TUNNEL_TERM":   "intd does not match tunnel termination",
+	"META_DATA":     "intd does not match ACL metadata",
 
 	"PACKET_ACTION":                "not a DTel watchlist action",
 	"REDIRECT_ACTION":              "not a DTel watchlist action",
@@ -54,22 +49,27 @@ var unsupportedRuleFields = map[string]string{
 
 // rule is an ACL_RULE of a watchlist table, parsed.
 type rule struct {
-	priority uint32
-	family   int // 0 any, 4 or 6
-	famField string
-	src, dst netip.Prefix
-	proto    *uint8
-	sport    *[2]uint16
-	dport    *[2]uint16
-	dscp     *uint8
-	flags    *[2]uint8
-	inPort   string
-	vni      *uint32
-	isrc     netip.Prefix
-	idst     netip.Prefix
-	iproto   *uint8
-	isport   *uint16
-	idport   *uint16
+	priority  uint32
+	family    int // 0 any, 4 or 6
+	famField  string
+	src, dst  netip.Prefix
+	proto     *uint8
+	sport     *[2]uint16
+	dport     *[2]uint16
+	dscp      *uint8
+	dscpMask  *uint8 // nil: all six bits
+	flags     *[2]uint8
+	icmp      [2]*uint8 // type, code
+	icmpV6    bool
+	icmpField string
+	iether    *uint16
+	inPort    string
+	vni       *uint32
+	isrc      netip.Prefix
+	idst      netip.Prefix
+	iproto    *uint8
+	isport    *uint16
+	idport    *uint16
 
 	flowOp        gen.E_IntdInt_FlowOp
 	intSession    *string
@@ -154,8 +154,9 @@ var ruleFieldLeaves = map[string]string{
 	matchConf + "source-port-min": "L4_SRC_PORT", matchConf + "source-port-max": "L4_SRC_PORT",
 	matchConf + "destination-port-min": "L4_DST_PORT", matchConf + "destination-port-max": "L4_DST_PORT",
 	matchConf + "dscp": "DSCP", matchConf + "tcp-flags": "TCP_FLAGS", matchConf + "tcp-flags-mask": "TCP_FLAGS",
-	matchConf + "ingress-interface": "IN_PORTS",
-	vxlanConf + "vni":               "TUNNEL_VNI", vxlanConf + "inner-source-prefix": "INNER_SRC_IP",
+	matchConf + "ingress-interface": "IN_PORTS", matchConf + "dscp-mask": "DSCP",
+	matchConf + "icmp-type": "ICMP_TYPE", matchConf + "icmp-code": "ICMP_CODE", vxlanConf + "inner-ether-type": "INNER_ETHER_TYPE",
+	vxlanConf + "vni": "TUNNEL_VNI", vxlanConf + "inner-source-prefix": "INNER_SRC_IP",
 	vxlanConf + "inner-destination-prefix": "INNER_DST_IP", vxlanConf + "inner-protocol": "INNER_IP_PROTOCOL",
 	vxlanConf + "inner-source-port-min": "INNER_L4_SRC_PORT", vxlanConf + "inner-source-port-max": "INNER_L4_SRC_PORT",
 	vxlanConf + "inner-destination-port-min": "INNER_L4_DST_PORT", vxlanConf + "inner-destination-port-max": "INNER_L4_DST_PORT",
@@ -202,6 +203,11 @@ var ruleFields = map[string]struct {
 	"DSCP":                    {kindMatch, (*ruleParser).dscp},
 	"TCP_FLAGS":               {kindMatch, (*ruleParser).tcpFlags},
 	"IN_PORTS":                {kindMatch, (*ruleParser).inPorts},
+	"ICMP_TYPE":               {kindMatch, (*ruleParser).icmp},
+	"ICMP_CODE":               {kindMatch, (*ruleParser).icmp},
+	"ICMPV6_TYPE":             {kindMatch, (*ruleParser).icmp},
+	"ICMPV6_CODE":             {kindMatch, (*ruleParser).icmp},
+	"INNER_ETHER_TYPE":        {kindMatch, (*ruleParser).innerEtherType},
 	"TUNNEL_VNI":              {kindMatch, (*ruleParser).vni},
 	"INNER_SRC_IP":            {kindMatch, (*ruleParser).innerPrefix},
 	"INNER_SRC_IPV6":          {kindMatch, (*ruleParser).innerPrefix},
@@ -263,6 +269,18 @@ func (r *rule) complete() *refusal {
 			r.proto = ygot.Uint8(6)
 		case *r.proto != 6:
 			return refuse("TCP_FLAGS", "TCP flags need IP_PROTOCOL 6, not %d", *r.proto)
+		}
+	}
+	if r.icmpField != "" {
+		want := uint8(1)
+		if r.icmpV6 {
+			want = 58
+		}
+		switch {
+		case r.proto == nil:
+			r.proto = ygot.Uint8(want)
+		case *r.proto != want:
+			return refuse(r.icmpField, "needs IP_PROTOCOL %d, not %d", want, *r.proto)
 		}
 	}
 	if r.proto != nil && (r.sport != nil || r.dport != nil) && !portProtocol(*r.proto) {
@@ -415,11 +433,45 @@ func (p *ruleParser) dstPort(field, v string) *refusal {
 
 func (p *ruleParser) dscp(field, v string) *refusal {
 	val, mask, rf := parseMasked(field, v, 63)
-	if rf == nil && mask != 63 {
-		rf = refuse(field, "intd matches a DSCP exactly (mask 0x3f), not under mask %#x", mask)
+	if rf == nil && mask == 0 {
+		rf = refuse(field, "mask 0 matches every packet; leave DSCP out")
 	}
 	p.r.dscp = &val
-	p.r.fields[matchConf+"dscp"] = field
+	if mask != 63 {
+		p.r.dscpMask = &mask
+	}
+	p.r.fields[matchConf+"dscp"], p.r.fields[matchConf+"dscp-mask"] = field, field
+	return rf
+}
+
+// icmp parses ICMP_TYPE, ICMP_CODE (protocol 1) and ICMPV6_TYPE,
+// ICMPV6_CODE (protocol 58): exact values.
+func (p *ruleParser) icmp(field, v string) *refusal {
+	v6 := strings.HasPrefix(field, "ICMPV6")
+	if p.r.icmpField != "" && p.r.icmpV6 != v6 {
+		return refuse(field, "ICMP and ICMPv6 fields in one rule (%s)", p.r.icmpField)
+	}
+	p.r.icmpV6, p.r.icmpField = v6, field
+	val, mask, rf := parseMasked(field, v, 255)
+	if rf == nil && mask != 255 {
+		rf = refuse(field, "intd matches an ICMP type or code exactly, not under mask %#x", mask)
+	}
+	i, leaf := 0, "icmp-type"
+	if strings.HasSuffix(field, "_CODE") {
+		i, leaf = 1, "icmp-code"
+	}
+	p.r.icmp[i] = &val
+	p.r.fields[matchConf+leaf] = field
+	return rf
+}
+
+func (p *ruleParser) innerEtherType(field, v string) *refusal {
+	n, rf := parseUint(field, v, 0, 0xffff)
+	if rf == nil && n != 0x0800 && n != 0x86dd {
+		rf = refuse(field, "%#04x: intd watches inner IPv4 (0x0800) and IPv6 (0x86DD) traffic only", n)
+	}
+	p.r.iether = ygot.Uint16(uint16(n))
+	p.r.fields[vxlanConf+"inner-ether-type"] = field
 	return rf
 }
 
@@ -533,7 +585,8 @@ func (r *rule) build(seq uint32, desc string, proto *uint8) *gen.IntdInt_Int_Wat
 	en := &gen.IntdInt_Int_Watchlist_Entries_Entry{SequenceId: ygot.Uint32(seq)}
 	en.GetOrCreateConfig().SequenceId = ygot.Uint32(seq)
 	en.Config.Description = ygot.String(desc)
-	m := &gen.IntdInt_Int_Watchlist_Entries_Entry_Match_Config{Protocol: proto, Dscp: r.dscp}
+	m := &gen.IntdInt_Int_Watchlist_Entries_Entry_Match_Config{Protocol: proto, Dscp: r.dscp, DscpMask: r.dscpMask,
+		IcmpType: r.icmp[0], IcmpCode: r.icmp[1]}
 	if r.src.IsValid() {
 		m.SourcePrefix = ygot.String(r.src.String())
 	}
@@ -553,8 +606,8 @@ func (r *rule) build(seq uint32, desc string, proto *uint8) *gen.IntdInt_Int_Wat
 		m.IngressInterface = ygot.String(r.inPort)
 	}
 	en.GetOrCreateMatch().Config = m
-	if r.vni != nil || r.isrc.IsValid() || r.idst.IsValid() || r.iproto != nil || r.isport != nil || r.idport != nil {
-		v := &gen.IntdInt_Int_Watchlist_Entries_Entry_VxlanMatch_Config{Vni: r.vni, InnerProtocol: r.iproto}
+	if r.vni != nil || r.isrc.IsValid() || r.idst.IsValid() || r.iproto != nil || r.isport != nil || r.idport != nil || r.iether != nil {
+		v := &gen.IntdInt_Int_Watchlist_Entries_Entry_VxlanMatch_Config{Vni: r.vni, InnerProtocol: r.iproto, InnerEtherType: r.iether}
 		if r.isrc.IsValid() {
 			v.InnerSourcePrefix = ygot.String(r.isrc.String())
 		}

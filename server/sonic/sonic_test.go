@@ -502,8 +502,8 @@ func TestRuleEditAndRefusal(t *testing.T) {
 	}
 
 	// A field intd cannot take: refused, the rule's previous version stays.
-	r.HSet(configDB, "ACL_RULE|WATCH|WEB", "ICMP_TYPE", "8")
-	e.waitStatus("ACL_RULE|WATCH|WEB", map[string]string{"status": "refused", "in_effect": "previous", "field": "ICMP_TYPE",
+	r.HSet(configDB, "ACL_RULE|WATCH|WEB", "VLAN_ID", "8")
+	e.waitStatus("ACL_RULE|WATCH|WEB", map[string]string{"status": "refused", "in_effect": "previous", "field": "VLAN_ID",
 		"reason": "not supported"})
 	if got := e.get(fmt.Sprintf("/int/watchlist/entries/entry[sequence-id=%d]", web)); !strings.Contains(got, `"destination-port-min":8000`) {
 		t.Errorf("previous version of WEB not kept: %s", got)
@@ -523,7 +523,7 @@ func TestRuleEditAndRefusal(t *testing.T) {
 	r.Del(configDB, "ACL_RULE|WATCH|SSH")
 	c := r.Client(configDB)
 	defer c.Close()
-	if err := c.HDel(context.Background(), "ACL_RULE|WATCH|WEB", "ICMP_TYPE").Err(); err != nil {
+	if err := c.HDel(context.Background(), "ACL_RULE|WATCH|WEB", "VLAN_ID").Err(); err != nil {
 		t.Fatal(err)
 	}
 	e.waitStatus("ACL_RULE|WATCH|WEB", map[string]string{"status": "applied", "in_effect": "current"})

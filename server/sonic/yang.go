@@ -18,6 +18,7 @@ var numericFields = map[string]bool{
 	"EVENT_DSCP_VALUE": true, "PRIORITY": true, "IP_PROTOCOL": true, "NEXT_HEADER": true,
 	"L4_SRC_PORT": true, "L4_DST_PORT": true, "TUNNEL_VNI": true, "INNER_IP_PROTOCOL": true,
 	"INNER_L4_SRC_PORT": true, "INNER_L4_DST_PORT": true, "FLOW_SAMPLE_PERCENT": true,
+	"ICMP_TYPE": true, "ICMP_CODE": true, "ICMPV6_TYPE": true, "ICMPV6_CODE": true,
 }
 
 func yangValue(field, v string) any {

@@ -33,8 +33,10 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
+#define IPPROTO_ICMP 1
 #define IPPROTO_TCP 6
 #define IPPROTO_UDP 17
+#define IPPROTO_ICMPV6 58
 
 /* The enums below are shared with Go: bpf2go -type turns each into Go
  * constants (see dataplane/ebpf/gen.go and unused_abi). */
@@ -69,6 +71,13 @@ enum cfg_flag {
 	F_WL_IFX = 1 << 11,    /* some watchlist entry matches the ingress port */
 	F_REMARK = 1 << 12,    /* endpoint with DSCP marking: re-mark colliding DSCPs entering the domain */
 	F_TELEMETRY = 1 << 13, /* report sessions: traffic to their collectors is never watched */
+	F_WL_INNER = 1 << 14,  /* some watchlist entry matches tunnel and inner headers */
+	F_WL_TID = 1 << 15,    /* some watchlist entry matches a tunnel id */
+	F_WL_ICMP = 1 << 16,   /* some watchlist entry matches ICMP type or code */
+	F_WL_IPFX = 1 << 17,   /* some watchlist entry matches an inner prefix */
+	F_WL_IPORT = 1 << 18,  /* some watchlist entry matches an inner port */
+	F_WL_IFAM = 1 << 19,   /* some watchlist entry matches the inner family */
+	F_WL_IPROTO = 1 << 20, /* some watchlist entry matches the inner protocol */
 };
 
 /* ENC_* (pkt.encap, pkt.tun), TUN_* (cfg.tunnels) and the tunnels' code
@@ -210,20 +219,31 @@ struct wl_bm {
 };
 
 /* wl_small, per half: protocol, DSCP, TCP flags, family (IPv4, IPv6),
- * then the set of entries without an ingress port. */
+ * the set of entries without an ingress port, then the tunnel's: kind
+ * (0 none, TUNK_*), inner family, inner protocol, the entries without a
+ * tunnel id, and ICMP type and code. Address and port fields: per half,
+ * outer source and destination, then (WL_INNER + ...) inner ones. */
 enum wl_set {
 	WLS_PROTO = 0,
 	WLS_DSCP = 256,
 	WLS_FLAGS = 320,
 	WLS_FAM = 576,
 	WLS_IFX_ANY = 578,
-	WLS_N = 580,
+	WLS_TUN = 579,
+	WLS_IFAM = 587,
+	WLS_IPROTO = 589,
+	WLS_TID_ANY = 845,
+	WLS_ICMP_TYPE = 846,
+	WLS_ICMP_CODE = 1102,
+	WLS_N = 1358,
+	WL_INNER = 4,
 	WL_PFX = MAX_WL + 1,      /* trie nodes per half and field */
 	WL_IVAL = 2 * MAX_WL + 2, /* port intervals per half and field */
 	WL_PORTS = 65536,
 };
 
-/* The trie key: tag = half * 2 + field (0 source, 1 destination), then the
+/* The trie key: tag = half * 2 + field (0 source, 1 destination; inner
+ * ones WL_INNER + half * 2 + field), then the
  * 16-byte address (IPv4 as ::ffff:a.b.c.d); prefixlen counts the tag's 8
  * bits. The value indexes wl_pfx. */
 struct wl_lpm_key {
@@ -239,6 +259,9 @@ struct flow_key {
 	__u16 sport, dport;
 	__u8 proto, dscp, tcp_flags, pad;
 	__u32 in_ifindex;
+	__u16 icmp;   /* ICMP type << 8 | code, when the watchlist matches them */
+	__u16 pad2;
+	__u64 inner;  /* digest of the tunnel and inner flow (inner_parse), 0: none */
 };
 
 #define WL_NONE 0xffff
@@ -376,6 +399,7 @@ struct pkt {
 	__u8 csum_flags;
 	__u8 v6;
 	__u8 ext; /* IPv6 extension headers before the L4 header */
+	__u64 idigest; /* the tunnel and inner flow (inner_parse), 0: none */
 	/* INT, when shim != 0 */
 	__u8 itype;
 	__u8 npt;
@@ -386,6 +410,27 @@ struct pkt {
 	__u8 hop_ml;
 	__u8 rhc;
 	__u16 inst;
+};
+
+/* Tunnels whose inner packet the watchlist matches (sai.TunnelType). */
+#define TUNK_VXLAN 1
+#define TUNK_GPE 2
+#define TUNK_GENEVE 3
+#define TUNK_GRE 4
+#define TUNK_GTPU 5
+#define PORT_VXLAN 4789
+#define PORT_GTPU 2152
+#define GTPU_MAX_EXT 4 /* extension headers stepped over, as wire.MaxGTPUExt */
+
+/* The inner packet of a tunnelled one (inner_parse). */
+struct inner {
+	__u32 saddr[4], daddr[4]; /* IPv4 as ::ffff:a.b.c.d */
+	__u32 id;                 /* VNI, GRE key, TEID */
+	__u16 sport, dport;
+	__u8 tun; /* TUNK_*, 0: no tunnel with an IP packet inside */
+	__u8 proto;
+	__u8 v6;
+	__u8 pad;
 };
 
 struct hop {
@@ -424,7 +469,13 @@ struct scratch {
 	__u32 walk; /* syn_clamp's offset in the TCP options */
 	__u32 req;    /* a postcard's requested instruction bitmap, for emit (EVF_INST) */
 	__u32 req_ds; /* and its domain (high 16 bits) and DS instruction */
+	__u16 icmp; /* ICMP type << 8 | code of the packet (F_WL_ICMP) */
+	__u16 pad3;
+	struct inner in; /* the tunnel and inner packet (F_WL_INNER) */
+	struct wl_lpm_key lk; /* wl_match's trie key */
+	__u64 tk;             /* wl_match's wl_tid key */
 	__u64 wl_acc[WL_WORDS]; /* wl_match's intersection */
+	__u64 wl_iacc[WL_WORDS]; /* wl_inner's */
 	/* The last flow classified on this CPU and its cached verdict: bulk
 	 * flows skip the flow cache's hash lookup. */
 	struct flow_key last_key;
@@ -489,10 +540,11 @@ struct {
 	} name SEC(".maps")
 
 WL_SETS(wl_small, 2 * WLS_N);
-WL_SETS(wl_pfx, 2 * 2 * WL_PFX);
-WL_SETS(wl_ival, 2 * 2 * WL_IVAL);
+WL_SETS(wl_pfx, 2 * 2 * 2 * WL_PFX);
+WL_SETS(wl_ival, 2 * 2 * 2 * WL_IVAL);
 
-/* Port -> interval index, [half][field 0 source, 1 destination][port]:
+/* Port -> interval index, [region: half * 2 + field (0 source, 1
+ * destination), inner ones WL_INNER + ...][port]:
  * four ports per element, so that the mmap is a flat __u16 array. */
 struct wl_port4 {
 	__u16 ival[4];
@@ -501,7 +553,7 @@ struct wl_port4 {
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(max_entries, 2 * 2 * WL_PORTS / 4);
+	__uint(max_entries, 2 * 2 * 2 * WL_PORTS / 4);
 	__type(key, __u32);
 	__type(value, struct wl_port4);
 } wl_port SEC(".maps");
@@ -509,7 +561,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, 2 * 2 * WL_PFX);
+	__uint(max_entries, 2 * 2 * 2 * WL_PFX);
 	__type(key, struct wl_lpm_key);
 	__type(value, __u32);
 } wl_lpm SEC(".maps");
@@ -522,6 +574,15 @@ struct {
 	__type(key, __u64);
 	__type(value, struct wl_bm);
 } wl_ifx SEC(".maps");
+
+/* Entries of a tunnel id: key half << 32 | id. Other ids take the
+ * WLS_TID_ANY set. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 2 * MAX_WL);
+	__type(key, __u64);
+	__type(value, struct wl_bm);
+} wl_tid SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -580,9 +641,11 @@ struct {
 } drop_watch_map SEC(".maps");
 
 /* kernel skb_drop_reason -> sai drop reason + 1 (0: not mapped: unknown;
- * DR_IP_HDR + 1: header error, TTL expiry when the TTL is 1 or 0) */
+ * DR_IP_HDR + 1: header error, TTL expiry when the TTL is 1 or 0;
+ * DR_NO_SOCKET + 1: no socket, a GTP-U G-PDU nothing here takes) */
 enum drop_map {
 	DR_IP_HDR = 256,
+	DR_NO_SOCKET = 257,
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -1766,7 +1829,7 @@ static __always_inline int filter(struct __sk_buff *skb, struct scratch *s)
 	struct hop *h = &s->h;
 	struct cfg *c = &s->c;
 	need_qtime(skb, s);
-	struct flow_key k = {.sport = p->sport, .dport = p->dport, .proto = p->proto};
+	struct flow_key k = {.sport = p->sport, .dport = p->dport, .proto = p->proto, .inner = p->idigest};
 	__builtin_memcpy(k.src, p->saddr, 16);
 	__builtin_memcpy(k.dst, p->daddr, 16);
 	__u64 d = 0x5bd1e995;
@@ -1892,28 +1955,281 @@ static __always_inline struct wl_bm *small_set(__u32 half, __u32 i)
 	return bpf_map_lookup_elem(&wl_small, &k);
 }
 
-static __always_inline struct wl_bm *prefix_set(__u32 tag, __u32 *addr)
+static __always_inline struct wl_bm *prefix_set(struct scratch *s, __u32 tag, __u32 *addr)
 {
-	struct wl_lpm_key lk = {.prefixlen = 8 + 128, .tag = tag};
-	__builtin_memcpy(lk.addr, addr, 16);
-	__u32 *i = bpf_map_lookup_elem(&wl_lpm, &lk);
+	/* The key lives in the scratch map: wl_match's stack stays small. */
+	struct wl_lpm_key *lk = &s->lk;
+	lk->prefixlen = 8 + 128;
+	lk->tag = tag;
+	__builtin_memcpy(lk->addr, addr, 16);
+	__u32 *i = bpf_map_lookup_elem(&wl_lpm, lk);
 	if (!i)
 		return 0;
 	__u32 k = *i;
 	return bpf_map_lookup_elem(&wl_pfx, &k);
 }
 
-static __always_inline struct wl_bm *port_set(__u32 half, __u32 field, __u16 port)
+static __always_inline struct wl_bm *port_set(__u32 region, __u16 port)
 {
-	__u32 k = ((half * 2 + field) * WL_PORTS + port) / 4;
+	__u32 k = (region * WL_PORTS + port) / 4;
 	struct wl_port4 *p4 = bpf_map_lookup_elem(&wl_port, &k);
 	if (!p4)
 		return 0;
 	__u32 iv = p4->ival[port & 3];
 	if (iv >= WL_IVAL)
 		return 0;
-	k = (half * 2 + field) * WL_IVAL + iv;
+	k = region * WL_IVAL + iv;
 	return bpf_map_lookup_elem(&wl_ival, &k);
+}
+
+/* PKT_AT is a pointer to n (a constant) bytes at offset off of the
+ * packet: in place when the linear part holds them, else copied into
+ * s->buf; 0 when the packet is shorter. */
+#define PKT_AT(skb, s, off, n)                                                  \
+	({                                                                      \
+		__u8 *_d = (void *)(long)(skb)->data, *_e = (void *)(long)(skb)->data_end; \
+		__u32 _o = (off);                                               \
+		__u8 *_r = 0;                                                   \
+		if (_o < 256) {                                                 \
+			__u8 *_q = _d + (_o & 0xff);                            \
+			if (_q + (n) <= _e)                                     \
+				_r = _q;                                        \
+		}                                                               \
+		if (!_r && !bpf_skb_load_bytes(skb, _o, (s)->buf, n))           \
+			_r = (s)->buf;                                          \
+		_r;                                                             \
+	})
+
+/* inner_ip parses the IPv4 or IPv6 packet at off (up to end, the outer
+ * datagram's end) into s->in as wire's parser does: lengths within the
+ * datagram, ports of TCP (with a valid data offset) and UDP, none for
+ * fragments after the first; IPv6 extension headers stepped over (at
+ * most 4). It returns 0 on success. */
+static __always_inline int inner_ip(struct __sk_buff *skb, struct scratch *s, __u32 off, __u32 end, int v6)
+{
+	struct inner *in = &s->in;
+	__u8 *b = s->buf;
+	__u32 l4, iend, frag = 0;
+	__u8 nh;
+	if (v6) {
+		if (off + 40 > end || !(b = PKT_AT(skb, s, off, 40)) || (b[0] >> 4) != 6)
+			return -1;
+		iend = off + 40 + (((__u32)b[4] << 8) | b[5]);
+		if (iend > end)
+			return -1;
+		__builtin_memcpy(in->saddr, &b[8], 16);
+		__builtin_memcpy(in->daddr, &b[24], 16);
+		in->v6 = 1;
+		nh = b[6];
+		l4 = off + 40;
+		for (int i = 0; i < 4; i++) {
+			if (nh != 0 && nh != 43 && nh != 60 && nh != 44)
+				break;
+			if (l4 + 8 > iend || !(b = PKT_AT(skb, s, l4, 8)))
+				return -1;
+			if (nh == 44) {
+				nh = b[0];
+				l4 += 8;
+				if ((((__u16)b[2] << 8) | b[3]) & 0xfff8) {
+					frag = 1;
+					break;
+				}
+				continue;
+			}
+			nh = b[0];
+			l4 += 8 * ((__u32)b[1] + 1);
+		}
+		if (!frag && (nh == 0 || nh == 43 || nh == 60 || nh == 44))
+			return -1;
+	} else {
+		if (off + 20 > end || !(b = PKT_AT(skb, s, off, 20)) || (b[0] >> 4) != 4)
+			return -1;
+		__u32 ihl = (b[0] & 0xf) * 4, total = ((__u32)b[2] << 8) | b[3];
+		if (ihl < 20 || total < ihl || off + total > end)
+			return -1;
+		iend = off + total;
+		in->saddr[0] = in->saddr[1] = in->daddr[0] = in->daddr[1] = 0;
+		in->saddr[2] = in->daddr[2] = bpf_htonl(0xffff);
+		__builtin_memcpy(&in->saddr[3], &b[12], 4);
+		__builtin_memcpy(&in->daddr[3], &b[16], 4);
+		in->v6 = 0;
+		nh = b[9];
+		frag = ((((__u16)b[6] << 8) | b[7]) & 0x1fff) != 0;
+		l4 = off + ihl;
+	}
+	in->proto = nh;
+	in->sport = in->dport = 0;
+	if (frag)
+		return 0;
+	if (l4 > iend)
+		return -1;
+	if (nh == IPPROTO_TCP) {
+		if (l4 + 20 > iend || !(b = PKT_AT(skb, s, l4, 20)))
+			return -1;
+		__u32 doff = (b[12] >> 4) * 4;
+		if (doff < 20 || l4 + doff > iend)
+			return -1;
+	} else if (nh == IPPROTO_UDP) {
+		if (l4 + 8 > iend || !(b = PKT_AT(skb, s, l4, 8)))
+			return -1;
+	} else if (nh == IPPROTO_GRE) {
+		/* GRE inside: wire checks its header. */
+		if (l4 + 4 > iend || !(b = PKT_AT(skb, s, l4, 4)))
+			return -1;
+		__u16 fl = ((__u16)b[0] << 8) | b[1];
+		__u32 n = 4 + ((fl & 0x8000) ? 4 : 0) + ((fl & 0x2000) ? 4 : 0) + ((fl & 0x1000) ? 4 : 0);
+		if ((fl & 0x4007) || l4 + n > iend)
+			return -1;
+		return 0;
+	} else {
+		return 0;
+	}
+	in->sport = ((__u16)b[0] << 8) | b[1];
+	in->dport = ((__u16)b[2] << 8) | b[3];
+	return 0;
+}
+
+/* inner_parse finds the IP packet inside a VXLAN, VXLAN-GPE, Geneve, GRE
+ * (IPv4 or IPv6) or GTP-U G-PDU tunnel, as wire.FindInner does, into s->in
+ * and its digest into s->p.idigest (in.tun 0 and digest 0: none).
+ * Global: verified once, apart from intd_egress. */
+GLOBAL int inner_parse(struct __sk_buff *skb, struct scratch *s)
+{
+	if (!s)
+		return 0;
+	struct pkt *p = &s->p;
+	struct inner *in = &s->in;
+	__u8 *b = s->buf;
+	in->tun = 0;
+	p->idigest = 0;
+	__u32 end = L3 + p->ip_len, at, id = 0, kind, eth = 0;
+	__u16 et = 0;
+	if (end > skb->len)
+		return 0;
+	if (p->ipproto == IPPROTO_GRE) {
+		at = p->l4;
+		if (at + 4 > end || !(b = PKT_AT(skb, s, at, 4)))
+			return 0;
+		__u16 fl = ((__u16)b[0] << 8) | b[1];
+		et = ((__u16)b[2] << 8) | b[3];
+		if (fl & 0x4007)
+			return 0; /* source routing or GRE version != 0 */
+		at += (fl & 0x8000) ? 8 : 4;
+		if (fl & 0x2000) {
+			if (at + 4 > end || !(b = PKT_AT(skb, s, at, 4)))
+				return 0;
+			id = ((__u32)b[0] << 24) | ((__u32)b[1] << 16) | ((__u32)b[2] << 8) | b[3];
+			at += 4;
+		}
+		if (fl & 0x1000)
+			at += 4;
+		kind = TUNK_GRE;
+	} else if (p->ipproto == IPPROTO_UDP) {
+		__u32 u = p->l4 + 8;
+		if (u + 8 > end || !(b = PKT_AT(skb, s, u, 8)))
+			return 0;
+		at = u + 8;
+		id = ((__u32)b[4] << 16) | ((__u32)b[5] << 8) | b[6];
+		switch (p->dport) {
+		case PORT_VXLAN:
+			kind = TUNK_VXLAN;
+			eth = 1;
+			break;
+		case PORT_VXLAN_GPE:
+			kind = TUNK_GPE;
+			if (b[3] == 3)
+				eth = 1;
+			else if (b[3] != 1 && b[3] != 2)
+				return 0;
+			break;
+		case PORT_GENEVE:
+			kind = TUNK_GENEVE;
+			at += (b[0] & 0x3f) * 4;
+			et = ((__u16)b[2] << 8) | b[3];
+			break;
+		case PORT_GTPU: {
+			/* TS 29.281 §5.1: version 1, PT 1, G-PDU; with E, S or
+			 * PN the sequence number, N-PDU number and next
+			 * extension header type; with E the extension headers
+			 * (length in 4-octet units, the last octet the next
+			 * type) up to a next type of 0. */
+			kind = TUNK_GTPU;
+			__u8 f = b[0];
+			if ((f >> 5) != 1 || !(f & 0x10) || b[1] != 255)
+				return 0;
+			id = ((__u32)b[4] << 24) | ((__u32)b[5] << 16) | ((__u32)b[6] << 8) | b[7];
+			if (!(f & 7))
+				break;
+			if (at + 4 > end || !(b = PKT_AT(skb, s, at, 4)))
+				return 0;
+			__u8 next = b[3];
+			at += 4;
+			if (!(f & 4))
+				break;
+			for (int i = 0; i < GTPU_MAX_EXT; i++) {
+				if (!next)
+					break;
+				if (at + 1 > end || !(b = PKT_AT(skb, s, at, 1)) || !b[0])
+					return 0;
+				__u32 n = (__u32)b[0] * 4;
+				if (at + n > end || !(b = PKT_AT(skb, s, at + n - 1, 1)))
+					return 0;
+				next = b[0];
+				at += n;
+			}
+			if (next)
+				return 0;
+			break;
+		}
+		default:
+			return 0;
+		}
+	} else {
+		return 0;
+	}
+	if (kind == TUNK_GRE || kind == TUNK_GENEVE) {
+		if (et == 0x6558)
+			eth = 1;
+		else if (et != 0x0800 && et != 0x86dd)
+			return 0;
+	}
+	if (at >= end)
+		return 0;
+	int v6;
+	if (eth) {
+		/* Ethernet, up to two VLAN tags, then IP. */
+		if (at + 14 > end || !(b = PKT_AT(skb, s, at, 14)))
+			return 0;
+		et = ((__u16)b[12] << 8) | b[13];
+		at += 14;
+		for (int i = 0; i < 2; i++) {
+			if (et != 0x8100 && et != 0x88a8)
+				break;
+			if (at + 4 > end || !(b = PKT_AT(skb, s, at, 4)))
+				return 0;
+			et = ((__u16)b[2] << 8) | b[3];
+			at += 4;
+		}
+		if (et != 0x0800 && et != 0x86dd)
+			return 0;
+		v6 = et == 0x86dd;
+	} else {
+		if (!(b = PKT_AT(skb, s, at, 1)))
+			return 0;
+		if ((b[0] >> 4) != 4 && (b[0] >> 4) != 6)
+			return 0;
+		v6 = (b[0] >> 4) == 6;
+	}
+	if (inner_ip(skb, s, at, end, v6))
+		return 0;
+	in->id = id;
+	in->tun = kind;
+	__u64 h = hash64(0x51ed270b, ((__u64)kind << 32) | id);
+	for (int i = 0; i < 4; i++)
+		h = hash64(h, ((__u64)in->saddr[i] << 32) | in->daddr[i]);
+	h = hash64(h, ((__u64)in->sport << 32) | ((__u64)in->dport << 16) | in->proto);
+	p->idigest = h | 1;
+	return 0;
 }
 
 /* ctz64 is the index of the lowest set bit of x (x != 0). */
@@ -1934,6 +2250,58 @@ static __always_inline __u32 ctz64(__u64 x)
 	if (x & 0xaaaaaaaaaaaaaaaaULL)
 		n += 1;
 	return n;
+}
+
+/* WL_IACC says whether wl_match needs wl_inner's sets for the packet. */
+#define WL_IACC(s) ((s)->in.tun || ((s)->c.flags & F_WL_ICMP))
+
+/* wl_inner intersects the sets of the packet's ICMP type and code
+ * (s->icmp) and of its tunnel and inner headers (s->in) into s->wl_iacc,
+ * which wl_match then applies (F_WL_ICMP, F_WL_INNER).
+ * Global: a stack frame of its own, apart from wl_match's. */
+GLOBAL int wl_inner(struct scratch *s)
+{
+	if (!s)
+		return 0;
+	struct cfg *c = &s->c;
+	__u32 half = c->wl_base & 1;
+	__u64 *acc = s->wl_iacc;
+	struct inner *in = &s->in;
+	/* The first set is copied, the others intersected; entries without
+	 * a tunnel match are in every tunnel set. */
+	int inner = c->flags & F_WL_INNER;
+	struct wl_bm *b = inner ? small_set(half, WLS_TUN + (in->tun & 7)) : small_set(half, WLS_ICMP_TYPE + (s->icmp >> 8));
+	for (int j = 0; j < WL_WORDS; j++)
+		acc[j] = b ? b->w[j] : 0;
+	if (c->flags & F_WL_ICMP) {
+		if (inner)
+			bm_and(acc, small_set(half, WLS_ICMP_TYPE + (s->icmp >> 8)));
+		bm_and(acc, small_set(half, WLS_ICMP_CODE + (s->icmp & 0xff)));
+	}
+	if (inner) {
+		if (in->tun) {
+			if (c->flags & F_WL_IFAM)
+				bm_and(acc, small_set(half, WLS_IFAM + (in->v6 ? 1 : 0)));
+			if (c->flags & F_WL_IPROTO)
+				bm_and(acc, small_set(half, WLS_IPROTO + in->proto));
+			if (c->flags & F_WL_TID) {
+				s->tk = ((__u64)half << 32) | in->id;
+				b = bpf_map_lookup_elem(&wl_tid, &s->tk);
+				bm_and(acc, b ? b : small_set(half, WLS_TID_ANY));
+			}
+			/* Trie lookups cost most: skipped when every entry
+			 * accepts any inner address (or port). */
+			if (c->flags & F_WL_IPFX) {
+				bm_and(acc, prefix_set(s, WL_INNER + half * 2, in->saddr));
+				bm_and(acc, prefix_set(s, WL_INNER + half * 2 + 1, in->daddr));
+			}
+			if (c->flags & F_WL_IPORT) {
+				bm_and(acc, port_set(WL_INNER + half * 2, in->sport));
+				bm_and(acc, port_set(WL_INNER + half * 2 + 1, in->dport));
+			}
+		}
+	}
+	return 0;
 }
 
 /* wl_match returns the index (priority order) of the first watchlist
@@ -1963,10 +2331,20 @@ GLOBAL int wl_match(struct scratch *s)
 		b = bpf_map_lookup_elem(&wl_ifx, &ik);
 		bm_and(acc, b ? b : small_set(half, WLS_IFX_ANY));
 	}
-	bm_and(acc, prefix_set(half * 2, p->saddr));
-	bm_and(acc, prefix_set(half * 2 + 1, p->daddr));
-	bm_and(acc, port_set(half, 0, p->sport));
-	bm_and(acc, port_set(half, 1, p->dport));
+	bm_and(acc, prefix_set(s, half * 2, p->saddr));
+	bm_and(acc, prefix_set(s, half * 2 + 1, p->daddr));
+	bm_and(acc, port_set(half * 2, p->sport));
+	bm_and(acc, port_set(half * 2 + 1, p->dport));
+	if (c->flags & (F_WL_INNER | F_WL_ICMP)) {
+		if (WL_IACC(s)) {
+			for (int j = 0; j < WL_WORDS; j++)
+				acc[j] &= s->wl_iacc[j];
+		} else {
+			/* Not tunnelled, no ICMP match: the entries without a
+			 * tunnel match, without wl_inner. */
+			bm_and(acc, small_set(half, WLS_TUN));
+		}
+	}
 	for (int j = 0; j < WL_WORDS; j++) {
 		if (acc[j])
 			return j * 64 + ctz64(acc[j]);
@@ -1995,6 +2373,19 @@ static __always_inline int classify(struct __sk_buff *skb, struct scratch *s)
 		k.dscp = p->tos >> 2;
 	if (c->flags & F_WL_FLAGS)
 		k.tcp_flags = p->proto == IPPROTO_TCP ? p->tcp_flags : 0;
+	s->icmp = 0;
+	if ((c->flags & F_WL_ICMP) && (p->proto == IPPROTO_ICMP || p->proto == IPPROTO_ICMPV6) &&
+	    p->l4 + 2 <= L3 + p->ip_len) {
+		__u8 ic[2];
+		if (!bpf_skb_load_bytes(skb, p->l4, ic, 2))
+			s->icmp = ((__u16)ic[0] << 8) | ic[1];
+	}
+	k.icmp = s->icmp;
+	s->in.tun = 0;
+	if (c->flags & F_WL_INNER) {
+		inner_parse(skb, s);
+		k.inner = p->idigest;
+	}
 	__u32 base = c->wl_base ? MAX_WL : 0;
 	s->miss = 0;
 	s->unsampled = 0;
@@ -2005,7 +2396,7 @@ static __always_inline int classify(struct __sk_buff *skb, struct scratch *s)
 		adiff |= (lk->src[i] ^ k.src[i]) | (lk->dst[i] ^ k.dst[i]);
 	if (wc->gen != c->wl_gen || adiff || lk->sport != k.sport ||
 	    lk->dport != k.dport || lk->proto != k.proto || lk->dscp != k.dscp || lk->tcp_flags != k.tcp_flags ||
-	    lk->in_ifindex != k.in_ifindex) {
+	    lk->in_ifindex != k.in_ifindex || lk->icmp != k.icmp || lk->inner != k.inner) {
 		wc = bpf_map_lookup_elem(&wl_cache_map, &k);
 		if (wc && wc->gen == c->wl_gen) {
 			s->last = *wc;
@@ -2037,6 +2428,8 @@ static __always_inline int classify(struct __sk_buff *skb, struct scratch *s)
 	}
 	if (!tel) {
 		s->wl_in = skb->ingress_ifindex;
+		if (WL_IACC(s))
+			wl_inner(s);
 		i = wl_match(s);
 	}
 	if (i < MAX_WL) {
@@ -2139,6 +2532,11 @@ GLOBAL int syn_clamp(struct __sk_buff *skb, struct scratch *s, int reply)
 		p->dport = pt;
 		p->tcp_flags = t[13];
 		s->wl_in = s->h.out_ifindex;
+		/* A TCP segment: neither ICMP nor tunnelled. */
+		s->icmp = 0;
+		s->in.tun = 0;
+		if (WL_IACC(s))
+			wl_inner(s);
 		__u32 i = wl_match(s);
 		__builtin_memcpy(p->daddr, p->saddr, 16);
 		__builtin_memcpy(p->saddr, a, 16);
@@ -3385,6 +3783,10 @@ int intd_kfree_skb(__u64 *ctx)
 	if (reason == DR_IP_HDR)
 		/* The kernel drops TTL expiry in forwarding as a header error. */
 		reason = ttl <= 1 ? 26 : 0;
+	else if (reason == DR_NO_SOCKET)
+		/* A G-PDU to this node with no GTP-U endpoint for it: no
+		 * uplink PDR for its TEID (SD-Fabric UPF_UL_PDR_MISS). */
+		reason = k.proto == IPPROTO_UDP && k.dport == PORT_GTPU ? 133 : 0;
 	int tail = reason == 71;
 	__u32 flags = tail ? EVF_TAIL_DROP : 0;
 	int want = 0;
