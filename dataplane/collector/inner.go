@@ -51,9 +51,7 @@ func (d *Decoder) innerFast(r *Report, b []byte, ethernet bool) bool {
 	ports := binary.BigEndian.Uint32(b[l4:])
 	dport := uint16(ports)
 	if proto == wire.ProtoUDP {
-		if dport == 0 || dport == c.UDPPort || dport == c.VXLANGPEPort || dport == c.GenevePort ||
-			dport == spec.PortVXLANGPE || dport == d.INT05Port || dport == wire.PortVXLAN ||
-			dport == spec.PortGeneve || dport == wire.PortGTPU { // tunnels: the general path
+		if d.generalUDPPort(dport) {
 			return false
 		}
 	} else {
@@ -93,4 +91,16 @@ func (d *Decoder) innerFast(r *Report, b []byte, ethernet bool) bool {
 	}
 	r.InnerErr = d.decodeV21(r, &r.INT, b[off+wire.ShimLen:off+wire.ShimLen+l], e, s.Type)
 	return true
+}
+
+// generalUDPPort reports whether UDP to dport may hold INT or a tunnel,
+// which only the general path decodes.
+func (d *Decoder) generalUDPPort(dport uint16) bool {
+	c := &d.Parser
+	switch dport {
+	case 0, c.UDPPort, c.VXLANGPEPort, c.GenevePort, d.INT05Port,
+		spec.PortVXLANGPE, spec.PortGeneve, wire.PortVXLAN, wire.PortGTPU:
+		return true
+	}
+	return false
 }
