@@ -4,7 +4,7 @@ package gen
 
 // ModelVersions maps each YANG module to its newest revision date.
 var ModelVersions = map[string]string{
-	"intd-int":                    "2026-11-24",
+	"intd-int":                    "2026-11-25",
 	"intd-int-metadata-semantics": "2026-11-24",
 	"ietf-inet-types":             "2013-07-15",
 	"ietf-yang-types":             "2013-07-15",

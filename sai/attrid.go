@@ -40,6 +40,9 @@ const (
 	AttrDTelFlowReportOnPathChange
 	AttrDTelFlowReportOnQueueChange
 	AttrDTelDSValues
+	AttrDTelFlowReportAdaptive
+	AttrDTelFlowReportLatencyFactor
+	AttrDTelFlowReportLatencyFloor
 
 	// IntSession
 	AttrIntSessionMode
@@ -74,6 +77,7 @@ const (
 	AttrQueueReportResetThreshold
 	AttrQueueReportBreachQuota
 	AttrQueueReportTailDrop
+	AttrQueueReportRateLimit
 
 	// Event
 	AttrEventType
@@ -142,6 +146,9 @@ var attrInfo = [attrCount]struct {
 	AttrDTelFlowReportOnPathChange:          {ObjectTypeDTel, "FlowReport.OnPathChange"},
 	AttrDTelFlowReportOnQueueChange:         {ObjectTypeDTel, "FlowReport.OnQueueChange"},
 	AttrDTelDSValues:                        {ObjectTypeDTel, "DSValues[]"},
+	AttrDTelFlowReportAdaptive:              {ObjectTypeDTel, "FlowReport.Adaptive"},
+	AttrDTelFlowReportLatencyFactor:         {ObjectTypeDTel, "FlowReport.LatencyFactor"},
+	AttrDTelFlowReportLatencyFloor:          {ObjectTypeDTel, "FlowReport.LatencyFloor"},
 	AttrIntSessionMode:                      {ObjectTypeIntSession, "Mode"},
 	AttrIntSessionMaxHopCount:               {ObjectTypeIntSession, "MaxHopCount"},
 	AttrIntSessionInstructions:              {ObjectTypeIntSession, "Instructions"},
@@ -170,6 +177,7 @@ var attrInfo = [attrCount]struct {
 	AttrQueueReportResetThreshold:           {ObjectTypeQueueReport, "ResetThreshold"},
 	AttrQueueReportBreachQuota:              {ObjectTypeQueueReport, "BreachQuota"},
 	AttrQueueReportTailDrop:                 {ObjectTypeQueueReport, "TailDrop"},
+	AttrQueueReportRateLimit:                {ObjectTypeQueueReport, "RateLimit"},
 	AttrEventType:                           {ObjectTypeEvent, "Type"},
 	AttrEventReportSession:                  {ObjectTypeEvent, "ReportSession"},
 	AttrEventDSCP:                           {ObjectTypeEvent, "DSCP"},

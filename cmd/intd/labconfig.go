@@ -42,6 +42,7 @@ func labConfig(l *lab.Lab, name string, i int, collector netip.AddrPort) (*gen.D
 	fc := root.GetOrCreateFlowReportFilter().GetOrCreateConfig()
 	fc.ReportInterval = ygot.Uint32(1000) // ms
 	fc.HopLatencyThreshold = ygot.Uint32(uint32(lab.HopLatencyChange.Nanoseconds()))
+	fc.LatencyFilterMode = gen.IntdInt_Int_FlowReportFilter_Config_LatencyFilterMode_adaptive
 	fc.ReportOnPathChange, fc.ReportOnPortChange, fc.ReportOnQueueChange = ygot.Bool(true), ygot.Bool(true), ygot.Bool(true)
 
 	if collector.IsValid() {
@@ -71,6 +72,7 @@ func labConfig(l *lab.Lab, name string, i int, collector netip.AddrPort) (*gen.D
 		qc.LatencyThreshold = ygot.Uint32(uint32(lab.QueueLatencyThreshold.Nanoseconds()))
 		qc.BreachQuota = ygot.Uint32(1024)
 		qc.TailDrop = ygot.Bool(true)
+		qc.RateLimit = ygot.Uint32(lab.QueueReportRateLimit)
 	}
 
 	if hp := l.HostPorts(name); len(hp) > 0 {
