@@ -93,6 +93,7 @@ var attrPaths = bindAttrs(
 	at(sai.AttrReportSessionCoalesceMaxDelay, func(c *reportCfg) any { return &c.Config.MaxDelay }),
 	at(sai.AttrReportSessionRateLimit, func(c *reportCfg) any { return &c.Config.RateLimit }),
 	at(sai.AttrReportSessionDistributeByFlow, func(c *reportCfg) any { return &c.Config.CollectorSelection }),
+	at(sai.AttrReportSessionMTU, func(c *reportCfg) any { return &c.Config.PathMtu }),
 
 	at(sai.AttrQueueReportPort, func(c *queueCfg) any { return &c.Config.Interface }),
 	at(sai.AttrQueueReportQueue, func(c *queueCfg) any { return &c.Config.QueueId }),

@@ -294,6 +294,7 @@ func reportSession(p string, rs *gen.IntdInt_Int_ReportSessions_ReportSession) (
 		RateLimit:    c.GetRateLimit(),
 
 		DistributeByFlow: c.GetCollectorSelection() == gen.IntdInt_CollectorSelection_FLOW_HASH,
+		MTU:              c.GetPathMtu(),
 	}
 	if c.SourceAddress == nil {
 		return a, invalidf(p+"/config/source-address", "a report session needs a source-address")

@@ -65,12 +65,12 @@ func fullObjects() (map[key]sai.Attrs, map[key]key) {
 			},
 			TruncateSize: 128, DSCP: 46, Format: spec.ReportFormatV2,
 			Coalesce:  sai.Coalescing{MaxReports: 8, MaxDelay: 100 * time.Microsecond},
-			RateLimit: 100000,
+			RateLimit: 100000, MTU: 1500,
 		},
 		kLegacy: sai.ReportSessionAttrs{
 			SrcIP:        netip.MustParseAddr("2001:db8::1"),
 			Destinations: []sai.ReportDestination{{IP: netip.MustParseAddr("2001:db8::7"), UDPPort: 9555}},
-			TruncateSize: 128, Format: spec.ReportFormatV05,
+			TruncateSize: 128, Format: spec.ReportFormatV05, MTU: 9000,
 		},
 		kEntry10: sai.WatchlistEntryAttrs{
 			Priority: 65535 - 10,

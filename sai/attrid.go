@@ -68,6 +68,7 @@ const (
 	AttrReportSessionCoalesceMaxDelay
 	AttrReportSessionRateLimit
 	AttrReportSessionDistributeByFlow
+	AttrReportSessionMTU
 
 	// QueueReport
 	AttrQueueReportPort
@@ -170,6 +171,7 @@ var attrInfo = [attrCount]struct {
 	AttrReportSessionCoalesceMaxDelay:       {ObjectTypeReportSession, "Coalesce.MaxDelay"},
 	AttrReportSessionRateLimit:              {ObjectTypeReportSession, "RateLimit"},
 	AttrReportSessionDistributeByFlow:       {ObjectTypeReportSession, "DistributeByFlow"},
+	AttrReportSessionMTU:                    {ObjectTypeReportSession, "MTU"},
 	AttrQueueReportPort:                     {ObjectTypeQueueReport, "Port"},
 	AttrQueueReportQueue:                    {ObjectTypeQueueReport, "Queue"},
 	AttrQueueReportDepthThreshold:           {ObjectTypeQueueReport, "DepthThreshold"},

@@ -48,7 +48,7 @@ func Config(dt *sai.DTelAttrs, objects iter.Seq2[sai.OID, sai.Attrs], portID fun
 			rs := report.Session{Name: oid.String(), Src: a.SrcIP, VRF: a.VirtualRouter,
 				TruncateSize: int(a.TruncateSize), Format: a.Format,
 				MaxReports: int(a.Coalesce.MaxReports), MaxDelay: a.Coalesce.MaxDelay, RateLimit: a.RateLimit, DSCP: a.DSCP,
-				DistributeByFlow: a.DistributeByFlow}
+				DistributeByFlow: a.DistributeByFlow, MTU: int(a.MTU)}
 			for i, dst := range a.Destinations {
 				rs.Collectors = append(rs.Collectors, report.Collector{Addr: netip.AddrPortFrom(dst.IP, a.DstPort(i))})
 			}
