@@ -97,16 +97,5 @@ func latencyFrame(t testing.TB, sa sai.IntSessionAttrs, payload string, lat ...u
 		}
 		n += k
 	}
-	orig := udpFrame("10.0.1.1", "10.0.2.1", 4321, 53, []byte(payload), true)
-	f := make([]byte, len(orig), len(orig)+n+64)
-	copy(f, orig)
-	var p wire.Packet
-	if err := (&wire.Parser{}).Parse(f, &p); err != nil {
-		t.Fatal(err)
-	}
-	out, err := wire.InsertINT(f, &p, spec.TypeMD, hdr[:n], &wire.SourceOptions{Encap: spec.EncapDSCP, DSCP: 0x17, Mask: 0x3f})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return sourceMD(t, udpFrame("10.0.1.1", "10.0.2.1", 4321, 53, []byte(payload), true), hdr[:n])
 }
