@@ -64,6 +64,9 @@ var attrPaths = bindAttrs(
 	at(sai.AttrDTelFlowReportOnPortChange, func(c *dtelCfg) any { return &c.FlowReportFilter.Config.ReportOnPortChange }),
 	at(sai.AttrDTelFlowReportOnPathChange, func(c *dtelCfg) any { return &c.FlowReportFilter.Config.ReportOnPathChange }),
 	at(sai.AttrDTelFlowReportOnQueueChange, func(c *dtelCfg) any { return &c.FlowReportFilter.Config.ReportOnQueueChange }),
+	at(sai.AttrDTelFlowReportAdaptive, func(c *dtelCfg) any { return &c.FlowReportFilter.Config.LatencyFilterMode }),
+	at(sai.AttrDTelFlowReportLatencyFactor, func(c *dtelCfg) any { return &c.FlowReportFilter.Config.LatencyDeviationFactor }),
+	at(sai.AttrDTelFlowReportLatencyFloor, func(c *dtelCfg) any { return &c.FlowReportFilter.Config.LatencyFloor }),
 	// From /domain-specific-metadata, outside /int: dsValues checks them
 	// there first, so sai never names them.
 	at(sai.AttrDTelDSValues, func(c *dtelCfg) any { return &c.Node }),
@@ -90,6 +93,7 @@ var attrPaths = bindAttrs(
 	at(sai.AttrReportSessionCoalesceMaxDelay, func(c *reportCfg) any { return &c.Config.MaxDelay }),
 	at(sai.AttrReportSessionRateLimit, func(c *reportCfg) any { return &c.Config.RateLimit }),
 	at(sai.AttrReportSessionDistributeByFlow, func(c *reportCfg) any { return &c.Config.CollectorSelection }),
+	at(sai.AttrReportSessionMTU, func(c *reportCfg) any { return &c.Config.PathMtu }),
 
 	at(sai.AttrQueueReportPort, func(c *queueCfg) any { return &c.Config.Interface }),
 	at(sai.AttrQueueReportQueue, func(c *queueCfg) any { return &c.Config.QueueId }),
@@ -98,6 +102,7 @@ var attrPaths = bindAttrs(
 	at(sai.AttrQueueReportResetThreshold, func(c *queueCfg) any { return &c.Config.LatencyResetThreshold }),
 	at(sai.AttrQueueReportBreachQuota, func(c *queueCfg) any { return &c.Config.BreachQuota }),
 	at(sai.AttrQueueReportTailDrop, func(c *queueCfg) any { return &c.Config.TailDrop }),
+	at(sai.AttrQueueReportRateLimit, func(c *queueCfg) any { return &c.Config.RateLimit }),
 
 	at(sai.AttrEventType, func(c *eventCfg) any { return &c.Config.Type }),
 	at(sai.AttrEventReportSession, func(c *eventCfg) any { return &c.Config.ReportSession }),

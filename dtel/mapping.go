@@ -108,6 +108,9 @@ func (o *Orchestrator) translateNode(in *intent, cfg *gen.Device) error {
 		OnPortChange:     fc.GetReportOnPortChange(),
 		OnPathChange:     fc.GetReportOnPathChange(),
 		OnQueueChange:    fc.GetReportOnQueueChange(),
+		Adaptive:         fc.GetLatencyFilterMode() == gen.IntdInt_Int_FlowReportFilter_Config_LatencyFilterMode_adaptive,
+		LatencyFactor:    fc.GetLatencyDeviationFactor(),
+		LatencyFloor:     time.Duration(fc.GetLatencyFloor()) * time.Nanosecond,
 	}
 	var ifaces map[string]*gen.IntdInt_Int_Interfaces_Interface
 	if root.Interfaces != nil {
@@ -291,6 +294,7 @@ func reportSession(p string, rs *gen.IntdInt_Int_ReportSessions_ReportSession) (
 		RateLimit:    c.GetRateLimit(),
 
 		DistributeByFlow: c.GetCollectorSelection() == gen.IntdInt_CollectorSelection_FLOW_HASH,
+		MTU:              c.GetPathMtu(),
 	}
 	if c.SourceAddress == nil {
 		return a, invalidf(p+"/config/source-address", "a report session needs a source-address")
@@ -514,6 +518,7 @@ func queueReport(k gen.IntdInt_Int_QueueReports_QueueReport_Key, c *gen.IntdInt_
 		LatencyThreshold: time.Duration(c.GetLatencyThreshold()) * time.Nanosecond,
 		BreachQuota:      c.GetBreachQuota(),
 		TailDrop:         c.GetTailDrop(),
+		RateLimit:        c.GetRateLimit(),
 	}
 	// sai validates the thresholds; YANG's default is half the trigger.
 	a.ResetThreshold = a.LatencyThreshold / 2

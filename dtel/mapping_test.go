@@ -44,7 +44,8 @@ func fullObjects() (map[key]sai.Attrs, map[key]key) {
 			VXLANGPENextProtocol: 130,
 			GeneveOptionClass:    259,
 			GREProtocolType:      34887,
-			FlowReport:           sai.FlowReportFilter{Interval: time.Second, HopLatencyChange: 256, OnPortChange: true, OnPathChange: true, OnQueueChange: true},
+			FlowReport: sai.FlowReportFilter{Interval: time.Second, HopLatencyChange: 256, OnPortChange: true, OnPathChange: true, OnQueueChange: true,
+				Adaptive: true, LatencyFactor: sai.DefaultLatencyFactor, LatencyFloor: sai.DefaultLatencyFloor},
 		},
 		kMD5: sai.IntSessionAttrs{
 			Mode: sai.IntModeMD, MaxHopCount: 8,
@@ -64,12 +65,12 @@ func fullObjects() (map[key]sai.Attrs, map[key]key) {
 			},
 			TruncateSize: 128, DSCP: 46, Format: spec.ReportFormatV2,
 			Coalesce:  sai.Coalescing{MaxReports: 8, MaxDelay: 100 * time.Microsecond},
-			RateLimit: 100000,
+			RateLimit: 100000, MTU: 1500,
 		},
 		kLegacy: sai.ReportSessionAttrs{
 			SrcIP:        netip.MustParseAddr("2001:db8::1"),
 			Destinations: []sai.ReportDestination{{IP: netip.MustParseAddr("2001:db8::7"), UDPPort: 9555}},
-			TruncateSize: 128, Format: spec.ReportFormatV05,
+			TruncateSize: 128, Format: spec.ReportFormatV05, MTU: 9000,
 		},
 		kEntry10: sai.WatchlistEntryAttrs{
 			Priority: 65535 - 10,
@@ -224,10 +225,12 @@ func TestMapping(t *testing.T) {
 			mutate: func(d *gen.Device) {
 				f := i(d).FlowReportFilter.Config
 				f.ReportInterval, f.HopLatencyThreshold, f.ReportOnPortChange, f.ReportOnPathChange, f.ReportOnQueueChange = ptrTo(uint32(250)), ptrTo(uint32(0)), ptrTo(false), ptrTo(true), ptrTo(false)
+				f.LatencyFilterMode = gen.IntdInt_Int_FlowReportFilter_Config_LatencyFilterMode_fixed
+				f.LatencyDeviationFactor, f.LatencyFloor = ptrTo(uint32(4)), ptrTo(uint32(5000))
 			},
 			want: func(objs map[key]sai.Attrs, _ map[key]key) {
 				modify(objs, kDTel, func(a *sai.DTelAttrs) {
-					a.FlowReport = sai.FlowReportFilter{Interval: 250 * time.Millisecond, OnPathChange: true}
+					a.FlowReport = sai.FlowReportFilter{Interval: 250 * time.Millisecond, OnPathChange: true, LatencyFactor: 4, LatencyFloor: 5 * time.Microsecond}
 				})
 			},
 		},

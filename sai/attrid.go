@@ -40,6 +40,9 @@ const (
 	AttrDTelFlowReportOnPathChange
 	AttrDTelFlowReportOnQueueChange
 	AttrDTelDSValues
+	AttrDTelFlowReportAdaptive
+	AttrDTelFlowReportLatencyFactor
+	AttrDTelFlowReportLatencyFloor
 
 	// IntSession
 	AttrIntSessionMode
@@ -65,6 +68,7 @@ const (
 	AttrReportSessionCoalesceMaxDelay
 	AttrReportSessionRateLimit
 	AttrReportSessionDistributeByFlow
+	AttrReportSessionMTU
 
 	// QueueReport
 	AttrQueueReportPort
@@ -74,6 +78,7 @@ const (
 	AttrQueueReportResetThreshold
 	AttrQueueReportBreachQuota
 	AttrQueueReportTailDrop
+	AttrQueueReportRateLimit
 
 	// Event
 	AttrEventType
@@ -149,6 +154,9 @@ var attrInfo = [attrCount]struct {
 	AttrDTelFlowReportOnPathChange:          {ObjectTypeDTel, "FlowReport.OnPathChange"},
 	AttrDTelFlowReportOnQueueChange:         {ObjectTypeDTel, "FlowReport.OnQueueChange"},
 	AttrDTelDSValues:                        {ObjectTypeDTel, "DSValues[]"},
+	AttrDTelFlowReportAdaptive:              {ObjectTypeDTel, "FlowReport.Adaptive"},
+	AttrDTelFlowReportLatencyFactor:         {ObjectTypeDTel, "FlowReport.LatencyFactor"},
+	AttrDTelFlowReportLatencyFloor:          {ObjectTypeDTel, "FlowReport.LatencyFloor"},
 	AttrIntSessionMode:                      {ObjectTypeIntSession, "Mode"},
 	AttrIntSessionMaxHopCount:               {ObjectTypeIntSession, "MaxHopCount"},
 	AttrIntSessionInstructions:              {ObjectTypeIntSession, "Instructions"},
@@ -170,6 +178,7 @@ var attrInfo = [attrCount]struct {
 	AttrReportSessionCoalesceMaxDelay:       {ObjectTypeReportSession, "Coalesce.MaxDelay"},
 	AttrReportSessionRateLimit:              {ObjectTypeReportSession, "RateLimit"},
 	AttrReportSessionDistributeByFlow:       {ObjectTypeReportSession, "DistributeByFlow"},
+	AttrReportSessionMTU:                    {ObjectTypeReportSession, "MTU"},
 	AttrQueueReportPort:                     {ObjectTypeQueueReport, "Port"},
 	AttrQueueReportQueue:                    {ObjectTypeQueueReport, "Queue"},
 	AttrQueueReportDepthThreshold:           {ObjectTypeQueueReport, "DepthThreshold"},
@@ -177,6 +186,7 @@ var attrInfo = [attrCount]struct {
 	AttrQueueReportResetThreshold:           {ObjectTypeQueueReport, "ResetThreshold"},
 	AttrQueueReportBreachQuota:              {ObjectTypeQueueReport, "BreachQuota"},
 	AttrQueueReportTailDrop:                 {ObjectTypeQueueReport, "TailDrop"},
+	AttrQueueReportRateLimit:                {ObjectTypeQueueReport, "RateLimit"},
 	AttrEventType:                           {ObjectTypeEvent, "Type"},
 	AttrEventReportSession:                  {ObjectTypeEvent, "ReportSession"},
 	AttrEventDSCP:                           {ObjectTypeEvent, "DSCP"},

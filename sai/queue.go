@@ -29,6 +29,9 @@ type QueueReportAttrs struct {
 	// BreachQuota (SAI_DTEL_QUEUE_REPORT_ATTR_BREACH_QUOTA): reports per
 	// breach, at least 1. Default 1024.
 	BreachQuota uint32
+	// RateLimit caps the queue's congestion reports per second (one
+	// second windows, across breaches); 0 is no limit.
+	RateLimit uint32
 	// TailDrop (SAI_DTEL_QUEUE_REPORT_ATTR_TAIL_DROP) reports packets
 	// tail-dropped at this queue.
 	TailDrop bool

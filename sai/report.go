@@ -73,12 +73,22 @@ type ReportSessionAttrs struct {
 	// destination, picked by a hash of the flow that every node computes
 	// alike, instead of to every destination.
 	DistributeByFlow bool
+	// MTU of the path to the collectors (IP packet size), 0 or
+	// MinReportMTU..; 0 means 1500.
+	MTU uint16
 }
+
+// DefaultReportMTU is the report path MTU when none is configured (the
+// YANG default).
+const DefaultReportMTU = 1500
+
+// MinReportMTU is the smallest report path MTU (IPv4's minimum datagram).
+const MinReportMTU = 576
 
 // DefaultReportSessionAttrs returns a v2.0 session with the default truncate
 // size; the caller fills in addresses and ports.
 func DefaultReportSessionAttrs() ReportSessionAttrs {
-	return ReportSessionAttrs{TruncateSize: DefaultTruncateSize, Format: spec.ReportFormatV2}
+	return ReportSessionAttrs{TruncateSize: DefaultTruncateSize, Format: spec.ReportFormatV2, MTU: DefaultReportMTU}
 }
 
 // ObjectType implements Attrs.
@@ -110,6 +120,9 @@ func (a ReportSessionAttrs) DstPort(i int) uint16 {
 // Validate implements Attrs. Destination indexes in errors are 0-based.
 func (a ReportSessionAttrs) Validate() error {
 	const t = ObjectTypeReportSession
+	if a.MTU != 0 && a.MTU < MinReportMTU {
+		return invalid(t, AttrReportSessionMTU, "path MTU %d is below %d", a.MTU, MinReportMTU)
+	}
 	if !a.SrcIP.IsValid() || a.SrcIP.IsUnspecified() {
 		return invalid(t, AttrReportSessionSrcIP, "source IP %v is invalid", a.SrcIP)
 	}

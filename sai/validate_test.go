@@ -120,6 +120,8 @@ func TestValidateRules(t *testing.T) {
 		{"udp and probe", mod(DefaultDTelAttrs(), func(a *DTelAttrs) { a.IntUDPDstPort, a.IntUDPNPT, a.ProbeMarker = 1, 1, 1 }), "IntL4DSCP", "both UDP destination port and probe marker"},
 		{"interval", mod(DefaultDTelAttrs(), func(a *DTelAttrs) { a.FlowReport.Interval = 0 }), "FlowReport.Interval", "flow report interval 0s must be positive"},
 		{"hop latency change", mod(DefaultDTelAttrs(), func(a *DTelAttrs) { a.FlowReport.HopLatencyChange = -1 }), "FlowReport.HopLatencyChange", "is negative"},
+		{"adaptive without band", mod(DefaultDTelAttrs(), func(a *DTelAttrs) { a.FlowReport.LatencyFactor, a.FlowReport.LatencyFloor = 0, 0 }), "FlowReport.LatencyFactor", "reports every latency change"},
+		{"latency floor negative", mod(DefaultDTelAttrs(), func(a *DTelAttrs) { a.FlowReport.LatencyFloor = -1 }), "FlowReport.LatencyFloor", "is negative"},
 
 		// INT session.
 		{"hop count 0", mod(DefaultIntSessionAttrs(), func(a *IntSessionAttrs) { a.MaxHopCount = 0 }), "MaxHopCount", "sai: int session: max hop count 0 is invalid (want 1..255)"},

@@ -42,6 +42,7 @@ func labConfig(l *lab.Lab, name string, i int, collector netip.AddrPort) (*gen.D
 	fc := root.GetOrCreateFlowReportFilter().GetOrCreateConfig()
 	fc.ReportInterval = ygot.Uint32(1000) // ms
 	fc.HopLatencyThreshold = ygot.Uint32(uint32(lab.HopLatencyChange.Nanoseconds()))
+	fc.LatencyFilterMode = gen.IntdInt_Int_FlowReportFilter_Config_LatencyFilterMode_adaptive
 	fc.ReportOnPathChange, fc.ReportOnPortChange, fc.ReportOnQueueChange = ygot.Bool(true), ygot.Bool(true), ygot.Bool(true)
 
 	if collector.IsValid() {
@@ -54,6 +55,7 @@ func labConfig(l *lab.Lab, name string, i int, collector netip.AddrPort) (*gen.D
 		rc.Name = ygot.String(labReportSession)
 		rc.SourceAddress = ygot.String(src.String())
 		rc.ReportFormat = gen.IntdInt_ReportFormat_TELEMETRY_REPORT_V2_0
+		rc.TruncateSize = ygot.Uint16(lab.ReportTruncateSize)
 		addr := collector.Addr().Unmap().String()
 		cc := rs.GetOrCreateCollectors().GetOrCreateCollector(addr, collector.Port()).GetOrCreateConfig()
 		cc.Address, cc.Port = ygot.String(addr), ygot.Uint16(collector.Port())
@@ -71,6 +73,7 @@ func labConfig(l *lab.Lab, name string, i int, collector netip.AddrPort) (*gen.D
 		qc.LatencyThreshold = ygot.Uint32(uint32(lab.QueueLatencyThreshold.Nanoseconds()))
 		qc.BreachQuota = ygot.Uint32(1024)
 		qc.TailDrop = ygot.Bool(true)
+		qc.RateLimit = ygot.Uint32(lab.QueueReportRateLimit)
 	}
 
 	if hp := l.HostPorts(name); len(hp) > 0 {
@@ -93,6 +96,7 @@ func labSource(root *gen.IntdInt_Int, hostPorts []string) {
 		gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_LEVEL_1_INTERFACE_IDS,
 		gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_HOP_LATENCY,
 		gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_QUEUE_OCCUPANCY,
+		gen.IntdIntMetadataSemantics_METADATA_BASELINE_FIELD_METADATA_FIELD_EGRESS_TIMESTAMP,
 	}
 	sc.RemainingHopCount = ygot.Uint8(lab.DefaultSession().MaxHopCount)
 	for j, p := range hostPorts {

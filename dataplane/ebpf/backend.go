@@ -335,7 +335,7 @@ func (d *Dataplane) compileLocked() error {
 			qrOf[p.slot*maxTxq+min(int(a.Queue), maxTxq-1)] = uint8(i + 1)
 		}
 		q := intdQrCfg{Depth: a.DepthThreshold, Latency: uint32(min(a.LatencyThreshold.Nanoseconds(), 1<<32-1)),
-			Reset: uint32(min(a.EffectiveResetThreshold().Nanoseconds(), 1<<32-1)), Quota: a.BreachQuota}
+			Reset: uint32(min(a.EffectiveResetThreshold().Nanoseconds(), 1<<32-1)), Quota: a.BreachQuota, Rate: a.RateLimit}
 		if a.TailDrop {
 			q.TailDrop = 1
 		}
@@ -401,6 +401,8 @@ func dtelCfg(c *intdCfg, dt *sai.DTelAttrs) {
 	c.UdpPort, c.Npt = dt.IntUDPDstPort, uint8(dt.IntUDPNPT)
 	c.FlowInterval = uint64(dt.FlowReport.Interval)
 	c.LatShift = latShift(dt.FlowReport.HopLatencyChange)
+	set(dt.FlowReport.Adaptive, intdCfgFlagF_ADAPTIVE)
+	c.LatFactor, c.LatFloor = dt.FlowReport.LatencyFactor, uint32(dt.FlowReport.LatencyFloor.Nanoseconds())
 	if dt.VXLANGPENextProtocol != 0 {
 		c.Tunnels |= spec.EncapVXLANGPE.TunnelBit()
 	}

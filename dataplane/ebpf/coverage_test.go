@@ -247,3 +247,30 @@ func TestDropReports(t *testing.T) {
 		}
 	}
 }
+
+// TestQueueReportRateLimit: within one second, the BPF program passes at
+// most the queue's rate limit of reports, whatever the quota left.
+func TestQueueReportRateLimit(t *testing.T) {
+	n := newBPFNode(t)
+	n.in = 1 // lo, where intd_ingress runs: the latency is measured
+	n.setMTU(1500)
+	setup{dt: func(a *sai.DTelAttrs) { a.QueueReportEnable = true }}.apply(t, n)
+	qr, err := n.Create(sai.QueueReportAttrs{Port: "lo", LatencyThreshold: 2, ResetThreshold: 1, BreachQuota: 100, RateLimit: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := tcpFrame("10.0.1.1", "10.0.2.1", 1, 81, 0, []byte("queued"))
+	defer onCPU(t)()
+	for i := 0; i < 8; i++ {
+		runProg(t, n.objs.IntdIngress, bytes.Clone(f))
+		n.process(t, bytes.Clone(f))
+	}
+	evs := n.rec.wait(t, 4)
+	st, _ := n.Stats(t.Context())
+	if q := st.QueueReports[qr]; q.Breaches != 1 || q.Reports != 3 || q.QuotaLeft != 97 {
+		t.Errorf("queue report stats %+v, want 1 breach, 3 reports, quota left 97", q)
+	}
+	if len(evs) != 3 {
+		t.Errorf("%d events, want 3", len(evs))
+	}
+}

@@ -29,6 +29,8 @@ type evState struct {
 	// sinks are the ifindexes of sink ports: what comes in there is not
 	// INT, whatever its marking.
 	sinks map[uint32]bool
+	// adaptive: the BPF flow filter runs the adaptive latency band.
+	adaptive bool
 }
 
 func (e *evState) setParser(dt *sai.DTelAttrs, sinks map[uint32]bool) {
@@ -36,6 +38,7 @@ func (e *evState) setParser(dt *sai.DTelAttrs, sinks map[uint32]bool) {
 	defer e.mu.Unlock()
 	e.sinks = sinks
 	e.parser = wire.Parser{AllowTruncated: true}
+	e.adaptive = dt != nil && dt.FlowReport.Adaptive
 	if dt != nil {
 		e.parser.DSCP, e.parser.DSCPMask = dt.IntL4DSCP.Value, dt.IntL4DSCP.Mask
 		e.parser.UDPPort = dt.IntUDPDstPort
@@ -153,6 +156,10 @@ func (e *evState) convert(raw *intdEvent) *report.Event {
 		ev.Instructions, ev.HasInstructions = wire.Instructions(raw.Inst), true
 		ev.DomainID, ev.DSInstructions = raw.Domain, raw.DsInst
 	}
+	// In the adaptive mode the BPF filter judged every flow event's
+	// latencies (report-all events skip the filter here too).
+	ev.LatencyJudged = e.adaptive && ev.Kind == report.KindFlow && !ev.ReportAll
+	ev.LatencyAnomaly = raw.Flags&uint8(intdEventFlagEVF_LAT_ANOMALY) != 0
 	var p wire.Packet
 	pr := &e.parser
 	if ev.Kind == report.KindDrop {

@@ -255,13 +255,20 @@ func intFrame(t testing.TB, orig []byte, sa sai.IntSessionAttrs, prevHops int, d
 		k, _ := wire.PutHop(hdr[n:], inst, 0, &m)
 		n += k
 	}
-	f := make([]byte, len(orig), len(orig)+n+64)
+	return sourceMD(t, orig, hdr[:n])
+}
+
+// sourceMD returns orig with the INT-MD header and stack md inserted as a
+// source would (DSCP 0x17 marking), using wire.
+func sourceMD(t testing.TB, orig, md []byte) []byte {
+	t.Helper()
+	f := make([]byte, len(orig), len(orig)+len(md)+64)
 	copy(f, orig)
 	var p wire.Packet
 	if err := (&wire.Parser{}).Parse(f, &p); err != nil {
 		t.Fatal(err)
 	}
-	out, err := wire.InsertINT(f, &p, spec.TypeMD, hdr[:n], &wire.SourceOptions{Encap: spec.EncapDSCP, DSCP: 0x17, Mask: 0x3f})
+	out, err := wire.InsertINT(f, &p, spec.TypeMD, md, &wire.SourceOptions{Encap: spec.EncapDSCP, DSCP: 0x17, Mask: 0x3f})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,6 +36,8 @@ type intdCfg struct {
 	GreProto      uint16
 	Pad2          uint16
 	Probe         uint64
+	LatFactor     uint32
+	LatFloor      uint32
 }
 
 type intdCfgFlag uint32
@@ -62,6 +64,7 @@ const (
 	intdCfgFlagF_WL_IPORT     intdCfgFlag = 262144
 	intdCfgFlagF_WL_IFAM      intdCfgFlag = 524288
 	intdCfgFlagF_WL_IPROTO    intdCfgFlag = 1048576
+	intdCfgFlagF_ADAPTIVE     intdCfgFlag = 2097152
 )
 
 type intdCounter uint32
@@ -169,6 +172,7 @@ const (
 	intdEventFlagEVF_SINK             intdEventFlag = 16
 	intdEventFlagEVF_BREACH           intdEventFlag = 32
 	intdEventFlagEVF_INST             intdEventFlag = 64
+	intdEventFlagEVF_LAT_ANOMALY      intdEventFlag = 128
 )
 
 type intdFlowKey struct {
@@ -199,6 +203,10 @@ type intdFlowState struct {
 	_      structs.HostLayout
 	Last   uint64
 	Digest uint64
+	N      uint32
+	Mean   [8]uint32
+	Dev    [8]uint32
+	_      [4]byte
 }
 
 type intdIface struct {
@@ -241,6 +249,7 @@ type intdQrCfg struct {
 	Reset    uint32
 	Quota    uint32
 	TailDrop uint32
+	Rate     uint32
 }
 
 type intdQrState struct {
@@ -249,6 +258,9 @@ type intdQrState struct {
 	QuotaLeft uint32
 	Breaches  uint64
 	Reports   uint64
+	WinStart  uint64
+	WinCount  uint32
+	Pad       uint32
 }
 
 type intdScratch struct {
@@ -361,7 +373,9 @@ type intdScratch struct {
 	Mv       [128]uint8
 	Buf      [512]uint8
 	Ins      [160]uint8
-	_        [4]byte
+	Flat     [8]uint32
+	Nflat    uint32
+	Fs       intdFlowState
 }
 
 type intdSessMode uint32

@@ -20,12 +20,17 @@ const (
 // reports fire on fabric ports.
 const QueueLatencyThreshold = time.Millisecond
 
+// QueueReportRateLimit caps each fabric queue's congestion reports per
+// second: the lab's bursty flow breaches s2's queue 100 times a second.
+const QueueReportRateLimit = 100
+
 // ReportSource is the source address of the i-th switch's (topology
 // order, from 0) telemetry reports to an IPv4 collector.
 func ReportSource(i int) netip.Addr { return netip.AddrFrom4([4]byte{10, 255, 0, byte(i + 1)}) }
 
 // HopLatencyChange is the hop-latency change that makes `intd lab`'s
-// switches report a flow again. A software switch's queueing jitter is
+// switches report a flow again in the fixed filter mode (the lab runs
+// sai's default, the adaptive filter). A software switch's queueing jitter is
 // microseconds, not the nanoseconds of an ASIC: with the 256 ns default
 // nearly every packet of a flow sharing a busy queue would count as a
 // latency change. New keeps the default, which the package's report tests
@@ -95,6 +100,9 @@ func (l *Lab) ConfigureSwitchTo(b sai.Backend, i int, dsts []netip.AddrPort, dis
 	d.DropReportEnable, d.QueueReportEnable = true, true
 	d.IntL4DSCP = sai.DSCPMatch{Value: DSCPValue, Mask: DSCPMask}
 	d.SinkPortList = l.HostPorts(name)
+	if l.filter != nil {
+		d.FlowReport = *l.filter
+	}
 	if hopLatencyChange != 0 {
 		d.FlowReport.HopLatencyChange = hopLatencyChange
 	}
@@ -125,7 +133,7 @@ func (l *Lab) ConfigureSwitchTo(b sai.Backend, i int, dsts []netip.AddrPort, dis
 	}
 	for _, p := range l.FabricPorts(name) {
 		if _, err := b.Create(sai.QueueReportAttrs{Port: p, LatencyThreshold: QueueLatencyThreshold,
-			BreachQuota: sai.DefaultBreachQuota, TailDrop: true}); err != nil {
+			BreachQuota: sai.DefaultBreachQuota, TailDrop: true, RateLimit: QueueReportRateLimit}); err != nil {
 			return fmt.Errorf("lab: %s: %w", name, err)
 		}
 	}

@@ -43,6 +43,9 @@ type Options struct {
 	NoConfig bool
 	// Sender replaces the UDP report sender (tests).
 	Sender report.Sender
+	// FlowReport replaces sai's default flow report filter (adaptive) on
+	// every switch the lab configures.
+	FlowReport *sai.FlowReportFilter
 }
 
 // Flow is a generated traffic flow. Packets leave in bursts of Burst
@@ -77,6 +80,7 @@ type Lab struct {
 	pipes    map[string]*report.Pipeline
 	hosts    map[string]*host
 	flows    []*flowGen
+	filter   *sai.FlowReportFilter
 
 	pmu     sync.Mutex
 	pending []delivery
@@ -196,6 +200,7 @@ func New(opts Options) (*Lab, error) {
 	if err := l.route(); err != nil {
 		return nil, err
 	}
+	l.filter = opts.FlowReport
 	if !opts.NoConfig {
 		if err := l.configure(opts.Collector, opts.MoreCollectors, opts.DistributeByFlow); err != nil {
 			return nil, err

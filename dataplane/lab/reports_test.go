@@ -46,7 +46,11 @@ type rlab struct {
 func newRLab(t *testing.T, topo *Topology, flows []Flow) *rlab {
 	t.Helper()
 	r := &rlab{t: t, clk: soft.NewManualClock(rt0), cap: &report.Capture{}}
-	l, err := New(Options{Topology: topo, Clock: r.clk, Flows: flows, Collector: DefaultCollector, Sender: r.cap})
+	// The counts below follow SD-Fabric's fixed threshold (256 ns): on the
+	// manual clock latencies move only by queueing.
+	fixed := sai.DefaultDTelAttrs().FlowReport
+	fixed.Adaptive = false
+	l, err := New(Options{Topology: topo, Clock: r.clk, Flows: flows, Collector: DefaultCollector, Sender: r.cap, FlowReport: &fixed})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -78,6 +78,9 @@ type QueueReport struct {
 	Quota uint32
 	// TailDrop reports every packet tail-dropped at this queue.
 	TailDrop bool
+	// RateLimit caps congestion reports per one second window (the
+	// window starts with its first report); 0 is no limit.
+	RateLimit uint32
 }
 
 // Filter holds the smart-filter parameters for flow and drop reports.
@@ -87,6 +90,13 @@ type Filter struct {
 	// HopLatencyChange is the latency change of any hop (ns) that triggers
 	// an immediate report; 0 reports every change.
 	HopLatencyChange uint32
+	// Adaptive replaces HopLatencyChange with a learned band per flow and
+	// hop (see Learn): a latency is a change when it leaves the learned
+	// mean by more than LatencyFactor times the learned deviation and by
+	// more than LatencyFloor ns.
+	Adaptive      bool
+	LatencyFactor uint32
+	LatencyFloor  uint32
 	// LatencySensitivity quantises latencies to 2^n ns before comparing
 	// (SAI_DTEL_ATTR_LATENCY_SENSITIVITY); 0 compares exact values.
 	LatencySensitivity uint8

@@ -77,6 +77,10 @@ type Event struct {
 	// instruction bitmap, with HasInstructions.
 	DomainID       uint16
 	DSInstructions uint16
+	// LatencyJudged says the dataplane ran the adaptive filter's latency
+	// band itself over every packet of the flow (the BPF pre-filter, which
+	// passes only some packets on); LatencyAnomaly is then its verdict.
+	LatencyJudged, LatencyAnomaly bool
 }
 
 // Reporter receives the dataplane's observations.

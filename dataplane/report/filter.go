@@ -34,7 +34,20 @@ type flowState struct {
 	queue uint8
 	nlat  uint8
 	drop  uint8
-	lat   [MaxTrackedHops]uint32
+	// judged: the dataplane's pre-filter already ran the adaptive latency
+	// band (with every packet, not only those it passed on); anomaly is its
+	// verdict.
+	judged, anomaly bool
+	lat             [MaxTrackedHops]uint32
+}
+
+// band is the learned latency of a flow's hops for the adaptive filter:
+// an EWMA of latency (gain 1/8) and of its absolute deviation (gain 1/64
+// rising, 1/256 falling, 1/16 for a latency that left the band), in ns, in integer arithmetic the BPF pre-filter repeats exactly.
+type band struct {
+	n    uint8 // hops learned; 0: nothing yet
+	mean [MaxTrackedHops]uint32
+	dev  [MaxTrackedHops]uint32
 }
 
 // flowEntry is one slot of the flow table. It holds no pointers, so the
@@ -45,6 +58,7 @@ type flowEntry struct {
 	lastSeen   int64
 	lastReport int64
 	st         flowState
+	band       band
 }
 
 const ways = 4 // set associativity
@@ -134,6 +148,9 @@ func (t *flowTable) clear(now, cycle int64) {
 type filter struct {
 	interval   int64
 	latChange  uint32
+	adaptive   bool
+	factor     uint32
+	floor      uint32
 	sens       uint8
 	onPort     bool
 	onPath     bool
@@ -145,6 +162,7 @@ func compileFilter(f Filter) filter {
 	c := filter{
 		interval: int64(f.Interval), latChange: f.HopLatencyChange, sens: f.LatencySensitivity,
 		onPort: f.OnPortChange, onPath: f.OnPathChange, onQueue: f.OnQueueChange, clearCycle: int64(f.ClearCycle),
+		adaptive: f.Adaptive, factor: f.LatencyFactor, floor: f.LatencyFloor,
 	}
 	if c.interval == 0 {
 		c.interval = int64(defaultInterval)
@@ -159,6 +177,13 @@ func (f *filter) decide(t *flowTable, h uint64, now int64, st *flowState, drop b
 	e, fresh := t.lookup(h)
 	e.lastSeen = now
 	var r Reason
+	anomaly := false
+	if f.adaptive && !drop {
+		anomaly = st.anomaly
+		if !st.judged {
+			anomaly = learn(&e.band, st.lat[:st.nlat], f.factor, f.floor)
+		}
+	}
 	if fresh {
 		r = ReasonNew
 	} else {
@@ -178,7 +203,7 @@ func (f *filter) decide(t *flowTable, h uint64, now int64, st *flowState, drop b
 		if drop && o.drop != st.drop {
 			r |= ReasonDropCause
 		}
-		if !drop && f.latencyMoved(o, st) {
+		if !drop && (anomaly || !f.adaptive && f.latencyMoved(o, st)) {
 			r |= ReasonLatency
 		}
 	}
@@ -189,6 +214,54 @@ func (f *filter) decide(t *flowTable, h uint64, now int64, st *flowState, drop b
 		e.st = *st
 	}
 	return r
+}
+
+// learn updates b with one packet's hop latencies and says whether any of
+// them left the learned band: moved from the mean by more than factor
+// times the deviation and by more than floor ns. A latency that leaves the
+// band becomes the new mean (a step is one report, not one per packet
+// until the average catches up); a change in the number of hops restarts
+// learning and counts as a change. Both dataplanes' filters use it (the
+// BPF pre-filter repeats it in C), so they agree packet for packet.
+func learn(b *band, lat []uint32, factor, floor uint32) bool {
+	if int(b.n) != len(lat) {
+		changed := b.n != 0
+		b.n = uint8(len(lat))
+		for i, x := range lat {
+			b.mean[i], b.dev[i] = x, x/4
+		}
+		return changed
+	}
+	out := false
+	for i, x := range lat {
+		d := int64(x) - int64(b.mean[i])
+		ad := d
+		if ad < 0 {
+			ad = -ad
+		}
+		lim := int64(factor) * int64(b.dev[i])
+		if lim < int64(floor) {
+			lim = int64(floor)
+		}
+		if ad > lim {
+			// Reported; it widens the band a little, so a recurring
+			// swing soon stops counting while a rare jump still does.
+			out = true
+			b.mean[i] = x
+			b.dev[i] = uint32(int64(b.dev[i]) + (ad-int64(b.dev[i]))>>4)
+			continue
+		}
+		b.mean[i] = uint32(int64(b.mean[i]) + d>>3)
+		// The deviation rises slowly (a fast rise lets a heavy tail inflate
+		// the band without bound) and decays slower still: the band
+		// remembers a flow's recurring swings (bursts sharing its queue).
+		if dv := int64(b.dev[i]); ad > dv {
+			b.dev[i] = uint32(dv + (ad-dv)>>6)
+		} else {
+			b.dev[i] = uint32(dv - (dv-ad)>>8)
+		}
+	}
+	return out
 }
 
 func (f *filter) latencyMoved(o, st *flowState) bool {
@@ -222,6 +295,7 @@ func extract(ev *Event, st *flowState) {
 		st.queue = h.QueueID
 	}
 	st.drop = ev.DropReason
+	st.judged, st.anomaly = ev.LatencyJudged, ev.LatencyAnomaly
 	st.nlat = 1
 	if h.Valid&spec.InstHopLatency != 0 {
 		st.lat[0] = h.HopLatency

@@ -132,6 +132,9 @@ type queueState struct {
 	breached                      bool
 	quotaLeft                     uint32
 	breaches, reports, suppressed uint64
+	// The rate limit's window: its start (ns) and reports in it.
+	winStart int64
+	winCount uint32
 }
 
 // New builds a pipeline with cfg.
@@ -628,7 +631,7 @@ func (p *Pipeline) queue(ev *Event) {
 	if !q.breached {
 		return
 	}
-	if q.quotaLeft == 0 {
+	if q.quotaLeft == 0 || !q.admit(ev.Now) {
 		q.suppressed++
 		p.suppress(spec.EventQueueReportThresholdBreach)
 		return
@@ -636,6 +639,23 @@ func (p *Pipeline) queue(ev *Event) {
 	q.quotaLeft--
 	q.reports++
 	p.emit(spec.EventQueueReportThresholdBreach, ev, false, true)
+}
+
+// admit applies the queue's rate limit at time now: at most RateLimit
+// reports in a one second window that starts with its first report. The
+// BPF dataplane applies the same rule before its events reach here.
+func (q *queueState) admit(now int64) bool {
+	if q.cfg.RateLimit == 0 {
+		return true
+	}
+	if now-q.winStart >= int64(time.Second) || now < q.winStart {
+		q.winStart, q.winCount = now, 0
+	}
+	if q.winCount >= q.cfg.RateLimit {
+		return false
+	}
+	q.winCount++
+	return true
 }
 
 // emit encodes one individual report for event type et into its session's

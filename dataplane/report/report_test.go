@@ -819,3 +819,39 @@ func TestTunnelIDSeparatesFlows(t *testing.T) {
 		t.Fatalf("%d reports, want 2: one per tunnel", len(reps))
 	}
 }
+
+// TestQueueReportsRateLimit: a standing burst pattern breaches every 2 ms
+// (quota refilled each time) for 3 s; the rate limit of 50 reports per
+// second caps the queue's reports at 50 per one second window, 150 in all.
+func TestQueueReportsRateLimit(t *testing.T) {
+	cfg := baseConfig(8)
+	cfg.Queues = []QueueReport{{Port: 2, Queue: 3, LatencyThreshold: 2000, ResetThreshold: 500, Quota: 4, RateLimit: 50}}
+	p, c := newTest(t, cfg)
+	var ev Event
+	f := newFrame(1, nil, nil)
+	var perWindow [3]int
+	for n := int64(0); n < 3000; n++ { // one burst per 2 ms: 5 packets queued, 1 calm
+		for i := int64(0); i < 6; i++ {
+			now := n*int64(time.Millisecond) + i*100_000
+			lat := uint32(3000)
+			if i == 5 {
+				lat = 100
+			}
+			f.event(&ev, now, lat)
+			ev.Kind, ev.Hop.EgressPort, ev.Hop.QueueID = KindQueue, 2, 3
+			before := p.Stats().Queues[0].Reports
+			p.Report(&ev)
+			if p.Stats().Queues[0].Reports > before {
+				perWindow[now/int64(time.Second)]++
+			}
+		}
+	}
+	st := p.Stats()
+	reps := finish(t, p, c)
+	if q := st.Queues[0]; q.Breaches != 3000 || q.Reports != 150 {
+		t.Errorf("queue stats %+v, want 3000 breaches, 150 reports", q)
+	}
+	if perWindow != [3]int{50, 50, 50} || len(reps) != 150 {
+		t.Errorf("reports per second %v, %d sent; want 50 each, 150", perWindow, len(reps))
+	}
+}

@@ -152,3 +152,51 @@ func TestUDPCollectorDown(t *testing.T) {
 		}
 	}
 }
+
+// TestUDPIPv6PathMTU: reports reach an IPv6 collector over a real socket;
+// with the session's path MTU at 9000 a 4000-byte packet travels whole
+// (a 1500-byte path cuts it to fit).
+func TestUDPIPv6PathMTU(t *testing.T) {
+	ln, err := net.ListenUDP("udp6", &net.UDPAddr{IP: net.IPv6loopback})
+	if err != nil {
+		t.Skip("no IPv6 loopback UDP:", err)
+	}
+	defer ln.Close()
+	dst := ln.LocalAddr().(*net.UDPAddr).AddrPort()
+	for _, c := range []struct{ mtu, path int }{{9000, 9000}, {0, 1500}} {
+		snd := NewUDPSender()
+		cfg := baseConfig(1)
+		cfg.Sessions[0].Src, cfg.Sessions[0].Collectors = netip.IPv6Loopback(), []Collector{{dst}}
+		cfg.Sessions[0].MTU, cfg.Sessions[0].TruncateSize = c.mtu, 9000
+		cfg.Events[spec.EventFlowReportAllPackets] = Route{Session: "s"}
+		p, err := New(cfg, Options{Sender: snd, TickInterval: time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := newFrame(1, []uint32{1}, []uint32{1})
+		var ev Event
+		f.event(&ev, time.Now().UnixNano(), 10)
+		ev.ReportAll = true
+		ev.Packet = append(ev.Packet[:len(ev.Packet):len(ev.Packet)], make([]byte, 4000-len(ev.Packet))...)
+		p.Report(&ev)
+		buf := make([]byte, 65536)
+		ln.SetReadDeadline(time.Now().Add(5 * time.Second))
+		n, from, err := ln.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			t.Fatalf("MTU %d: %v", c.mtu, err)
+		}
+		_, rr, err := wire.NewReportReader(buf[:n])
+		var r wire.Report
+		if err != nil || !rr.Next(&r) {
+			t.Fatalf("MTU %d: undecodable report: %v", c.mtu, err)
+		}
+		// The datagram and its IPv6 and UDP headers fit the path.
+		whole := len(r.Inner) == 4000
+		if from.Addr() != netip.IPv6Loopback() || n+40+8 > c.path || whole != (c.mtu == 9000) {
+			t.Errorf("MTU %d: from %v, %d-byte datagram with a %d-byte inner packet", c.mtu, from, n, len(r.Inner))
+		}
+		t.Logf("path MTU %d: %d-byte datagram, inner %d bytes", c.mtu, n, len(r.Inner))
+		p.Close()
+		snd.Close()
+	}
+}

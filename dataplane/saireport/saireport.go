@@ -36,6 +36,7 @@ func Config(dt *sai.DTelAttrs, objects iter.Seq2[sai.OID, sai.Attrs], portID fun
 			Interval: f.Interval, HopLatencyChange: uint32(f.HopLatencyChange.Nanoseconds()),
 			LatencySensitivity: dt.LatencySensitivity, OnPortChange: f.OnPortChange,
 			OnPathChange: f.OnPathChange, OnQueueChange: f.OnQueueChange, ClearCycle: dt.FlowStateClearCycle,
+			Adaptive: f.Adaptive, LatencyFactor: f.LatencyFactor, LatencyFloor: uint32(f.LatencyFloor.Nanoseconds()),
 		}
 		for _, v := range dt.DSValues {
 			cfg.DSValues = append(cfg.DSValues, report.DSValue{DomainID: v.DomainID, Bit: v.Bit, Words: v.Words, Value: v.Value})
@@ -47,7 +48,7 @@ func Config(dt *sai.DTelAttrs, objects iter.Seq2[sai.OID, sai.Attrs], portID fun
 			rs := report.Session{Name: oid.String(), Src: a.SrcIP, VRF: a.VirtualRouter,
 				TruncateSize: int(a.TruncateSize), Format: a.Format,
 				MaxReports: int(a.Coalesce.MaxReports), MaxDelay: a.Coalesce.MaxDelay, RateLimit: a.RateLimit, DSCP: a.DSCP,
-				DistributeByFlow: a.DistributeByFlow}
+				DistributeByFlow: a.DistributeByFlow, MTU: int(a.MTU)}
 			for i, dst := range a.Destinations {
 				rs.Collectors = append(rs.Collectors, report.Collector{Addr: netip.AddrPortFrom(dst.IP, a.DstPort(i))})
 			}
@@ -60,7 +61,7 @@ func Config(dt *sai.DTelAttrs, objects iter.Seq2[sai.OID, sai.Attrs], portID fun
 				LatencyThreshold: nanos32(a.LatencyThreshold.Nanoseconds()),
 				DepthThreshold:   a.DepthThreshold,
 				ResetThreshold:   nanos32(a.ResetThreshold.Nanoseconds()),
-				Quota:            a.BreachQuota, TailDrop: a.TailDrop,
+				Quota:            a.BreachQuota, TailDrop: a.TailDrop, RateLimit: a.RateLimit,
 			})
 		}
 	}

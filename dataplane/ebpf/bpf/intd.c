@@ -78,6 +78,7 @@ enum cfg_flag {
 	F_WL_IPORT = 1 << 18,  /* some watchlist entry matches an inner port */
 	F_WL_IFAM = 1 << 19,   /* some watchlist entry matches the inner family */
 	F_WL_IPROTO = 1 << 20, /* some watchlist entry matches the inner protocol */
+	F_ADAPTIVE = 1 << 21,  /* flow filter: learned latency band, not lat_shift buckets */
 };
 
 /* ENC_* (pkt.encap, pkt.tun), TUN_* (cfg.tunnels) and the tunnels' code
@@ -113,6 +114,7 @@ enum event_flag {
 	EVF_SINK = 16,   /* frame as received at the sink: userspace pushes Hop */
 	EVF_BREACH = 32, /* queue report inside a breach */
 	EVF_INST = 64,   /* event inst is the requested instruction bitmap */
+	EVF_LAT_ANOMALY = 128, /* F_ADAPTIVE: a hop latency left the flow's learned band */
 };
 
 /* counters */
@@ -162,6 +164,8 @@ struct cfg {
 	__u16 gre_proto;     /* GRE protocol type announcing INT (TUN_GRE) */
 	__u16 pad2;
 	__u64 probe;         /* probe marker as the packet's bytes read, 0: off */
+	__u32 lat_factor;    /* F_ADAPTIVE: deviations a latency may move */
+	__u32 lat_floor;     /* F_ADAPTIVE: ns a latency may always move */
 };
 
 struct iface {
@@ -308,6 +312,7 @@ struct qr_cfg {
 	__u32 reset;   /* ns */
 	__u32 quota;
 	__u32 tail_drop;
+	__u32 rate; /* reports per one second window, 0: no limit */
 };
 
 struct qr_state {
@@ -315,11 +320,22 @@ struct qr_state {
 	__u32 quota_left;
 	__u64 breaches;
 	__u64 reports;
+	__u64 win_start; /* rate limit window: start (ns), reports in it */
+	__u32 win_count;
+	__u32 pad;
 };
 
 struct flow_state {
 	__u64 last;
 	__u64 digest;
+	/* F_ADAPTIVE: the learned band of up to 8 hop latencies (this node's,
+	 * then the stack's), EWMA of latency (gain 1/8) and of its absolute
+	 * deviation (gain 1/64 rising, 1/256 falling; 1/16 for a
+	 * latency that left the band) in ns, as the report
+	 * pipeline's filter. */
+	__u32 n;
+	__u32 mean[8];
+	__u32 dev[8];
 };
 
 struct ing_slot {
@@ -488,6 +504,9 @@ struct scratch {
 	__u8 mv[MAX_MOVE];
 	__u8 buf[512];
 	__u8 ins[160]; /* shim + INT header + hop, assembled for one store */
+	__u32 flat[8]; /* filter: the packet's hop latencies (F_ADAPTIVE) */
+	__u32 nflat;
+	struct flow_state fs; /* filter: a new flow's state */
 };
 
 struct {
@@ -1818,9 +1837,64 @@ GLOBAL int emit(struct __sk_buff *skb, struct scratch *s, __u32 kind, __u32 flag
 	return 0;
 }
 
+/* learn updates the band b with the packet's latencies (s->flat) and
+ * returns 1 when one left it by more than lat_factor deviations and
+ * lat_floor ns; such a latency becomes the mean. Integer arithmetic equal
+ * to the report pipeline's, so both dataplanes judge alike. */
+static __always_inline int learn(struct flow_state *b, struct scratch *s, struct cfg *c)
+{
+	__u32 n = s->nflat;
+	if (b->n != n) {
+		int changed = b->n != 0;
+		b->n = n;
+		for (int i = 0; i < 8; i++) {
+			if (i >= n)
+				break;
+			b->mean[i] = s->flat[i];
+			b->dev[i] = s->flat[i] / 4;
+		}
+		return changed;
+	}
+	int out = 0;
+	for (int i = 0; i < 8; i++) {
+		if (i >= n)
+			break;
+		__s64 x = s->flat[i];
+		__s64 d = x - (__s64)b->mean[i];
+		__s64 ad = d < 0 ? -d : d;
+		__s64 lim = (__s64)c->lat_factor * b->dev[i];
+		if (lim < (__s64)c->lat_floor)
+			lim = c->lat_floor;
+		if (ad > lim) {
+			out = 1;
+			b->mean[i] = x;
+			b->dev[i] = (__u32)((__s64)b->dev[i] + ((ad - (__s64)b->dev[i]) >> 4));
+			continue;
+		}
+		b->mean[i] = (__u32)((__s64)b->mean[i] + (d >> 3));
+		__s64 dv = b->dev[i];
+		if (ad > dv)
+			b->dev[i] = (__u32)(dv + ((ad - dv) >> 6));
+		else
+			b->dev[i] = (__u32)(dv - ((dv - ad) >> 8));
+	}
+	return out;
+}
+
+static __always_inline void flat_add(struct scratch *s, __u32 lat)
+{
+	__u32 n = s->nflat;
+	if (n < 8) {
+		s->flat[n & 7] = lat;
+		s->nflat = n + 1;
+	}
+}
+
 /* filter is the per-flow smart filter: a flow is reported when new, when
  * flow_interval has passed, or when the digest of its ports, path (node ids
- * of the INT stack) and latency buckets changed. It returns 1 to report. */
+ * of the INT stack) and latency buckets changed (F_ADAPTIVE: when a
+ * latency left the flow's learned band). It returns FL_* bits. */
+enum { FL_REPORT = 1, FL_JUDGED = 2, FL_ANOMALY = 4 };
 static __always_inline int filter(struct __sk_buff *skb, struct scratch *s)
 {
 	if (!s)
@@ -1834,9 +1908,12 @@ static __always_inline int filter(struct __sk_buff *skb, struct scratch *s)
 	__builtin_memcpy(k.dst, p->daddr, 16);
 	__u64 d = 0x5bd1e995;
 	__u32 lat_shift = c->lat_shift & 31;
+	int adaptive = (c->flags & F_ADAPTIVE) != 0;
 	if (c->flags & F_PORT_CHANGE)
 		d = hash64(d, ((__u64)h->in_ifindex << 32) | h->out_ifindex);
-	if (h->valid & INST_HOP_LATENCY)
+	s->nflat = 1;
+	s->flat[0] = (h->valid & INST_HOP_LATENCY) ? h->latency : 0;
+	if ((h->valid & INST_HOP_LATENCY) && !adaptive)
 		d = hash64(d, h->latency >> lat_shift);
 	if (p->shim && p->itype == INT_TYPE_MD && p->hop_ml) {
 		/* Up to 8 hops of the stack: node ids and latencies. */
@@ -1873,7 +1950,10 @@ static __always_inline int filter(struct __sk_buff *skb, struct scratch *s)
 					if (q + 4 > pe)
 						break;
 					w = *(__u32 *)q;
-					d = hash64(d, bpf_ntohl(w) >> lat_shift);
+					if (adaptive)
+						flat_add(s, bpf_ntohl(w));
+					else
+						d = hash64(d, bpf_ntohl(w) >> lat_shift);
 				}
 			}
 		} else if (len >= 4 && len <= 512 && bpf_skb_load_bytes(skb, stack, s->buf, len) == 0) {
@@ -1888,32 +1968,47 @@ static __always_inline int filter(struct __sk_buff *skb, struct scratch *s)
 				}
 				if (p->inst & INST_HOP_LATENCY) {
 					__builtin_memcpy(&w, &s->buf[(at + latw * 4) & 0x1fc], 4);
-					d = hash64(d, bpf_ntohl(w) >> lat_shift);
+					if (adaptive)
+						flat_add(s, bpf_ntohl(w));
+					else
+						d = hash64(d, bpf_ntohl(w) >> lat_shift);
 				}
 			}
 		}
 	}
+	int judged = adaptive ? FL_JUDGED : 0;
 	struct flow_state *st = bpf_map_lookup_elem(&flows, &k);
 	if (st) {
-		if (st->digest == d && h->ts_out - st->last < c->flow_interval)
-			return 0;
+		int out = adaptive && learn(st, s, c) ? FL_ANOMALY : 0;
+		if (!out && st->digest == d && h->ts_out - st->last < c->flow_interval)
+			return judged;
 		st->digest = d;
 		st->last = h->ts_out;
-		return 1;
+		return FL_REPORT | judged | out;
 	}
-	struct flow_state ns = {.last = h->ts_out, .digest = d};
-	bpf_map_update_elem(&flows, &k, &ns, BPF_ANY);
-	return 1;
+	struct flow_state *ns = &s->fs;
+	__builtin_memset(ns, 0, sizeof(*ns));
+	ns->last = h->ts_out;
+	ns->digest = d;
+	if (adaptive)
+		learn(ns, s, c);
+	bpf_map_update_elem(&flows, &k, ns, BPF_ANY);
+	return FL_REPORT | judged;
 }
 
 static __always_inline void flow_event(struct __sk_buff *skb, struct scratch *s, __u32 flags)
 {
 	cnt(s, C_FLOW_GEN);
 	int tcp_trigger = s->p.proto == IPPROTO_TCP && (s->p.tcp_flags & 0x07);
-	if (!(flags & EVF_REPORT_ALL) && !tcp_trigger && !filter(skb, s)) {
+	/* TCP flag packets run the filter too: its state then follows every
+	 * packet, as the report pipeline's does. */
+	int fl = (flags & EVF_REPORT_ALL) ? 0 : filter(skb, s);
+	if (!(flags & EVF_REPORT_ALL) && !tcp_trigger && !(fl & FL_REPORT)) {
 		cnt(s, C_EV_SUPPRESSED);
 		return;
 	}
+	if (fl & FL_ANOMALY)
+		flags |= EVF_LAT_ANOMALY;
 	emit(skb, s, EV_FLOW, flags);
 }
 
@@ -3343,6 +3438,17 @@ GLOBAL int queue_report(struct __sk_buff *skb, struct scratch *s, int watched)
 	}
 	if (!st->quota_left)
 		return 0;
+	if (q->rate) {
+		/* The report pipeline's rule: one second windows from the
+		 * first report in each (racing CPUs may overshoot by one). */
+		if (h->ts_out - st->win_start >= 1000000000ULL || h->ts_out < st->win_start) {
+			st->win_start = h->ts_out;
+			st->win_count = 0;
+		}
+		if (st->win_count >= q->rate)
+			return 0;
+		st->win_count++;
+	}
 	st->quota_left--;
 	st->reports++;
 	emit(skb, s, EV_QUEUE, flags | EVF_BREACH);
