@@ -43,7 +43,8 @@ func (a *ebpfApplier) Close() error {
 	return errors.Join(err, a.pipe.Close())
 }
 
-func newEBPFDataplane(_ context.Context, ifaces []string) (intdmodel.Applier, error) {
+func newEBPFDataplane(_ context.Context, o dataplaneOptions) (intdmodel.Applier, error) {
+	ifaces := o.Interfaces
 	if len(ifaces) == 0 {
 		return nil, errors.New("--interfaces is required (comma-separated interface names)")
 	}

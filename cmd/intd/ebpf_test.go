@@ -30,10 +30,10 @@ func TestEBPFInitialConfig(t *testing.T) {
 	if err := dp.check(); err != nil {
 		t.Fatalf("this system cannot run the ebpf dataplane: %v", err)
 	}
-	if _, err := dp.open(context.Background(), nil); err == nil {
+	if _, err := dp.open(context.Background(), dataplaneOptions{}); err == nil {
 		t.Error("no error without --interfaces")
 	}
-	a, err := dp.open(context.Background(), []string{"d0", "d1"})
+	a, err := dp.open(context.Background(), dataplaneOptions{Interfaces: []string{"d0", "d1"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/intd-project/intd/cmd/internal/gnmilisten"
 	"github.com/intd-project/intd/cmd/internal/logging"
+	"github.com/intd-project/intd/dataplane/soft"
 	"github.com/intd-project/intd/dtel"
 	"github.com/intd-project/intd/gen"
 	"github.com/intd-project/intd/server"
@@ -36,6 +37,7 @@ type runOptions struct {
 	StartupConfig string        `json:"startup-config"`
 	Dataplane     string        `json:"dataplane"`
 	Interfaces    string        `json:"interfaces"`
+	SoftQueues    int           `json:"soft-queues"`
 	StateInterval time.Duration `json:"-"`
 	StateInt      string        `json:"state-interval"`
 	LogLevel      string        `json:"log-level"`
@@ -59,7 +61,13 @@ type dataplaneKind struct {
 	keep []capability
 	// open sets the dataplane up; what it runs ends with ctx or when the
 	// applier (an io.Closer) is closed.
-	open func(ctx context.Context, interfaces []string) (intdmodel.Applier, error)
+	open func(ctx context.Context, o dataplaneOptions) (intdmodel.Applier, error)
+}
+
+// dataplaneOptions are the flags a dataplane is set up with.
+type dataplaneOptions struct {
+	Interfaces []string
+	SoftQueues int // egress queues per port (soft)
 }
 
 // dataplanes are the --dataplane values.
@@ -101,6 +109,7 @@ func runFlags(o *runOptions) *flag.FlagSet {
 	fs.StringVar(&o.StartupConfig, "startup-config", "", "YANG JSON (RFC 7951) configuration applied at the first start, when no saved configuration exists; checked like a Set, an invalid one stops intd. Without it intd starts with INT idle")
 	fs.StringVar(&o.Dataplane, "dataplane", defaultDataplane, "dataplane, one of:"+dataplaneUsage())
 	fs.StringVar(&o.Interfaces, "interfaces", "", "comma-separated interfaces the dataplane attaches to (required)")
+	fs.IntVar(&o.SoftQueues, "soft-queues", 1, "egress queues per port of the soft dataplane (1 to 8); a packet joins the one of its DSCP class selector (DSCP >> 3, capped), each with its queue reports and queue metadata")
 	fs.StringVar(&o.StateInt, "state-interval", "1s", "how often dataplane state and counters are published")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&o.LogFormat, "log-format", "text", "log format of every line intd writes: text or json")
@@ -288,6 +297,9 @@ func run(ctx context.Context, o *runOptions, log *slog.Logger) (err error) {
 	if err := checkInterfaces(ifaces); err != nil {
 		return err
 	}
+	if o.SoftQueues < 1 || o.SoftQueues > soft.MaxQueues {
+		return fmt.Errorf("--soft-queues %d: give 1 to %d egress queues per port", o.SoftQueues, soft.MaxQueues)
+	}
 	if err := dp.check(); err != nil {
 		return err
 	}
@@ -324,7 +336,7 @@ func run(ctx context.Context, o *runOptions, log *slog.Logger) (err error) {
 	}
 	defer lis.Close() // Serve owns it once called; closing twice is harmless
 
-	applier, err := dp.open(ctx, ifaces)
+	applier, err := dp.open(ctx, dataplaneOptions{Interfaces: ifaces, SoftQueues: o.SoftQueues})
 	if err != nil {
 		return fmt.Errorf("dataplane %s: %w", o.Dataplane, err)
 	}

@@ -56,12 +56,13 @@ func (a *softApplier) Close() error { return a.dp.Close() }
 // it.
 func (a *softApplier) Failed() <-chan error { return a.failed }
 
-func newSoftDataplane(ctx context.Context, ifaces []string) (intdmodel.Applier, error) {
+func newSoftDataplane(ctx context.Context, o dataplaneOptions) (intdmodel.Applier, error) {
+	ifaces := o.Interfaces
 	if len(ifaces) == 0 {
 		return nil, errors.New("--interfaces is required (comma-separated interface names)")
 	}
 	log := slog.Default().With("dataplane", "soft")
-	dp, err := afpacket.New(afpacket.Config{Interfaces: ifaces, Logger: log})
+	dp, err := afpacket.New(afpacket.Config{Interfaces: ifaces, Queues: o.SoftQueues, Logger: log})
 	if err != nil {
 		return nil, err
 	}

@@ -26,6 +26,9 @@ import (
 type Config struct {
 	// Interfaces are the switch's ports, by name (required).
 	Interfaces []string
+	// Queues is the number of egress queues of every port, 1 (default)
+	// to soft.MaxQueues; packets pick theirs by DSCP class selector.
+	Queues int
 	// Name is the switch's name (default: the host name).
 	Name string
 	// Logger logs host settings changed and restored, leftovers removed
@@ -109,7 +112,7 @@ func New(cfg Config) (_ *Dataplane, err error) {
 			return nil, fmt.Errorf("afpacket: interface %q: %w", name, err)
 		}
 		d.locks = append(d.locks, l)
-		pc := soft.PortConfig{Name: name, ID: uint16(p.Index), MTU: p.MTU, MAC: p.MAC, Rate: linkSpeed(name)}
+		pc := soft.PortConfig{Name: name, ID: uint16(p.Index), MTU: p.MTU, MAC: p.MAC, Rate: linkSpeed(name), Queues: cfg.Queues}
 		// A tbf root qdisc's shaping is done by the switch's own egress
 		// queue, so INT latency, queue occupancy and queue reports see it.
 		if rate, limit, ok, err := Shaping(name); err == nil && ok {

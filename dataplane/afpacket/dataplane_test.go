@@ -24,6 +24,7 @@ import (
 	"github.com/intd-project/intd/dataplane/report"
 	"github.com/intd-project/intd/dataplane/soft"
 	"github.com/intd-project/intd/internal/logtest"
+	"github.com/intd-project/intd/sai"
 	"github.com/intd-project/intd/sai/spec"
 )
 
@@ -124,14 +125,29 @@ func writeProc(path, v string) error { return os.WriteFile(path, []byte(v), 0o64
 // log lines go to the returned buffer.
 func startDataplane(t *testing.T, ns netns.NsHandle, ifaces ...string) (*Dataplane, *logtest.Buffer) {
 	t.Helper()
+	return startDataplaneConfig(t, ns, Config{Interfaces: ifaces})
+}
+
+// startDataplaneConfig is startDataplane with cfg (named "r", logging to
+// the returned buffer).
+func startDataplaneConfig(t *testing.T, ns netns.NsHandle, cfg Config) (*Dataplane, *logtest.Buffer) {
+	t.Helper()
 	logs := &logtest.Buffer{}
+	cfg.Name, cfg.Logger = "r", slog.New(slog.NewTextHandler(logs, nil))
 	var d *Dataplane
 	inNS(t, ns, func() (err error) {
-		d, err = New(Config{Interfaces: ifaces, Name: "r", Logger: slog.New(slog.NewTextHandler(logs, nil))})
+		d, err = New(cfg)
 		return err
 	})
 	done := make(chan error, 1)
 	go func() { done <- d.Run(context.Background()) }()
+	// Forwarding has started once Run has taken the dataplane (a test
+	// that ends at once must not close it before).
+	for started := false; !started; time.Sleep(time.Millisecond) {
+		d.mu.Lock()
+		started = d.running != nil
+		d.mu.Unlock()
+	}
 	t.Cleanup(func() {
 		if err := d.Close(); err != nil {
 			t.Errorf("Close: %v", err)
@@ -494,4 +510,35 @@ func TestHopLatencyFromKernel(t *testing.T) {
 		}
 	}
 	t.Logf("hop latencies (ns) after %v in the socket: %v", wait, rec.lat)
+}
+
+// TestConfigQueues: Config.Queues gives every port that many egress
+// queues, each with its queue reports; one more is refused.
+func TestConfigQueues(t *testing.T) {
+	r, _ := testNS(t)
+	h1, _ := testNS(t)
+	h2, _ := testNS(t)
+	link(t, h1, "e1", "10.1.0.1/24", r, "s1", "10.1.0.254/24")
+	link(t, h2, "e2", "10.2.0.1/24", r, "s2", "10.2.0.254/24")
+	d, _ := startDataplaneConfig(t, r, Config{Interfaces: []string{"s1", "s2"}, Queues: 4})
+	dt := sai.DefaultDTelAttrs()
+	dt.SwitchID, dt.QueueReportEnable = 1, true
+	if _, err := d.Create(dt); err != nil {
+		t.Fatal(err)
+	}
+	q := sai.QueueReportAttrs{Port: "s2", Queue: 3, LatencyThreshold: time.Millisecond, BreachQuota: 10}
+	if _, err := d.Create(q); err != nil {
+		t.Errorf("queue 3 of 4: %v", err)
+	}
+	q.Queue = 4
+	if _, err := d.Create(q); err == nil {
+		t.Error("queue 4 of 4 accepted")
+	}
+	st, err := d.Stats(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(st.Queues["s2"]); n != 4 {
+		t.Errorf("s2 has %d queues in its state, want 4", n)
+	}
 }
