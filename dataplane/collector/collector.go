@@ -522,7 +522,7 @@ func (c *Collector) mdPathRaw(f *FlowState, r *Report) {
 			if itsOK && etsOK && ets >= its {
 				lat = ets - its
 			}
-			hasLat = itsOK || etsOK
+			hasLat = itsOK && etsOK // one timestamp alone is no latency
 		}
 		if o := l.l1; o >= 0 {
 			if x := be32(q, o); x != wire.Unavailable32 {
@@ -684,7 +684,10 @@ func (c *Collector) updateLat(h *HopState, m *wire.HopMetadata, lat uint64) {
 	if v&spec.InstL1Interfaces != 0 {
 		h.IngressPort, h.EgressPort = m.IngressPort, m.EgressPort
 	}
-	if v&(spec.InstHopLatency|spec.InstIngressTimestamp|spec.InstEgressTimestamp) != 0 {
+	// A report without hop latency nor both timestamps (a drop report has
+	// no egress) says nothing of the hop's latency.
+	const ts = spec.InstIngressTimestamp | spec.InstEgressTimestamp
+	if v&spec.InstHopLatency != 0 || v&ts == ts {
 		c.hopLatency(h, lat)
 	}
 	if v&spec.InstQueue != 0 {
