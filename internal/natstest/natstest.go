@@ -107,7 +107,7 @@ func (c *Cluster) URLs() string {
 // stream replicated on every server can be placed (the cluster is whole).
 func (c *Cluster) waitReady(t testing.TB) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(60 * time.Second) // a loaded 2-core machine elects slowly
 	for _, s := range c.Servers {
 		for {
 			err := jsReady(s.URL, len(c.Servers))
