@@ -121,8 +121,8 @@ func gnmiReplace(t *testing.T, c gpb.GNMIClient, target, elem string, cfg []byte
 
 // coverageConfig is /int for router n of r1-r2 setting every configurable
 // leaf somewhere: two INT sessions, postcards, drop and queue reports,
-// every event, a watchlist entry with every match field and one with a
-// VXLAN match, a rate-limited report session.
+// every event, watchlist entries with every match field (VXLAN, GTP-U
+// inner, ICMP), a rate-limited report session.
 func coverageConfig(n int, vxlan bool) []byte {
 	sink := map[int]string{1: "p1", 2: "p2"}[n]
 	src := map[int]string{1: "10.0.9.1", 2: "10.0.12.2"}[n]
@@ -130,10 +130,18 @@ func coverageConfig(n int, vxlan bool) []byte {
 	if vxlan {
 		vx = `{"sequence-id": 20, "config": {"sequence-id": 20},
      "match": {"config": {"protocol": 17, "destination-port-min": 4789, "destination-port-max": 4789}},
-     "vxlan-match": {"config": {"vni": 5001, "inner-source-prefix": "10.1.0.0/16", "inner-destination-prefix": "10.2.0.0/16",
+     "vxlan-match": {"config": {"tunnel-type": "VXLAN", "tunnel-id": 5001, "inner-ether-type": 2048,
+       "inner-source-prefix": "10.1.0.0/16", "inner-destination-prefix": "10.2.0.0/16",
        "inner-protocol": 17, "inner-source-port-min": 0, "inner-source-port-max": 65535,
        "inner-destination-port-min": 53, "inner-destination-port-max": 53}},
-     "actions": {"config": {"flow-op": "POSTCARD", "report-all-packets": true, "sample-percent": 100}}},`
+     "actions": {"config": {"flow-op": "POSTCARD", "report-all-packets": true, "sample-percent": 100}}},
+    {"sequence-id": 22, "config": {"sequence-id": 22},
+     "match": {"config": {"protocol": 17, "destination-port-min": 4789, "destination-port-max": 4789}},
+     "vxlan-match": {"config": {"vni": 6001}},
+     "actions": {"config": {"flow-op": "POSTCARD", "sample-percent": 100}}},
+    {"sequence-id": 21, "config": {"sequence-id": 21},
+     "match": {"config": {"source-prefix": "10.45.0.0/16", "gtpu-inner": true}},
+     "actions": {"config": {"flow-op": "POSTCARD", "sample-percent": 100}}},`
 	}
 	return []byte(fmt.Sprintf(`{
   "node": {"config": {"enabled": true, "node-id": %d, "int-endpoint": true, "int-transit": true, "postcard": true,
@@ -165,6 +173,9 @@ func coverageConfig(n int, vxlan bool) []byte {
      "actions": {"config": {"flow-op": "INT", "int-session": "md", "report-all-packets": false, "drop-report": true,
        "tail-drop-report": true, "sample-percent": 100, "packet-interval": 0}}},
     %s
+    {"sequence-id": 25, "config": {"sequence-id": 25, "description": "echo requests"},
+     "match": {"config": {"ether-type": 2048, "protocol": 1, "icmp-type": 8, "icmp-code": 0, "dscp": 0, "dscp-mask": 56}},
+     "actions": {"config": {"flow-op": "POSTCARD", "sample-percent": 100}}},
     {"sequence-id": 30, "config": {"sequence-id": 30},
      "match": {"config": {"source-prefix": "0.0.0.0/0"}},
      "actions": {"config": {"flow-op": "POSTCARD", "int-session": "md", "drop-report": true, "sample-percent": 100}}}]}},
@@ -236,7 +247,7 @@ func TestStateCoverage(t *testing.T) {
 			r.start(t, dp)
 			for i, n := range []string{"r1", "r2"} {
 				gnmiReplace(t, r.gnmi[n], n, "domain-specific-metadata", []byte(coverageDomains))
-				gnmiReplaceInt(t, r.gnmi[n], n, coverageConfig(i+1, dp != "ebpf"))
+				gnmiReplaceInt(t, r.gnmi[n], n, coverageConfig(i+1, true))
 			}
 			r.checkUDP(t, userClasses, 1<<42, func(d uint8) uint8 { return d })
 			// Drops: h1 to a prefix r1 has no route for.
@@ -289,9 +300,7 @@ func TestStateCoverage(t *testing.T) {
 			}
 			var missing []string
 			for _, l := range leaves {
-				// The eBPF dataplane refuses VXLAN inner matches.
-				vxlan := dp == "ebpf" && strings.HasPrefix(l, "/int/watchlist/entries/entry/vxlan-match/")
-				if _, ok := written[l]; !ok && notWritten[l] == "" && !vxlan {
+				if _, ok := written[l]; !ok && notWritten[l] == "" {
 					missing = append(missing, l)
 				}
 			}
