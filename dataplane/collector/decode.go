@@ -332,8 +332,8 @@ func (d *Decoder) tunnel(r *Report, buf []byte) {
 }
 
 // tunnelParser reads the inner packets of tunnels: possibly truncated by
-// the report, never INT.
-var tunnelParser = wire.Parser{AllowTruncated: true, NoINT: true}
+// the report, never INT, behind the INT over UDP of the report's frame.
+var tunnelParser = wire.Parser{AllowTruncated: true, NoINT: true, PastL4INT: true}
 
 // decodePacket is decodeInner's general path.
 func (d *Decoder) decodePacket(r *Report, buf []byte, ethernet, fromReport bool) {

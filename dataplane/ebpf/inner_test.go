@@ -2,11 +2,13 @@ package ebpf
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -197,6 +199,138 @@ func TestTunnelDropReasons(t *testing.T) {
 // UE outside the watched subnet is not reported. (The kernel's gtp device
 // is not needed: the tunnel is plain UDP to port 2152, as an N3 link is.)
 func TestGTPUEndToEnd(t *testing.T) {
+	l, col, pipe := gtpuLab(t)
+	l.router(t, "r1", []string{"r1-h1", "r1-r2"}, pipe(), ueWatch(1, "POSTCARD"))
+	l.router(t, "r2", []string{"r2-r1", "r2-r3"}, pipe(), ueWatch(2, "POSTCARD"))
+	l.router(t, "r3", []string{"r3-r2", "r3-h2"}, pipe(), ueWatch(3, "POSTCARD"))
+
+	// The user-plane endpoint at h2 counts the G-PDUs it gets.
+	var upf *net.UDPConn
+	if err := l.in("h2", func() (err error) {
+		upf, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(10, 0, 2, 2), Port: wire.PortGTPU})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { upf.Close() })
+	gnb := gnodeB(t, l, net.IPv4(10, 0, 2, 2))
+	const teid = 0x1001
+	ues := []string{"10.250.0.1", "10.250.0.2", "10.251.0.1"} // the last outside the watched subnet
+	for range 3 {
+		for _, ue := range ues {
+			if _, err := gnb.Write(gpdu(teid, ue)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	_ = upf.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 2048)
+	for i := range 3 * len(ues) {
+		if _, err := upf.Read(buf); err != nil {
+			t.Fatalf("G-PDU %d did not reach the endpoint: %v", i, err)
+		}
+	}
+	for _, ue := range ues[:2] {
+		var f intcol.FlowState
+		for end := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			var ok bool
+			if f, ok = col.TunnelFlow(ueFlow(ue), wire.TunnelGTPU, teid); ok && f.NHops == 3 || time.Now().After(end) {
+				break
+			}
+		}
+		var nodes []uint32
+		for h := 0; h < f.NHops; h++ {
+			nodes = append(nodes, f.Path[h].NodeID)
+			if f.Path[h].Latency.Count == 0 || f.Path[h].Latency.Max == 0 {
+				t.Errorf("UE %s: hop %d (node %d) has no latency: %+v", ue, h, f.Path[h].NodeID, f.Path[h].Latency)
+			}
+		}
+		if !slices.Equal(nodes, []uint32{1, 2, 3}) || f.E2E.Count == 0 || f.Outer.DstPort != wire.PortGTPU {
+			t.Errorf("UE %s in TEID %#x: path %v, e2e %+v, outer %v", ue, teid, nodes, f.E2E, f.Outer)
+		}
+		t.Logf("UE %s TEID %#x: path %v, end-to-end latency %d ns (%d samples), outer %v", ue, teid, nodes, f.E2E.Last, f.E2E.Count, f.Outer)
+	}
+	if _, ok := col.TunnelFlow(ueFlow(ues[2]), wire.TunnelGTPU, teid); ok {
+		t.Errorf("UE %s outside the watched subnet was reported", ues[2])
+	}
+	if n := len(col.Snapshot(0).Flows); n != 2 {
+		t.Errorf("%d flows at the collector, want 2: %+v", n, col.Snapshot(0).Flows)
+	}
+}
+
+// TestGTPUNoEndpointDrop: r1 watches UE traffic inside GTP-U and inserts
+// INT; the G-PDUs are addressed to r3, a user-plane node with drop reports
+// on and no GTP-U endpoint bound (no user-plane function, or one that is
+// down). The kernel drops them with NO_SOCKET, and r3 reports each drop
+// as SD-Fabric's 133 (UPF_UL_PDR_MISS) with the frame, so the collector
+// shows the drop on the UE's inner flow and its TEID. A user-plane
+// function that has the socket and drops an unknown TEID itself is not a
+// kernel drop: intd does not see it (docs/tunnels.md).
+func TestGTPUNoEndpointDrop(t *testing.T) {
+	l, col, pipe := gtpuLab(t)
+	l.router(t, "r1", []string{"r1-h1", "r1-r2"}, nil, ueWatch(1, "INT"))
+	l.router(t, "r2", []string{"r2-r1", "r2-r3"}, nil, routerConfig(2, "", false))
+	upf := strings.NewReplacer(`"int-transit": true`, `"int-transit": true, "drop-report": true`,
+		`"events": {"event": [`, `"events": {"event": [{"type": "DROP_REPORT", "config": {"type": "DROP_REPORT", "report-session": "collector"}}, `)
+	r3 := l.router(t, "r3", []string{"r3-r2", "r3-h2"}, pipe(), upf.Replace(routerConfig(3, "", false)))
+	gnb := gnodeB(t, l, net.IPv4(10, 0, 23, 2))
+	const teid = 0x2002
+	ue := "10.250.0.7"
+	for range 3 {
+		// r3's port unreachable comes back as the socket's error, taken
+		// in place of the next send.
+		_, err := gnb.Write(gpdu(teid, ue))
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			_, err = gnb.Write(gpdu(teid, ue))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	var f intcol.FlowState
+	var ok bool
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if f, ok = col.TunnelFlow(ueFlow(ue), wire.TunnelGTPU, teid); ok && f.DropReasons[0].Count > 0 {
+			break
+		}
+	}
+	if !ok {
+		t.Fatalf("no flow of UE %s in TEID %#x at the collector: %+v", ue, teid, col.Snapshot(0).Flows)
+	}
+	// The smart filter reports a flow's drop once per reason and interval:
+	// one report for the three drops.
+	if d := f.DropReasons[0]; d.Reason != uint8(spec.DropUPFUplinkPDRMiss) || d.Count == 0 {
+		t.Errorf("UE %s in TEID %#x: drops %+v, want reason %d", ue, teid, f.DropReasons, spec.DropUPFUplinkPDRMiss)
+	}
+	var nodes []uint32
+	for h := 0; h < f.NHops; h++ {
+		nodes = append(nodes, f.Path[h].NodeID)
+	}
+	if !slices.Equal(nodes, []uint32{1, 2, 3}) || f.Path[2].Drops == 0 || f.Outer.DstPort != wire.PortGTPU {
+		t.Errorf("UE %s: path %v (drops at r3 %d), outer %v; want 1 2 3, dropped at r3, outer GTP-U", ue, nodes, f.Path[min(f.NHops, 3)-1].Drops, f.Outer)
+	}
+	var st sai.Stats
+	for end := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var err error
+		if st, err = r3.Stats(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if st.Drops[spec.DropUPFUplinkPDRMiss] >= 3 || time.Now().After(end) {
+			break
+		}
+	}
+	if n := st.Drops[spec.DropUPFUplinkPDRMiss]; n != 3 || st.Reports[sai.ReportDrop].Generated == 0 {
+		t.Errorf("r3 counted %d UPF_UL_PDR_MISS drops (want 3), %d drop reports", n, st.Reports[sai.ReportDrop].Generated)
+	}
+	t.Logf("UE %s TEID %#x: path %v, drops %+v, outer %v; r3: %d drops, %d reports", ue, teid, nodes, f.DropReasons[0], f.Outer,
+		st.Drops[spec.DropUPFUplinkPDRMiss], st.Reports[sai.ReportDrop].Generated)
+}
+
+// gtpuLab is the lab with a collector in its namespace and a report
+// pipeline per router (each has its node id), whose reports leave from
+// r3's namespace.
+func gtpuLab(t *testing.T) (*lab, *intcol.Collector, func() *report.Pipeline) {
 	l := newLab(t)
 	col := intcol.New(intcol.Config{})
 	var colConn *net.UDPConn
@@ -225,83 +359,39 @@ func TestGTPUEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { send.Close() })
-	// A report pipeline per router (each has its node id); the reports
-	// leave from r3's namespace.
-	pipe := func() *report.Pipeline { return sendingPipeline(t, send) }
-	ueWatch := func(node int) string {
-		return strings.Replace(routerConfigOp(node, "", true, 0, "POSTCARD"),
-			`"match": {"config": {"source-prefix": "10.0.1.0/24", "destination-prefix": "10.0.2.0/24"}}`,
-			`"match": {"config": {"source-prefix": "10.250.0.0/16", "gtpu-inner": true}}`, 1)
-	}
-	l.router(t, "r1", []string{"r1-h1", "r1-r2"}, pipe(), ueWatch(1))
-	l.router(t, "r2", []string{"r2-r1", "r2-r3"}, pipe(), ueWatch(2))
-	l.router(t, "r3", []string{"r3-r2", "r3-h2"}, pipe(), ueWatch(3))
+	return l, col, func() *report.Pipeline { return sendingPipeline(t, send) }
+}
 
-	// The user-plane endpoint at h2 counts the G-PDUs it gets.
-	var upf *net.UDPConn
-	if err := l.in("h2", func() (err error) {
-		upf, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(10, 0, 2, 2), Port: wire.PortGTPU})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { upf.Close() })
-	var gnb *net.UDPConn
+// ueWatch is a router's configuration watching UE traffic inside GTP-U
+// (gtpu-inner, the UE subnet 10.250.0.0/16) with flow op op.
+func ueWatch(node int, op string) string {
+	return strings.Replace(routerConfigOp(node, "", true, 0, op),
+		`"match": {"config": {"source-prefix": "10.0.1.0/24", "destination-prefix": "10.0.2.0/24"}}`,
+		`"match": {"config": {"source-prefix": "10.250.0.0/16", "gtpu-inner": true}}`, 1)
+}
+
+// gnodeB is a GTP-U socket at h1 (its N3 address) sending to dst.
+func gnodeB(t *testing.T, l *lab, dst net.IP) *net.UDPConn {
+	var c *net.UDPConn
 	if err := l.in("h1", func() (err error) {
-		gnb, err = net.DialUDP("udp4", &net.UDPAddr{IP: net.IPv4(10, 0, 1, 2), Port: wire.PortGTPU},
-			&net.UDPAddr{IP: net.IPv4(10, 0, 2, 2), Port: wire.PortGTPU})
+		c, err = net.DialUDP("udp4", &net.UDPAddr{IP: net.IPv4(10, 0, 1, 2), Port: wire.PortGTPU},
+			&net.UDPAddr{IP: dst, Port: wire.PortGTPU})
 		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { gnb.Close() })
-	const teid = 0x1001
-	gpdu := func(ue string) []byte {
-		inner := wiretest.UDPFrame(ue, "192.0.2.53", 4000, 53, []byte("user plane"), true)[wire.EthernetLen:]
-		return append(wiretest.GTPUHeader(wiretest.Tunnel{Kind: wire.TunnelGTPU, ID: teid, GTPUExt: 1}, len(inner)), inner...)
-	}
-	ues := []string{"10.250.0.1", "10.250.0.2", "10.251.0.1"} // the last outside the watched subnet
-	for range 3 {
-		for _, ue := range ues {
-			if _, err := gnb.Write(gpdu(ue)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	_ = upf.SetReadDeadline(time.Now().Add(5 * time.Second))
-	buf := make([]byte, 2048)
-	for i := range 3 * len(ues) {
-		if _, err := upf.Read(buf); err != nil {
-			t.Fatalf("G-PDU %d did not reach the endpoint: %v", i, err)
-		}
-	}
-	key := func(ue string) wire.FlowKey {
-		return wire.FlowKey{Src: netip.MustParseAddr(ue), Dst: netip.MustParseAddr("192.0.2.53"), SrcPort: 4000, DstPort: 53, Proto: wire.ProtoUDP}
-	}
-	for _, ue := range ues[:2] {
-		var f intcol.FlowState
-		for end := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			var ok bool
-			if f, ok = col.TunnelFlow(key(ue), wire.TunnelGTPU, teid); ok && f.NHops == 3 || time.Now().After(end) {
-				break
-			}
-		}
-		var nodes []uint32
-		for h := 0; h < f.NHops; h++ {
-			nodes = append(nodes, f.Path[h].NodeID)
-			if f.Path[h].Latency.Count == 0 || f.Path[h].Latency.Max == 0 {
-				t.Errorf("UE %s: hop %d (node %d) has no latency: %+v", ue, h, f.Path[h].NodeID, f.Path[h].Latency)
-			}
-		}
-		if !slices.Equal(nodes, []uint32{1, 2, 3}) || f.E2E.Count == 0 || f.Outer.DstPort != wire.PortGTPU {
-			t.Errorf("UE %s in TEID %#x: path %v, e2e %+v, outer %v", ue, teid, nodes, f.E2E, f.Outer)
-		}
-		t.Logf("UE %s TEID %#x: path %v, end-to-end latency %d ns (%d samples), outer %v", ue, teid, nodes, f.E2E.Last, f.E2E.Count, f.Outer)
-	}
-	if _, ok := col.TunnelFlow(key(ues[2]), wire.TunnelGTPU, teid); ok {
-		t.Errorf("UE %s outside the watched subnet was reported", ues[2])
-	}
-	if n := len(col.Snapshot(0).Flows); n != 2 {
-		t.Errorf("%d flows at the collector, want 2: %+v", n, col.Snapshot(0).Flows)
-	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// gpdu is a G-PDU in tunnel teid (with one extension header) of a DNS
+// query from UE ue.
+func gpdu(teid uint32, ue string) []byte {
+	inner := wiretest.UDPFrame(ue, "192.0.2.53", 4000, 53, []byte("user plane"), true)[wire.EthernetLen:]
+	return append(wiretest.GTPUHeader(wiretest.Tunnel{Kind: wire.TunnelGTPU, ID: teid, GTPUExt: 1}, len(inner)), inner...)
+}
+
+// ueFlow is the inner flow of gpdu's query from UE ue.
+func ueFlow(ue string) wire.FlowKey {
+	return wire.FlowKey{Src: netip.MustParseAddr(ue), Dst: netip.MustParseAddr("192.0.2.53"), SrcPort: 4000, DstPort: 53, Proto: wire.ProtoUDP}
 }

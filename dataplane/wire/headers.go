@@ -61,6 +61,10 @@ type Parser struct {
 	// NoINT finds the tunnel headers but never INT, whatever the
 	// markings say: for packets from outside the INT domain.
 	NoINT bool
+	// PastL4INT has ParseInner find a UDP tunnel's header behind INT over
+	// UDP that kept the destination port (DSCP or probe marker): reports
+	// carry such frames as the INT domain left them.
+	PastL4INT bool
 }
 
 // Packet is what Parse learns about a frame: offsets into the frame and a

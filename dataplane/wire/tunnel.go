@@ -69,6 +69,11 @@ type Tunneled struct {
 // VXLAN-GPE or GRE tunnel is stepped over. ok is false for other packets
 // and for headers that run past the IP datagram.
 func FindInner(data []byte, p *Packet) (t Tunneled, ok bool) {
+	return findInner(data, p, p.L4+UDPLen)
+}
+
+// findInner is FindInner with a UDP tunnel's header at u.
+func findInner(data []byte, p *Packet, u int) (t Tunneled, ok bool) {
 	switch {
 	case p.Proto == ProtoGRE && p.Tunnel >= 0:
 		g := p.Tunnel
@@ -102,8 +107,7 @@ func FindInner(data []byte, p *Packet) (t Tunneled, ok bool) {
 		default:
 			return t, false
 		}
-	case p.Proto == ProtoUDP && p.L4 >= 0 && p.End >= p.L4+UDPLen+8:
-		u := p.L4 + UDPLen
+	case p.Proto == ProtoUDP && p.L4 >= 0 && p.End >= u+8:
 		t.ID = binary.BigEndian.Uint32(data[u+4:]) >> 8
 		t.Start = u + 8
 		switch binary.BigEndian.Uint16(data[p.L4+2:]) {
@@ -191,7 +195,11 @@ func gtpuPayload(b []byte, g int) (int, bool) {
 // parses it with c into in. ok says there was a tunnel with an IP packet
 // inside.
 func (c *Parser) ParseInner(data []byte, p *Packet, in *Packet) (t Tunneled, ok bool) {
-	if t, ok = FindInner(data, p); !ok {
+	u := p.L4 + UDPLen
+	if c.PastL4INT && p.INT >= 0 && (p.Encap == spec.EncapDSCP || p.Encap == spec.EncapProbeMarker) {
+		u = p.Next
+	}
+	if t, ok = findInner(data, p, u); !ok {
 		return t, false
 	}
 	var err error
