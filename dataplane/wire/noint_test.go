@@ -51,3 +51,42 @@ func TestParserNoINT(t *testing.T) {
 		}
 	}
 }
+
+// TestParseInnerPastL4INT: INT over UDP inserted in a GTP-U G-PDU (DSCP
+// or probe marker) sits between the UDP and GTP-U headers; a parser with
+// PastL4INT finds the TEID and the user's flow behind it, one without
+// does not look there.
+func TestParseInnerPastL4INT(t *testing.T) {
+	hdr := make([]byte, wire.MDHeaderLen)
+	_ = wire.MDHeader{Version: 2, HopML: 1, RemainingHops: 4, Instructions: spec.InstNodeID}.Put(hdr)
+	inner := wiretest.UDPFrame("10.250.0.1", "192.0.2.53", 4000, 53, []byte("user"), true)[wire.EthernetLen:]
+	f := wiretest.TunnelFrame(wiretest.Tunnel{Kind: wire.TunnelGTPU, ID: 0x2002, GTPUExt: 1}, "10.0.1.1", "10.0.2.1", 0, inner)
+	marked := &wire.Parser{DSCP: 0x17, DSCPMask: 0x3f, ProbeMarker: 0x1122334455667788}
+	for _, opt := range []wire.SourceOptions{
+		{Encap: spec.EncapDSCP, DSCP: 0x17, Mask: 0x3f},
+		{Encap: spec.EncapProbeMarker, ProbeMarker: 0x1122334455667788},
+	} {
+		g := make([]byte, len(f), len(f)+64)
+		copy(g, f)
+		var p wire.Packet
+		if err := (&wire.Parser{}).Parse(g, &p); err != nil {
+			t.Fatal(err)
+		}
+		g, err := wire.InsertINT(g, &p, spec.TypeMD, hdr, &opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := marked.Parse(g, &p); err != nil || p.INT < 0 {
+			t.Fatalf("%v: no INT found: %v", opt.Encap, err)
+		}
+		var in wire.Packet
+		past := wire.Parser{NoINT: true, PastL4INT: true}
+		tun, ok := past.ParseInner(g, &p, &in)
+		if !ok || tun.Kind != wire.TunnelGTPU || tun.ID != 0x2002 || in.Flow.Src.String() != "10.250.0.1" || in.Flow.DstPort != 53 {
+			t.Errorf("%v: PastL4INT: ok %v, tunnel %v %#x, flow %v", opt.Encap, ok, tun.Kind, tun.ID, in.Flow)
+		}
+		if _, ok := (&wire.Parser{NoINT: true}).ParseInner(g, &p, &in); ok {
+			t.Errorf("%v: without PastL4INT the INT shim was taken for a GTP-U header", opt.Encap)
+		}
+	}
+}
