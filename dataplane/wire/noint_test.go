@@ -11,21 +11,7 @@ import (
 // TestParserNoINT: a parser for packets from outside the INT domain finds
 // no INT however the packet is marked, and still finds its tunnel header.
 func TestParserNoINT(t *testing.T) {
-	hdr := make([]byte, wire.MDHeaderLen)
-	_ = wire.MDHeader{Version: 2, HopML: 1, RemainingHops: 4, Instructions: spec.InstNodeID}.Put(hdr)
-	insert := func(f []byte, opt wire.SourceOptions) []byte {
-		g := make([]byte, len(f), len(f)+64)
-		copy(g, f)
-		var p wire.Packet
-		if err := (&wire.Parser{}).Parse(g, &p); err != nil {
-			t.Fatal(err)
-		}
-		out, err := wire.InsertINT(g, &p, spec.TypeMD, hdr, &opt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
+	insert := func(f []byte, opt wire.SourceOptions) []byte { return sourceINT(t, f, opt) }
 	tcp := wiretest.TCPFrame("10.0.1.1", "10.0.2.1", 1, 80, 0, []byte("x"))
 	udp := wiretest.UDPFrame("10.0.1.1", "10.0.2.1", 1, 53, []byte("x"), true)
 	gpe := wiretest.UDPFrame("10.0.1.1", "10.0.2.1", 1, spec.PortVXLANGPE, []byte{wire.GPEFlagI | wire.GPEFlagP, 0, 0, spec.VXLANGPENextProtoINT,
@@ -57,8 +43,6 @@ func TestParserNoINT(t *testing.T) {
 // PastL4INT finds the TEID and the user's flow behind it, one without
 // does not look there.
 func TestParseInnerPastL4INT(t *testing.T) {
-	hdr := make([]byte, wire.MDHeaderLen)
-	_ = wire.MDHeader{Version: 2, HopML: 1, RemainingHops: 4, Instructions: spec.InstNodeID}.Put(hdr)
 	inner := wiretest.UDPFrame("10.250.0.1", "192.0.2.53", 4000, 53, []byte("user"), true)[wire.EthernetLen:]
 	f := wiretest.TunnelFrame(wiretest.Tunnel{Kind: wire.TunnelGTPU, ID: 0x2002, GTPUExt: 1}, "10.0.1.1", "10.0.2.1", 0, inner)
 	marked := &wire.Parser{DSCP: 0x17, DSCPMask: 0x3f, ProbeMarker: 0x1122334455667788}
@@ -66,16 +50,8 @@ func TestParseInnerPastL4INT(t *testing.T) {
 		{Encap: spec.EncapDSCP, DSCP: 0x17, Mask: 0x3f},
 		{Encap: spec.EncapProbeMarker, ProbeMarker: 0x1122334455667788},
 	} {
-		g := make([]byte, len(f), len(f)+64)
-		copy(g, f)
+		g := sourceINT(t, f, opt)
 		var p wire.Packet
-		if err := (&wire.Parser{}).Parse(g, &p); err != nil {
-			t.Fatal(err)
-		}
-		g, err := wire.InsertINT(g, &p, spec.TypeMD, hdr, &opt)
-		if err != nil {
-			t.Fatal(err)
-		}
 		if err := marked.Parse(g, &p); err != nil || p.INT < 0 {
 			t.Fatalf("%v: no INT found: %v", opt.Encap, err)
 		}
@@ -89,4 +65,23 @@ func TestParseInnerPastL4INT(t *testing.T) {
 			t.Errorf("%v: without PastL4INT the INT shim was taken for a GTP-U header", opt.Encap)
 		}
 	}
+}
+
+// sourceINT is a copy of frame f with an INT-MD header (node id, no hop
+// yet) inserted over its L4 header, marked as opt says.
+func sourceINT(t *testing.T, f []byte, opt wire.SourceOptions) []byte {
+	t.Helper()
+	hdr := make([]byte, wire.MDHeaderLen)
+	_ = wire.MDHeader{Version: 2, HopML: 1, RemainingHops: 4, Instructions: spec.InstNodeID}.Put(hdr)
+	g := make([]byte, len(f), len(f)+64)
+	copy(g, f)
+	var p wire.Packet
+	if err := (&wire.Parser{}).Parse(g, &p); err != nil {
+		t.Fatal(err)
+	}
+	out, err := wire.InsertINT(g, &p, spec.TypeMD, hdr, &opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
