@@ -253,6 +253,10 @@ func writeCaptures(t *testing.T, dir string) []string {
 		}
 		return wiretest.UDPFrame("10.0.1.1", "10.0.2.1", 40000, port, append(th[:], innerTCP...), true)
 	}
+	gtpu := func() []byte {
+		ue := wiretest.UDPFrame("10.250.0.1", "192.0.2.53", 4000, 53, []byte("user plane"), true)[wire.EthernetLen:]
+		return wiretest.TunnelFrame(wiretest.Tunnel{Kind: wire.TunnelGTPU, ID: 0x2002, GTPUExt: 1}, "10.0.1.1", "10.0.2.1", 0, ue)
+	}
 	dscp := func(a *sai.DTelAttrs) { a.IntL4DSCP = sai.DSCPMatch{Value: markDSCP, Mask: markDSCPMask} }
 	udpPort := func(npt spec.NPT) func(a *sai.DTelAttrs) {
 		return func(a *sai.DTelAttrs) { a.IntUDPDstPort, a.IntUDPNPT = markUDPPort, npt }
@@ -279,6 +283,9 @@ func writeCaptures(t *testing.T, dir string) []string {
 		{"postcards", scenario{dtel: dscp, op: sai.FlowOpPostcard}, [][]byte{tcp(1008), udp(1009)}},
 		// s2 has no route to h2: drop reports (routing miss) for INT packets.
 		{"tr2-drop", scenario{dtel: dscp, noRoutes: true}, [][]byte{tcp(1010), udp(1011)}},
+		// GTP-U with INT over UDP (DSCP) between UDP and GTP-U: the
+		// drop report's frame shows the TEID and the user's flow.
+		{"tr2-drop-gtpu", scenario{dtel: dscp, noRoutes: true}, [][]byte{gtpu()}},
 		{"tr05-drop", scenario{dtel: dscp, noRoutes: true, format: spec.ReportFormatV05}, [][]byte{tcp(1012)}},
 		{"tr05-flow", scenario{dtel: dscp, format: spec.ReportFormatV05}, [][]byte{tcp(1013), udp(1014)}},
 	}

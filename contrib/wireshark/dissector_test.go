@@ -450,6 +450,19 @@ func innerJSON(j, r map[string]any) {
 		proto = v
 	}
 	in["proto"] = num(proto)
+	// GTP-U behind INT over UDP: the flow is the user's packet in the
+	// tunnel, the outer ends apart, as decode shows them.
+	if g, ips := objects(r["gtp"]), objects(r["ip"]); len(g) > 0 && len(ips) > 1 {
+		if teid, ok := value(g[0], "gtp.teid"); ok {
+			in["tunnel"], in["tunnel_id"] = "gtpu", num(teid)
+			in["outer_src"], in["outer_dst"] = src, dst
+			user := ips[len(ips)-1]
+			src, _ = value(user, "ip.src")
+			dst, _ = value(user, "ip.dst")
+			proto, _ = value(user, "ip.proto")
+			in["src"], in["dst"], in["proto"] = src, dst, num(proto)
+		}
+	}
 	var sport, dport string
 	for _, l4 := range []string{"tcp", "udp"} {
 		if p := num(proto); (l4 == "tcp" && p == "6") || (l4 == "udp" && p == "17") {

@@ -466,6 +466,10 @@ local function dissect_l4(tvb, pinfo, tree, off, encap, pre)
 	if next < tvb:len() then
 		if npt == 2 and not DissectorTable.get("ip.proto"):try(tvb(off + 3, 1):uint(), tvb(next):tvb(), pinfo, tree) then
 			Dissector.get("data"):call(tvb(next):tvb(), pinfo, tree)
+		elseif npt ~= 2 and last(x_udp_dstport) == 2152 then
+			-- GTP-U behind INT over UDP (the port kept): Wireshark's GTP
+			-- dissector shows the TEID and the user's packet.
+			DissectorTable.get("udp.port"):try(2152, tvb(next):tvb(), pinfo, tree)
 		elseif npt ~= 2 then
 			Dissector.get("data"):call(tvb(next):tvb(), pinfo, tree)
 		end
