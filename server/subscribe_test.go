@@ -36,7 +36,9 @@ func subscribeTo(t testing.TB, c gpb.GNMIClient, sl *gpb.SubscriptionList) *sub 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Send(&gpb.SubscribeRequest{Request: &gpb.SubscribeRequest_Subscribe{Subscribe: sl}}); err != nil {
+	// io.EOF: the server already ended the stream (a refused
+	// Subscribe); Recv returns its status.
+	if err := st.Send(&gpb.SubscribeRequest{Request: &gpb.SubscribeRequest_Subscribe{Subscribe: sl}}); err != nil && err != io.EOF {
 		t.Fatal(err)
 	}
 	s := &sub{t: t, stream: st, ch: make(chan *gpb.SubscribeResponse, 100000), err: make(chan error, 1), cancel: cancel}
