@@ -474,8 +474,8 @@ func (c *Collector) mdPath(f *FlowState, r *Report) {
 // same validity rules as hopLayout.decode).
 func (c *Collector) mdPathRaw(f *FlowState, r *Report) {
 	l, hl := r.raw.layout, r.raw.hopLen
-	n := r.raw.n
-	if n == 0 || n*hl != len(r.raw.b) || l.node < 0 || l.fixed > hl {
+	n := len(r.raw.b) / hl
+	if n == 0 || l.node < 0 || l.fixed > hl {
 		panic("collector: bad raw INT stack")
 	}
 	p := unsafe.Pointer(unsafe.SliceData(r.raw.b))

@@ -101,7 +101,6 @@ type rawStack struct {
 	layout *hopLayout
 	b      []byte
 	hopLen int
-	n      int // hops in b
 }
 
 // Handler receives each decoded report.
@@ -518,7 +517,7 @@ func (d *Decoder) decodeV21(r *Report, st *INTStack, b []byte, encap spec.Encap,
 		st.Hops = d.hops[:0]
 		// Field by field: a composite literal goes through a stack
 		// temporary whose copy stalls on store forwarding.
-		r.raw.layout, r.raw.b, r.raw.hopLen, r.raw.n = &d.layout, stack[:n*hl:n*hl], hl, n
+		r.raw.layout, r.raw.b, r.raw.hopLen = &d.layout, stack[:n*hl:n*hl], hl
 		return nil
 	}
 	for i := range st.Hops {
