@@ -515,7 +515,9 @@ func (d *Decoder) decodeV21(r *Report, st *INTStack, b []byte, encap spec.Encap,
 	if d.rawHops && n > 0 && d.layout.node >= 0 && !r.I && !r.D && !r.Q {
 		// A sink report for the collector: hops decoded with the path.
 		st.Hops = d.hops[:0]
-		r.raw = rawStack{layout: &d.layout, b: stack[: n*hl : n*hl], hopLen: hl}
+		// Field by field: a composite literal goes through a stack
+		// temporary whose copy stalls on store forwarding.
+		r.raw.layout, r.raw.b, r.raw.hopLen = &d.layout, stack[:n*hl:n*hl], hl
 		return nil
 	}
 	for i := range st.Hops {

@@ -30,14 +30,28 @@ func newFlowIndex(maxFlows int, seed uint64) flowIndex {
 func tunnelTag(kind wire.TunnelKind, id uint32) uint64 { return uint64(kind)<<32 | uint64(id) }
 
 // hash is a wyhash-style hash of the key and tunnel tag: folded
-// 64x64->128 multiplies.
+// 64x64->128 multiplies. IPv4 keys, the common case, take two multiplies
+// over the addresses as 32-bit words rather than the 16-byte forms.
 func (x *flowIndex) hash(k *wire.FlowKey, tun uint64) uint64 {
+	if k.Src.Is4() && k.Dst.Is4() {
+		s, d := k.Src.As4(), k.Dst.As4()
+		return x.hash4(uint64(binary.BigEndian.Uint32(s[:]))<<32|uint64(binary.BigEndian.Uint32(d[:])),
+			uint64(k.SrcPort)<<32|uint64(k.DstPort)<<16|uint64(k.Proto), tun)
+	}
 	s, d := k.Src.As16(), k.Dst.As16()
 	hi, lo := bits.Mul64(binary.LittleEndian.Uint64(s[:8])^x.seed, binary.LittleEndian.Uint64(s[8:])^0xe7037ed1a0b428db)
 	a := hi ^ lo
 	hi, lo = bits.Mul64(binary.LittleEndian.Uint64(d[:8])^0x8ebc6af09c88c6e3, binary.LittleEndian.Uint64(d[8:])^0x589965cc75374cc3)
 	b := hi ^ lo
 	hi, lo = bits.Mul64(a^b^0xa0761d6478bd642f^tun, (uint64(k.SrcPort)<<32|uint64(k.DstPort)<<16|uint64(k.Proto))^x.seed^0x1d8e4e27c47d124f)
+	return hi ^ lo
+}
+
+// hash4 hashes an IPv4 key: addrs holds the source and destination
+// addresses, rest the ports and protocol, tun the tunnel tag.
+func (x *flowIndex) hash4(addrs, rest, tun uint64) uint64 {
+	hi, lo := bits.Mul64(addrs^x.seed^0xa0761d6478bd642f, rest^0xe7037ed1a0b428db)
+	hi, lo = bits.Mul64(hi^lo^tun^0x8ebc6af09c88c6e3, x.seed^0x589965cc75374cc3)
 	return hi ^ lo
 }
 

@@ -73,8 +73,11 @@ func (d *Decoder) innerFast(r *Report, b []byte, ethernet bool) bool {
 		return false
 	}
 	r.HasFlow = true
-	r.Flow = wire.FlowKey{Src: netip.AddrFrom4([4]byte(h[12:16])), Dst: netip.AddrFrom4([4]byte(h[16:20])),
-		SrcPort: uint16(ports >> 16), DstPort: dport, Proto: proto}
+	// Field by field: a composite literal goes through a stack temporary
+	// whose copy stalls on store forwarding.
+	f := &r.Flow
+	f.Src, f.Dst = netip.AddrFrom4([4]byte(h[12:16])), netip.AddrFrom4([4]byte(h[16:20]))
+	f.SrcPort, f.DstPort, f.Proto = uint16(ports>>16), dport, proto
 	r.TTL = h[8]
 	if !marked && (off+4 > len(b) || !looksV21Shim(b[off:])) {
 		return true

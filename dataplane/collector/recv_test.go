@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -55,13 +56,77 @@ func TestReceiverLoopback(t *testing.T) {
 // handles per second, from the first to the last packet read. Reports lost
 // in the socket are not counted (%lost).
 func BenchmarkReceiveLoopback(b *testing.B) {
-	const per, burst = 8, 8 // reports per datagram, messages per sendmmsg
+	b.ReportAllocs()
+	cpu0 := cpuTime()
+	m := receiveRound(b, b.N, true)
+	cpu := cpuTime() - cpu0
+	b.ReportMetric(m.reports/m.wall.Seconds(), "reports/s")
+	b.ReportMetric(m.reports/m.cpu.Seconds(), "recv-reports/cpu-s")
+	b.ReportMetric(float64(b.N*benchPer)/cpu.Seconds(), "reports/process-cpu-s")
+	b.ReportMetric(m.lost*100, "%lost")
+}
+
+// BenchmarkReceiveVsNull compares the collector's receive path with a
+// null receiver (the same recvmmsg batches, nothing decoded) on the same
+// traffic (as BenchmarkReceiveLoopback, b.N datagrams per round), in
+// interleaved rounds whose order alternates. It reports the ratio of the
+// collector's reports per second to the null receiver's datagrams per
+// second times the reports per datagram (recv/null), and the same ratio of
+// the receiving thread's CPU time per datagram (cpu/null), each as the
+// median with the minimum and maximum, and the 1-minute load average.
+func BenchmarkReceiveVsNull(b *testing.B) {
+	const rounds = 5
+	var rate, cpu []float64
+	b.ReportAllocs()
+	for i := 0; i < rounds; i++ {
+		var null, coll recvMeasure
+		if i%2 == 0 {
+			null, coll = receiveRound(b, b.N, false), receiveRound(b, b.N, true)
+		} else {
+			coll, null = receiveRound(b, b.N, true), receiveRound(b, b.N, false)
+		}
+		rate = append(rate, coll.reports/coll.wall.Seconds()/(null.reports/null.wall.Seconds()))
+		cpu = append(cpu, (null.cpu.Seconds()/null.reports)/(coll.cpu.Seconds()/coll.reports))
+	}
+	slices.Sort(rate)
+	slices.Sort(cpu)
+	b.ReportMetric(rate[rounds/2], "recv/null")
+	b.ReportMetric(rate[0], "recv/null-min")
+	b.ReportMetric(rate[rounds-1], "recv/null-max")
+	b.ReportMetric(cpu[rounds/2], "cpu/null")
+	b.ReportMetric(cpu[0], "cpu/null-min")
+	b.ReportMetric(cpu[rounds-1], "cpu/null-max")
+	var si unix.Sysinfo_t
+	if unix.Sysinfo(&si) == nil {
+		b.ReportMetric(float64(si.Loads[0])/(1<<unix.SI_LOAD_SHIFT), "load1")
+	}
+}
+
+// benchPer is the number of reports per datagram of the receive
+// benchmarks.
+const benchPer = 8
+
+// recvMeasure is one receive round: the reports (datagrams times
+// benchPer) read in wall time from the first to the last read, the
+// receiving thread's CPU time, and the fraction of datagrams lost.
+type recvMeasure struct {
+	reports   float64
+	wall, cpu time.Duration
+	lost      float64
+}
+
+// receiveRound sends n datagrams of benchPer reports to a fresh receiver
+// and reads them, handing them to a collector when handle is set (the
+// null receiver otherwise).
+func receiveRound(b *testing.B, n int, handle bool) recvMeasure {
+	const burst = 8 // messages per sendmmsg
 	r, err := Listen("127.0.0.1:0", DefaultBatch)
 	if err != nil {
 		b.Fatal(err)
 	}
+	defer r.Close()
 	c := New(Config{})
-	pkt := benchPayload(b, per, 0)
+	pkt := benchPayload(b, benchPer, 0)
 	s, err := net.Dial("udp", r.Addr().String())
 	if err != nil {
 		b.Fatal(err)
@@ -90,30 +155,31 @@ func BenchmarkReceiveLoopback(b *testing.B) {
 		msgs[i].Hdr.Control = &oob[0]
 		msgs[i].Hdr.SetControllen(len(oob))
 	}
-	b.ReportAllocs()
 	b.ResetTimer()
-	cpu0 := cpuTime()
 	// The sender keeps at most window datagrams in flight (sent and not
 	// yet read), well within the socket's receive buffer: the benchmark
 	// measures what the receiver handles without loss, and a sender far
 	// ahead would only fill the buffer and take CPU from the receiver.
 	const window = 1024
 	var read atomic.Int64
+	var stop atomic.Bool // the receiver gave up: datagrams were lost
+	sent := make(chan struct{})
 	go func() {
-		for sent := 0; sent < b.N; {
-			for int64(sent)-read.Load() > window-burst*seg {
+		defer close(sent)
+		for sent := 0; sent < n && !stop.Load(); {
+			for int64(sent)-read.Load() > window-burst*seg && !stop.Load() {
 				time.Sleep(20 * time.Microsecond)
 			}
-			n := min(burst, (b.N-sent+seg-1)/seg)
+			k := min(burst, (n-sent+seg-1)/seg)
 			raw.Write(func(fd uintptr) bool {
-				k, _, e := unix.Syscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&msgs[0])), uintptr(n), 0, 0, 0)
+				m, _, e := unix.Syscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&msgs[0])), uintptr(k), 0, 0, 0)
 				if e == unix.EAGAIN {
 					return false
 				}
 				if e == 0 {
-					sent += int(k) * seg
+					sent += int(m) * seg
 				} else {
-					sent += n * seg // ECONNREFUSED and the like: counted as lost
+					sent += k * seg // ECONNREFUSED and the like: counted as lost
 				}
 				return true
 			})
@@ -122,12 +188,12 @@ func BenchmarkReceiveLoopback(b *testing.B) {
 	// The receiver runs on its own thread, to read its CPU time.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	rcpu0 := threadCPU()
+	cpu0 := threadCPU()
 	got := 0
 	var first, last time.Time
-	for got < b.N {
+	for got < n {
 		r.SetDeadline(time.Now().Add(200 * time.Millisecond))
-		n, err := r.Read()
+		k, err := r.Read()
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			break // the rest was dropped by the socket
 		}
@@ -137,20 +203,22 @@ func BenchmarkReceiveLoopback(b *testing.B) {
 		if got == 0 {
 			first = time.Now()
 		}
-		c.HandlePackets(n, r.Packet, 0)
-		got += n
+		if handle {
+			c.handleFrom(r, k, 0)
+		}
+		got += k
 		read.Store(int64(got))
 		last = time.Now()
 	}
+	cpu := threadCPU() - cpu0
 	b.StopTimer()
-	rcpu := threadCPU() - rcpu0
-	cpu := cpuTime() - cpu0
-	r.Close()
-	reports := c.Snapshot(1).Counters.Reports
-	b.ReportMetric(float64(reports)/last.Sub(first).Seconds(), "reports/s")
-	b.ReportMetric(float64(reports)/rcpu.Seconds(), "recv-reports/cpu-s")
-	b.ReportMetric(float64(b.N*per)/cpu.Seconds(), "reports/process-cpu-s")
-	b.ReportMetric(float64(b.N-got)/float64(b.N)*100, "%lost")
+	stop.Store(true)
+	<-sent
+	reports := float64(got * benchPer)
+	if handle {
+		reports = float64(c.Snapshot(1).Counters.Reports)
+	}
+	return recvMeasure{reports: reports, wall: last.Sub(first), cpu: cpu, lost: float64(n-got) / float64(n)}
 }
 
 // threadCPU is the calling thread's user+system CPU time.
