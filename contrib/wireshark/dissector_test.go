@@ -368,8 +368,13 @@ func reportJSON(r map[string]any) map[string]any {
 				}
 				j["md"] = md
 				setNum(j, "drop_reason", ir, "int_report.drop_reason", "int_report.md")
+				setNum(j, "drop_queue_id", ir, "int_report.md.drop_queue_id", "int_report.md")
 				setNum(j, "domain_id", ir, "int_report.domain_id")
 				setNum(j, "ds_md_bits", ir, "int_report.ds_md_bits")
+				setNum(j, "ds_md_status", ir, "int_report.ds_md_status")
+				if v, ok := value(ir, "int_report.ds_md"); ok {
+					j["ds_metadata"] = strings.ReplaceAll(v, ":", "")
+				}
 			}
 			innerJSON(j, ir)
 			reports = append(reports, j)
@@ -403,6 +408,7 @@ func reportJSON(r map[string]any) map[string]any {
 				setNum(md, "hop_latency", r, "int_report.md.hop_latency", "int_report.v05.switch")
 			} else {
 				setNum(j, "drop_reason", r, "int_report.drop_reason", "int_report.v05.switch")
+				setNum(j, "drop_queue_id", r, "int_report.v05.drop_queue_id", "int_report.v05.switch")
 			}
 			j["md"] = md
 		case "4":
@@ -446,8 +452,11 @@ func innerJSON(j, r map[string]any) {
 	}
 	in["src"], in["dst"] = src, dst
 	ints := objects(r["int"])
+	// NPT 2: the original L4 header is behind the stack; the UDP header
+	// carrying INT is not the flow's.
+	carrier := 0
 	if v, ok := value(firstOr(ints), "int.shim.ip_proto", "int.shim"); ok {
-		proto = v
+		proto, carrier = v, 1
 	}
 	in["proto"] = num(proto)
 	// GTP-U behind INT over UDP: the flow is the user's packet in the
@@ -466,7 +475,7 @@ func innerJSON(j, r map[string]any) {
 	var sport, dport string
 	for _, l4 := range []string{"tcp", "udp"} {
 		if p := num(proto); (l4 == "tcp" && p == "6") || (l4 == "udp" && p == "17") {
-			if o := objects(r[l4]); len(o) > 0 {
+			if o := objects(r[l4]); len(o) > 0 && (l4 == "tcp" || len(o) > carrier) {
 				sport, _ = value(o[len(o)-1], l4+".srcport")
 				dport, _ = value(o[len(o)-1], l4+".dstport")
 			}

@@ -399,7 +399,7 @@ func (c *Collector) HandleReport(r *Report) {
 	switch {
 	case r.raw.layout != nil:
 		c.mdPathRaw(f, r) // the case below, hops decoded in place
-	case len(r.INT.Hops) > 0 && r.INT.Type == spec.TypeMD && !r.I && !r.D && !r.Q:
+	case len(r.INT.Hops) > 0 && r.INT.Type == spec.TypeMD && !r.I && !r.D && !r.Q && !r.INT.Cut:
 		c.mdPath(f, r)
 	case len(r.INT.Hops) > 0 && r.INT.Type == spec.TypeMD:
 		c.partialPath(f, r, dropped)

@@ -44,6 +44,9 @@ type INTStack struct {
 	// (more than len(Hops) only when the stack is deeper than MaxHops).
 	TotalHops int
 	Hops      []wire.HopMetadata
+	// Cut is set when the embedded packet's truncation cut the stack:
+	// Hops are the whole hops before the cut, the oldest are missing.
+	Cut bool
 }
 
 // Report is one decoded individual telemetry report, normalised across
@@ -78,6 +81,9 @@ type Report struct {
 	InnerErr error
 	HasFlow  bool
 	Flow     wire.FlowKey
+	// NoPorts is set when the flow's ports are unknown: INT over UDP with
+	// NPT 2 whose original L4 header the truncation cut off.
+	NoPorts bool
 	// Tunnel is set when the packet is a VXLAN, VXLAN-GPE, Geneve, GRE or
 	// GTP-U tunnel's with an IP packet inside: Flow is then that inner
 	// packet's, TunnelID the VNI, GRE key or TEID, Outer the tunnel's.
@@ -371,6 +377,8 @@ func (d *Decoder) decodePacket(r *Report, buf []byte, ethernet, fromReport bool)
 	d.setFlow(r, buf, p)
 	st := &r.INT
 	if p.HasINT() {
+		st.Cut = p.INTCut
+		r.NoPorts = p.INTCut && p.Encap == spec.EncapUDPPort && (buf[p.Shim]>>2)&3 == 2 && p.Next+4 > len(buf)
 		r.InnerErr = d.decodeV21(r, st, buf[p.INT:p.INT+p.INTLen], p.Encap, p.INTType)
 		return
 	}
@@ -503,7 +511,7 @@ func (d *Decoder) decodeV21(r *Report, st *INTStack, b []byte, encap spec.Encap,
 	}
 	stack := b[wire.MDHeaderLen:]
 	n := len(stack) / hl
-	if (len(stack)-n*hl)%4 != 0 {
+	if (len(stack)-n*hl)%4 != 0 && !st.Cut {
 		return wire.ErrBadLength
 	}
 	st.TotalHops = n
@@ -512,7 +520,7 @@ func (d *Decoder) decodeV21(r *Report, st *INTStack, b []byte, encap spec.Encap,
 	if d.layout.inst != inst || d.layout.fixed == 0 {
 		d.layout.set(inst)
 	}
-	if d.rawHops && n > 0 && d.layout.node >= 0 && !r.I && !r.D && !r.Q {
+	if d.rawHops && n > 0 && d.layout.node >= 0 && !r.I && !r.D && !r.Q && !st.Cut {
 		// A sink report for the collector: hops decoded with the path.
 		st.Hops = d.hops[:0]
 		// Field by field: a composite literal goes through a stack

@@ -192,7 +192,7 @@ func ReportToJSON(r *Report) IndividualJSON {
 		in := &InnerJSON{Length: len(r.Inner), INT: INTToJSON(&r.INT)}
 		if r.HasFlow {
 			in.Src, in.Dst, in.Proto = r.Flow.Src.String(), r.Flow.Dst.String(), p(r.Flow.Proto)
-			if r.Flow.Proto == wire.ProtoTCP || r.Flow.Proto == wire.ProtoUDP {
+			if (r.Flow.Proto == wire.ProtoTCP || r.Flow.Proto == wire.ProtoUDP) && !r.NoPorts {
 				in.SrcPort, in.DstPort = p(r.Flow.SrcPort), p(r.Flow.DstPort)
 			}
 			if r.Tunnel != wire.TunnelNone {

@@ -94,6 +94,9 @@ type Packet struct {
 	// Truncated is set when the IP length field exceeds the buffer
 	// (Parser.AllowTruncated).
 	Truncated bool
+	// INTCut is set when a truncated packet's INT stack runs past the
+	// buffer: INTLen is then the bytes present.
+	INTCut bool
 	// Fragment is set for an IP fragment: IPv4 with More Fragments or an
 	// offset, IPv6 with a fragment header with M or an offset (an atomic
 	// fragment is not one).
@@ -319,11 +322,16 @@ func (p *Packet) setINT(b []byte, e spec.Encap, shim, shimLen int, t spec.Header
 		return ErrBadType
 	}
 	start := shim + shimLen
+	cut := false
 	if intLen < MDHeaderLen || len(b) < start+intLen {
 		if len(b) < start+MDHeaderLen {
 			return ErrTruncated
 		}
-		return ErrBadLength
+		if intLen < MDHeaderLen || !p.Truncated {
+			return ErrBadLength
+		}
+		// The packet was cut (a report's copy): the stack up to the cut.
+		cut, intLen = true, len(b)-start
 	}
 	if b[start]>>4 != 2 {
 		return ErrBadVersion
@@ -335,6 +343,7 @@ func (p *Packet) setINT(b []byte, e spec.Encap, shim, shimLen int, t spec.Header
 		}
 	}
 	p.Encap, p.Shim, p.INT, p.INTType, p.INTLen, p.Next = e, shim, start, t, intLen, start+intLen
+	p.INTCut = cut
 	return nil
 }
 
