@@ -399,7 +399,10 @@ func (c *Collector) HandleReport(r *Report) {
 	switch {
 	case r.raw.layout != nil:
 		c.mdPathRaw(f, r) // the case below, hops decoded in place
-	case len(r.INT.Hops) > 0 && r.INT.Type == spec.TypeMD && !r.I && !r.D && !r.Q && !r.INT.Cut:
+	case r.INT.Cut:
+		// The truncation left the newest hops only: no path from them.
+		c.nodeHop(f, r, dropped)
+	case len(r.INT.Hops) > 0 && r.INT.Type == spec.TypeMD && !r.I && !r.D && !r.Q:
 		c.mdPath(f, r)
 	case len(r.INT.Hops) > 0 && r.INT.Type == spec.TypeMD:
 		c.partialPath(f, r, dropped)

@@ -454,3 +454,44 @@ func TestGTPUFlows(t *testing.T) {
 		t.Errorf("decoded %+v", in)
 	}
 }
+
+// TestCutStack: a sink report whose embedded packet was truncated inside
+// the INT stack shows the whole hops before the cut (the newest), flagged
+// Cut, keeps the flow, and neither shrinks nor changes the known path.
+func TestCutStack(t *testing.T) {
+	c := New(Config{})
+	c.HandlePacket(testPayload(t, 1), 1) // sink (node 4) report: 1, 2, 3, 4
+	hopLen := testInst.Words() * 4
+	frame := mdFrame(t, testHops(), testInst, 16)
+	cut := frame[:wire.EthernetLen+wire.IPv4MinLen+wire.UDPLen+wire.ShimLen+wire.MDHeaderLen+hopLen+10]
+	payload := nodeReport(t, 4, 2, false, false, false, 4000, cut)
+
+	var got []Report
+	d := NewDecoder()
+	for _, fast := range []bool{true, false} {
+		d.noFast = !fast
+		if _, err := d.Decode(payload, handlerFunc(func(r *Report) {
+			r2 := *r
+			r2.INT.Hops = append([]wire.HopMetadata(nil), r.INT.Hops...)
+			got = append(got, r2)
+		})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, r := range got {
+		if r.InnerErr != nil || !r.HasFlow || r.Flow != testFlow || !r.INT.Present || !r.INT.Cut ||
+			len(r.INT.Hops) != 1 || r.INT.Hops[0].NodeID != 3 || r.INT.Hops[0].HopLatency != 3000 {
+			t.Fatalf("cut stack decoded as %+v (error %v)", r.INT, r.InnerErr)
+		}
+	}
+	j := ReportToJSON(&got[0])
+	if j.Inner == nil || j.Inner.INT == nil || len(j.Inner.INT.Hops) != 1 || j.Inner.Error != "" {
+		t.Fatalf("JSON %+v", j.Inner)
+	}
+
+	c.HandlePacket(payload, 2)
+	f, _ := c.Flow(testFlow)
+	if !slices.Equal(pathNodes(&f), []uint32{1, 2, 3, 4}) || f.PathChanges != 0 || !f.PathComplete || f.Reports != 4 {
+		t.Fatalf("path %v changes %d complete %v reports %d", pathNodes(&f), f.PathChanges, f.PathComplete, f.Reports)
+	}
+}

@@ -120,9 +120,9 @@ type Handler interface {
 type Decoder struct {
 	// Parser finds INT v2.1 in inner packets. INT over TCP/UDP without a
 	// configured marking is still found when the bytes after the L4 header
-	// form a consistent INT v2.1 shim and header. Its AllowTruncated is
-	// always set while decoding: embedded packets are parsed in place,
-	// truncated.
+	// form a consistent INT v2.1 shim and header. Its AllowTruncated and
+	// AllowCutINT are always set while decoding: embedded packets are
+	// parsed in place, truncated.
 	Parser wire.Parser
 	// INT05Port is the Host-INT UDP-extension port; INT05DSCP/Mask the
 	// DSCP marking of INT 0.5 over TCP/UDP (mask 0 disables).
@@ -157,7 +157,7 @@ const (
 func NewDecoder() *Decoder {
 	return &Decoder{
 		Parser: wire.Parser{DSCP: DefaultDSCP, DSCPMask: DefaultDSCPMask,
-			VXLANGPEPort: spec.PortVXLANGPE, GenevePort: spec.PortGeneve, AllowTruncated: true},
+			VXLANGPEPort: spec.PortVXLANGPE, GenevePort: spec.PortGeneve, AllowTruncated: true, AllowCutINT: true},
 		INT05Port:     wire.HostINTDefaultPort,
 		INT05DSCP:     0x01,
 		INT05DSCPMask: 0x01,
@@ -343,7 +343,7 @@ var tunnelParser = wire.Parser{AllowTruncated: true, NoINT: true, PastL4INT: tru
 
 // decodePacket is decodeInner's general path.
 func (d *Decoder) decodePacket(r *Report, buf []byte, ethernet, fromReport bool) {
-	d.Parser.AllowTruncated = true
+	d.Parser.AllowTruncated, d.Parser.AllowCutINT = true, true
 	p := &d.pkt
 	var err, err2 error
 	if ethernet {

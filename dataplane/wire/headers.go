@@ -55,6 +55,9 @@ type Parser struct {
 	// as found in telemetry reports; End is then the end of the buffer and
 	// Packet.Truncated is set. Never edit such packets in place.
 	AllowTruncated bool
+	// AllowCutINT, with AllowTruncated, accepts an INT stack that runs
+	// past a truncated packet's end (Packet.INTCut): a report's copy.
+	AllowCutINT bool
 	// TCPBeforeOptions puts INT right after the fixed 20-byte TCP header
 	// instead of after the options; the spec lets a domain pick either.
 	TCPBeforeOptions bool
@@ -95,8 +98,9 @@ type Packet struct {
 	// (Parser.AllowTruncated).
 	Truncated bool
 	// INTCut is set when a truncated packet's INT stack runs past the
-	// buffer: INTLen is then the bytes present.
+	// buffer (Parser.AllowCutINT): INTLen is then the bytes present.
 	INTCut bool
+	cutOK  bool // Parser.AllowCutINT, for setINT
 	// Fragment is set for an IP fragment: IPv4 with More Fragments or an
 	// offset, IPv6 with a fragment header with M or an offset (an atomic
 	// fragment is not one).
@@ -115,6 +119,7 @@ func (p *Packet) HasINT() bool { return p.INT >= 0 }
 // error; malformed headers are.
 func (c *Parser) Parse(frame []byte, p *Packet) error {
 	p.reset()
+	p.cutOK = c.AllowCutINT
 	if len(frame) < EthernetLen {
 		return ErrTruncated
 	}
@@ -136,6 +141,7 @@ func (c *Parser) Parse(frame []byte, p *Packet) error {
 // ParseIP is Parse for a buffer that starts with an IPv4 or IPv6 header.
 func (c *Parser) ParseIP(b []byte, p *Packet) error {
 	p.reset()
+	p.cutOK = c.AllowCutINT
 	if len(b) == 0 {
 		return ErrTruncated
 	}
@@ -327,7 +333,7 @@ func (p *Packet) setINT(b []byte, e spec.Encap, shim, shimLen int, t spec.Header
 		if len(b) < start+MDHeaderLen {
 			return ErrTruncated
 		}
-		if intLen < MDHeaderLen || !p.Truncated {
+		if intLen < MDHeaderLen || !p.Truncated || !p.cutOK {
 			return ErrBadLength
 		}
 		// The packet was cut (a report's copy): the stack up to the cut.
