@@ -495,3 +495,23 @@ func TestCutStack(t *testing.T) {
 		t.Fatalf("path %v changes %d complete %v reports %d", pathNodes(&f), f.PathChanges, f.PathComplete, f.Reports)
 	}
 }
+
+// TestDropReportNoLatency: a drop report carries an ingress timestamp but
+// no egress one nor hop latency: it counts the drop, not a latency of 0.
+func TestDropReportNoLatency(t *testing.T) {
+	c := New(Config{})
+	c.HandlePacket(testPayload(t, 1), 1) // sink (node 4) report: 1, 2, 3, 4
+	before, _ := c.Flow(testFlow)
+	b, err := wire.AppendGroupHeader(nil, wire.GroupHeader{Version: 2, HWID: 1, Seq: 1, NodeID: 2})
+	must(t, err)
+	h := wire.ReportHeader{Type: spec.RepINT, InType: spec.InEthernet, Dropped: true, TrackedFlow: true,
+		RepMdBits: wire.RepL1Ports | wire.RepIngressTimestamp | wire.RepDrop}
+	md := wire.ReportMetadata{IngressPort: 1, EgressPort: 2, IngressTimestamp: 5_000_000, DropReason: 71}
+	b, err = wire.AppendReport(b, &h, &md, nil, mdFrame(t, testHops()[2:], testInst, 0))
+	must(t, err)
+	c.HandlePacket(b, 2)
+	f, _ := c.Flow(testFlow)
+	if got, was := f.Path[1].Latency, before.Path[1].Latency; got != was || f.Path[1].Drops != before.Path[1].Drops+1 {
+		t.Fatalf("node 2 latency %+v (was %+v), drops %d", got, was, f.Path[1].Drops)
+	}
+}
