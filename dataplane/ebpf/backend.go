@@ -351,12 +351,24 @@ func (d *Dataplane) compileLocked() error {
 			d.qrOf[k] = v
 		}
 	}
+	// The tracing programs the configuration needs are attached before
+	// the configuration word that uses them, and detached after the one
+	// that stops.
+	tr := d.tracersFor(dt)
+	if tr.qtime {
+		c.Flags |= uint32(intdCfgFlagF_QTIME)
+	}
+	if err := d.attachTracers(tr); err != nil {
+		return err
+	}
 	d.wlGen++
 	d.wlBase = base
 	c.WlGen, c.WlBase, c.WlCount = d.wlGen, base, uint16(len(ents))
 	if err := d.objs.CfgMap.Put(uint32(0), c); err != nil {
+		d.undoTracers()
 		return fmt.Errorf("ebpf: config map: %w", err)
 	}
+	d.detachTracers(tr)
 	for _, i := range d.ifaces {
 		if err := d.objs.Ifaces.Put(uint32(i.ifindex), d.ifaceValue(i)); err != nil {
 			return fmt.Errorf("ebpf: interface map: %w", err)

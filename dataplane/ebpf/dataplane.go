@@ -22,6 +22,7 @@ import (
 	"github.com/intd-project/intd/dataplane/report"
 	"github.com/intd-project/intd/dataplane/saireport"
 	"github.com/intd-project/intd/sai"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // Interface is a network interface the dataplane attaches to.
@@ -96,23 +97,25 @@ type iface struct {
 
 // Dataplane is the tc/eBPF INT dataplane. It implements sai.Backend.
 type Dataplane struct {
-	mu       sync.Mutex
-	cfg      Config
-	objs     intdObjects
-	ifaces   map[string]*iface
-	slots    [maxSlots]bool
-	tp       link.Link
-	xmit     link.Link       // intd_xmit on net_dev_start_xmit
-	nl       *netlink.Handle // in the namespace New ran in (queue state)
-	gso      *gsoDetour
-	rd       *ringbuf.Reader
-	done     chan struct{}
-	reading  bool        // readEvents runs (and closes done)
-	stopping atomic.Bool // readEvents returns once the ring buffer is empty
-	closed   bool
-	log      *slog.Logger
-	timeOff  uint64
-	netns    uint32 // inode of the network namespace New ran in
+	mu     sync.Mutex
+	cfg    Config
+	objs   intdObjects
+	ifaces map[string]*iface
+	slots  [maxSlots]bool
+	tp     link.Link
+	xmit   link.Link // intd_xmit on net_dev_start_xmit
+	// tracersNew: attached by the apply in progress (undone if it fails)
+	tracersNew tracing
+	nl         *netlink.Handle // in the namespace New ran in (queue state)
+	gso        *gsoDetour
+	rd         *ringbuf.Reader
+	done       chan struct{}
+	reading    bool        // readEvents runs (and closes done)
+	stopping   atomic.Bool // readEvents returns once the ring buffer is empty
+	closed     bool
+	log        *slog.Logger
+	timeOff    uint64
+	netns      uint32 // inode of the network namespace New ran in
 
 	store     *sai.Store
 	sessIdx   map[sai.OID]int
@@ -149,7 +152,14 @@ func New(cfg Config) (*Dataplane, error) {
 	}
 	d.slots[0] = true // "other"
 	d.store = sai.NewStore(d.Capabilities(), d.checkAttrs)
-	if err := loadIntdObjects(&d.objs, nil); err != nil {
+	// The namespace of the calling thread (tests start dataplanes on
+	// threads inside namespaces).
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/thread-self/ns/net", &st); err != nil {
+		return nil, fmt.Errorf("ebpf: network namespace: %w", err)
+	}
+	d.netns = uint32(st.Ino)
+	if err := loadObjects(&d.objs, d.netns); err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
 			return nil, fmt.Errorf("ebpf: load: %+v", ve)
@@ -157,14 +167,6 @@ func New(cfg Config) (*Dataplane, error) {
 		return nil, fmt.Errorf("ebpf: load (%s): %w", requirements, err)
 	}
 	d.timeOff = timeOffset()
-	// The namespace of the calling thread (tests start dataplanes on
-	// threads inside namespaces).
-	var st unix.Stat_t
-	if err := unix.Stat("/proc/thread-self/ns/net", &st); err != nil {
-		d.objs.Close()
-		return nil, fmt.Errorf("ebpf: network namespace: %w", err)
-	}
-	d.netns = uint32(st.Ino)
 	nl, err := netlink.NewHandle()
 	if err != nil {
 		d.objs.Close()
@@ -185,19 +187,6 @@ func New(cfg Config) (*Dataplane, error) {
 		d.nl.Close()
 		d.objs.Close()
 		return nil, fmt.Errorf("ebpf: ring buffer: %w", err)
-	}
-	if !cfg.NoDropTrace && !cfg.NoAttach {
-		if d.tp, err = link.AttachTracing(link.TracingOptions{Program: d.objs.IntdKfreeSkb}); err != nil {
-			d.Close()
-			return nil, fmt.Errorf("ebpf: attach kfree_skb: %w", err)
-		}
-	}
-	if !cfg.NoAttach {
-		// Queue delay: packets followed from tc egress to the driver.
-		if d.xmit, err = link.AttachTracing(link.TracingOptions{Program: d.objs.IntdXmit}); err != nil {
-			d.Close()
-			return nil, fmt.Errorf("ebpf: attach net_dev_start_xmit: %w", err)
-		}
 	}
 	if !cfg.NoAttach && !cfg.NoGSODetour {
 		if d.gso, err = d.newGSODetour(); err != nil {
@@ -224,6 +213,131 @@ func New(cfg Config) (*Dataplane, error) {
 		go d.pollUtil()
 	}
 	return d, nil
+}
+
+// loadObjects loads the programs and maps for the network namespace
+// whose inode is netns.
+func loadObjects(objs *intdObjects, netns uint32) error {
+	spec, err := loadIntd()
+	if err != nil {
+		return err
+	}
+	if err := spec.Variables[intdVarOwnNetns].Set(netns); err != nil {
+		return err
+	}
+	return spec.LoadAndAssign(objs, nil)
+}
+
+// The tracing programs run for every packet of the host, every namespace:
+// they are attached only while the configuration uses them (tracersFor).
+type tracing struct {
+	drop  bool // intd_kfree_skb on skb:kfree_skb
+	qtime bool // intd_xmit on net_dev_start_xmit
+}
+
+// tracersFor says which tracing programs a configuration needs. The
+// queueing delay (intd_xmit following one packet per tx queue to the
+// driver) is in every report a node's egress sends (hop latency, egress
+// timestamp, the flow filter's latency buckets) and in the hop metadata
+// of sessions asking for time: needed by postcards, queue reports,
+// transit (the packet's instructions decide, and INT-MX transit
+// reports), sinks (their reports carry their own hop) and sources with
+// a session of time instructions or of INT-MX (reports per packet). The
+// drop tracer reports drops, and also lets a followed packet dropped in
+// its queue be replaced at once.
+func (d *Dataplane) tracersFor(dt *sai.DTelAttrs) tracing {
+	if dt == nil {
+		return tracing{}
+	}
+	var t tracing
+	switch {
+	case dt.PostcardEnable, dt.IntTransitEnable:
+		t.qtime = true
+	case dt.QueueReportEnable && len(d.qrIdx) > 0:
+		t.qtime = true
+	case dt.IntEndpointEnable && len(dt.SinkPortList) > 0:
+		t.qtime = true
+	case dt.IntEndpointEnable:
+		for oid := range d.sessIdx {
+			a := d.attrs(oid).(sai.IntSessionAttrs)
+			if a.Mode == sai.IntModeMX || a.Instructions&(spec.InstHopLatency|spec.InstEgressTimestamp) != 0 {
+				t.qtime = true
+			}
+		}
+	}
+	t.drop = dt.DropReportEnable || t.qtime
+	return t
+}
+
+// attachTracers attaches the tracing programs t needs that are not
+// attached; on error it leaves them as they were.
+func (d *Dataplane) attachTracers(t tracing) error {
+	if d.cfg.NoAttach {
+		return nil
+	}
+	var err error
+	if t.qtime && d.xmit == nil {
+		if d.xmit, err = link.AttachTracing(link.TracingOptions{Program: d.objs.IntdXmit}); err != nil {
+			d.xmit = nil
+			return fmt.Errorf("ebpf: attach net_dev_start_xmit (queueing delay): %w", err)
+		}
+		d.log.Debug("ebpf: queueing delay measured: net_dev_start_xmit attached")
+		d.tracersNew.qtime = true
+	}
+	if t.drop && !d.cfg.NoDropTrace && d.tp == nil {
+		if d.tp, err = link.AttachTracing(link.TracingOptions{Program: d.objs.IntdKfreeSkb}); err != nil {
+			d.tp = nil
+			d.undoTracers()
+			return fmt.Errorf("ebpf: attach kfree_skb (drop reports): %w", err)
+		}
+		d.log.Debug("ebpf: drops traced: kfree_skb attached")
+		d.tracersNew.drop = true
+	}
+	return nil
+}
+
+// undoTracers detaches what attachTracers attached since the last
+// detachTracers: an apply that fails after attaching.
+func (d *Dataplane) undoTracers() {
+	if d.tracersNew.qtime {
+		_ = d.xmit.Close()
+		d.xmit = nil
+	}
+	if d.tracersNew.drop {
+		_ = d.tp.Close()
+		d.tp = nil
+	}
+	d.tracersNew = tracing{}
+}
+
+// detachTracers detaches the tracing programs t does not need, once the
+// configuration word that stops using them is written.
+func (d *Dataplane) detachTracers(t tracing) {
+	d.tracersNew = tracing{}
+	if !t.qtime && d.xmit != nil {
+		if err := d.xmit.Close(); err != nil {
+			d.log.Warn("ebpf: detaching net_dev_start_xmit", "err", err)
+		}
+		d.xmit = nil
+		// A packet followed when it was detached never arrives: nothing
+		// is followed when it is attached again. The last estimate stays
+		// (queue state's delay).
+		for k := range uint32(maxSlots * maxTxq) {
+			var j intdSojourn
+			if d.objs.Sojourns.Lookup(k, &j) == nil && j.Skb != 0 {
+				j.Skb = 0
+				_ = d.objs.Sojourns.Put(k, j)
+			}
+		}
+		d.log.Debug("ebpf: queueing delay unused: net_dev_start_xmit detached")
+	}
+	if !t.drop && d.tp != nil {
+		if err := d.tp.Close(); err != nil {
+			d.log.Warn("ebpf: detaching kfree_skb", "err", err)
+		}
+		d.tp = nil
+		d.log.Debug("ebpf: drops untraced: kfree_skb detached")
+	}
 }
 
 // timeOffset is CLOCK_REALTIME - CLOCK_TAI (bpf_ktime_get_tai_ns), so

@@ -65,6 +65,7 @@ const (
 	intdCfgFlagF_WL_IFAM      intdCfgFlag = 524288
 	intdCfgFlagF_WL_IPROTO    intdCfgFlag = 1048576
 	intdCfgFlagF_ADAPTIVE     intdCfgFlag = 2097152
+	intdCfgFlagF_QTIME        intdCfgFlag = 4194304
 )
 
 type intdCounter uint32
@@ -562,6 +563,7 @@ const (
 	intdProgIntdKfreeSkb = "intd_kfree_skb"
 	intdProgIntdPass     = "intd_pass"
 	intdProgIntdXmit     = "intd_xmit"
+	intdVarOwnNetns      = "own_netns"
 	intdVarUnusedAbi     = "unused_abi"
 	intdVarUnusedEvent   = "unused_event"
 	intdVarUnusedFlowKey = "unused_flow_key"
@@ -658,6 +660,7 @@ type intdMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type intdVariableSpecs struct {
+	OwnNetns      *ebpf.VariableSpec `ebpf:"own_netns"`
 	UnusedAbi     *ebpf.VariableSpec `ebpf:"unused_abi"`
 	UnusedEvent   *ebpf.VariableSpec `ebpf:"unused_event"`
 	UnusedFlowKey *ebpf.VariableSpec `ebpf:"unused_flow_key"`
@@ -756,6 +759,7 @@ func (m *intdMaps) Close() error {
 //
 // It can be passed to loadIntdObjects or ebpf.CollectionSpec.LoadAndAssign.
 type intdVariables struct {
+	OwnNetns      *ebpf.Variable `ebpf:"own_netns"`
 	UnusedAbi     *ebpf.Variable `ebpf:"unused_abi"`
 	UnusedEvent   *ebpf.Variable `ebpf:"unused_event"`
 	UnusedFlowKey *ebpf.Variable `ebpf:"unused_flow_key"`

@@ -79,6 +79,7 @@ enum cfg_flag {
 	F_WL_IFAM = 1 << 19,   /* some watchlist entry matches the inner family */
 	F_WL_IPROTO = 1 << 20, /* some watchlist entry matches the inner protocol */
 	F_ADAPTIVE = 1 << 21,  /* flow filter: learned latency band, not lat_shift buckets */
+	F_QTIME = 1 << 22,     /* something uses the queueing delay: intd_xmit is attached, packets are followed */
 };
 
 /* ENC_* (pkt.encap, pkt.tun), TUN_* (cfg.tunnels) and the tunnels' code
@@ -3578,7 +3579,8 @@ int intd_egress(struct __sk_buff *skb)
 		if (sl->fp == fingerprint(afold(s->p.saddr), afold(s->p.daddr), idlen, s->p.ipproto))
 			s->t_in = sl->ts;
 	}
-	follow(skb, s);
+	if (s->c.flags & F_QTIME)
+		follow(skb, s);
 	int qr = s->ifc.qr && (s->c.flags & F_QUEUE);
 
 	if (pr > 0 && s->c.malformed_drop) {
@@ -3761,11 +3763,16 @@ int intd_pass(struct __sk_buff *skb)
 
 /* ---- queue delay ---- */
 
+/* The inode of intd's network namespace, set before loading: the
+ * tracing programs leave other namespaces' packets without a map lookup. */
+volatile const __u32 own_netns = 0;
+
 /* own_ns says whether dev is in intd's namespace (ifindexes are per
- * namespace): two loads and a compare for every other device. */
-static __always_inline int own_ns(struct cfg *c, struct net_device *dev)
+ * namespace): two loads and a compare with a constant for every other
+ * device. */
+static __always_inline int own_ns(struct net_device *dev)
 {
-	return dev && dev->nd_net.net->ns.inum == c->netns;
+	return dev && dev->nd_net.net->ns.inum == own_netns;
 }
 
 /* soj_at is the sojourn state of the tx queue the kernel gave skb. */
@@ -3782,11 +3789,7 @@ int intd_xmit(__u64 *ctx)
 {
 	struct sk_buff *skb = (struct sk_buff *)ctx[0];
 	struct net_device *dev = (struct net_device *)ctx[1];
-	__u32 zero = 0;
-	struct cfg *c = bpf_map_lookup_elem(&cfg_map, &zero);
-	if (!c)
-		return 0;
-	if (!own_ns(c, dev))
+	if (!own_ns(dev))
 		return 0;
 	struct iface *ifc = iface_of(dev->ifindex);
 	if (!ifc)
@@ -3812,13 +3815,13 @@ int intd_xmit(__u64 *ctx)
 SEC("tp_btf/kfree_skb")
 int intd_kfree_skb(__u64 *ctx)
 {
+	struct sk_buff *skb = (struct sk_buff *)ctx[0];
+	struct net_device *dev = skb->dev;
+	if (!own_ns(dev))
+		return 0;
 	__u32 zero = 0;
 	struct cfg *c = bpf_map_lookup_elem(&cfg_map, &zero);
 	if (!c)
-		return 0;
-	struct sk_buff *skb = (struct sk_buff *)ctx[0];
-	struct net_device *dev = skb->dev;
-	if (!own_ns(c, dev))
 		return 0;
 	struct iface *dfc = iface_of(dev->ifindex); /* skb->dev: ingress, or egress once routed */
 	if (dfc) {

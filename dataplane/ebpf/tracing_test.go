@@ -1,0 +1,171 @@
+package ebpf
+
+import (
+	"net"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/intd-project/intd/internal/netnstest"
+	"github.com/intd-project/intd/sai"
+	"github.com/intd-project/intd/sai/spec"
+)
+
+// kernelLinked reports whether the kernel has a link of program p.
+func kernelLinked(t *testing.T, p *ebpf.Program) bool {
+	t.Helper()
+	pi, err := p.Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := pi.ID()
+	it := new(link.Iterator)
+	defer it.Close()
+	found := false
+	for it.Next() {
+		if li, err := it.Link.Info(); err == nil && li.Program == id {
+			found = true
+		}
+	}
+	if err := it.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return found
+}
+
+// TestTracersFollowConfig checks that the host-wide tracing programs are
+// attached only while the configuration uses them: intd_xmit (queueing
+// delay) never runs for another namespace's traffic without an INT
+// function that needs it, runs once one does, and stops again after.
+func TestTracersFollowConfig(t *testing.T) {
+	ns := scratchNS(t)
+	// Traffic of a namespace intd has nothing to do with.
+	other, oh := netnstest.New(t)
+	netnstest.Veth(t, oh, [2]string{"o0", "o1"})
+	for name, a := range map[string]string{"o0": "10.77.0.1/24", "o1": "10.77.0.2/24"} {
+		l, err := oh.LinkByName(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr, _ := netlink.ParseAddr(a)
+		if err := oh.AddrAdd(l, addr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A neighbour that is not there: the datagrams leave o0 for it.
+	o0, err := oh.LinkByName("o0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := oh.NeighAdd(&netlink.Neigh{LinkIndex: o0.Attrs().Index, State: netlink.NUD_PERMANENT, Family: unix.AF_INET,
+		IP: net.IPv4(10, 77, 0, 3), HardwareAddr: net.HardwareAddr{0x02, 0, 0, 0, 0x77, 3}}); err != nil {
+		t.Fatal(err)
+	}
+	send := func() {
+		t.Helper()
+		if err := netnstest.Run(t, other, 10*time.Second, func() error {
+			c, err := net.DialUDP("udp4", nil, &net.UDPAddr{IP: net.IPv4(10, 77, 0, 3), Port: 9})
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			for range 2000 {
+				_, _ = c.Write(make([]byte, 64))
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stats, err := ebpf.EnableStats(unix.BPF_STATS_RUN_TIME)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stats.Close()
+
+	var d *Dataplane
+	if err := netnstest.Run(t, ns, 10*time.Second, func() (err error) {
+		d, err = New(Config{Interfaces: []Interface{{Name: "d0"}}, NoGSODetour: true})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer netnstest.Run(t, ns, 10*time.Second, d.Close)
+	runs := func() uint64 {
+		s, err := d.objs.IntdXmit.Stats()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.RunCount
+	}
+	check := func(when string, xmit, drop bool) {
+		t.Helper()
+		if got := kernelLinked(t, d.objs.IntdXmit); got != xmit {
+			t.Errorf("%s: intd_xmit linked %v, want %v", when, got, xmit)
+		}
+		if got := kernelLinked(t, d.objs.IntdKfreeSkb); got != drop {
+			t.Errorf("%s: intd_kfree_skb linked %v, want %v", when, got, drop)
+		}
+		n0 := runs()
+		send()
+		if n := runs() - n0; xmit != (n >= 2000) || !xmit && n != 0 {
+			t.Errorf("%s: intd_xmit ran %d times for 2000 packets of another namespace", when, n)
+		}
+	}
+	check("no configuration", false, false)
+
+	dtel := func(f func(a *sai.DTelAttrs)) sai.DTelAttrs {
+		a := sai.DefaultDTelAttrs()
+		f(&a)
+		return a
+	}
+	dt, err := d.Create(dtel(func(a *sai.DTelAttrs) { a.IntEndpointEnable, a.DropReportEnable = true, true }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("drop reports only", false, true)
+
+	sa := sai.DefaultIntSessionAttrs()
+	sa.Instructions = spec.InstNodeID | spec.InstQueue
+	sess, err := d.Create(sa)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("a session without time", false, true)
+
+	sa.Instructions = spec.InstNodeID | spec.InstHopLatency
+	if err := d.Set(sess, sa); err != nil {
+		t.Fatal(err)
+	}
+	check("a session with hop latency", true, true)
+
+	// A failed apply changes nothing.
+	if err := d.Set(dt, dtel(func(a *sai.DTelAttrs) { a.IntEndpointEnable, a.SinkPortList = true, []string{"nosuch"} })); err == nil {
+		t.Fatal("sink port nosuch accepted")
+	}
+	check("after a failed apply", true, true)
+
+	if err := d.Set(dt, dtel(func(a *sai.DTelAttrs) { a.IntEndpointEnable = true })); err != nil {
+		t.Fatal(err)
+	}
+	check("drop reports off", true, true)
+
+	if err := d.Remove(sess); err != nil {
+		t.Fatal(err)
+	}
+	check("the session removed", false, false)
+
+	if err := d.Set(dt, dtel(func(a *sai.DTelAttrs) { a.IntTransitEnable = true })); err != nil {
+		t.Fatal(err)
+	}
+	check("transit", true, true)
+
+	if err := d.Remove(dt); err != nil {
+		t.Fatal(err)
+	}
+	check("everything removed", false, false)
+}
