@@ -17,9 +17,13 @@
 // with the same clang), adds a clsact qdisc where none exists and
 // direct-action filters on ingress and egress of every interface
 // (AddInterface/RemoveInterface at run time; Close and RemoveInterface
-// delete the filters, and the qdisc when intd created it), attaches the
-// BTF tracepoints skb:kfree_skb (drop reports) and net:net_dev_start_xmit
-// (queueing delay) and reads the report ring buffer.
+// delete the filters, and the qdisc when intd created it) and reads the
+// report ring buffer. The BTF tracepoints skb:kfree_skb (drop reports)
+// and net:net_dev_start_xmit (queueing delay) run for every packet of the
+// host, every namespace: each configuration change attaches them only
+// while something uses them (tracersFor), before the configuration word
+// that uses them, and detaches them after the one that stops; their first
+// test is the device's namespace against a constant set at load.
 // Config.NoAttach only fills the maps, for BPF_PROG_TEST_RUN. Close
 // detaches, hands the events still in the ring buffer to the reporter and
 // frees everything; nothing is pinned.
@@ -285,7 +289,11 @@
 // net_dev_start_xmit tracepoint (intd_xmit, tp_btf), where it leaves the
 // qdisc for the driver; its sojourn and the bytes ahead give the queue's
 // drain time per byte, and a packet joining behind occ bytes is given
-// occ x that (0 when the queue is empty). A followed packet the qdisc
+// occ x that (0 when the queue is empty). Packets are followed only while
+// the configuration reports or inserts a time (postcards, queue reports,
+// transit, sinks, sources with a session of hop latency, egress timestamp
+// or INT-MX); otherwise the queue state's delay keeps the last estimate
+// measured. A followed packet the qdisc
 // drops is released by the drop tracer; one that never shows (segmented,
 // or dropped unseen) after 1024 packets and a second. Tx utilisation, in
 // tenths of a percent: the bits the device sent over the last 100 ms

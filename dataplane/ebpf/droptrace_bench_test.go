@@ -30,6 +30,10 @@ const dropReportConfig = `{"intd-int:int": {
 	"events": {"event": [{"type": "DROP_REPORT", "config": {"type": "DROP_REPORT", "report-session": "c"}}]}
 }}`
 
+// transitDropConfig adds INT transit, which needs the queueing delay
+// (intd_xmit attached too).
+var transitDropConfig = strings.Replace(dropReportConfig, `"int-endpoint": true,`, `"int-endpoint": true, "int-transit": true,`, 1)
+
 // BenchmarkDropTracerOtherNS measures what intd's drop tracer costs
 // traffic that is none of its business: a sender in namespace "a" sends
 // 64-byte UDP datagrams as fast as it can through kernel forwarding in
@@ -37,7 +41,8 @@ const dropReportConfig = `{"intd-int:int": {
 // kfree_skb (the tracepoint fires once per packet). Each round sends
 // 200,000 datagrams with no intd (detached), then with intd running in a
 // namespace of its own with drop reporting on (attached); b.N rounds, at
-// least 3. The figure is the sender thread's CPU time per datagram "b"
+// least 3; "drop" with drop reporting alone (intd_xmit not attached),
+// "drop+transit" with INT transit too (both attached). The figure is the sender thread's CPU time per datagram "b"
 // counted (Udp NoPorts), which holds the whole path; a third blast, still
 // attached, times the tracing programs themselves with the kernel's BPF
 // run-time statistics.
@@ -45,6 +50,12 @@ const dropReportConfig = `{"intd-int:int": {
 //	sudo go test ./dataplane/ebpf -run '^$' -bench DropTracerOtherNS -benchtime 5x
 func BenchmarkDropTracerOtherNS(b *testing.B) {
 	needRoot(b)
+	for _, c := range []struct{ name, cfg string }{{"drop", dropReportConfig}, {"drop+transit", transitDropConfig}} {
+		b.Run(c.name, func(b *testing.B) { benchTracersOtherNS(b, c.cfg) })
+	}
+}
+
+func benchTracersOtherNS(b *testing.B, cfg string) {
 	prefix := fmt.Sprintf("intdd%d-", os.Getpid()%100000)
 	names := []string{"a", "fwd", "b", "own"}
 	ns := map[string]netns.NsHandle{}
@@ -155,7 +166,7 @@ func BenchmarkDropTracerOtherNS(b *testing.B) {
 			}
 		})
 		dev := &gen.Device{}
-		if err := gen.Unmarshal([]byte(dropReportConfig), dev); err != nil {
+		if err := gen.Unmarshal([]byte(cfg), dev); err != nil {
 			b.Fatal(err)
 		}
 		if err := dtel.New(d).Apply(context.Background(), dev); err != nil {
@@ -174,6 +185,7 @@ func BenchmarkDropTracerOtherNS(b *testing.B) {
 	// statistics (nearly every run is for the other namespaces' packets),
 	// in a third blast: the statistics' clock reads slow every program.
 	progNs := map[string][]float64{}
+	progRuns := map[string]uint64{}
 	for r := range rounds {
 		off = append(off, blast(n))
 		d := attach()
@@ -189,6 +201,9 @@ func BenchmarkDropTracerOtherNS(b *testing.B) {
 		}
 		blast(n)
 		for name, p := range progs {
+			if s, err := p.Stats(); err == nil {
+				progRuns[name] += s.RunCount - before[name].RunCount
+			}
 			if s, err := p.Stats(); err == nil && s.RunCount > before[name].RunCount {
 				progNs[name] = append(progNs[name], float64((s.Runtime-before[name].Runtime).Nanoseconds())/float64(s.RunCount-before[name].RunCount))
 			}
@@ -218,6 +233,9 @@ func BenchmarkDropTracerOtherNS(b *testing.B) {
 	b.ReportMetric(m0, "cpu-ns/pkt-detached")
 	b.ReportMetric(m1, "cpu-ns/pkt-attached")
 	b.ReportMetric(mr, "attached/detached")
+	for name, runs := range progRuns {
+		b.Logf("%s: %d runs in %d blasts of %d datagrams", name, runs, rounds, n)
+	}
 	for name, v := range progNs {
 		m, lo, hi := stat(v)
 		b.Logf("%s: %.1f (%.1f-%.1f) ns per run", name, m, lo, hi)
