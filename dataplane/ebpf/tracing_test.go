@@ -149,35 +149,26 @@ func TestTracersFollowConfig(t *testing.T) {
 	}
 	check("a session without time", false, true)
 
-	sa.Instructions = spec.InstNodeID | spec.InstHopLatency
-	if err := d.Set(sess, sa); err != nil {
-		t.Fatal(err)
+	timed := sa
+	timed.Instructions = spec.InstNodeID | spec.InstHopLatency
+	for _, st := range []struct {
+		when       string
+		do         func() error
+		fails      bool
+		xmit, drop bool
+	}{
+		{"a session with hop latency", func() error { return d.Set(sess, timed) }, false, true, true},
+		{"a failed apply", func() error {
+			return d.Set(dt, dtel(func(a *sai.DTelAttrs) { a.IntEndpointEnable, a.SinkPortList = true, []string{"nosuch"} }))
+		}, true, true, true},
+		{"drop reports off", func() error { return d.Set(dt, dtel(func(a *sai.DTelAttrs) { a.IntEndpointEnable = true })) }, false, true, true},
+		{"the session removed", func() error { return d.Remove(sess) }, false, false, false},
+		{"transit", func() error { return d.Set(dt, dtel(func(a *sai.DTelAttrs) { a.IntTransitEnable = true })) }, false, true, true},
+		{"everything removed", func() error { return d.Remove(dt) }, false, false, false},
+	} {
+		if err := st.do(); (err != nil) != st.fails {
+			t.Fatalf("%s: %v", st.when, err)
+		}
+		check(st.when, st.xmit, st.drop)
 	}
-	check("a session with hop latency", true, true)
-
-	// A failed apply changes nothing.
-	if err := d.Set(dt, dtel(func(a *sai.DTelAttrs) { a.IntEndpointEnable, a.SinkPortList = true, []string{"nosuch"} })); err == nil {
-		t.Fatal("sink port nosuch accepted")
-	}
-	check("after a failed apply", true, true)
-
-	if err := d.Set(dt, dtel(func(a *sai.DTelAttrs) { a.IntEndpointEnable = true })); err != nil {
-		t.Fatal(err)
-	}
-	check("drop reports off", true, true)
-
-	if err := d.Remove(sess); err != nil {
-		t.Fatal(err)
-	}
-	check("the session removed", false, false)
-
-	if err := d.Set(dt, dtel(func(a *sai.DTelAttrs) { a.IntTransitEnable = true })); err != nil {
-		t.Fatal(err)
-	}
-	check("transit", true, true)
-
-	if err := d.Remove(dt); err != nil {
-		t.Fatal(err)
-	}
-	check("everything removed", false, false)
 }
