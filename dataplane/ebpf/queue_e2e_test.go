@@ -25,7 +25,9 @@ import (
 // watches UDP to h2 port 9000 with INT-MD (node id, hop latency, queue,
 // timestamps) and port 9001 with postcards (every packet), and reports
 // breaches of tx queues 0 to queues-1 of r1-r2 above latencyNs; r3 is
-// the sink.
+// the sink. The sink's flow filter is in fixed mode (every latency change
+// of 256 ns or more is reported), so that every packet of the growing
+// queue gives a sample.
 func queueConfig(node int, sink string, queues, latencyNs int) string {
 	ifs, wl, qr := "", "", ""
 	if sink != "" {
@@ -47,6 +49,7 @@ func queueConfig(node int, sink string, queues, latencyNs int) string {
 	return fmt.Sprintf(`{"intd-int:int": {
 	"node": {"config": {"enabled": true, "node-id": %d, "int-endpoint": true, "int-transit": true,
 		"postcard": true, "queue-report": true, "latency-sensitivity": 8}},
+	"flow-report-filter": {"config": {"latency-filter-mode": "fixed", "hop-latency-threshold": 256}},
 	"marking": {"config": {"l4-marking": "DSCP", "dscp-value": 23, "dscp-mask": 63, "vxlan-gpe-next-protocol": 0, "geneve-option-class": 0}},
 	%s %s %s
 	"int-sessions": {"int-session": [{"name": "md", "config": {"name": "md", "mode": "INT_MD",
