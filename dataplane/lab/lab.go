@@ -584,9 +584,18 @@ func (l *Lab) Summary(ctx context.Context, out io.Writer) {
 		if err != nil {
 			continue
 		}
-		fmt.Fprintf(&b, "%-4s packets in %d out %d dropped %d | INT added %d transit %d removed %d | reports sent: flow %d drop %d queue %d\n",
+		fmt.Fprintf(&b, "%-4s packets in %d out %d dropped %d | INT added %d transit %d removed %d | reports sent: flow %d drop %d queue %d",
 			n, st.Node.InPackets, st.Node.OutPackets, st.Node.DroppedPackets, st.Node.IntInserted, st.Node.IntTransited,
 			st.Node.IntStripped, st.Reports[sai.ReportFlow].Sent, st.Reports[sai.ReportDrop].Sent, st.Reports[sai.ReportQueue].Sent)
+		var undelivered uint64
+		for _, rs := range st.ReportSessions {
+			undelivered += rs.SendErrors
+		}
+		if undelivered > 0 {
+			// Refused by ICMP: nothing listens at the collector address.
+			fmt.Fprintf(&b, " | report packets undelivered %d (is a collector listening?)", undelivered)
+		}
+		b.WriteString("\n")
 	}
 	_, _ = io.WriteString(out, b.String())
 }
