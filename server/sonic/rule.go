@@ -412,22 +412,22 @@ func (p *ruleParser) protocol(field, v string) *refusal {
 }
 
 func (p *ruleParser) srcPort(field, v string) *refusal {
-	if p.r.sport != nil {
-		return refuse(field, "L4_SRC_PORT and L4_SRC_PORT_RANGE are the same match; give one")
-	}
-	var rf *refusal
-	p.r.sport, rf = parsePort(field, v)
-	p.r.fields[matchConf+"source-port-min"], p.r.fields[matchConf+"source-port-max"] = field, field
-	return rf
+	return p.ports(field, v, &p.r.sport, "L4_SRC_PORT", "source-port")
 }
 
 func (p *ruleParser) dstPort(field, v string) *refusal {
-	if p.r.dport != nil {
-		return refuse(field, "L4_DST_PORT and L4_DST_PORT_RANGE are the same match; give one")
+	return p.ports(field, v, &p.r.dport, "L4_DST_PORT", "destination-port")
+}
+
+// ports parses a port or port range into *dst, the match leaves
+// leaf-min and leaf-max; name and name_RANGE are one match.
+func (p *ruleParser) ports(field, v string, dst **[2]uint16, name, leaf string) *refusal {
+	if *dst != nil {
+		return refuse(field, "%s and %s_RANGE are the same match; give one", name, name)
 	}
 	var rf *refusal
-	p.r.dport, rf = parsePort(field, v)
-	p.r.fields[matchConf+"destination-port-min"], p.r.fields[matchConf+"destination-port-max"] = field, field
+	*dst, rf = parsePort(field, v)
+	p.r.fields[matchConf+leaf+"-min"], p.r.fields[matchConf+leaf+"-max"] = field, field
 	return rf
 }
 
