@@ -43,7 +43,10 @@ type FlowResult struct {
 // the cluster elects a leader (a server died) is retried until ctx ends.
 func OrderedConsumer(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.OrderedConsumerConfig) (jetstream.Consumer, uint64, error) {
 	for {
-		c, cancel := context.WithTimeout(ctx, 3*time.Second)
+		// Generous per attempt: on a loaded cluster that just lost a
+		// server, creating a consumer can take seconds, and an attempt cut
+		// short only starts the wait again.
+		c, cancel := context.WithTimeout(ctx, 10*time.Second)
 		cons, err := js.OrderedConsumer(c, stream, cfg)
 		var info *jetstream.ConsumerInfo
 		if err == nil {
