@@ -65,6 +65,17 @@ func TestTracersFollowConfig(t *testing.T) {
 		IP: net.IPv4(10, 77, 0, 3), HardwareAddr: net.HardwareAddr{0x02, 0, 0, 0, 0x77, 3}}); err != nil {
 		t.Fatal(err)
 	}
+	// Until the pair has carrier, o0's qdisc holds what is sent and
+	// nothing reaches the driver (the tracepoint).
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		l, err := oh.LinkByName("o0")
+		if err == nil && l.Attrs().OperState == netlink.OperUp {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("o0 has no carrier: %v", err)
+		}
+	}
 	// send returns how many datagrams left o0 (a busy machine may leave
 	// the socket's buffer full for a while: the sender gives up after 2s).
 	send := func() uint64 {
