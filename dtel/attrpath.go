@@ -45,6 +45,7 @@ var attrPaths = bindAttrs(
 	at(sai.AttrDTelDropReportEnable, func(c *dtelCfg) any { return &c.Node.Config.DropReport }),
 	at(sai.AttrDTelQueueReportEnable, func(c *dtelCfg) any { return &c.Node.Config.QueueReport }),
 	at(sai.AttrDTelSwitchID, func(c *dtelCfg) any { return &c.Node.Config.NodeId }),
+	at(sai.AttrDTelHWID, func(c *dtelCfg) any { return &c.Node.Config.HwId }),
 	at(sai.AttrDTelFlowStateClearCycle, func(c *dtelCfg) any { return &c.Node.Config.FlowStateClearCycle }),
 	at(sai.AttrDTelLatencySensitivity, func(c *dtelCfg) any { return &c.Node.Config.LatencySensitivity }),
 	at(sai.AttrDTelMalformedAction, func(c *dtelCfg) any { return &c.Node.Config.MalformedIntAction }),

@@ -92,6 +92,7 @@ func (o *Orchestrator) translateNode(in *intent, cfg *gen.Device) error {
 		DropReportEnable:    enabled && nc.GetDropReport(),
 		QueueReportEnable:   enabled && nc.GetQueueReport(),
 		SwitchID:            id,
+		HWID:                nc.GetHwId(),
 		FlowStateClearCycle: time.Duration(nc.GetFlowStateClearCycle()) * time.Second,
 		LatencySensitivity:  nc.GetLatencySensitivity(),
 	}

@@ -37,6 +37,7 @@ func fullObjects() (map[key]sai.Attrs, map[key]key) {
 		kDTel: sai.DTelAttrs{
 			IntEndpointEnable: true, IntTransitEnable: true, DropReportEnable: true, QueueReportEnable: true,
 			SwitchID:             1,
+			HWID:                 5,
 			FlowStateClearCycle:  10 * time.Second,
 			LatencySensitivity:   8,
 			SinkPortList:         []string{"eth1"},

@@ -43,6 +43,7 @@ const (
 	AttrDTelFlowReportAdaptive
 	AttrDTelFlowReportLatencyFactor
 	AttrDTelFlowReportLatencyFloor
+	AttrDTelHWID
 
 	// IntSession
 	AttrIntSessionMode
@@ -157,6 +158,7 @@ var attrInfo = [attrCount]struct {
 	AttrDTelFlowReportAdaptive:              {ObjectTypeDTel, "FlowReport.Adaptive"},
 	AttrDTelFlowReportLatencyFactor:         {ObjectTypeDTel, "FlowReport.LatencyFactor"},
 	AttrDTelFlowReportLatencyFloor:          {ObjectTypeDTel, "FlowReport.LatencyFloor"},
+	AttrDTelHWID:                            {ObjectTypeDTel, "HWID"},
 	AttrIntSessionMode:                      {ObjectTypeIntSession, "Mode"},
 	AttrIntSessionMaxHopCount:               {ObjectTypeIntSession, "MaxHopCount"},
 	AttrIntSessionInstructions:              {ObjectTypeIntSession, "Instructions"},

@@ -65,6 +65,9 @@ type DTelAttrs struct {
 	DropReportEnable  bool   // SAI_DTEL_ATTR_DROP_REPORT_ENABLE
 	QueueReportEnable bool   // SAI_DTEL_ATTR_QUEUE_REPORT_ENABLE
 	SwitchID          uint32 // SAI_DTEL_ATTR_SWITCH_ID: INT node id and report Node ID
+	// HWID is the reports' hw_id (Telemetry Report v2.0 group header,
+	// v0.5 header), 0..MaxHWID; SAI has no attribute for it.
+	HWID uint8
 
 	// FlowStateClearCycle (SAI_DTEL_ATTR_FLOW_STATE_CLEAR_CYCLE) is how
 	// often flow state (used for change detection) is flushed; 0 never.
@@ -166,9 +169,15 @@ func (a DTelAttrs) Clone() DTelAttrs {
 // is a 32-bit quantity.
 const MaxLatencySensitivity = 31
 
+// MaxHWID bounds DTelAttrs.HWID: the report headers' hw_id has 6 bits.
+const MaxHWID = 63
+
 // Validate implements Attrs.
 func (a DTelAttrs) Validate() error {
 	const t = ObjectTypeDTel
+	if a.HWID > MaxHWID {
+		return invalid(t, AttrDTelHWID, "hw_id %d exceeds %d", a.HWID, MaxHWID)
+	}
 	if err := validateDuration(t, AttrDTelFlowStateClearCycle, "flow-state clear cycle", a.FlowStateClearCycle); err != nil {
 		return err
 	}

@@ -103,6 +103,7 @@ func TestValidateRules(t *testing.T) {
 		// DTel.
 		{"negative clear cycle", mod(DefaultDTelAttrs(), func(a *DTelAttrs) { a.FlowStateClearCycle = -time.Second }), "FlowStateClearCycle", "sai: dtel: flow-state clear cycle -1s is negative"},
 		{"latency sensitivity", mod(DefaultDTelAttrs(), func(a *DTelAttrs) { a.LatencySensitivity = 32 }), "LatencySensitivity", "latency sensitivity 32 exceeds 31"},
+		{"hw id", mod(DefaultDTelAttrs(), func(a *DTelAttrs) { a.HWID = 64 }), "HWID", "hw_id 64 exceeds 63"},
 		{"empty sink port", mod(DefaultDTelAttrs(), func(a *DTelAttrs) { a.SinkPortList = []string{"eth0", ""} }), "SinkPortList[1]", "sink port 1 is empty"},
 		{"long sink port", mod(DefaultDTelAttrs(), func(a *DTelAttrs) { a.SinkPortList = []string{"0123456789abcdef"} }), "SinkPortList[0]", "longer than 15"},
 		{"bad sink port", mod(DefaultDTelAttrs(), func(a *DTelAttrs) { a.SinkPortList = []string{"eth0/1"} }), "SinkPortList[0]", "not a valid interface name"},

@@ -213,3 +213,26 @@ func TestSetMaxElements(t *testing.T) {
 	_, err = env.client.Set(ctx, &gpb.SetRequest{Update: []*gpb.Update{{Path: gp(t, "/int/int-sessions"), Val: jsonIETF(sessions.String())}}})
 	wantCode(t, err, codes.InvalidArgument)
 }
+
+// hw-id takes the 6 bits of the report headers' hw_id: 64 is refused
+// naming the leaf, and changes nothing.
+func TestSetHWIDRange(t *testing.T) {
+	env := startServer(t, TargetOptions{})
+	ctx := context.Background()
+	const p = "/int/node/config/hw-id"
+	if _, err := env.client.Set(ctx, &gpb.SetRequest{Update: []*gpb.Update{{Path: gp(t, p), Val: jsonIETF(`63`)}}}); err != nil {
+		t.Fatalf("Set %s 63: %v", p, err)
+	}
+	before := snapshotAll(t, env.client)
+	_, err := env.client.Set(ctx, &gpb.SetRequest{Update: []*gpb.Update{{Path: gp(t, p), Val: jsonIETF(`64`)}}})
+	wantCode(t, err, codes.InvalidArgument)
+	if !strings.Contains(err.Error(), p+": 64 is outside the range 0..63") {
+		t.Errorf("the refusal does not name hw-id: %v", err)
+	}
+	if after := snapshotAll(t, env.client); after != before {
+		t.Errorf("a refused Set changed the tree")
+	}
+	if got := leafVal(t, env.client, p); got != "63" {
+		t.Errorf("%s = %s after the refused Set, want 63", p, got)
+	}
+}

@@ -113,7 +113,7 @@ func TestSonicTranslateRefusals(t *testing.T) {
 	if err := dispatch(context.Background(), []string{"sonic", "translate", "--to-sonic", "../../yang/examples/full-config.json"}, &out, &errs); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"INT-MX", "not in CONFIG_DB: /int/marking/config/udp-port: no CONFIG_DB field", "packet-interval"} {
+	for _, want := range []string{"INT-MX", "not in CONFIG_DB: /int/marking/config/udp-port: no CONFIG_DB field", "/int/node/config/hw-id: no CONFIG_DB field", "packet-interval"} {
 		if !strings.Contains(errs.String(), want) {
 			t.Errorf("--to-sonic notes lack %q:\n%s", want, errs.String())
 		}

@@ -29,7 +29,7 @@ type Pipeline interface {
 func Config(dt *sai.DTelAttrs, objects iter.Seq2[sai.OID, sai.Attrs], portID func(name string) uint16) report.Config {
 	cfg := report.Config{Filter: report.DefaultFilter(), Events: map[report.EventType]report.Route{}}
 	if dt != nil {
-		cfg.NodeID = dt.SwitchID
+		cfg.NodeID, cfg.HWID = dt.SwitchID, dt.HWID
 		cfg.DropReports, cfg.QueueReports = dt.DropReportEnable, dt.QueueReportEnable
 		f := dt.FlowReport
 		cfg.Filter = report.Filter{

@@ -12,7 +12,7 @@ import (
 
 func TestConfig(t *testing.T) {
 	dt := sai.DefaultDTelAttrs()
-	dt.SwitchID, dt.DropReportEnable = 7, true
+	dt.SwitchID, dt.HWID, dt.DropReportEnable = 7, 9, true
 	dt.FlowReport.HopLatencyChange = 300 * time.Nanosecond
 	rs := sai.DefaultReportSessionAttrs()
 	rs.SrcIP = netip.MustParseAddr("192.0.2.1")
@@ -37,7 +37,7 @@ func TestConfig(t *testing.T) {
 		}
 		return 0
 	})
-	if cfg.NodeID != 7 || !cfg.DropReports || cfg.Filter.HopLatencyChange != 300 {
+	if cfg.NodeID != 7 || cfg.HWID != 9 || !cfg.DropReports || cfg.Filter.HopLatencyChange != 300 {
 		t.Errorf("node settings: %+v", cfg)
 	}
 	if len(cfg.Sessions) != 1 || cfg.Sessions[0].Name != rsOID.String() ||

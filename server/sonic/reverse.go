@@ -64,6 +64,9 @@ func nodeToConfigDB(nc *gen.IntdInt_Int_Node_Config, cfg Config, n *notes) {
 	if nc.MalformedIntAction != gen.IntdInt_MalformedIntAction_UNSET {
 		n.add("/int/node/config/malformed-int-action", "no CONFIG_DB field")
 	}
+	if nc.GetHwId() != 0 {
+		n.add("/int/node/config/hw-id", "no CONFIG_DB field")
+	}
 	if nc.NodeId != nil {
 		setDTel(cfg, "SWITCH_ID", strconv.FormatUint(uint64(*nc.NodeId), 10))
 	}
