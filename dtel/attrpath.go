@@ -95,6 +95,10 @@ var attrPaths = bindAttrs(
 	at(sai.AttrReportSessionRateLimit, func(c *reportCfg) any { return &c.Config.RateLimit }),
 	at(sai.AttrReportSessionDistributeByFlow, func(c *reportCfg) any { return &c.Config.CollectorSelection }),
 	at(sai.AttrReportSessionMTU, func(c *reportCfg) any { return &c.Config.PathMtu }),
+	at(sai.AttrReportSessionSrcPortMode, func(c *reportCfg) any { return &c.Config.SourcePortMode }),
+	at(sai.AttrReportSessionSrcPort, func(c *reportCfg) any { return &c.Config.SourcePort }),
+	at(sai.AttrReportSessionSrcPortMin, func(c *reportCfg) any { return &c.Config.SourcePortMin }),
+	at(sai.AttrReportSessionSrcPortMax, func(c *reportCfg) any { return &c.Config.SourcePortMax }),
 
 	at(sai.AttrQueueReportPort, func(c *queueCfg) any { return &c.Config.Interface }),
 	at(sai.AttrQueueReportQueue, func(c *queueCfg) any { return &c.Config.QueueId }),

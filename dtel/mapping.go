@@ -297,6 +297,15 @@ func reportSession(p string, rs *gen.IntdInt_Int_ReportSessions_ReportSession) (
 		DistributeByFlow: c.GetCollectorSelection() == gen.IntdInt_CollectorSelection_FLOW_HASH,
 		MTU:              c.GetPathMtu(),
 	}
+	switch c.GetSourcePortMode() {
+	case gen.IntdInt_SourcePortMode_FIXED:
+		if c.SourcePort == nil {
+			return a, invalidf(p+"/config/source-port", "source-port-mode FIXED needs a source-port")
+		}
+		a.SrcPort = sai.SrcPorts{Mode: sai.SrcPortFixed, Port: c.GetSourcePort()}
+	case gen.IntdInt_SourcePortMode_FLOW_HASH:
+		a.SrcPort = sai.SrcPorts{Mode: sai.SrcPortFlowHash, Min: c.GetSourcePortMin(), Max: c.GetSourcePortMax()}
+	}
 	if c.SourceAddress == nil {
 		return a, invalidf(p+"/config/source-address", "a report session needs a source-address")
 	}

@@ -72,6 +72,7 @@ func fullObjects() (map[key]sai.Attrs, map[key]key) {
 			SrcIP:        netip.MustParseAddr("2001:db8::1"),
 			Destinations: []sai.ReportDestination{{IP: netip.MustParseAddr("2001:db8::7"), UDPPort: 9555}},
 			TruncateSize: 128, Format: spec.ReportFormatV05, MTU: 9000,
+			SrcPort: sai.SrcPorts{Mode: sai.SrcPortFixed, Port: 4000},
 		},
 		kEntry10: sai.WatchlistEntryAttrs{
 			Priority: 65535 - 10,
@@ -448,6 +449,13 @@ func TestValidation(t *testing.T) {
 		mutate func(d *gen.Device)
 		want   string // full error text
 	}{
+		{"FIXED source port without source-port", nil, func(d *gen.Device) {
+			d.Int.ReportSessions.ReportSession["collector"].Config.SourcePortMode = gen.IntdInt_SourcePortMode_FIXED
+		}, "/int/report-sessions/report-session[name=collector]/config/source-port: source-port-mode FIXED needs a source-port"},
+		{"FLOW_HASH source ports min > max", nil, func(d *gen.Device) {
+			c := d.Int.ReportSessions.ReportSession["collector"].Config
+			c.SourcePortMode, c.SourcePortMin, c.SourcePortMax = gen.IntdInt_SourcePortMode_FLOW_HASH, ptrTo(uint16(5000)), ptrTo(uint16(4000))
+		}, "/int/report-sessions/report-session[name=collector]/config/source-port-max: UDP source port range 5000..4000 is empty"},
 		{"flow-op INT without int-session", nil, func(d *gen.Device) { entry(d, 10).Actions.Config.IntSession = nil },
 			"/int/watchlist/entries/entry[sequence-id=10]/actions/config/int-session: flow op INT needs an INT session"},
 		{"int-session that does not exist", nil, func(d *gen.Device) { entry(d, 10).Actions.Config.IntSession = ptrTo("nope") },

@@ -70,6 +70,10 @@ const (
 	AttrReportSessionRateLimit
 	AttrReportSessionDistributeByFlow
 	AttrReportSessionMTU
+	AttrReportSessionSrcPortMode
+	AttrReportSessionSrcPort
+	AttrReportSessionSrcPortMin
+	AttrReportSessionSrcPortMax
 
 	// QueueReport
 	AttrQueueReportPort
@@ -181,6 +185,10 @@ var attrInfo = [attrCount]struct {
 	AttrReportSessionRateLimit:              {ObjectTypeReportSession, "RateLimit"},
 	AttrReportSessionDistributeByFlow:       {ObjectTypeReportSession, "DistributeByFlow"},
 	AttrReportSessionMTU:                    {ObjectTypeReportSession, "MTU"},
+	AttrReportSessionSrcPortMode:            {ObjectTypeReportSession, "SrcPort.Mode"},
+	AttrReportSessionSrcPort:                {ObjectTypeReportSession, "SrcPort.Port"},
+	AttrReportSessionSrcPortMin:             {ObjectTypeReportSession, "SrcPort.Min"},
+	AttrReportSessionSrcPortMax:             {ObjectTypeReportSession, "SrcPort.Max"},
 	AttrQueueReportPort:                     {ObjectTypeQueueReport, "Port"},
 	AttrQueueReportQueue:                    {ObjectTypeQueueReport, "Queue"},
 	AttrQueueReportDepthThreshold:           {ObjectTypeQueueReport, "DepthThreshold"},

@@ -76,6 +76,25 @@ type ReportSessionAttrs struct {
 	// MTU of the path to the collectors (IP packet size), 0 or
 	// MinReportMTU..; 0 means 1500.
 	MTU uint16
+	// SrcPort is how report packets' UDP source port is chosen (intd
+	// extension; SAI leaves it to the implementation).
+	SrcPort SrcPorts
+}
+
+// SrcPortMode is how report packets' UDP source port is chosen.
+type SrcPortMode uint8
+
+const (
+	SrcPortKernel   SrcPortMode = iota // one ephemeral port per collector, the kernel's
+	SrcPortFixed                       // SrcPorts.Port
+	SrcPortFlowHash                    // a hash of the flow into SrcPorts.Min..Max
+)
+
+// SrcPorts is a report session's UDP source port policy.
+type SrcPorts struct {
+	Mode     SrcPortMode
+	Port     uint16 // SrcPortFixed: the port, non-zero
+	Min, Max uint16 // SrcPortFlowHash: the range, 0 < Min <= Max
 }
 
 // DefaultReportMTU is the report path MTU when none is configured (the
@@ -122,6 +141,9 @@ func (a ReportSessionAttrs) Validate() error {
 	const t = ObjectTypeReportSession
 	if a.MTU != 0 && a.MTU < MinReportMTU {
 		return invalid(t, AttrReportSessionMTU, "path MTU %d is below %d", a.MTU, MinReportMTU)
+	}
+	if err := a.SrcPort.validate(); err != nil {
+		return err
 	}
 	if !a.SrcIP.IsValid() || a.SrcIP.IsUnspecified() {
 		return invalid(t, AttrReportSessionSrcIP, "source IP %v is invalid", a.SrcIP)
@@ -175,6 +197,27 @@ func (a ReportSessionAttrs) Validate() error {
 		return invalid(t, AttrReportSessionCoalesceMaxReports, "coalescing needs report format 2.0, not %v", a.Format)
 	case c.Enabled() && (c.MaxDelay < 0 || c.MaxDelay > MaxCoalesceDelay):
 		return invalid(t, AttrReportSessionCoalesceMaxDelay, "coalescing max delay %v is out of range 0s..%v", c.MaxDelay, MaxCoalesceDelay)
+	}
+	return nil
+}
+
+func (s SrcPorts) validate() error {
+	const t = ObjectTypeReportSession
+	switch s.Mode {
+	case SrcPortKernel:
+	case SrcPortFixed:
+		if s.Port == 0 {
+			return invalid(t, AttrReportSessionSrcPort, "a fixed UDP source port needs a port (not 0)")
+		}
+	case SrcPortFlowHash:
+		if s.Min == 0 {
+			return invalid(t, AttrReportSessionSrcPortMin, "UDP source port range from 0: the lowest port is 1")
+		}
+		if s.Max < s.Min {
+			return invalid(t, AttrReportSessionSrcPortMax, "UDP source port range %d..%d is empty", s.Min, s.Max)
+		}
+	default:
+		return invalid(t, AttrReportSessionSrcPortMode, "UDP source port mode %d is invalid", s.Mode)
 	}
 	return nil
 }

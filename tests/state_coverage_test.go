@@ -163,7 +163,8 @@ func coverageConfig(n int, vxlan bool) []byte {
       "intd-int-metadata-semantics:METADATA_FIELD_NODE_ID"]}}]},
   "report-sessions": {"report-session": [{"name": "collector",
     "config": {"name": "collector", "source-address": %q, "vrf": "default", "truncate-size": 256, "dscp": 46,
-      "report-format": "TELEMETRY_REPORT_V2_0", "max-reports-per-packet": 4, "max-delay": 10, "rate-limit": 50},
+      "report-format": "TELEMETRY_REPORT_V2_0", "max-reports-per-packet": 4, "max-delay": 10, "rate-limit": 50,
+      "source-port-mode": "FIXED", "source-port": 40001},
     "collectors": {"collector": [{"address": "10.0.9.2", "port": 32766, "config": {"address": "10.0.9.2", "port": 32766}}]}}]},
   "watchlist": {"entries": {"entry": [
     {"sequence-id": 10, "config": {"sequence-id": 10, "description": "udp"},

@@ -52,6 +52,12 @@ type Session struct {
 	// collectors in address order), instead of to all of them: each
 	// collector sees every hop's reports of its flows.
 	DistributeByFlow bool
+	// SrcPort, when non-zero, is the UDP source port of every report
+	// packet. Otherwise SrcPortMax, when non-zero, asks for flow entropy:
+	// each packet's source port is its flow's wire.FlowKey.EntropyPortIn
+	// SrcPortMin..SrcPortMax (a packet coalesces one flow's reports
+	// only). Otherwise the kernel picks one per collector.
+	SrcPort, SrcPortMin, SrcPortMax uint16
 }
 
 // Route sends the reports of one event type to a session with a DSCP
@@ -253,6 +259,9 @@ func (s *Session) validate() error {
 	}
 	if !s.Format.Valid() {
 		return fmt.Errorf("report: session %q: bad format %d", s.Name, s.Format)
+	}
+	if s.SrcPort == 0 && s.SrcPortMax != 0 && (s.SrcPortMin == 0 || s.SrcPortMin > s.SrcPortMax) {
+		return fmt.Errorf("report: session %q: source port range %d..%d is empty", s.Name, s.SrcPortMin, s.SrcPortMax)
 	}
 	if !s.Format.Coalescing() && s.MaxReports > 1 {
 		return fmt.Errorf("report: session %q: coalescing needs format 2.0", s.Name)

@@ -3,6 +3,7 @@ package report
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"net/netip"
 	"slices"
 	"sync"
@@ -97,6 +98,7 @@ type batch struct {
 	// distributes (nil one[0]: every collector of the session).
 	one    [1]*dest
 	dscp   uint8
+	sport  uint16 // UDP source port of the pending packet
 	buf    []byte
 	n      int
 	types  [spec.NumEventTypes]uint16
@@ -194,6 +196,16 @@ var ErrClosed = errors.New("report: pipeline closed")
 func (p *Pipeline) Configure(cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
+	}
+	if sp, ok := p.sender.(SourcePortSender); ok {
+		for _, s := range cfg.Sessions {
+			if s.SrcPort == 0 && s.SrcPortMax == 0 {
+				continue
+			}
+			if err := sp.SourcePorts(!s.Src.Unmap().Is4()); err != nil {
+				return fmt.Errorf("report: session %q: %w", s.Name, err)
+			}
+		}
 	}
 	cfg = cloneConfig(cfg)
 	p.mu.Lock()
@@ -679,6 +691,7 @@ func (p *Pipeline) emit(et EventType, ev *Event, dropped, congested bool) {
 	if len(rt.bs) > 1 {
 		b = rt.bs[jumpHash(ev.Flow.Hash(flowHashSeed), len(rt.bs))]
 	}
+	sport := s.srcPort(ev)
 	inner := ev.Packet
 	if len(inner) > s.cfg.TruncateSize {
 		inner = inner[:s.cfg.TruncateSize]
@@ -702,7 +715,7 @@ func (p *Pipeline) emit(et EventType, ev *Event, dropped, congested bool) {
 			s.ctr.trunc.Add(1)
 		}
 		b.buf = AppendTR05(b.buf[:0], &th, &sw, inner)
-		b.n, b.opened = 1, ev.Now
+		b.n, b.opened, b.sport = 1, ev.Now, sport
 		b.types[et]++
 		p.flush(b)
 		return
@@ -740,12 +753,12 @@ func (p *Pipeline) emit(et EventType, ev *Event, dropped, congested bool) {
 	}
 	size := fixed + (len(inner)+3)&^3
 	last := size > wire.ReportHeaderLen+254*4 // Report Length 0xFF: must end the packet
-	if b.n > 0 && (len(b.buf)+size > s.maxPayload || last || ev.Now-b.opened >= s.maxDelay && s.maxDelay > 0) {
+	if b.n > 0 && (len(b.buf)+size > s.maxPayload || last || b.sport != sport || ev.Now-b.opened >= s.maxDelay && s.maxDelay > 0) {
 		p.flush(b)
 	}
 	if b.n == 0 {
 		b.buf = append(b.buf[:0], 0, 0, 0, 0, 0, 0, 0, 0) // group header, filled per collector
-		b.opened = ev.Now
+		b.opened, b.sport = ev.Now, sport
 	}
 	b.buf, _ = wire.AppendReport(b.buf, &rh, &md, ds, inner)
 	b.n++
@@ -796,7 +809,7 @@ func (p *Pipeline) flush(b *batch) {
 			binary.BigEndian.PutUint32(pb.buf[4:], seq)
 		}
 		pb.pkt = Packet{Session: s.cfg.Name, Src: s.cfg.Src, Dst: d.addr, VRF: s.cfg.VRF, DSCP: b.dscp,
-			Format: s.cfg.Format, Seq: seq, Reports: b.n, Payload: pb.buf}
+			Format: s.cfg.Format, Seq: seq, SrcPort: b.sport, Reports: b.n, Payload: pb.buf}
 		pb.types = b.types
 		pb.ctr = s.ctr
 		d.queue <- pb // never blocks: free and queue share QueueLen buffers
@@ -804,6 +817,17 @@ func (p *Pipeline) flush(b *batch) {
 	b.n = 0
 	b.types = [spec.NumEventTypes]uint16{}
 	b.buf = b.buf[:0]
+}
+
+// srcPort is the UDP source port of ev's report packet (0: the kernel's).
+func (s *session) srcPort(ev *Event) uint16 {
+	switch {
+	case s.cfg.SrcPort != 0:
+		return s.cfg.SrcPort
+	case s.cfg.SrcPortMax != 0:
+		return ev.Flow.EntropyPortIn(s.cfg.SrcPortMin, s.cfg.SrcPortMax)
+	}
+	return 0
 }
 
 // flowHashSeed seeds the flow hash that picks a distributing session's

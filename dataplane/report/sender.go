@@ -23,7 +23,10 @@ type Packet struct {
 	DSCP    uint8
 	Format  Format
 	Seq     uint32 // sequence number in the header
-	Reports int    // individual reports inside
+	// SrcPort is the UDP source port; 0 lets the kernel pick one per
+	// collector.
+	SrcPort uint16
+	Reports int // individual reports inside
 	// Payload is the UDP payload (group header + reports, or a v0.5
 	// report). It is only valid during Send.
 	Payload []byte
@@ -73,6 +76,14 @@ func (c *Capture) Reset() {
 	c.mu.Unlock()
 }
 
+// SourcePortSender is implemented by Senders that may be unable to send
+// from a chosen UDP source port (Packet.SrcPort): Configure refuses a
+// session that asks for one when SourcePorts returns an error for its
+// address family. Senders without it send every packet.
+type SourcePortSender interface {
+	SourcePorts(v6 bool) error
+}
+
 // Refuser is implemented by Senders that learn after Send returned that
 // a packet was not delivered (an ICMP unreachable came back for it).
 // Refused calls fn with the sequence number of each such packet to dst
@@ -92,11 +103,18 @@ type Refuser interface {
 // with the datagram that caused it; Send reads the queue first, and
 // Refused reports those packets (the Refuser interface), so a collector
 // that is down counts every packet as undelivered.
+//
+// A packet with a SrcPort goes through a raw socket instead (see rawSock),
+// from the address the connected socket would use.
 type UDPSender struct {
 	mu       sync.Mutex
 	conns    map[udpKey]*net.UDPConn
 	notLocal map[netip.Addr]bool
 	refused  map[netip.AddrPort][]uint32
+
+	raw4, raw6 rawSock
+	raws       map[udpKey]*rawDest
+	rawDsts    map[netip.AddrPort]bool
 }
 
 type udpKey struct {
@@ -106,26 +124,36 @@ type udpKey struct {
 	vrf  string
 }
 
-// NewUDPSender returns a sender with no sockets open yet.
+// NewUDPSender returns a sender with no UDP sockets open yet, and the raw
+// sockets of chosen source ports open if the process may (CAP_NET_RAW).
 func NewUDPSender() *UDPSender {
-	return &UDPSender{conns: map[udpKey]*net.UDPConn{}, notLocal: map[netip.Addr]bool{}, refused: map[netip.AddrPort][]uint32{}}
+	return &UDPSender{conns: map[udpKey]*net.UDPConn{}, notLocal: map[netip.Addr]bool{}, refused: map[netip.AddrPort][]uint32{},
+		raw4: openRaw(false), raw6: openRaw(true), raws: map[udpKey]*rawDest{}, rawDsts: map[netip.AddrPort]bool{}}
 }
 
 // Send implements Sender.
 func (u *UDPSender) Send(p *Packet) error {
-	k := udpKey{p.Src, p.Dst, p.DSCP, p.VRF}
+	if p.SrcPort != 0 {
+		return u.sendRaw(p)
+	}
+	c, err := u.conn(udpKey{p.Src, p.Dst, p.DSCP, p.VRF})
+	if err != nil {
+		return err
+	}
+	u.readErrors(c, p.Dst)
+	_, err = c.Write(p.Payload)
+	return err
+}
+
+// conn is the connected socket for k, dialled on first use.
+func (u *UDPSender) conn(k udpKey) (*net.UDPConn, error) {
 	u.mu.Lock()
 	c := u.conns[k]
 	u.mu.Unlock()
-	if c == nil {
-		var err error
-		if c, err = u.dial(k); err != nil {
-			return err
-		}
+	if c != nil {
+		return c, nil
 	}
-	u.readErrors(c, p.Dst)
-	_, err := c.Write(p.Payload)
-	return err
+	return u.dial(k)
 }
 
 // readErrors takes the socket's queued ICMP errors (IP_RECVERR): each
@@ -266,6 +294,13 @@ func (u *UDPSender) Close() error {
 	for k, c := range u.conns {
 		c.Close()
 		delete(u.conns, k)
+	}
+	clear(u.raws)
+	for _, r := range []*rawSock{&u.raw4, &u.raw6} {
+		if r.fd >= 0 {
+			unix.Close(r.fd)
+			r.fd, r.err = -1, net.ErrClosed
+		}
 	}
 	return nil
 }

@@ -49,6 +49,12 @@ func Config(dt *sai.DTelAttrs, objects iter.Seq2[sai.OID, sai.Attrs], portID fun
 				TruncateSize: int(a.TruncateSize), Format: a.Format,
 				MaxReports: int(a.Coalesce.MaxReports), MaxDelay: a.Coalesce.MaxDelay, RateLimit: a.RateLimit, DSCP: a.DSCP,
 				DistributeByFlow: a.DistributeByFlow, MTU: int(a.MTU)}
+			switch a.SrcPort.Mode {
+			case sai.SrcPortFixed:
+				rs.SrcPort = a.SrcPort.Port
+			case sai.SrcPortFlowHash:
+				rs.SrcPortMin, rs.SrcPortMax = a.SrcPort.Min, a.SrcPort.Max
+			}
 			for i, dst := range a.Destinations {
 				rs.Collectors = append(rs.Collectors, report.Collector{Addr: netip.AddrPortFrom(dst.IP, a.DstPort(i))})
 			}

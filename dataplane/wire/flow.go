@@ -43,3 +43,10 @@ func mix(h, w uint64) uint64 {
 func (k FlowKey) EntropyPort() uint16 {
 	return 0xc000 | uint16(k.Hash(0)>>50)
 }
+
+// EntropyPortIn is the flow's entropy port in lo..hi (lo <= hi): the
+// same hash scaled to the range, so that in 49152-65535 it is EntropyPort.
+func (k FlowKey) EntropyPortIn(lo, hi uint16) uint16 {
+	n := uint64(hi-lo) + 1
+	return lo + uint16((k.Hash(0)>>32*n)>>32)
+}

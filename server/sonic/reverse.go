@@ -176,8 +176,9 @@ func reportSessionsToConfigDB(rss *gen.IntdInt_Int_ReportSessions, cfg Config, n
 		}
 		if c.GetDscp() != 0 || c.GetReportFormat() == gen.IntdInt_ReportFormat_TELEMETRY_REPORT_V0_5 ||
 			c.GetMaxReportsPerPacket() > 1 || c.GetRateLimit() != 0 ||
-			c.GetCollectorSelection() == gen.IntdInt_CollectorSelection_FLOW_HASH {
-			n.add(p+"/config", "DSCP, report format, coalescing, rate limit and collector-selection are not in CONFIG_DB")
+			c.GetCollectorSelection() == gen.IntdInt_CollectorSelection_FLOW_HASH ||
+			c.GetSourcePortMode() != gen.IntdInt_SourcePortMode_KERNEL {
+			n.add(p+"/config", "DSCP, report format, coalescing, rate limit, collector-selection and source-port-mode are not in CONFIG_DB")
 		}
 		collectorsToConfigDB(rs.GetCollectors(), p, f, n)
 		cfg.set(Key{TableReportSession, name}, f)
