@@ -9,10 +9,12 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strconv"
 
@@ -89,6 +91,11 @@ func decodeMain(args []string, stdout, stderr io.Writer) int {
 	}
 	defer f.Close()
 	d := collector.NewFrameDecoder(uint16(*port))
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	if err := m.discoverMarking(context.Background(), fs, log); err != nil {
+		fmt.Fprintln(stderr, "intcollector:", err)
+		return 2
+	}
 	if err := m.apply(&d.Parser); err != nil {
 		fmt.Fprintln(stderr, "intcollector:", err)
 		return 2
@@ -111,6 +118,7 @@ func decodeMain(args []string, stdout, stderr io.Writer) int {
 type marking struct {
 	udpPort, dscp, dscpMask, greProto, gpeNext, geneveClass uint
 	probe                                                   string
+	discover                                                discovery
 }
 
 func (m *marking) flags(fs *flag.FlagSet) {
@@ -121,6 +129,7 @@ func (m *marking) flags(fs *flag.FlagSet) {
 	fs.UintVar(&m.greProto, "int-gre-proto", 0, "GRE protocol type announcing INT v2.1 (marking gre-protocol-type; 0: none)")
 	fs.UintVar(&m.gpeNext, "int-gpe-next-protocol", spec.VXLANGPENextProtoINT, "VXLAN-GPE next protocol announcing INT (marking vxlan-gpe-next-protocol)")
 	fs.UintVar(&m.geneveClass, "int-geneve-option-class", spec.GeneveClassINT, "Geneve option class of INT (marking geneve-option-class)")
+	m.discover.flags(fs)
 }
 
 func (m *marking) apply(p *wire.Parser) error {

@@ -107,12 +107,16 @@ func serveMain(args []string) int {
 	}
 	c := collector.New(collector.Config{MaxFlows: cfg.maxFlows, Allow: cfg.allow, SeqWindow: uint32(cfg.seqWindow),
 		LatencyFloor: uint64(cfg.latencyFloor)})
-	if err := cfg.marking.apply(&c.Decoder().Parser); err != nil {
+	log, err := logging.New(logLevel, logFormat, os.Stderr)
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "intcollector:", err)
 		return 2
 	}
-	log, err := logging.New(logLevel, logFormat, os.Stderr)
-	if err != nil {
+	if err := cfg.marking.discoverMarking(context.Background(), fs, log); err != nil {
+		fmt.Fprintln(os.Stderr, "intcollector:", err)
+		return 2
+	}
+	if err := cfg.marking.apply(&c.Decoder().Parser); err != nil {
 		fmt.Fprintln(os.Stderr, "intcollector:", err)
 		return 2
 	}
