@@ -174,7 +174,8 @@ func cmsgInt(level, typ, v int) []byte {
 func (u *UDPSender) readRawErrors(fd int, v6 bool) {
 	var buf [udpHeaderLen + 8]byte
 	for {
-		n, _, _, from, err := unix.Recvmsg(fd, buf[:], nil, unix.MSG_ERRQUEUE|unix.MSG_DONTWAIT)
+		var from unix.RawSockaddrAny
+		n, err := recvErr(fd, buf[:], &from)
 		if err != nil {
 			return // EAGAIN: none left
 		}
@@ -182,11 +183,11 @@ func (u *UDPSender) readRawErrors(fd int, v6 bool) {
 			continue
 		}
 		var addr netip.Addr
-		switch sa := from.(type) {
-		case *unix.SockaddrInet4:
-			addr = netip.AddrFrom4(sa.Addr)
-		case *unix.SockaddrInet6:
-			addr = netip.AddrFrom16(sa.Addr)
+		switch from.Addr.Family {
+		case unix.AF_INET:
+			addr = netip.AddrFrom4((*unix.RawSockaddrInet4)(unsafe.Pointer(&from)).Addr)
+		case unix.AF_INET6:
+			addr = netip.AddrFrom16((*unix.RawSockaddrInet6)(unsafe.Pointer(&from)).Addr)
 		default:
 			continue
 		}
@@ -198,4 +199,27 @@ func (u *UDPSender) readRawErrors(fd int, v6 bool) {
 		}
 		u.mu.Unlock()
 	}
+}
+
+// recvErr reads one message of fd's error queue into b, and the address
+// it was sent to into from when not nil, without waiting. Unlike
+// unix.Recvmsg it allocates nothing.
+func recvErr(fd int, b []byte, from *unix.RawSockaddrAny) (int, error) {
+	var iov unix.Iovec
+	if len(b) > 0 {
+		iov.Base = &b[0]
+		iov.SetLen(len(b))
+	}
+	var msg unix.Msghdr
+	msg.Iov = &iov
+	msg.SetIovlen(1)
+	if from != nil {
+		msg.Name = (*byte)(unsafe.Pointer(from))
+		msg.Namelen = uint32(unsafe.Sizeof(*from))
+	}
+	n, _, e := unix.Syscall(unix.SYS_RECVMSG, uintptr(fd), uintptr(unsafe.Pointer(&msg)), unix.MSG_ERRQUEUE|unix.MSG_DONTWAIT)
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
 }

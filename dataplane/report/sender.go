@@ -168,7 +168,7 @@ func (u *UDPSender) readErrors(c *net.UDPConn, dst netip.AddrPort) {
 	var buf [8]byte // the group header (or v0.5 header's first words)
 	rc.Control(func(fd uintptr) {
 		for {
-			n, _, _, _, err := unix.Recvmsg(int(fd), buf[:], nil, unix.MSG_ERRQUEUE|unix.MSG_DONTWAIT)
+			n, err := recvErr(int(fd), buf[:], nil)
 			if err != nil {
 				return
 			}

@@ -184,3 +184,37 @@ func groupHeaderWithSeq(seq uint32) []byte {
 	b, _ := wire.AppendGroupHeader(nil, wire.GroupHeader{Version: 2, Seq: seq, NodeID: 1})
 	return b
 }
+
+// A packet, from the kernel's or a chosen source port, allocates nothing
+// once the collector's socket state exists (reading the ICMP error queue
+// included).
+func TestRawSourcePortAllocs(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("raw sockets need CAP_NET_RAW: run as root")
+	}
+	ln, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Skip("no loopback UDP:", err)
+	}
+	defer ln.Close()
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			if _, err := ln.Read(buf); err != nil {
+				return
+			}
+		}
+	}()
+	snd := NewUDPSender()
+	defer snd.Close()
+	for _, port := range []uint16{0, 40000} {
+		pkt := &Packet{Src: netip.MustParseAddr("127.0.0.1"), Dst: ln.LocalAddr().(*net.UDPAddr).AddrPort(), SrcPort: port,
+			Payload: groupHeaderWithSeq(1)}
+		if err := snd.Send(pkt); err != nil {
+			t.Fatal(err)
+		}
+		if n := testing.AllocsPerRun(100, func() { snd.Send(pkt) }); n != 0 {
+			t.Errorf("source port %d: %v allocations per packet", port, n)
+		}
+	}
+}
