@@ -28,11 +28,7 @@ var dataplaneNames = []string{"ebpf", "soft"}
 //	h1 eth0 10.0.1.1/24 - p1 10.0.1.254  r  p2 10.0.2.254 - eth0 10.0.2.1/24 h2
 //	r m0 10.0.9.1/24 - eth0 10.0.9.2/24 c
 func routerLab(t *testing.T) *lab {
-	l := newLab(t)
-	l.addNS("h1", "r", "h2", "c")
-	l.veth("h1", "eth0", "r", "p1")
-	l.veth("r", "p2", "h2", "eth0")
-	l.veth("r", "m0", "c", "eth0")
+	l := routerLinks(t)
 	l.addr("h1", "eth0", "10.0.1.1/24")
 	l.addr("r", "p1", "10.0.1.254/24")
 	l.addr("r", "p2", "10.0.2.254/24")
@@ -43,6 +39,16 @@ func routerLab(t *testing.T) *lab {
 	l.ip("-n", l.ns("h2"), "route", "add", "default", "via", "10.0.2.254")
 	l.ip("-n", l.ns("c"), "route", "add", "default", "via", "10.0.9.1")
 	l.sh("r", "echo 1 > /proc/sys/net/ipv4/ip_forward")
+	return l
+}
+
+// routerLinks is routerLab's namespaces and links, without addresses.
+func routerLinks(t *testing.T) *lab {
+	l := newLab(t)
+	l.addNS("h1", "r", "h2", "c")
+	l.veth("h1", "eth0", "r", "p1")
+	l.veth("r", "p2", "h2", "eth0")
+	l.veth("r", "m0", "c", "eth0")
 	return l
 }
 

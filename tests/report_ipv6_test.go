@@ -23,11 +23,7 @@ import (
 //	h1 eth0 2001:db8:1::1/64 - p1 2001:db8:1::fe  r  p2 2001:db8:2::fe - eth0 2001:db8:2::1/64 h2
 //	r m0 2001:db8:9::1/64 - eth0 2001:db8:9::2/64 c
 func routerLab6(t *testing.T) *lab {
-	l := newLab(t)
-	l.addNS("h1", "r", "h2", "c")
-	l.veth("h1", "eth0", "r", "p1")
-	l.veth("r", "p2", "h2", "eth0")
-	l.veth("r", "m0", "c", "eth0")
+	l := routerLinks(t)
 	for _, n := range []string{"h1", "r", "h2", "c"} {
 		l.sh(n, "echo 0 > /proc/sys/net/ipv6/conf/all/disable_ipv6")
 	}
