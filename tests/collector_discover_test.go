@@ -1,6 +1,9 @@
 package tests
 
 import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -12,6 +15,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	gpb "github.com/openconfig/gnmi/proto/gnmi"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 
 	"github.com/intd-project/intd/dataplane/collector"
 	"github.com/intd-project/intd/dataplane/wire"
@@ -96,7 +103,7 @@ func TestCollectorDiscoversMarking(t *testing.T) {
 	shim := make([]byte, wire.ShimLen)
 	_ = wire.Shim{Type: spec.TypeMD, Length: uint8(len(in) / 4)}.Put(shim)
 	probed := wiretest.UDPFrame("10.1.0.1", "10.1.0.2", 1000, 2000, append(append(marker[:], shim...), in...), false)
-	frames := map[uint32][]byte{1: gre(0x88b6), 2: gre(0x88b7), 3: probed}
+	frames := map[uint32][]byte{1: gre(0x88b6), 2: gre(0x88b7), 3: probed, 4: gre(0x88b8)}
 	report := func(node uint32) []byte {
 		b, _ := wire.AppendGroupHeader(nil, wire.GroupHeader{Version: 2, NodeID: node})
 		b, err := wire.AppendReport(b, &wire.ReportHeader{Type: spec.RepINT, InType: spec.InEthernet}, &wire.ReportMetadata{}, nil, frames[node])
@@ -106,10 +113,34 @@ func TestCollectorDiscoversMarking(t *testing.T) {
 		return b
 	}
 
-	// Which reports' inner packets had INT, by the report's node id.
+	// Which reports' inner packets had INT, by the report's node id,
+	// once every report was decoded since reset.
+	var mu sync.Mutex
+	found := map[uint32]bool{}
+	var tx *net.UDPConn
+	l.in("c", func() (err error) {
+		tx, err = net.DialUDP("udp4", nil, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 32766})
+		return err
+	})
+	defer tx.Close()
+	decoded := func(t *testing.T) map[uint32]bool {
+		mu.Lock()
+		clear(found)
+		mu.Unlock()
+		eventually(t, 20*time.Second, "the reports decoded", func() (bool, string) {
+			for n := range frames {
+				tx.Write(report(n))
+			}
+			time.Sleep(50 * time.Millisecond)
+			mu.Lock()
+			defer mu.Unlock()
+			return len(found) == len(frames), fmt.Sprint(found)
+		})
+		mu.Lock()
+		defer mu.Unlock()
+		return maps.Clone(found)
+	}
 	run := func(t *testing.T, args ...string) (map[uint32]bool, *proc) {
-		var mu sync.Mutex
-		found := map[uint32]bool{}
 		p := l.start("c", "intcollector", func(s string) {
 			var v struct{ Report collector.ReportJSON }
 			if json.Unmarshal([]byte(s), &v) != nil || len(v.Report.Reports) == 0 || v.Report.Reports[0].Inner == nil {
@@ -119,43 +150,47 @@ func TestCollectorDiscoversMarking(t *testing.T) {
 			found[v.Report.NodeID] = v.Report.Reports[0].Inner.INT != nil
 			mu.Unlock()
 		}, append([]string{"--listen", "127.0.0.1:32766", "--metrics", "", "--gnmi", "", "--json"}, args...)...)
-		var tx *net.UDPConn
-		l.in("c", func() (err error) {
-			tx, err = net.DialUDP("udp4", nil, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 32766})
-			return err
-		})
-		defer tx.Close()
-		eventually(t, 20*time.Second, "the three reports decoded", func() (bool, string) {
-			for n := range frames {
-				tx.Write(report(n))
-			}
-			time.Sleep(50 * time.Millisecond)
-			mu.Lock()
-			defer mu.Unlock()
-			return len(found) == 3, fmt.Sprint(found)
-		})
-		mu.Lock()
-		defer mu.Unlock()
-		return maps.Clone(found), p
+		return decoded(t), p
 	}
 
 	t.Run("defaults", func(t *testing.T) {
 		found, p := run(t)
-		if found[1] || found[2] || found[3] {
-			t.Errorf("INT found with the default markings (GRE 0x88b6, 0x88b7, probe): %v", found)
+		if found[1] || found[2] || found[3] || found[4] {
+			t.Errorf("INT found with the default markings (GRE 0x88b6, 0x88b7, probe, GRE 0x88b8): %v", found)
 		}
 		stop(t, p)
 	})
 	t.Run("discovered", func(t *testing.T) {
 		found, p := run(t, "--discover", "10.0.91.1:9339,10.0.92.1:9339", "--discover-tls-ca", ca, "--log-format", "json")
-		if !found[1] || found[2] || !found[3] {
-			t.Errorf("INT found (GRE 0x88b6, 0x88b7, probe): %v, want true, false, true", found)
+		if !found[1] || found[2] || !found[3] || found[4] {
+			t.Errorf("INT found (GRE 0x88b6, 0x88b7, probe, GRE 0x88b8): %v, want true, false, true, false", found)
 		}
+		// r1 moves to GRE 0x88b8: the running collector follows.
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(bundle)
+		conn, err := grpc.NewClient("passthrough:///10.0.91.1:9339", grpc.WithContextDialer(l.dialer("c")),
+			grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: pool})))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := gpb.NewGNMIClient(conn).Set(ctx, &gpb.SetRequest{Update: []*gpb.Update{{
+			Path: &gpb.Path{Elem: []*gpb.PathElem{{Name: "int"}, {Name: "marking"}, {Name: "config"}, {Name: "gre-protocol-type"}}},
+			Val:  &gpb.TypedValue{Value: &gpb.TypedValue_JsonIetfVal{JsonIetfVal: []byte("35000")}}}}}); err != nil {
+			t.Fatalf("gNMI Set on r1: %v", err)
+		}
+		eventually(t, 20*time.Second, "INT in GRE 0x88b8 after r1's change", func() (bool, string) {
+			found := decoded(t)
+			return found[4] && !found[1] && found[3], fmt.Sprint(found)
+		})
 		stop(t, p)
 		log := readLog(p)
 		for _, want := range []string{`"msg":"INT marking discovered","node":"10.0.91.1:9339","marking":"UDP_DESTINATION_PORT 5555`,
 			`"msg":"INT marking discovered","node":"10.0.92.1:9339","marking":"PROBE_MARKER 0xa1b2c3d4e5f60718`,
-			`"msg":"INT markings of the nodes differ: decoding with the first node's","marking":"--int-gre-proto","node":"10.0.91.1:9339","value":"34998","other_node":"10.0.92.1:9339","other_value":"34999"`} {
+			`"msg":"INT markings of the nodes differ: decoding with the first node's","marking":"--int-gre-proto","node":"10.0.91.1:9339","value":"34998","other_node":"10.0.92.1:9339","other_value":"34999"`,
+			`"msg":"INT marking of a node changed: decoding with it","node":"10.0.91.1:9339","marking":"UDP_DESTINATION_PORT 5555, gre-protocol-type 0x88b8`} {
 			if !strings.Contains(log, want) {
 				t.Errorf("collector log lacks %s:\n%s", want, log)
 			}

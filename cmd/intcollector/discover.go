@@ -37,7 +37,7 @@ type discovery struct {
 const passwordEnv = "INTCOLLECTOR_GNMI_PASSWORD"
 
 func (d *discovery) flags(fs *flag.FlagSet) {
-	fs.StringVar(&d.nodes, "discover", "", "intd nodes (comma-separated gNMI host:port) whose INT marking (/int/marking/state) the decoder takes, read over gNMI at start; --int-* flags given explicitly take precedence")
+	fs.StringVar(&d.nodes, "discover", "", "intd nodes (comma-separated gNMI host:port) whose INT marking (/int/marking/state) the decoder takes, read over gNMI at start and followed (ON_CHANGE) by the running collector; --int-* flags given explicitly take precedence")
 	fs.StringVar(&d.tlsCA, "discover-tls-ca", "", "CA bundle or the nodes' self-signed certificate (PEM) trusted for --discover (default: the system's roots)")
 	fs.BoolVar(&d.insecure, "discover-insecure", false, "plaintext gNMI to the --discover nodes (intd run --insecure)")
 	fs.StringVar(&d.username, "discover-username", "", "gNMI username for the --discover nodes; the password is read from $"+passwordEnv)
@@ -251,20 +251,139 @@ func nz(v uint, f func(uint) string) string {
 }
 
 // discoverMarking applies the discovered markings to m when --discover
-// is given; fs is parsed.
-func (m *marking) discoverMarking(ctx context.Context, fs *flag.FlagSet, log *slog.Logger) error {
+// is given; fs is parsed. The follower it returns (nil without
+// --discover) keeps them current.
+func (m *marking) discoverMarking(ctx context.Context, fs *flag.FlagSet, log *slog.Logger) (*follower, error) {
 	if m.discover.nodes == "" {
-		return nil
+		return nil, nil
 	}
 	if m.discover.timeout <= 0 {
-		return errors.New("--discover-timeout must be positive")
+		return nil, errors.New("--discover-timeout must be positive")
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	f := &follower{base: *m, set: map[string]bool{}, log: log, latest: map[string]*gen.IntdInt_Int_Marking_State{}}
+	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
 	nodes := m.discover.run(ctx, log)
 	if len(nodes) == 0 {
 		log.Warn("no INT marking discovered: decoding with the --int-* flags' markings", "nodes", m.discover.nodes)
 	}
-	m.merge(nodes, set, log)
-	return nil
+	for _, n := range nodes {
+		f.latest[n.node] = n.m
+	}
+	m.merge(nodes, f.set, log)
+	return f, nil
+}
+
+// follower keeps a running collector's marking the nodes' own: it
+// subscribes to each node's /int/marking/state (ON_CHANGE), and when one
+// changes (or a node first answers) applies the merge of the latest
+// markings.
+type follower struct {
+	base   marking // the flags'
+	set    map[string]bool
+	log    *slog.Logger
+	latest map[string]*gen.IntdInt_Int_Marking_State // by node
+}
+
+// run follows the nodes until ctx ends, calling apply with each new
+// merged marking.
+func (f *follower) run(ctx context.Context, apply func(marking)) {
+	type change struct {
+		node string
+		m    *gen.IntdInt_Int_Marking_State
+	}
+	ch := make(chan change)
+	var order []string
+	for _, node := range strings.Split(f.base.discover.nodes, ",") {
+		if node = strings.TrimSpace(node); node == "" {
+			continue
+		}
+		order = append(order, node)
+		go f.base.discover.watch(ctx, node, func(m *gen.IntdInt_Int_Marking_State) {
+			select {
+			case ch <- change{node, m}:
+			case <-ctx.Done():
+			}
+		}, f.log)
+	}
+	for {
+		var c change
+		select {
+		case <-ctx.Done():
+			return
+		case c = <-ch:
+		}
+		if old := f.latest[c.node]; old != nil && describeMarking(old) == describeMarking(c.m) {
+			continue
+		}
+		f.latest[c.node] = c.m
+		f.log.Info("INT marking of a node changed: decoding with it", "node", c.node, "marking", describeMarking(c.m))
+		var nodes []nodeMarking
+		for _, n := range order {
+			if m := f.latest[n]; m != nil {
+				nodes = append(nodes, nodeMarking{n, m})
+			}
+		}
+		m := f.base
+		m.merge(nodes, f.set, f.log)
+		apply(m)
+	}
+}
+
+// watch subscribes to node's marking and calls fn with it after each
+// change; a stream that fails is opened again after a pause.
+func (d *discovery) watch(ctx context.Context, node string, fn func(*gen.IntdInt_Int_Marking_State), log *slog.Logger) {
+	opts, err := d.dialOptions()
+	if err != nil {
+		return // refused at start already
+	}
+	conn, err := grpc.NewClient(node, opts...)
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	c := gpb.NewGNMIClient(conn)
+	path := &gpb.Path{Elem: []*gpb.PathElem{{Name: "int"}, {Name: "marking"}, {Name: "state"}}}
+	for ctx.Err() == nil {
+		err := d.stream(ctx, c, path, fn)
+		if ctx.Err() != nil {
+			return
+		}
+		log.Debug("INT marking subscription ended: subscribing again", "node", node, "err", fmt.Sprint(err))
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// stream runs one ON_CHANGE subscription; after each batch of updates it
+// reads the whole marking and passes it to fn.
+func (d *discovery) stream(ctx context.Context, c gpb.GNMIClient, path *gpb.Path, fn func(*gen.IntdInt_Int_Marking_State)) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sub, err := c.Subscribe(ctx, grpc.WaitForReady(true))
+	if err != nil {
+		return err
+	}
+	if err := sub.Send(&gpb.SubscribeRequest{Request: &gpb.SubscribeRequest_Subscribe{Subscribe: &gpb.SubscriptionList{
+		Mode: gpb.SubscriptionList_STREAM, Encoding: gpb.Encoding_JSON_IETF,
+		Subscription: []*gpb.Subscription{{Path: path, Mode: gpb.SubscriptionMode_ON_CHANGE}}}}}); err != nil {
+		return err
+	}
+	for {
+		if _, err := sub.Recv(); err != nil {
+			return err
+		}
+		gctx, gcancel := context.WithTimeout(ctx, d.timeout)
+		res, err := c.Get(gctx, &gpb.GetRequest{Path: []*gpb.Path{path}, Encoding: gpb.Encoding_JSON_IETF})
+		gcancel()
+		if err != nil {
+			return err
+		}
+		m, err := decodeMarking(res)
+		if err != nil {
+			return err
+		}
+		fn(m)
+	}
 }

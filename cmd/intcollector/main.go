@@ -92,7 +92,7 @@ func decodeMain(args []string, stdout, stderr io.Writer) int {
 	defer f.Close()
 	d := collector.NewFrameDecoder(uint16(*port))
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	if err := m.discoverMarking(context.Background(), fs, log); err != nil {
+	if _, err := m.discoverMarking(context.Background(), fs, log); err != nil {
 		fmt.Fprintln(stderr, "intcollector:", err)
 		return 2
 	}
@@ -144,6 +144,7 @@ func (m *marking) apply(p *wire.Parser) error {
 	}
 	p.UDPPort, p.DSCP, p.DSCPMask, p.GREProto = uint16(m.udpPort), uint8(m.dscp), uint8(m.dscpMask), uint16(m.greProto)
 	p.GPENextProto, p.GeneveClass = uint8(m.gpeNext), uint16(m.geneveClass)
+	p.ProbeMarker = 0
 	if m.probe != "" {
 		v, err := strconv.ParseUint(m.probe, 0, 64)
 		if err != nil || v == 0 {

@@ -112,7 +112,8 @@ func serveMain(args []string) int {
 		fmt.Fprintln(os.Stderr, "intcollector:", err)
 		return 2
 	}
-	if err := cfg.marking.discoverMarking(context.Background(), fs, log); err != nil {
+	follow, err := cfg.marking.discoverMarking(context.Background(), fs, log)
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "intcollector:", err)
 		return 2
 	}
@@ -144,6 +145,17 @@ func serveMain(args []string) int {
 		attrs = append(attrs, "gnmi", s.gnmiLn.Addr().String())
 	}
 	log.Info("intcollector listening", attrs...)
+	if follow != nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go follow.run(ctx, func(m marking) {
+			c.Do(func() {
+				if err := m.apply(&c.Decoder().Parser); err != nil {
+					log.Warn("discovered INT marking not applied", "err", err.Error())
+				}
+			})
+		})
+	}
 	got := <-sig
 	log.Info("stopping", "signal", got.String())
 	s.stop()
