@@ -70,6 +70,8 @@ func (d *Dataplane) checkAttrs(self sai.OID, a sai.Attrs) error {
 		if w := sai.Instruction(a.Instructions).Words() + bits.OnesCount16(a.DSInstruction); w > 31 {
 			return errf(sai.ErrUnsupported, "hop metadata of %d words", w)
 		}
+	case sai.ReportSessionAttrs:
+		return saireport.CheckReportSession(d.cfg.Reporter, a)
 	case sai.QueueReportAttrs:
 		if _, ok := d.ifaces[a.Port]; !ok {
 			return errf(sai.ErrNotFound, "queue report port %q", a.Port)

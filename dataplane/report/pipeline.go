@@ -819,6 +819,15 @@ func (p *Pipeline) flush(b *batch) {
 	b.buf = b.buf[:0]
 }
 
+// SourcePorts implements SourcePortSender: whether the pipeline's
+// sender can send from a chosen UDP source port.
+func (p *Pipeline) SourcePorts(v6 bool) error {
+	if sp, ok := p.sender.(SourcePortSender); ok {
+		return sp.SourcePorts(v6)
+	}
+	return nil
+}
+
 // srcPort is the UDP source port of ev's report packet (0: the kernel's).
 func (s *session) srcPort(ev *Event) uint16 {
 	switch {

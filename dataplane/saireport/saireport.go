@@ -74,6 +74,21 @@ func Config(dt *sai.DTelAttrs, objects iter.Seq2[sai.OID, sai.Attrs], portID fun
 	return cfg
 }
 
+// CheckReportSession refuses a report session the reporter cannot send:
+// a chosen UDP source port when its sender cannot choose one. A
+// dataplane calls it when the session is created or set.
+func CheckReportSession(r report.Reporter, a sai.ReportSessionAttrs) error {
+	sp, ok := r.(report.SourcePortSender)
+	if !ok || a.SrcPort.Mode == sai.SrcPortKernel {
+		return nil
+	}
+	if err := sp.SourcePorts(!a.SrcIP.Unmap().Is4()); err != nil {
+		return &sai.AttrError{Object: sai.ObjectTypeReportSession, Attr: sai.AttrReportSessionSrcPortMode, Index: -1,
+			Msg: err.Error(), Err: sai.ErrUnsupported}
+	}
+	return nil
+}
+
 func nanos32(ns int64) uint32 { return uint32(min(ns, 1<<32-1)) }
 
 // eventTypes groups the pipeline's event types by the sai report type they

@@ -1,7 +1,9 @@
 package saireport
 
 import (
+	"errors"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,5 +70,26 @@ func TestReportCounters(t *testing.T) {
 		if got[k] != w {
 			t.Errorf("%v: got %+v, want %+v", k, got[k], w)
 		}
+	}
+}
+
+type noRawSocket struct{}
+
+func (noRawSocket) Report(*report.Event)   {}
+func (noRawSocket) SourcePorts(bool) error { return errors.New("no raw socket") }
+
+// A report session asking for a chosen source port is refused, naming
+// the attribute, when the reporter cannot send from one.
+func TestCheckReportSession(t *testing.T) {
+	a := sai.DefaultReportSessionAttrs()
+	a.SrcIP = netip.MustParseAddr("192.0.2.1")
+	if err := CheckReportSession(noRawSocket{}, a); err != nil {
+		t.Errorf("kernel source port: %v", err)
+	}
+	a.SrcPort = sai.SrcPorts{Mode: sai.SrcPortFlowHash, Min: 1000, Max: 2000}
+	var ae *sai.AttrError
+	err := CheckReportSession(noRawSocket{}, a)
+	if !errors.As(err, &ae) || ae.Attr != sai.AttrReportSessionSrcPortMode || !errors.Is(err, sai.ErrUnsupported) || !strings.Contains(err.Error(), "no raw socket") {
+		t.Errorf("flow-hash source port without raw socket: %v", err)
 	}
 }

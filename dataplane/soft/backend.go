@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/intd-project/intd/dataplane/report"
+	"github.com/intd-project/intd/dataplane/saireport"
 	"github.com/intd-project/intd/dataplane/wire"
 	"github.com/intd-project/intd/sai"
 	"github.com/intd-project/intd/sai/spec"
@@ -70,6 +71,8 @@ func (s *Switch) checkAttrs(_ sai.OID, a sai.Attrs) error {
 		if a.GeneveOptionClass != 0 && a.GeneveOptionClass != spec.GeneveClassINT {
 			return errf(sai.ErrUnsupported, "Geneve option class %#x (only %#x)", a.GeneveOptionClass, spec.GeneveClassINT)
 		}
+	case sai.ReportSessionAttrs:
+		return saireport.CheckReportSession(s.reporter, a)
 	case sai.QueueReportAttrs:
 		if _, ok := s.portByName[a.Port]; !ok {
 			return errf(sai.ErrNotFound, "queue report port %q", a.Port)
