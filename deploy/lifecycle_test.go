@@ -276,9 +276,12 @@ func TestPackageLifecycle(t *testing.T) {
 	}
 	pid := strings.TrimSpace(m.run(t, "systemctl", "show", "--property=MainPID", "--value", "intd"))
 	status := m.run(t, "cat", "/proc/"+pid+"/status")
-	// The unit grants CAP_NET_ADMIN (12), CAP_PERFMON (38) and CAP_BPF
-	// (39) and bounds the process to them; intd may drop some once set up.
-	const granted = 1<<12 | 1<<38 | 1<<39
+	// The unit grants CAP_NET_ADMIN (12), CAP_NET_RAW (13), CAP_PERFMON
+	// (38) and CAP_BPF (39) and bounds the process to them; intd may drop
+	// some once set up. CAP_NET_RAW only opens the report raw socket at
+	// start, so the eBPF dataplane must not keep it.
+	const granted = 1<<12 | 1<<13 | 1<<38 | 1<<39
+	const netRaw = 1 << 13
 	for _, field := range []string{"CapEff", "CapPrm", "CapBnd", "CapAmb", "CapInh"} {
 		var v uint64
 		for _, line := range strings.Split(status, "\n") {
@@ -288,6 +291,9 @@ func TestPackageLifecycle(t *testing.T) {
 		}
 		if v&^granted != 0 {
 			t.Errorf("intd's %s is %016x, beyond the unit's %016x", field, v, uint64(granted))
+		}
+		if (field == "CapEff" || field == "CapPrm") && v&netRaw != 0 {
+			t.Errorf("intd's %s is %016x: it kept CAP_NET_RAW after start", field, v)
 		}
 	}
 	if !strings.Contains(status, "NoNewPrivs:\t1\n") {
