@@ -111,7 +111,6 @@ type FlowState struct {
 	NLeft int
 	Left  [MaxPathHops]uint32
 
-	prev, next int32 // LRU list (most recent at the head)
 	// Latency band (events.go).
 	ewma, dev uint64
 	anomalous bool
@@ -236,6 +235,11 @@ type Collector struct {
 	dec     *Decoder
 	now     int64
 	flows   []FlowState
+	// keys and lru run parallel to flows: what the index compares and
+	// the LRU list, kept out of the large FlowState so that a lookup and
+	// a touch read and write a few small lines.
+	keys    []flowKeyBits
+	lru     []lruLinks
 	index   flowIndex
 	head    int32 // most recently updated
 	tail    int32 // least recently updated
@@ -382,7 +386,10 @@ func (c *Collector) HandleReport(r *Report) {
 		c.c.NoFlow++
 		return
 	}
-	f := c.flow(&r.Flow, r.Tunnel, r.TunnelID)
+	if !r.hasKey {
+		r.key = keyBits(&r.Flow, tunnelTag(r.Tunnel, r.TunnelID))
+	}
+	f := c.flow(&r.key, &r.Flow, r.Tunnel, r.TunnelID)
 	f.Outer = r.Outer
 	f.Reports++
 	f.LastSeen = c.now
@@ -477,8 +484,8 @@ func (c *Collector) mdPath(f *FlowState, r *Report) {
 // same validity rules as hopLayout.decode).
 func (c *Collector) mdPathRaw(f *FlowState, r *Report) {
 	l, hl := r.raw.layout, r.raw.hopLen
-	n := len(r.raw.b) / hl
-	if n == 0 || l.node < 0 || l.fixed > hl {
+	n := r.raw.n
+	if n == 0 || n*hl != len(r.raw.b) || l.node < 0 || l.fixed > hl {
 		panic("collector: bad raw INT stack")
 	}
 	p := unsafe.Pointer(unsafe.SliceData(r.raw.b))
@@ -709,28 +716,35 @@ func (f *FlowState) lastHopsLatency() uint64 {
 	return s
 }
 
-// flow returns the state of k, creating it (and evicting the least
-// recently updated flow when the table is full).
-func (c *Collector) flow(k *wire.FlowKey, tun wire.TunnelKind, id uint32) *FlowState {
-	tag := tunnelTag(tun, id)
-	h := c.index.hash(k, tag)
-	if i := c.index.find(c.flows, k, tag, h); i >= 0 {
+// lruLinks are a flow's neighbours in the LRU list (most recent at the
+// head; -1 at the ends).
+type lruLinks struct{ prev, next int32 }
+
+// flow returns the state of k (kb its key bits) in tunnel tun with id,
+// creating it (and evicting the least recently updated flow when the
+// table is full).
+func (c *Collector) flow(kb *flowKeyBits, k *wire.FlowKey, tun wire.TunnelKind, id uint32) *FlowState {
+	h := c.index.hash(kb, k)
+	if i := c.index.find(c.keys, c.flows, kb, k, h); i >= 0 {
 		c.touch(i)
 		return &c.flows[i]
 	}
 	var i int32
 	if len(c.flows) < c.cfg.MaxFlows {
 		c.flows = append(c.flows, FlowState{})
+		c.keys = append(c.keys, flowKeyBits{})
+		c.lru = append(c.lru, lruLinks{})
 		i = int32(len(c.flows) - 1)
 	} else {
 		i = c.tail
 		c.unlink(i)
-		c.index.remove(c.index.hash(&c.flows[i].Key, tunnelTag(c.flows[i].Tunnel, c.flows[i].TunnelID)), i)
+		c.index.remove(c.index.hash(&c.keys[i], &c.flows[i].Key), i)
 		c.c.FlowsEvicted++
 	}
 	c.c.FlowsCreated++
 	f := &c.flows[i]
 	*f = FlowState{Key: *k, Tunnel: tun, TunnelID: id, FirstSeen: c.now, LastSeen: c.now}
+	c.keys[i] = *kb
 	c.index.insert(h, i)
 	c.pushFront(i)
 	return f
@@ -745,24 +759,23 @@ func (c *Collector) touch(i int32) {
 }
 
 func (c *Collector) unlink(i int32) {
-	f := &c.flows[i]
-	if f.prev >= 0 {
-		c.flows[f.prev].next = f.next
+	l := c.lru[i]
+	if l.prev >= 0 {
+		c.lru[l.prev].next = l.next
 	} else {
-		c.head = f.next
+		c.head = l.next
 	}
-	if f.next >= 0 {
-		c.flows[f.next].prev = f.prev
+	if l.next >= 0 {
+		c.lru[l.next].prev = l.prev
 	} else {
-		c.tail = f.prev
+		c.tail = l.prev
 	}
 }
 
 func (c *Collector) pushFront(i int32) {
-	f := &c.flows[i]
-	f.prev, f.next = -1, c.head
+	c.lru[i] = lruLinks{-1, c.head}
 	if c.head >= 0 {
-		c.flows[c.head].prev = i
+		c.lru[c.head].prev = i
 	}
 	c.head = i
 	if c.tail < 0 {
@@ -787,7 +800,7 @@ func (c *Collector) Snapshot(maxFlows int) *Snapshot {
 	s := &Snapshot{Counters: c.c, TableFlows: len(c.flows)}
 	s.Sources = c.sources.copy()
 	sortSources(s.Sources)
-	for i := c.head; i >= 0 && (maxFlows <= 0 || len(s.Flows) < maxFlows); i = c.flows[i].next {
+	for i := c.head; i >= 0 && (maxFlows <= 0 || len(s.Flows) < maxFlows); i = c.lru[i].next {
 		s.Flows = append(s.Flows, c.flows[i])
 	}
 	return s
@@ -803,8 +816,8 @@ func (c *Collector) Flow(k wire.FlowKey) (FlowState, bool) {
 func (c *Collector) TunnelFlow(k wire.FlowKey, kind wire.TunnelKind, id uint32) (FlowState, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	tag := tunnelTag(kind, id)
-	if i := c.index.find(c.flows, &k, tag, c.index.hash(&k, tag)); i >= 0 {
+	kb := keyBits(&k, tunnelTag(kind, id))
+	if i := c.index.find(c.keys, c.flows, &kb, &k, c.index.hash(&kb, &k)); i >= 0 {
 		return c.flows[i], true
 	}
 	return FlowState{}, false

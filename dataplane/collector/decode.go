@@ -98,15 +98,19 @@ type Report struct {
 	// (Decoder.rawHops): the whole hops of the stack, left undecoded for
 	// Collector.mdPathRaw.
 	raw rawStack
+	// key is Flow's index key when hasKey is set (innerFast reads it from
+	// the packet; otherwise the collector derives it from Flow).
+	key    flowKeyBits
+	hasKey bool
 }
 
 // rawStack is an INT-MD stack left in the packet: n whole hops of hopLen
 // bytes, top of stack first, laid out as layout (which selects the node
 // ID).
 type rawStack struct {
-	layout *hopLayout
-	b      []byte
-	hopLen int
+	layout    *hopLayout
+	b         []byte
+	hopLen, n int
 }
 
 // Handler receives each decoded report.
@@ -250,10 +254,20 @@ func (d *Decoder) decodeV2(payload []byte, h Handler) (int, error) {
 		case spec.InIPv4, spec.InIPv6:
 			d.decodeInner(r, body, false, true)
 		}
-		h.HandleReport(r)
+		deliver(h, r)
 		n++
 	}
 	return n, nil
+}
+
+// deliver hands r to h: a direct call for the collector itself (its
+// receive path), an interface call otherwise.
+func deliver(h Handler, r *Report) {
+	if c, ok := h.(*Collector); ok {
+		c.HandleReport(r)
+		return
+	}
+	h.HandleReport(r)
 }
 
 // resetReport clears r for the next report.
@@ -304,7 +318,7 @@ func (d *Decoder) decodeTR05(payload []byte, h Handler) (int, error) {
 	case spec.InIPv4:
 		d.decodeInner(r, t.Inner, false, true)
 	}
-	h.HandleReport(r)
+	deliver(h, r)
 	return 1, nil
 }
 
@@ -469,7 +483,7 @@ func looksV21Shim(b []byte) bool {
 	if s.Type == spec.TypeMD {
 		ml := int(b[6] & 0x1f)
 		inst := wire.Instructions(binary.BigEndian.Uint16(b[8:]))
-		if ml == 0 || inst.Words() > ml || (l-wire.MDHeaderLen)%(ml*4) != 0 {
+		if x := l - wire.MDHeaderLen; ml == 0 || inst.Words() > ml || hopsIn(x, ml)*ml*4 != x {
 			return false
 		}
 	}
@@ -510,7 +524,7 @@ func (d *Decoder) decodeV21(r *Report, st *INTStack, b []byte, encap spec.Encap,
 		return nil
 	}
 	stack := b[wire.MDHeaderLen:]
-	n := len(stack) / hl
+	n := hopsIn(len(stack), int(hopML))
 	if (len(stack)-n*hl)%4 != 0 && !st.Cut {
 		return wire.ErrBadLength
 	}
@@ -525,7 +539,7 @@ func (d *Decoder) decodeV21(r *Report, st *INTStack, b []byte, encap spec.Encap,
 		st.Hops = d.hops[:0]
 		// Field by field: a composite literal goes through a stack
 		// temporary whose copy stalls on store forwarding.
-		r.raw.layout, r.raw.b, r.raw.hopLen = &d.layout, stack[:n*hl:n*hl], hl
+		r.raw.layout, r.raw.b, r.raw.hopLen, r.raw.n = &d.layout, stack[:n*hl:n*hl], hl, n
 		return nil
 	}
 	for i := range st.Hops {

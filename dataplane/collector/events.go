@@ -175,7 +175,7 @@ func (c *Collector) reportEvent(f *FlowState, r *Report, dropped bool) {
 func (c *Collector) Summaries(since int64, fn func(f *FlowState)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for i := c.head; i >= 0 && c.flows[i].LastSeen >= since; i = c.flows[i].next {
+	for i := c.head; i >= 0 && c.flows[i].LastSeen >= since; i = c.lru[i].next {
 		f := &c.flows[i]
 		fn(f)
 		f.NLeft = 0

@@ -250,6 +250,14 @@ func TestInnerFastMatchesReference(t *testing.T) {
 				rf.NodeID = 4
 				fast.decodeInner(rf, b, eth[i], true)
 				ref.decodeInner(rr, b, eth[i], true)
+				// The fast path's index key, read from the packet, is the
+				// one the collector derives from the flow.
+				if rf.hasKey {
+					if want := keyBits(&rf.Flow, tunnelTag(rf.Tunnel, rf.TunnelID)); rf.key != want || !rf.HasFlow {
+						t.Fatalf("decoder %d, %x: key bits %+v, from the flow %+v", k, b, rf.key, want)
+					}
+					rf.key, rf.hasKey = flowKeyBits{}, false
+				}
 				if !reflect.DeepEqual(rf, rr) {
 					t.Fatalf("decoder %d, %x (ethernet %v, raw %v):\nfast %+v\nref  %+v", k, b, eth[i], raw, *rf, *rr)
 				}

@@ -9,6 +9,25 @@ import (
 	"github.com/intd-project/intd/sai/spec"
 )
 
+// hopRecip[ml] is 2^32 / (ml*4) rounded up, for hopsIn.
+var hopRecip = func() (t [32]uint64) {
+	for ml := uint64(1); ml < 32; ml++ {
+		t[ml] = (1<<32 + ml*4 - 1) / (ml * 4)
+	}
+	return t
+}()
+
+// hopsIn is x / (ml*4), the whole hops of ml words in x bytes, for
+// 0 < ml < 32 and x >= 0: below 2^16 a multiply by the reciprocal, exact
+// there (x times the rounding error stays below 2^32), instead of a
+// division, which takes tens of cycles.
+func hopsIn(x, ml int) int {
+	if uint(x) >= 1<<16 {
+		return x / (ml * 4)
+	}
+	return int(uint64(x) * hopRecip[ml&31] >> 32)
+}
+
 // hopLayout is where each metadata field of one instruction bitmap lies in
 // a hop (byte offsets, -1 when not selected), computed once per stack so
 // that each hop is decoded with independent loads. Reserved bits 9-14 take

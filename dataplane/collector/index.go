@@ -29,21 +29,38 @@ func newFlowIndex(maxFlows int, seed uint64) flowIndex {
 // tunnelTag is a flow's tunnel kind and id as the index keys them.
 func tunnelTag(kind wire.TunnelKind, id uint32) uint64 { return uint64(kind)<<32 | uint64(id) }
 
-// hash is a wyhash-style hash of the key and tunnel tag: folded
-// 64x64->128 multiplies. IPv4 keys, the common case, take two multiplies
-// over the addresses as 32-bit words rather than the 16-byte forms.
-func (x *flowIndex) hash(k *wire.FlowKey, tun uint64) uint64 {
+// flowKeyBits is a flow key as the index compares it: an IPv4 key's
+// addresses (source in the upper half) and its ports and protocol as two
+// words, which innerFast reads straight from the packet, and the tunnel
+// tag. Other keys have keyNot4 set in rest and are compared in full.
+type flowKeyBits struct{ addrs, rest, tag uint64 }
+
+const keyNot4 = 1 << 63
+
+// keyBits is k's flowKeyBits in tunnel tag.
+func keyBits(k *wire.FlowKey, tag uint64) flowKeyBits {
+	rest := uint64(k.SrcPort)<<32 | uint64(k.DstPort)<<16 | uint64(k.Proto)
 	if k.Src.Is4() && k.Dst.Is4() {
 		s, d := k.Src.As4(), k.Dst.As4()
-		return x.hash4(uint64(binary.BigEndian.Uint32(s[:]))<<32|uint64(binary.BigEndian.Uint32(d[:])),
-			uint64(k.SrcPort)<<32|uint64(k.DstPort)<<16|uint64(k.Proto), tun)
+		return flowKeyBits{uint64(binary.BigEndian.Uint32(s[:]))<<32 | uint64(binary.BigEndian.Uint32(d[:])), rest, tag}
+	}
+	return flowKeyBits{0, rest | keyNot4, tag}
+}
+
+// hash is a wyhash-style hash of the key (kb, and k for keys that are not
+// IPv4) and tunnel tag: folded 64x64->128 multiplies. IPv4 keys, the
+// common case, take two multiplies over the addresses as 32-bit words
+// rather than the 16-byte forms.
+func (x *flowIndex) hash(kb *flowKeyBits, k *wire.FlowKey) uint64 {
+	if kb.rest&keyNot4 == 0 {
+		return x.hash4(kb.addrs, kb.rest, kb.tag)
 	}
 	s, d := k.Src.As16(), k.Dst.As16()
 	hi, lo := bits.Mul64(binary.LittleEndian.Uint64(s[:8])^x.seed, binary.LittleEndian.Uint64(s[8:])^0xe7037ed1a0b428db)
 	a := hi ^ lo
 	hi, lo = bits.Mul64(binary.LittleEndian.Uint64(d[:8])^0x8ebc6af09c88c6e3, binary.LittleEndian.Uint64(d[8:])^0x589965cc75374cc3)
 	b := hi ^ lo
-	hi, lo = bits.Mul64(a^b^0xa0761d6478bd642f^tun, (uint64(k.SrcPort)<<32|uint64(k.DstPort)<<16|uint64(k.Proto))^x.seed^0x1d8e4e27c47d124f)
+	hi, lo = bits.Mul64(a^b^0xa0761d6478bd642f^kb.tag, (kb.rest&^keyNot4)^x.seed^0x1d8e4e27c47d124f)
 	return hi ^ lo
 }
 
@@ -55,14 +72,9 @@ func (x *flowIndex) hash4(addrs, rest, tun uint64) uint64 {
 	return hi ^ lo
 }
 
-func sameKey(f *FlowState, b *wire.FlowKey, tun uint64) bool {
-	a := &f.Key
-	return a.SrcPort == b.SrcPort && a.DstPort == b.DstPort && a.Proto == b.Proto && a.Src == b.Src && a.Dst == b.Dst &&
-		tunnelTag(f.Tunnel, f.TunnelID) == tun
-}
-
-// find returns the position of k in tunnel tun, or -1.
-func (x *flowIndex) find(flows []FlowState, k *wire.FlowKey, tun, h uint64) int32 {
+// find returns the position of the key (kb, and k for keys that are not
+// IPv4; keys[p] is the key bits of flows[p]) with hash h, or -1.
+func (x *flowIndex) find(keys []flowKeyBits, flows []FlowState, kb *flowKeyBits, k *wire.FlowKey, h uint64) int32 {
 	tag := h >> 32 << 32
 	for i := h >> 32 & x.mask; ; i = (i + 1) & x.mask {
 		s := x.slots[i]
@@ -70,7 +82,9 @@ func (x *flowIndex) find(flows []FlowState, k *wire.FlowKey, tun, h uint64) int3
 			return -1
 		}
 		if s&^0xffffffff == tag {
-			if p := int32(uint32(s)) - 1; sameKey(&flows[p], k, tun) {
+			p := int32(uint32(s)) - 1
+			if q := &keys[p]; q.addrs == kb.addrs && q.rest == kb.rest && q.tag == kb.tag &&
+				(kb.rest&keyNot4 == 0 || flows[p].Key.Src == k.Src && flows[p].Key.Dst == k.Dst) {
 				return p
 			}
 		}

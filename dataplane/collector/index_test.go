@@ -15,6 +15,7 @@ func TestFlowIndex(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	x := newFlowIndex(max, 7)
 	flows := make([]FlowState, max)
+	keys := make([]flowKeyBits, max)
 	type tkey struct {
 		k  wire.FlowKey
 		id uint32
@@ -24,16 +25,22 @@ func TestFlowIndex(t *testing.T) {
 	for i := int32(0); i < max; i++ {
 		free = append(free, i)
 	}
+	// IPv4 keys (compared by their key bits) and mixed ones (in full).
 	key := func(n int) wire.FlowKey {
-		return wire.FlowKey{Src: netip.AddrFrom4([4]byte{10, 0, 0, byte(n)}), Dst: netip.MustParseAddr("2001:db8::1"),
+		dst := netip.MustParseAddr("2001:db8::1")
+		if n%2 == 0 {
+			dst = netip.AddrFrom4([4]byte{10, 0, 1, byte(n % 3)})
+		}
+		return wire.FlowKey{Src: netip.AddrFrom4([4]byte{10, 0, 0, byte(n)}), Dst: dst,
 			SrcPort: uint16(n % 7), DstPort: 80, Proto: wire.ProtoTCP}
 	}
 	for op := 0; op < 200000; op++ {
 		// The same 5-tuple in two GTP-U tunnels is two flows.
 		k, id := key(rng.Intn(100)), uint32(rng.Intn(2))
 		tag := tunnelTag(wire.TunnelGTPU, id)
-		h := x.hash(&k, tag)
-		p := x.find(flows, &k, tag, h)
+		kb := keyBits(&k, tag)
+		h := x.hash(&kb, &k)
+		p := x.find(keys, flows, &kb, &k, h)
 		if rp, ok := ref[tkey{k, id}]; ok != (p >= 0) || ok && rp != p {
 			t.Fatalf("op %d: find %v = %d, want %d %v", op, k, p, rp, ok)
 		}
@@ -46,6 +53,7 @@ func TestFlowIndex(t *testing.T) {
 			p = free[len(free)-1]
 			free = free[:len(free)-1]
 			flows[p].Key, flows[p].Tunnel, flows[p].TunnelID = k, wire.TunnelGTPU, id
+			keys[p] = kb
 			x.insert(h, p)
 			ref[tkey{k, id}] = p
 		}

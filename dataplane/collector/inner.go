@@ -79,6 +79,9 @@ func (d *Decoder) innerFast(r *Report, b []byte, ethernet bool) bool {
 	f.Src, f.Dst = netip.AddrFrom4([4]byte(h[12:16])), netip.AddrFrom4([4]byte(h[16:20]))
 	f.SrcPort, f.DstPort, f.Proto = uint16(ports>>16), dport, proto
 	r.TTL = h[8]
+	// The index key from the same bytes (no tunnel: tag 0).
+	r.key.addrs, r.key.rest, r.key.tag = binary.BigEndian.Uint64(h[12:20]), uint64(ports)<<16|uint64(proto), 0
+	r.hasKey = true
 	if !marked && (off+4 > len(b) || !looksV21Shim(b[off:])) {
 		return true
 	}
@@ -91,6 +94,7 @@ func (d *Decoder) innerFast(r *Report, b []byte, ethernet bool) bool {
 	}
 	if s.NPT == 1 {
 		r.Flow.DstPort = s.Value
+		r.key.rest = r.key.rest&^0xffff0000 | uint64(s.Value)<<16
 	}
 	r.InnerErr = d.decodeV21(r, &r.INT, b[off+wire.ShimLen:off+wire.ShimLen+l], e, s.Type)
 	return true

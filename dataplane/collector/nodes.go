@@ -231,7 +231,7 @@ func (c *Collector) TopFlows(n int) []FlowState {
 	// most recently updated flow makes ties keep the more recent one.
 	less := func(a, b int32) bool { return c.flows[a].Reports < c.flows[b].Reports }
 	h := make([]int32, 0, min(n, len(c.flows)))
-	for i := c.head; i >= 0; i = c.flows[i].next {
+	for i := c.head; i >= 0; i = c.lru[i].next {
 		if len(h) < n {
 			h = append(h, i)
 			for j := len(h) - 1; j > 0; {
