@@ -25,7 +25,7 @@ import (
 // kill stops a collector as a killed process would: no last summaries,
 // no waiting for acknowledgements.
 func (s *service) kill() {
-	s.recv.Close()
+	s.closeReceivers()
 	if s.pub != nil {
 		s.pub.Abort()
 	}

@@ -200,3 +200,33 @@ func TestServeLogs(t *testing.T) {
 		t.Errorf("bad --gnmi logged %v", rs)
 	}
 }
+
+// TestServeReceivers: with --receivers 2 the reports of every sender are
+// aggregated, whichever of the sockets sharing the port reads them.
+func TestServeReceivers(t *testing.T) {
+	c := collector.New(collector.Config{})
+	s, err := start(c, &serveConfig{listen: "127.0.0.1:0", receivers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.stop()
+	if len(s.recv) != 2 {
+		t.Fatalf("%d receivers", len(s.recv))
+	}
+	const senders = 8
+	for i := 0; i < senders; i++ {
+		u, err := net.Dial("udp", s.reports)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.Write(sinkReportPort(t, 1, uint16(1000+i)))
+		u.Close()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for c.Snapshot(1).Counters.Packets < senders && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if st := c.Snapshot(0); st.Counters.Packets != senders || st.TableFlows != senders {
+		t.Errorf("packets %d, flows %d; want %d each", st.Counters.Packets, st.TableFlows, senders)
+	}
+}

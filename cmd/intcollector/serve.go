@@ -37,7 +37,7 @@ type serveConfig struct {
 	json                  bool
 	maxFlows, exportFlows int
 	flowMetrics           int
-	batch                 int
+	batch, receivers      int
 	marking               marking
 	allow                 []netip.Prefix
 	seqWindow             uint
@@ -79,6 +79,7 @@ func serveMain(args []string) int {
 	fs.IntVar(&cfg.exportFlows, "export-flows", 1000, "most recently updated flows exported over gNMI")
 	fs.IntVar(&cfg.flowMetrics, "flow-metrics", 0, fmt.Sprintf("flows with the most reports given their own /metrics series (0-%d; 0: none)", metrics.MaxFlowSeries))
 	fs.IntVar(&cfg.batch, "batch", collector.DefaultBatch, "datagrams read per recvmmsg call")
+	fs.IntVar(&cfg.receivers, "receivers", 1, "sockets receiving reports on --listen's port (SO_REUSEPORT), each read on its own thread; senders are spread over them")
 	cfg.marking.flags(fs)
 	fs.Func("allow", "accept reports only from these comma-separated addresses or prefixes (e.g. 10.0.0.0/24,2001:db8::1); default: from anywhere", func(v string) error {
 		p, err := parsePrefixes(v)
@@ -99,6 +100,10 @@ func serveMain(args []string) int {
 	fs.Parse(args)
 	if cfg.seqWindow == 0 || cfg.seqWindow > 1<<20 {
 		fmt.Fprintln(os.Stderr, "intcollector: --seq-window: the range is 1 to 1048576")
+		return 2
+	}
+	if cfg.receivers < 1 || cfg.receivers > 64 {
+		fmt.Fprintln(os.Stderr, "intcollector: --receivers: the range is 1 to 64")
 		return 2
 	}
 	if cfg.latencyFloor <= 0 {
@@ -199,7 +204,7 @@ func parsePrefixes(v string) ([]netip.Prefix, error) {
 // service is a running collector with its endpoints.
 type service struct {
 	c       *collector.Collector
-	recv    *collector.Receiver
+	recv    []*collector.Receiver
 	metrics *promserve.Server
 	gnmiLn  net.Listener
 	gnmi    *server.Server
@@ -221,11 +226,12 @@ func start(c *collector.Collector, cfg *serveConfig) (*service, error) {
 			return nil, fmt.Errorf("--flow-metrics: %w", err)
 		}
 	}
-	r, err := collector.Listen(cfg.listen, cfg.batch)
+	rs, err := collector.ListenGroup(cfg.listen, cfg.receivers, cfg.batch)
 	if err != nil {
 		return nil, fmt.Errorf("reports (--listen): %w", err)
 	}
-	s := &service{c: c, recv: r, reports: r.Addr().String()}
+	r := rs[0]
+	s := &service{c: c, recv: rs, reports: r.Addr().String()}
 	if cfg.stream.URLs != "" {
 		sc := cfg.stream
 		if sc.CollectorID == "" {
@@ -236,7 +242,7 @@ func start(c *collector.Collector, cfg *serveConfig) (*service, error) {
 		s.pub, err = stream.New(ctx, c, sc, log)
 		cancel()
 		if err != nil {
-			r.Close()
+			s.closeReceivers()
 			return nil, fmt.Errorf("--nats: %w", err)
 		}
 		if exp != nil {
@@ -249,14 +255,14 @@ func start(c *collector.Collector, cfg *serveConfig) (*service, error) {
 	if exp != nil {
 		if reg, err = promserve.Registry("intcollector", exp); err != nil {
 			s.stopStream()
-			r.Close()
+			s.closeReceivers()
 			return nil, err
 		}
 	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		if err := c.Serve(r); err != nil {
+		if err := c.ServeAll(rs); err != nil {
 			log.Error("receiving reports", "err", err.Error())
 		}
 	}()
@@ -277,8 +283,14 @@ func start(c *collector.Collector, cfg *serveConfig) (*service, error) {
 	return s, nil
 }
 
+func (s *service) closeReceivers() {
+	for _, r := range s.recv {
+		r.Close()
+	}
+}
+
 func (s *service) stop() {
-	s.recv.Close()
+	s.closeReceivers()
 	s.stopStream()
 	if s.metrics != nil {
 		s.metrics.Close()

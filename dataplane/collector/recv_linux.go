@@ -1,9 +1,12 @@
 package collector
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
+	"sync"
 	"syscall"
 	"time"
 	"unsafe"
@@ -44,6 +47,63 @@ func Listen(addr string, batch int) (*Receiver, error) {
 	}
 	setReadBuffer(conn, 8<<20)
 	return NewReceiver(conn, batch)
+}
+
+// ListenGroup opens n UDP sockets on addr sharing its port with
+// SO_REUSEPORT (one plain socket when n is 1), each reading up to batch
+// datagrams per call: served by one goroutine each (ServeAll), they read
+// on several cores. The kernel spreads the senders over the sockets by a
+// hash of their addresses and ports, so one sender's reports stay on one
+// socket, in order.
+func ListenGroup(addr string, n, batch int) ([]*Receiver, error) {
+	if n <= 1 {
+		r, err := Listen(addr, batch)
+		if err != nil {
+			return nil, err
+		}
+		return []*Receiver{r}, nil
+	}
+	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		if err := c.Control(func(fd uintptr) {
+			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
+		}); err != nil {
+			return err
+		}
+		if serr != nil {
+			return fmt.Errorf("SO_REUSEPORT: %w", serr)
+		}
+		return nil
+	}}
+	var rs []*Receiver
+	fail := func(err error) ([]*Receiver, error) {
+		for _, r := range rs {
+			r.Close()
+		}
+		return nil, err
+	}
+	for i := 0; i < n; i++ {
+		pc, err := lc.ListenPacket(context.Background(), "udp", addr)
+		if err != nil {
+			return fail(err)
+		}
+		conn := pc.(*net.UDPConn)
+		setReadBuffer(conn, 8<<20)
+		r, err := NewReceiver(conn, batch)
+		if err != nil {
+			conn.Close()
+			return fail(err)
+		}
+		rs = append(rs, r)
+		if i == 0 { // the others take the port the first one got
+			host, _, err := net.SplitHostPort(addr)
+			if err != nil {
+				return fail(err)
+			}
+			addr = net.JoinHostPort(host, fmt.Sprint(conn.LocalAddr().(*net.UDPAddr).Port))
+		}
+	}
+	return rs, nil
 }
 
 // setReadBuffer asks for a receive buffer of n bytes: SO_RCVBUF is capped
@@ -137,6 +197,30 @@ func (r *Receiver) From(i int) netip.Addr {
 		return netip.AddrFrom4(v4.Addr)
 	}
 	return netip.Addr{}
+}
+
+// ServeAll serves every receiver of rs (Serve) on its own goroutine until
+// all are closed. It returns the first error, after closing the others.
+func (c *Collector) ServeAll(rs []*Receiver) error {
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	for _, r := range rs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := c.Serve(r); err != nil {
+				once.Do(func() {
+					first = err
+					for _, o := range rs {
+						o.Close()
+					}
+				})
+			}
+		}()
+	}
+	wg.Wait()
+	return first
 }
 
 // Serve reads report packets from r until it is closed and aggregates

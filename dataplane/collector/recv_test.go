@@ -49,6 +49,70 @@ func TestReceiverLoopback(t *testing.T) {
 	}
 }
 
+// TestReceiverGroup: receivers sharing a port with SO_REUSEPORT each get
+// a share of the senders, and ServeAll aggregates what all of them read
+// and returns once they are closed.
+func TestReceiverGroup(t *testing.T) {
+	rs, err := ListenGroup("127.0.0.1:0", 2, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := rs[0].Addr().String()
+	if got := rs[1].Addr().String(); got != addr {
+		t.Fatalf("second receiver on %s, first on %s", got, addr)
+	}
+	const senders, each = 16, 5
+	var conns []net.Conn
+	for i := 0; i < senders; i++ {
+		s, err := net.Dial("udp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		conns = append(conns, s)
+	}
+	// Each sender's datagrams reach one receiver; together, both.
+	for i, s := range conns {
+		s.Write(testPayload(t, uint32(i)))
+	}
+	per := make([]int, len(rs))
+	for k, r := range rs {
+		for {
+			r.SetDeadline(time.Now().Add(300 * time.Millisecond))
+			n, err := r.Read()
+			if err != nil {
+				break
+			}
+			per[k] += n
+		}
+		r.SetDeadline(time.Time{})
+	}
+	if per[0]+per[1] != senders || per[0] == 0 || per[1] == 0 {
+		t.Fatalf("datagrams per receiver %v, want %d spread over both", per, senders)
+	}
+	c := New(Config{})
+	done := make(chan error, 1)
+	go func() { done <- c.ServeAll(rs) }()
+	for i, s := range conns {
+		for k := 0; k < each; k++ {
+			s.Write(testPayload(t, uint32(i*each+k)))
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for c.Snapshot(1).Counters.Packets < senders*each && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	for _, r := range rs {
+		r.Close()
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if st := c.Snapshot(0).Counters; st.Packets != senders*each || st.Reports != 3*senders*each {
+		t.Errorf("packets %d, reports %d; want %d, %d", st.Packets, st.Reports, senders*each, 3*senders*each)
+	}
+}
+
 // BenchmarkReceiveLoopback sends b.N packets of 8 coalesced reports (each
 // with a 3-hop INT-MD stack) over 127.0.0.1 with sendmmsg (8 UDP GSO
 // messages of 32 datagrams per call, at most 1024 datagrams in flight)
