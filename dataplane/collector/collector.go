@@ -230,11 +230,11 @@ type Config struct {
 // and readers are safe for concurrent use (one mutex; the receive loop
 // takes it once per batch).
 type Collector struct {
-	mu      sync.Mutex
-	cfg     Config
-	dec     *Decoder
-	now     int64
-	flows   []FlowState
+	mu    sync.Mutex
+	cfg   Config
+	dec   *Decoder
+	now   int64
+	flows []FlowState
 	// keys and lru run parallel to flows: what the index compares and
 	// the LRU list, kept out of the large FlowState so that a lookup and
 	// a touch read and write a few small lines.
