@@ -136,6 +136,8 @@ type Decoder struct {
 	rep    Report
 	hops   [MaxHops]wire.HopMetadata
 	layout hopLayout // of the last INT-MD stack's bitmap
+	// repLayout is that of the last report metadata bitmap (bits 0-14).
+	repLayout hopLayout
 	pkt    wire.Packet
 	tunPkt wire.Packet // a tunnelled packet's inner packet
 	// rawHops is set while the collector decodes for itself (no OnReport):
@@ -239,7 +241,10 @@ func (d *Decoder) decodeV2(payload []byte, h Handler) (int, error) {
 			r.DomainID, r.DSMdBits, r.DSStatus = binary.BigEndian.Uint16(md[2:]), binary.BigEndian.Uint16(md[4:]), binary.BigEndian.Uint16(md[6:])
 			md = md[wire.INTReportFixedLen:len(md):len(md)]
 			r.HasMD = true
-			off := wire.DecodeFields(md, wire.Instructions(repMdBits), &r.MD, false)
+			if rb := wire.Instructions(repMdBits) &^ spec.InstChecksumComplement; d.repLayout.inst != rb || d.repLayout.fixed == 0 {
+				d.repLayout.set(rb)
+			}
+			off := d.repLayout.decodeReport(md, &r.MD)
 			if repMdBits&wire.RepDrop != 0 {
 				w := binary.BigEndian.Uint32(md[off:])
 				r.HasDrop, r.DropQueueID, r.DropReason = true, uint8(w>>24), uint8(w>>16)

@@ -61,6 +61,50 @@ func (l *hopLayout) set(inst wire.Instructions) {
 	l.fixed = off + 4*bits.OnesCount16(uint16(inst&spec.InstReserved))
 }
 
+// decodeReport is wire.DecodeFields of report metadata (every field
+// selected valid, bit 15 left to the caller) with the layout of its
+// bitmap: b holds at least l.fixed bytes. It returns the offset after the
+// fields.
+func (l *hopLayout) decodeReport(b []byte, m *wire.HopMetadata) int {
+	if l.fixed > len(b) {
+		panic("collector: report metadata shorter than its bitmap")
+	}
+	p := unsafe.Pointer(unsafe.SliceData(b))
+	if o := l.node; o >= 0 {
+		m.NodeID = be32(p, o)
+	}
+	if o := l.l1; o >= 0 {
+		x := be32(p, o)
+		m.IngressPort, m.EgressPort = uint16(x>>16), uint16(x)
+	}
+	if o := l.lat; o >= 0 {
+		m.HopLatency = be32(p, o)
+	}
+	if o := l.q; o >= 0 {
+		x := be32(p, o)
+		m.QueueID, m.QueueOccupancy = uint8(x>>24), x&0xffffff
+	}
+	if o := l.its; o >= 0 {
+		m.IngressTimestamp = be64(p, o)
+	}
+	if o := l.ets; o >= 0 {
+		m.EgressTimestamp = be64(p, o)
+	}
+	if o := l.l2; o >= 0 {
+		x := be64(p, o)
+		m.L2IngressPort, m.L2EgressPort = uint32(x>>32), uint32(x)
+	}
+	if o := l.tx; o >= 0 {
+		m.TxUtilization = be32(p, o)
+	}
+	if o := l.b; o >= 0 {
+		x := be32(p, o)
+		m.BufferID, m.BufferOccupancy = uint8(x>>24), x&0xffffff
+	}
+	m.Valid = l.inst &^ spec.InstChecksumComplement
+	return l.fixed
+}
+
 // decode is wire.DecodeHop with the layout of its bitmap: b is one hop of at
 // least l.fixed bytes (plus the checksum complement word if selected).
 func (l *hopLayout) decode(b []byte, m *wire.HopMetadata) {
