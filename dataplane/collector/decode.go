@@ -138,6 +138,7 @@ type Decoder struct {
 	layout hopLayout // of the last INT-MD stack's bitmap
 	// repLayout is that of the last report metadata bitmap (bits 0-14).
 	repLayout hopLayout
+	v21       v21Cache
 	pkt    wire.Packet
 	tunPkt wire.Packet // a tunnelled packet's inner packet
 	// rawHops is set while the collector decodes for itself (no OnReport):

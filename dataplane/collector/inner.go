@@ -69,8 +69,14 @@ func (d *Decoder) innerFast(r *Report, b []byte, ethernet bool) bool {
 	// where the parser would look; the rest (errors, truncation) is the
 	// parser's.
 	marked := c.DSCPMask != 0 && (h[1]>>2)&c.DSCPMask == c.DSCP
-	if marked && (c.TCPBeforeOptions && proto == wire.ProtoTCP || off+4 > end || b[off]&0x0c != 0 || !looksV21Shim(b[off:end])) {
-		return false
+	hit := false // the header is the cached one (v21Cache)
+	if marked {
+		if c.TCPBeforeOptions && proto == wire.ProtoTCP || off+4 > end || b[off]&0x0c != 0 {
+			return false
+		}
+		if hit = d.v21.match(b[off:end]); !hit && !looksV21Shim(b[off:end]) {
+			return false
+		}
 	}
 	r.HasFlow = true
 	// Field by field: a composite literal goes through a stack temporary
@@ -82,8 +88,13 @@ func (d *Decoder) innerFast(r *Report, b []byte, ethernet bool) bool {
 	// The index key from the same bytes (no tunnel: tag 0).
 	r.key.addrs, r.key.rest, r.key.tag = binary.BigEndian.Uint64(h[12:20]), uint64(ports)<<16|uint64(proto), 0
 	r.hasKey = true
-	if !marked && (off+4 > len(b) || !looksV21Shim(b[off:])) {
-		return true
+	if !marked {
+		if off+4 > len(b) {
+			return true
+		}
+		if hit = d.v21.match(b[off:]); !hit && !looksV21Shim(b[off:]) {
+			return true
+		}
 	}
 	// Unconfigured INT v2.1 over TCP/UDP: a consistent shim.
 	s, _ := wire.DecodeShim(b[off:])
@@ -96,8 +107,49 @@ func (d *Decoder) innerFast(r *Report, b []byte, ethernet bool) bool {
 		r.Flow.DstPort = s.Value
 		r.key.rest = r.key.rest&^0xffff0000 | uint64(s.Value)<<16
 	}
-	r.InnerErr = d.decodeV21(r, &r.INT, b[off+wire.ShimLen:off+wire.ShimLen+l], e, s.Type)
+	stack := b[off+wire.ShimLen : off+wire.ShimLen+l]
+	if hit && d.rawHops && !r.I && !r.D && !r.Q && d.layout.inst == d.v21.st.Instructions && d.layout.fixed != 0 {
+		// What decodeV21 would do, known from the same header bytes.
+		v := &d.v21
+		r.INT = v.st
+		n, hl := v.n, v.hl
+		r.raw.layout, r.raw.b, r.raw.hopLen, r.raw.n = &d.layout, stack[wire.MDHeaderLen:wire.MDHeaderLen+n*hl:wire.MDHeaderLen+n*hl], hl, n
+		return true
+	}
+	r.InnerErr = d.decodeV21(r, &r.INT, stack, e, s.Type)
+	if r.InnerErr == nil && r.raw.layout != nil {
+		d.v21.fill(b[off:], &r.INT, &r.raw)
+	}
 	return true
+}
+
+// v21Cache is the last INT v2.1 shim and MD header (16 bytes) that
+// innerFast found consistent and decodeV21 left as a raw stack: the same
+// bytes pass the same checks and give the same INTStack, so the next
+// report with them (most of a sink's) skips both; its hops are decoded
+// with the path.
+type v21Cache struct {
+	shim, md uint64 // the 16 header bytes as two words
+	need     int    // bytes the header says follow from the shim on
+	st       INTStack
+	hl, n    int
+	ok       bool
+}
+
+// match reports whether b starts with the cached header and holds what
+// its length needs: looksV21Shim(b) would then be true.
+func (v *v21Cache) match(b []byte) bool {
+	return v.ok && len(b) >= wire.ShimLen+wire.MDHeaderLen && len(b) >= v.need &&
+		binary.LittleEndian.Uint64(b) == v.shim && binary.LittleEndian.Uint64(b[8:]) == v.md
+}
+
+// fill caches the header at the start of b and what decodeV21 made of
+// it (st, raw).
+func (v *v21Cache) fill(b []byte, st *INTStack, raw *rawStack) {
+	v.shim, v.md = binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[8:])
+	sh, _ := wire.DecodeShim(b)
+	v.need = wire.ShimLen + int(sh.Length)*4
+	v.st, v.hl, v.n, v.ok = *st, raw.hopLen, raw.n, true
 }
 
 // generalUDPPort reports whether UDP to dport may hold INT or a tunnel,
