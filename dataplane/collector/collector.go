@@ -539,8 +539,13 @@ func (c *Collector) mdPathRaw(f *FlowState, r *Report) {
 				h.IngressPort, h.EgressPort = uint16(x>>16), uint16(x)
 			}
 		}
-		if hasLat {
-			c.hopLatency(h, lat)
+		if hasLat { // hopLatency, inlined by hand: this loop runs per hop
+			h.Latency.add(lat)
+			if nd := h.node; nd != nil {
+				nd.HopLatency.observe(lat)
+			} else {
+				c.nodeLatency(h, lat)
+			}
 		}
 		if o := l.q; o >= 0 {
 			if x := be32(q, o); x != wire.Unavailable32 {

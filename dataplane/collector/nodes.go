@@ -120,6 +120,11 @@ func (c *Collector) hopNode(h *HopState) *NodeStats {
 // hopLatency records a latency sample of hop h.
 func (c *Collector) hopLatency(h *HopState, lat uint64) {
 	h.Latency.add(lat)
+	c.nodeLatency(h, lat)
+}
+
+// nodeLatency adds a latency sample of hop h to its node's histogram.
+func (c *Collector) nodeLatency(h *HopState, lat uint64) {
 	if n := c.hopNode(h); n != nil {
 		n.HopLatency.observe(lat)
 	}
