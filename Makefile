@@ -106,6 +106,15 @@ bench-soft bench-ebpf:
 	INTD_BENCH=1 INTD_BENCH_ROUNDS=$(BENCH_ROUNDS) INTD_BENCH_SECS=$(BENCH_SECS) $(GO) test -count=1 -timeout 1800s \
 		-run '^TestBench$(if $(filter bench-soft,$@),Soft,EBPF)$$' -v ./tests/
 
+# The collector of BASE (a git revision) and of the work tree side by
+# side: decode + aggregate CPU per report and the receive path against a
+# null receiver, ROUNDS interleaved rounds, median (min-max), load average.
+BASE ?= main
+ROUNDS ?= 5
+.PHONY: bench-collector
+bench-collector:
+	BASE=$(BASE) ROUNDS=$(ROUNDS) sh contrib/bench/collector-compare.sh
+
 # Static (no cgo) linux binaries of intd and intcollector for $(ARCH) in
 # $(DIST)/linux_$(ARCH)/.
 binaries:

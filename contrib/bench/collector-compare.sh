@@ -1,0 +1,57 @@
+#!/bin/sh
+# Compares the collector of a git revision (BASE, default main) with the
+# work tree, side by side: test binaries of dataplane/collector built from
+# both (each with its tree's cmd/intcollector/default.pgo when it has one,
+# as intcollector is built) run in alternation, ROUNDS rounds (default 5),
+# the order swapped every round. Per round and variant: decode +
+# aggregate CPU per report (BenchmarkDecodeAggregate, one CPU) and the
+# receive path against a null receiver (BenchmarkReceiveVsNull: medians
+# of its own interleaved rounds, by CPU per report and by rate). Prints
+# each figure per round with the 1-minute load average, then the median
+# (min-max) per variant and of the work tree / BASE ratios.
+#
+#   make bench-collector BASE=main ROUNDS=5
+set -eu
+base=${BASE:-main}
+rounds=${ROUNDS:-5}
+top=$(git rev-parse --show-toplevel)
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT INT TERM
+mkdir "$dir/base"
+git -C "$top" archive "$base" | tar -x -C "$dir/base"
+
+build() { # tree output
+	pgo=off
+	[ -f "$1/cmd/intcollector/default.pgo" ] && pgo="$1/cmd/intcollector/default.pgo"
+	(cd "$1" && go test -pgo="$pgo" -c -o "$2" ./dataplane/collector/)
+	echo "$2: pgo=$pgo"
+}
+build "$dir/base" "$dir/base.test"
+build "$top" "$dir/tree.test"
+
+# run VARIANT ROUND: one round of both benchmarks, appended to $dir/VARIANT.
+run() {
+	load=$(cut -d' ' -f1 /proc/loadavg)
+	ns=$("$dir/$1.test" -test.run '^$' -test.bench 'DecodeAggregate$' -test.cpu 1 -test.benchtime 2000000x |
+		awk '/^BenchmarkDecodeAggregate/ { for (i = 1; i < NF; i++) if ($(i+1) == "reports/cpu-s") printf "%.1f", 1e9 / $i }')
+	rv=$("$dir/$1.test" -test.run '^$' -test.bench 'ReceiveVsNull$' -test.benchtime 100000x |
+		awk '/^BenchmarkReceiveVsNull/ { for (i = 1; i < NF; i++) { if ($(i+1) == "cpu/null") c = $i; if ($(i+1) == "recv/null") r = $i }; printf "%s %s", c, r }')
+	echo "$ns $rv $load" >>"$dir/$1"
+	echo "round $2 $1: decode+aggregate $ns cpu-ns/report; receive cpu/null ${rv% *}, recv/null ${rv#* }; load $load"
+}
+i=1
+while [ "$i" -le "$rounds" ]; do
+	if [ $((i % 2)) -eq 1 ]; then run base "$i"; run tree "$i"; else run tree "$i"; run base "$i"; fi
+	i=$((i + 1))
+done
+
+# med FILE COLUMN: median (min-max) of a column.
+med() {
+	cut -d' ' -f"$2" "$1" | sort -g | awk '{ v[NR] = $1 } END { printf "%.3g (%.3g-%.3g)", v[int((NR + 1) / 2)], v[1], v[NR] }'
+}
+paste -d' ' "$dir/tree" "$dir/base" | awk '{ print $1 / $5, $2 / $6, $3 / $7 }' >"$dir/ratio"
+for v in base tree; do
+	echo "$v: decode+aggregate $(med "$dir/$v" 1) cpu-ns/report; receive cpu/null $(med "$dir/$v" 2), recv/null $(med "$dir/$v" 3)"
+done
+echo "tree/base per round: decode+aggregate cpu-ns $(med "$dir/ratio" 1); cpu/null $(med "$dir/ratio" 2); recv/null $(med "$dir/ratio" 3)"
+echo "load average $(cut -d' ' -f4 "$dir/base" "$dir/tree" | sort -g | awk '{ v[NR] = $1 } END { printf "%s-%s", v[1], v[NR] }')"
