@@ -17,8 +17,8 @@ rounds=${ROUNDS:-5}
 top=$(git rev-parse --show-toplevel)
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT INT TERM
-mkdir "$dir/base"
-git -C "$top" archive "$base" | tar -x -C "$dir/base"
+mkdir "$dir/src"
+git -C "$top" archive "$base" | tar -x -C "$dir/src"
 
 build() { # tree output
 	pgo=off
@@ -26,7 +26,7 @@ build() { # tree output
 	(cd "$1" && go test -pgo="$pgo" -c -o "$2" ./dataplane/collector/)
 	echo "$2: pgo=$pgo"
 }
-build "$dir/base" "$dir/base.test"
+build "$dir/src" "$dir/base.test"
 build "$top" "$dir/tree.test"
 
 # run VARIANT ROUND: one round of both benchmarks, appended to $dir/VARIANT.
