@@ -139,8 +139,8 @@ type Decoder struct {
 	// repLayout is that of the last report metadata bitmap (bits 0-14).
 	repLayout hopLayout
 	v21       v21Cache
-	pkt    wire.Packet
-	tunPkt wire.Packet // a tunnelled packet's inner packet
+	pkt       wire.Packet
+	tunPkt    wire.Packet // a tunnelled packet's inner packet
 	// rawHops is set while the collector decodes for itself (no OnReport):
 	// the hops of sink reports' INT-MD stacks (I, D and Q clear) are then
 	// left in Report.raw for the fused decode and path aggregation.

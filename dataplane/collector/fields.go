@@ -61,6 +61,59 @@ func (l *hopLayout) set(inst wire.Instructions) {
 	l.fixed = off + 4*bits.OnesCount16(uint16(inst&spec.InstReserved))
 }
 
+// fields reads the fields of bits 0-8 that the layout selects from p
+// (at least l.fixed bytes) into m and returns them; with unavail, those
+// whose value is all ones (unavailable) are left out.
+func (l *hopLayout) fields(p unsafe.Pointer, m *wire.HopMetadata, unavail bool) wire.Instructions {
+	var valid wire.Instructions
+	get32 := func(o int, bit wire.Instructions) uint32 {
+		x := be32(p, o)
+		if !unavail || x != wire.Unavailable32 {
+			valid |= bit
+		}
+		return x
+	}
+	get64 := func(o int, bit wire.Instructions) uint64 {
+		x := be64(p, o)
+		if !unavail || x != wire.Unavailable64 {
+			valid |= bit
+		}
+		return x
+	}
+	if o := l.node; o >= 0 {
+		m.NodeID = get32(o, spec.InstNodeID)
+	}
+	if o := l.l1; o >= 0 {
+		x := get32(o, spec.InstL1Interfaces)
+		m.IngressPort, m.EgressPort = uint16(x>>16), uint16(x)
+	}
+	if o := l.lat; o >= 0 {
+		m.HopLatency = get32(o, spec.InstHopLatency)
+	}
+	if o := l.q; o >= 0 {
+		x := get32(o, spec.InstQueue)
+		m.QueueID, m.QueueOccupancy = uint8(x>>24), x&0xffffff
+	}
+	if o := l.its; o >= 0 {
+		m.IngressTimestamp = get64(o, spec.InstIngressTimestamp)
+	}
+	if o := l.ets; o >= 0 {
+		m.EgressTimestamp = get64(o, spec.InstEgressTimestamp)
+	}
+	if o := l.l2; o >= 0 {
+		x := get64(o, spec.InstL2Interfaces)
+		m.L2IngressPort, m.L2EgressPort = uint32(x>>32), uint32(x)
+	}
+	if o := l.tx; o >= 0 {
+		m.TxUtilization = get32(o, spec.InstEgressTxUtil)
+	}
+	if o := l.b; o >= 0 {
+		x := get32(o, spec.InstBuffer)
+		m.BufferID, m.BufferOccupancy = uint8(x>>24), x&0xffffff
+	}
+	return valid
+}
+
 // decodeReport is wire.DecodeFields of report metadata (every field
 // selected valid, bit 15 left to the caller) with the layout of its
 // bitmap: b holds at least l.fixed bytes. It returns the offset after the
@@ -69,39 +122,8 @@ func (l *hopLayout) decodeReport(b []byte, m *wire.HopMetadata) int {
 	if l.fixed > len(b) {
 		panic("collector: report metadata shorter than its bitmap")
 	}
-	p := unsafe.Pointer(unsafe.SliceData(b))
-	if o := l.node; o >= 0 {
-		m.NodeID = be32(p, o)
-	}
-	if o := l.l1; o >= 0 {
-		x := be32(p, o)
-		m.IngressPort, m.EgressPort = uint16(x>>16), uint16(x)
-	}
-	if o := l.lat; o >= 0 {
-		m.HopLatency = be32(p, o)
-	}
-	if o := l.q; o >= 0 {
-		x := be32(p, o)
-		m.QueueID, m.QueueOccupancy = uint8(x>>24), x&0xffffff
-	}
-	if o := l.its; o >= 0 {
-		m.IngressTimestamp = be64(p, o)
-	}
-	if o := l.ets; o >= 0 {
-		m.EgressTimestamp = be64(p, o)
-	}
-	if o := l.l2; o >= 0 {
-		x := be64(p, o)
-		m.L2IngressPort, m.L2EgressPort = uint32(x>>32), uint32(x)
-	}
-	if o := l.tx; o >= 0 {
-		m.TxUtilization = be32(p, o)
-	}
-	if o := l.b; o >= 0 {
-		x := be32(p, o)
-		m.BufferID, m.BufferOccupancy = uint8(x>>24), x&0xffffff
-	}
-	m.Valid = l.inst &^ spec.InstChecksumComplement
+	// The reserved bits' words are skipped, but valid.
+	m.Valid = l.fields(unsafe.Pointer(unsafe.SliceData(b)), m, false) | l.inst&spec.InstReserved
 	return l.fixed
 }
 
@@ -115,74 +137,10 @@ func (l *hopLayout) decode(b []byte, m *wire.HopMetadata) {
 	if l.fixed > end {
 		panic("collector: INT hop shorter than its instruction bitmap")
 	}
-	var valid wire.Instructions
-	p := unsafe.Pointer(unsafe.SliceData(b))
 	// NodeID is read whatever Valid says (path hops are keyed by it): it
 	// is 0 when the bitmap leaves it out, not a previous hop's value.
 	m.NodeID = 0
-	if o := l.node; o >= 0 {
-		x := be32(p, o)
-		m.NodeID = x
-		if x != wire.Unavailable32 {
-			valid |= spec.InstNodeID
-		}
-	}
-	if o := l.l1; o >= 0 {
-		x := be32(p, o)
-		m.IngressPort, m.EgressPort = uint16(x>>16), uint16(x)
-		if x != wire.Unavailable32 {
-			valid |= spec.InstL1Interfaces
-		}
-	}
-	if o := l.lat; o >= 0 {
-		x := be32(p, o)
-		m.HopLatency = x
-		if x != wire.Unavailable32 {
-			valid |= spec.InstHopLatency
-		}
-	}
-	if o := l.q; o >= 0 {
-		x := be32(p, o)
-		m.QueueID, m.QueueOccupancy = uint8(x>>24), x&0xffffff
-		if x != wire.Unavailable32 {
-			valid |= spec.InstQueue
-		}
-	}
-	if o := l.its; o >= 0 {
-		x := be64(p, o)
-		m.IngressTimestamp = x
-		if x != wire.Unavailable64 {
-			valid |= spec.InstIngressTimestamp
-		}
-	}
-	if o := l.ets; o >= 0 {
-		x := be64(p, o)
-		m.EgressTimestamp = x
-		if x != wire.Unavailable64 {
-			valid |= spec.InstEgressTimestamp
-		}
-	}
-	if o := l.l2; o >= 0 {
-		x := be64(p, o)
-		m.L2IngressPort, m.L2EgressPort = uint32(x>>32), uint32(x)
-		if x != wire.Unavailable64 {
-			valid |= spec.InstL2Interfaces
-		}
-	}
-	if o := l.tx; o >= 0 {
-		x := be32(p, o)
-		m.TxUtilization = x
-		if x != wire.Unavailable32 {
-			valid |= spec.InstEgressTxUtil
-		}
-	}
-	if o := l.b; o >= 0 {
-		x := be32(p, o)
-		m.BufferID, m.BufferOccupancy = uint8(x>>24), x&0xffffff
-		if x != wire.Unavailable32 {
-			valid |= spec.InstBuffer
-		}
-	}
+	valid := l.fields(unsafe.Pointer(unsafe.SliceData(b)), m, true)
 	m.ChecksumComplement = 0
 	if l.inst&spec.InstChecksumComplement != 0 {
 		m.ChecksumComplement = binary.BigEndian.Uint32(b[end:])
