@@ -120,6 +120,10 @@ func (c *Collector) hopNode(h *HopState) *NodeStats {
 // hopLatency records a latency sample of hop h.
 func (c *Collector) hopLatency(h *HopState, lat uint64) {
 	h.Latency.add(lat)
+	if n := h.node; n != nil {
+		n.HopLatency.observe(lat)
+		return
+	}
 	c.nodeLatency(h, lat)
 }
 
