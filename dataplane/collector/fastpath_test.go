@@ -78,6 +78,14 @@ func fastPathInputs(t *testing.T) [][]byte {
 				hops = append(hops, m)
 			}
 			frame := mdFrame(t, hops, inst, variant)
+			if variant == 4 {
+				// Unmarked INT over UDP whose shim carries the original
+				// destination port (NPT 1).
+				const shim = wire.EthernetLen + wire.IPv4MinLen + wire.UDPLen
+				frame[wire.EthernetLen+1] = 0
+				frame[shim] |= 1 << 2
+				frame[shim+2], frame[shim+3] = 0x15, 0xb3
+			}
 			b, err := wire.AppendGroupHeader(nil, wire.GroupHeader{Version: 2, HWID: 1, Seq: uint32(k*6 + variant), NodeID: 4})
 			must(t, err)
 			for rep := 0; rep < 3; rep++ {

@@ -96,6 +96,17 @@ func (d *Decoder) innerFast(r *Report, b []byte, ethernet bool) bool {
 			return true
 		}
 	}
+	if hit && d.rawHops && !r.I && !r.D && !r.Q && d.layout.inst == d.v21.st.Instructions && d.layout.fixed != 0 {
+		// What the shim and decodeV21 give, known from the same bytes.
+		v := &d.v21
+		if v.npt1 {
+			r.setDstPort(v.port)
+		}
+		r.INT = v.st
+		n, hl, at := v.n, v.hl, off+wire.ShimLen+wire.MDHeaderLen
+		r.raw.layout, r.raw.b, r.raw.hopLen, r.raw.n = &d.layout, b[at:at+n*hl:at+n*hl], hl, n
+		return true
+	}
 	// Unconfigured INT v2.1 over TCP/UDP: a consistent shim.
 	s, _ := wire.DecodeShim(b[off:])
 	l := int(s.Length) * 4
@@ -104,23 +115,20 @@ func (d *Decoder) innerFast(r *Report, b []byte, ethernet bool) bool {
 		e = spec.EncapUDPPort
 	}
 	if s.NPT == 1 {
-		r.Flow.DstPort = s.Value
-		r.key.rest = r.key.rest&^0xffff0000 | uint64(s.Value)<<16
+		r.setDstPort(s.Value)
 	}
-	stack := b[off+wire.ShimLen : off+wire.ShimLen+l]
-	if hit && d.rawHops && !r.I && !r.D && !r.Q && d.layout.inst == d.v21.st.Instructions && d.layout.fixed != 0 {
-		// What decodeV21 would do, known from the same header bytes.
-		v := &d.v21
-		r.INT = v.st
-		n, hl := v.n, v.hl
-		r.raw.layout, r.raw.b, r.raw.hopLen, r.raw.n = &d.layout, stack[wire.MDHeaderLen:wire.MDHeaderLen+n*hl:wire.MDHeaderLen+n*hl], hl, n
-		return true
-	}
-	r.InnerErr = d.decodeV21(r, &r.INT, stack, e, s.Type)
+	r.InnerErr = d.decodeV21(r, &r.INT, b[off+wire.ShimLen:off+wire.ShimLen+l], e, s.Type)
 	if r.InnerErr == nil && r.raw.layout != nil {
-		d.v21.fill(b[off:], &r.INT, &r.raw)
+		d.v21.fill(b[off:], s, &r.INT, &r.raw)
 	}
 	return true
+}
+
+// setDstPort sets the flow's destination port: the original one an INT
+// over UDP shim (NPT 1) carries.
+func (r *Report) setDstPort(p uint16) {
+	r.Flow.DstPort = p
+	r.key.rest = r.key.rest&^0xffff0000 | uint64(p)<<16
 }
 
 // v21Cache is the last INT v2.1 shim and MD header (16 bytes) that
@@ -131,6 +139,8 @@ func (d *Decoder) innerFast(r *Report, b []byte, ethernet bool) bool {
 type v21Cache struct {
 	shim, md uint64 // the 16 header bytes as two words
 	need     int    // bytes the header says follow from the shim on
+	npt1     bool   // the shim carries the original destination port
+	port     uint16
 	st       INTStack
 	hl, n    int
 	ok       bool
@@ -143,12 +153,11 @@ func (v *v21Cache) match(b []byte) bool {
 		binary.LittleEndian.Uint64(b) == v.shim && binary.LittleEndian.Uint64(b[8:]) == v.md
 }
 
-// fill caches the header at the start of b and what decodeV21 made of
-// it (st, raw).
-func (v *v21Cache) fill(b []byte, st *INTStack, raw *rawStack) {
+// fill caches the header at the start of b, its shim s and what
+// decodeV21 made of it (st, raw).
+func (v *v21Cache) fill(b []byte, s wire.Shim, st *INTStack, raw *rawStack) {
 	v.shim, v.md = binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[8:])
-	sh, _ := wire.DecodeShim(b)
-	v.need = wire.ShimLen + int(sh.Length)*4
+	v.need, v.npt1, v.port = wire.ShimLen+int(s.Length)*4, s.NPT == 1, s.Value
 	v.st, v.hl, v.n, v.ok = *st, raw.hopLen, raw.n, true
 }
 
