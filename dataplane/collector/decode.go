@@ -228,7 +228,10 @@ func (d *Decoder) decodeV2(payload []byte, h Handler) (int, error) {
 				return n, wire.ErrBadLength
 			}
 			repMdBits = binary.BigEndian.Uint16(body)
-			if wire.RepMdWords(repMdBits) > mdWords {
+			if rb := wire.Instructions(repMdBits) &^ spec.InstChecksumComplement; d.repLayout.inst != rb || d.repLayout.fixed == 0 {
+				d.repLayout.set(rb)
+			}
+			if d.repLayout.repMdWords(repMdBits) > mdWords {
 				return n, wire.ErrBadLength
 			}
 			md = body[:wire.INTReportFixedLen+mdLen]
@@ -242,16 +245,13 @@ func (d *Decoder) decodeV2(payload []byte, h Handler) (int, error) {
 			r.DomainID, r.DSMdBits, r.DSStatus = binary.BigEndian.Uint16(md[2:]), binary.BigEndian.Uint16(md[4:]), binary.BigEndian.Uint16(md[6:])
 			md = md[wire.INTReportFixedLen:len(md):len(md)]
 			r.HasMD = true
-			if rb := wire.Instructions(repMdBits) &^ spec.InstChecksumComplement; d.repLayout.inst != rb || d.repLayout.fixed == 0 {
-				d.repLayout.set(rb)
-			}
 			off := d.repLayout.decodeReport(md, &r.MD)
 			if repMdBits&wire.RepDrop != 0 {
 				w := binary.BigEndian.Uint32(md[off:])
 				r.HasDrop, r.DropQueueID, r.DropReason = true, uint8(w>>24), uint8(w>>16)
 			}
 			r.MD.Valid &^= spec.InstNodeID // reserved: the node is in the group header
-			r.DS = md[wire.RepMdWords(repMdBits)*4:]
+			r.DS = md[d.repLayout.repMdWords(repMdBits)*4:]
 		}
 		r.Inner = body
 		switch inType {

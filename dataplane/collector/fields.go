@@ -114,6 +114,12 @@ func (l *hopLayout) fields(p unsafe.Pointer, m *wire.HopMetadata, unavail bool) 
 	return valid
 }
 
+// repMdWords is wire.RepMdWords(bits) for the layout of bits 0-14 of
+// bits: its words and the drop word (bit 15).
+func (l *hopLayout) repMdWords(bits uint16) int {
+	return l.fixed/4 + int(bits&wire.RepDrop)
+}
+
 // decodeReport is wire.DecodeFields of report metadata (every field
 // selected valid, bit 15 left to the caller) with the layout of its
 // bitmap: b holds at least l.fixed bytes. It returns the offset after the

@@ -33,6 +33,11 @@ func TestDecodeReportFields(t *testing.T) {
 		var l hopLayout
 		l.set(inst)
 		var got, want wire.HopMetadata
+		for _, rb := range []uint16{uint16(bits), uint16(bits) | wire.RepDrop} {
+			if w, want := l.repMdWords(rb), wire.RepMdWords(rb); w != want {
+				t.Fatalf("bits %#04x: %d words, wire.RepMdWords %d", rb, w, want)
+			}
+		}
 		n := l.decodeReport(b, &got)
 		off := wire.DecodeFields(b, inst, &want, false)
 		if n != off || !reflect.DeepEqual(got, want) {
