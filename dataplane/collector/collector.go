@@ -370,7 +370,11 @@ func (c *Collector) HandleReport(r *Report) {
 		c.c.Congestion++
 		c.queueCongestion(r)
 	}
-	if src := c.source(r); src != nil {
+	src := c.lastSrc // the reports of a packet share their source
+	if src == nil || c.lastSrcKey != sourceKey(r) {
+		src = c.source(r)
+	}
+	if src != nil {
 		src.Reports++
 		if dropped {
 			src.Drops++

@@ -71,11 +71,16 @@ func (t *sourceTable) copy() []SourceState {
 	return out
 }
 
+// sourceKey is the sources table's key of r's source.
+func sourceKey(r *Report) uint64 {
+	return uint64(r.NodeID)<<8 | uint64(r.HWID)<<1 | uint64(r.Version&1)
+}
+
 // source returns the tracker of r's source, creating it (and evicting
 // another) when needed; nil when the table is full of established
 // sources.
 func (c *Collector) source(r *Report) *SourceState {
-	k := uint64(r.NodeID)<<8 | uint64(r.HWID)<<1 | uint64(r.Version&1)
+	k := sourceKey(r)
 	if c.lastSrc != nil && c.lastSrcKey == k {
 		return c.lastSrc // the reports of a packet share their source
 	}
