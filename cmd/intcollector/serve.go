@@ -143,6 +143,9 @@ func serveMain(args []string) int {
 		return 1
 	}
 	attrs := []any{"reports", s.reports}
+	if len(s.recv) > 1 {
+		attrs = append(attrs, "receivers", len(s.recv))
+	}
 	if s.metrics != nil {
 		attrs = append(attrs, "metrics", "http://"+s.metrics.Addr().String()+"/metrics")
 	}
