@@ -733,6 +733,11 @@ type lruLinks struct{ prev, next int32 }
 // creating it (and evicting the least recently updated flow when the
 // table is full).
 func (c *Collector) flow(kb *flowKeyBits, k *wire.FlowKey, tun wire.TunnelKind, id uint32) *FlowState {
+	// The most recently updated flow first: a sink reporting every packet
+	// of a flow sends runs of its reports.
+	if i := c.head; i >= 0 && sameKey(c.keys, c.flows, i, kb, k) {
+		return &c.flows[i]
+	}
 	h := c.index.hash(kb, k)
 	if i := c.index.find(c.keys, c.flows, kb, k, h); i >= 0 {
 		c.touch(i)

@@ -228,11 +228,15 @@ func TestTopFlows(t *testing.T) {
 
 // benchPayload is a packet of n coalesced sink reports, each embedding a
 // 3-hop INT-MD stack, for n distinct flows.
-func benchPayload(b testing.TB, n int, seq uint32) []byte {
+func benchPayload(b testing.TB, n int, seq uint32) []byte { return benchPayloadFlows(b, n, n, seq) }
+
+// benchPayloadFlows is benchPayload with the reports spread over the given
+// number of flows, in turn.
+func benchPayloadFlows(b testing.TB, n, flows int, seq uint32) []byte {
 	p, _ := wire.AppendGroupHeader(nil, wire.GroupHeader{Version: 2, HWID: 1, Seq: seq, NodeID: 4})
 	for i := 0; i < n; i++ {
 		frame := mdFrame(b, testHops(), testInst, 0)
-		frame[wire.EthernetLen+wire.IPv4MinLen+1] = byte(i)
+		frame[wire.EthernetLen+wire.IPv4MinLen+1] = byte(i % flows)
 		h := wire.ReportHeader{Type: spec.RepINT, InType: spec.InEthernet, TrackedFlow: true,
 			RepMdBits: wire.RepL1Ports | wire.RepHopLatency | wire.RepQueue}
 		md := wire.ReportMetadata{IngressPort: 1, EgressPort: 9, HopLatency: 4000, QueueOccupancy: 40}
@@ -242,11 +246,19 @@ func benchPayload(b testing.TB, n int, seq uint32) []byte {
 }
 
 // BenchmarkDecodeAggregate measures decode plus per-flow aggregation of
-// sink reports with an embedded 3-hop INT-MD stack (8 per packet).
-func BenchmarkDecodeAggregate(b *testing.B) {
+// sink reports with an embedded 3-hop INT-MD stack (8 per packet, 8
+// flows).
+func BenchmarkDecodeAggregate(b *testing.B) { benchDecodeAggregate(b, 8) }
+
+// BenchmarkDecodeAggregateOneFlow is BenchmarkDecodeAggregate with every
+// report of one flow, as from a sink reporting each packet of a bulk
+// transfer.
+func BenchmarkDecodeAggregateOneFlow(b *testing.B) { benchDecodeAggregate(b, 1) }
+
+func benchDecodeAggregate(b *testing.B, flows int) {
 	const per = 8
 	c := New(Config{})
-	pkts := [][]byte{benchPayload(b, per, 0), benchPayload(b, per, 1)}
+	pkts := [][]byte{benchPayloadFlows(b, per, flows, 0), benchPayloadFlows(b, per, flows, 1)}
 	c.HandlePacket(pkts[0], 0)
 	b.ReportAllocs()
 	cpu0 := cpuTime()

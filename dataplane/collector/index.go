@@ -72,6 +72,13 @@ func (x *flowIndex) hash4(addrs, rest, tun uint64) uint64 {
 	return hi ^ lo
 }
 
+// sameKey reports whether flow p (keys[p], flows[p]) has the key kb, k.
+func sameKey(keys []flowKeyBits, flows []FlowState, p int32, kb *flowKeyBits, k *wire.FlowKey) bool {
+	q := &keys[p]
+	return q.addrs == kb.addrs && q.rest == kb.rest && q.tag == kb.tag &&
+		(kb.rest&keyNot4 == 0 || flows[p].Key.Src == k.Src && flows[p].Key.Dst == k.Dst)
+}
+
 // find returns the position of the key (kb, and k for keys that are not
 // IPv4; keys[p] is the key bits of flows[p]) with hash h, or -1.
 func (x *flowIndex) find(keys []flowKeyBits, flows []FlowState, kb *flowKeyBits, k *wire.FlowKey, h uint64) int32 {
@@ -82,9 +89,7 @@ func (x *flowIndex) find(keys []flowKeyBits, flows []FlowState, kb *flowKeyBits,
 			return -1
 		}
 		if s&^0xffffffff == tag {
-			p := int32(uint32(s)) - 1
-			if q := &keys[p]; q.addrs == kb.addrs && q.rest == kb.rest && q.tag == kb.tag &&
-				(kb.rest&keyNot4 == 0 || flows[p].Key.Src == k.Src && flows[p].Key.Dst == k.Dst) {
+			if p := int32(uint32(s)) - 1; sameKey(keys, flows, p, kb, k) {
 				return p
 			}
 		}
