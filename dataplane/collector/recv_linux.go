@@ -63,6 +63,20 @@ func ListenGroup(addr string, n, batch int) ([]*Receiver, error) {
 		}
 		return []*Receiver{r}, nil
 	}
+	// Sockets with SO_REUSEPORT of the same user join a group on the port
+	// silently: a plain socket first fails if anything holds it (another
+	// collector), as Listen does.
+	ua, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return nil, err
+	}
+	if ua.Port != 0 {
+		probe, err := net.ListenUDP("udp", ua)
+		if err != nil {
+			return nil, err
+		}
+		probe.Close()
+	}
 	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
 		var serr error
 		if err := c.Control(func(fd uintptr) {

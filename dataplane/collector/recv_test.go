@@ -90,6 +90,13 @@ func TestReceiverGroup(t *testing.T) {
 	if per[0]+per[1] != senders || per[0] == 0 || per[1] == 0 {
 		t.Fatalf("datagrams per receiver %v, want %d spread over both", per, senders)
 	}
+	// A second group (another collector) cannot join the port.
+	if more, err := ListenGroup(addr, 2, 8); err == nil {
+		for _, r := range more {
+			r.Close()
+		}
+		t.Fatalf("a second group on %s: no error", addr)
+	}
 	c := New(Config{})
 	done := make(chan error, 1)
 	go func() { done <- c.ServeAll(rs) }()
