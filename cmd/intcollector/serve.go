@@ -79,7 +79,7 @@ func serveMain(args []string) int {
 	fs.IntVar(&cfg.exportFlows, "export-flows", 1000, "most recently updated flows exported over gNMI")
 	fs.IntVar(&cfg.flowMetrics, "flow-metrics", 0, fmt.Sprintf("flows with the most reports given their own /metrics series (0-%d; 0: none)", metrics.MaxFlowSeries))
 	fs.IntVar(&cfg.batch, "batch", collector.DefaultBatch, "datagrams read per recvmmsg call")
-	fs.IntVar(&cfg.receivers, "receivers", 1, "sockets receiving reports on --listen's port (SO_REUSEPORT), each read on its own thread; senders are spread over them")
+	fs.IntVar(&cfg.receivers, "receivers", 1, "sockets receiving reports on --listen's port (SO_REUSEPORT), each read on its own thread; each sending address reaches one of them")
 	cfg.marking.flags(fs)
 	fs.Func("allow", "accept reports only from these comma-separated addresses or prefixes (e.g. 10.0.0.0/24,2001:db8::1); default: from anywhere", func(v string) error {
 		p, err := parsePrefixes(v)

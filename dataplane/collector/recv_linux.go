@@ -52,9 +52,9 @@ func Listen(addr string, batch int) (*Receiver, error) {
 // ListenGroup opens n UDP sockets on addr sharing its port with
 // SO_REUSEPORT (one plain socket when n is 1), each reading up to batch
 // datagrams per call: served by one goroutine each (ServeAll), they read
-// on several cores. The kernel spreads the senders over the sockets by a
-// hash of their addresses and ports, so one sender's reports stay on one
-// socket, in order.
+// on several cores. The senders are spread over the sockets by their IP
+// address (steerBySource), so one node's reports stay on one socket, in
+// order.
 func ListenGroup(addr string, n, batch int) ([]*Receiver, error) {
 	if n <= 1 {
 		r, err := Listen(addr, batch)
@@ -110,6 +110,10 @@ func ListenGroup(addr string, n, batch int) ([]*Receiver, error) {
 		}
 		rs = append(rs, r)
 		if i == 0 { // the others take the port the first one got
+			var serr error
+			if err := r.raw.Control(func(fd uintptr) { serr = steerBySource(fd, n) }); err != nil || serr != nil {
+				return fail(fmt.Errorf("SO_ATTACH_REUSEPORT_CBPF: %w", errors.Join(err, serr)))
+			}
 			host, _, err := net.SplitHostPort(addr)
 			if err != nil {
 				return fail(err)
@@ -118,6 +122,28 @@ func ListenGroup(addr string, n, batch int) ([]*Receiver, error) {
 		}
 	}
 	return rs, nil
+}
+
+// steerBySource attaches to the SO_REUSEPORT group of socket fd a classic
+// BPF program that picks the group's socket by the sender's IP address
+// (its last 32 bits) modulo n. The kernel's default, a hash of addresses
+// and ports, would spread a node sending from several ports (intd's
+// FLOW_HASH source ports) over the sockets, and the goroutines would read
+// its sequence numbers out of order.
+func steerBySource(fd uintptr, n int) error {
+	var nh int32 = -0x100000 // SKF_NET_OFF: loads from the network header
+	prog := []unix.SockFilter{
+		{Code: unix.BPF_LD | unix.BPF_B | unix.BPF_ABS, K: uint32(nh)}, // IP version
+		{Code: unix.BPF_ALU | unix.BPF_RSH | unix.BPF_K, K: 4},
+		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: 6, Jt: 2},
+		{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: uint32(nh + 12)}, // IPv4 source
+		{Code: unix.BPF_JMP | unix.BPF_JA, K: 1},
+		{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: uint32(nh + 20)}, // IPv6 source, last word
+		{Code: unix.BPF_ALU | unix.BPF_MOD | unix.BPF_K, K: uint32(n)},
+		{Code: unix.BPF_RET | unix.BPF_A},
+	}
+	return unix.SetsockoptSockFprog(int(fd), unix.SOL_SOCKET, unix.SO_ATTACH_REUSEPORT_CBPF,
+		&unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]})
 }
 
 // setReadBuffer asks for a receive buffer of n bytes: SO_RCVBUF is capped

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"net"
+	"net/netip"
 	"os"
+	"reflect"
 	"runtime"
 	"slices"
 	"sync/atomic"
@@ -50,8 +52,10 @@ func TestReceiverLoopback(t *testing.T) {
 }
 
 // TestReceiverGroup: receivers sharing a port with SO_REUSEPORT each get
-// a share of the senders, and ServeAll aggregates what all of them read
-// and returns once they are closed.
+// the senders of some addresses, all of an address's datagrams whatever
+// its source port (its sequence numbers stay in order), ServeAll
+// aggregates what all of them read and returns once they are closed, and
+// another group cannot join the port.
 func TestReceiverGroup(t *testing.T) {
 	rs, err := ListenGroup("127.0.0.1:0", 2, 8)
 	if err != nil {
@@ -61,21 +65,27 @@ func TestReceiverGroup(t *testing.T) {
 	if got := rs[1].Addr().String(); got != addr {
 		t.Fatalf("second receiver on %s, first on %s", got, addr)
 	}
+	if more, err := ListenGroup(addr, 2, 8); err == nil {
+		for _, r := range more {
+			r.Close()
+		}
+		t.Fatalf("a second group on %s: no error", addr)
+	}
+	// Senders on 127.0.0.1 and 127.0.0.2, eight source ports each.
 	const senders, each = 16, 5
-	var conns []net.Conn
+	var conns []*net.UDPConn
 	for i := 0; i < senders; i++ {
-		s, err := net.Dial("udp", addr)
+		s, err := net.DialUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, byte(1+i%2))}, rs[0].Addr().(*net.UDPAddr))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer s.Close()
 		conns = append(conns, s)
 	}
-	// Each sender's datagrams reach one receiver; together, both.
 	for i, s := range conns {
 		s.Write(testPayload(t, uint32(i)))
 	}
-	per := make([]int, len(rs))
+	at := map[netip.Addr]map[int]int{} // sender address -> receiver -> datagrams
 	for k, r := range rs {
 		for {
 			r.SetDeadline(time.Now().Add(300 * time.Millisecond))
@@ -83,19 +93,24 @@ func TestReceiverGroup(t *testing.T) {
 			if err != nil {
 				break
 			}
-			per[k] += n
+			for i := 0; i < n; i++ {
+				a := r.From(i)
+				if at[a] == nil {
+					at[a] = map[int]int{}
+				}
+				at[a][k]++
+			}
 		}
 		r.SetDeadline(time.Time{})
 	}
-	if per[0]+per[1] != senders || per[0] == 0 || per[1] == 0 {
-		t.Fatalf("datagrams per receiver %v, want %d spread over both", per, senders)
+	// By the address's last word modulo 2: .1 to the second receiver,
+	// .2 to the first.
+	want := map[netip.Addr]map[int]int{
+		netip.MustParseAddr("127.0.0.1"): {1: senders / 2},
+		netip.MustParseAddr("127.0.0.2"): {0: senders / 2},
 	}
-	// A second group (another collector) cannot join the port.
-	if more, err := ListenGroup(addr, 2, 8); err == nil {
-		for _, r := range more {
-			r.Close()
-		}
-		t.Fatalf("a second group on %s: no error", addr)
+	if !reflect.DeepEqual(at, want) {
+		t.Fatalf("datagrams by sender address and receiver %v, want %v", at, want)
 	}
 	c := New(Config{})
 	done := make(chan error, 1)
@@ -117,6 +132,42 @@ func TestReceiverGroup(t *testing.T) {
 	}
 	if st := c.Snapshot(0).Counters; st.Packets != senders*each || st.Reports != 3*senders*each {
 		t.Errorf("packets %d, reports %d; want %d, %d", st.Packets, st.Reports, senders*each, 3*senders*each)
+	}
+}
+
+// TestReceiverGroupIPv6: the group steers IPv6 senders by their address
+// too (its last 32 bits: ::1 to the second of two receivers).
+func TestReceiverGroupIPv6(t *testing.T) {
+	rs, err := ListenGroup("[::1]:0", 2, 8)
+	if err != nil {
+		t.Skipf("no IPv6 loopback: %v", err)
+	}
+	defer func() {
+		for _, r := range rs {
+			r.Close()
+		}
+	}()
+	for i := 0; i < 8; i++ {
+		s, err := net.Dial("udp", rs[0].Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Write(testPayload(t, uint32(i)))
+		s.Close()
+	}
+	var per [2]int
+	for k, r := range rs {
+		for {
+			r.SetDeadline(time.Now().Add(300 * time.Millisecond))
+			n, err := r.Read()
+			if err != nil {
+				break
+			}
+			per[k] += n
+		}
+	}
+	if per != [2]int{0, 8} {
+		t.Fatalf("datagrams per receiver %v, want [0 8]", per)
 	}
 }
 
