@@ -39,10 +39,12 @@ func (s *service) kill() {
 // s3) reporting to two collectors that share one report session by flow
 // hash, each publishing to a 3-server JetStream cluster (stream with 3
 // replicas). Every flow's reports land at one collector. Mid-run one
-// collector is killed and restarted on its port, and one NATS server is
-// killed: every message JetStream acknowledged is in the stream at the
-// end, and `intcollector query` answers which flows went through s2
-// above a latency from the stream.
+// collector is killed and restarted on its port, and the NATS server
+// leading the stream is killed: the collectors' publishing rides out the
+// election of a new leader (re-sending what was not acknowledged), every
+// message JetStream acknowledged is in the stream at the end, and
+// `intcollector query` answers which flows went through s2 above a
+// latency from the stream.
 func TestFleetJetStream(t *testing.T) {
 	cl := natstest.Start(t, 3)
 	var mu sync.Mutex
@@ -139,10 +141,7 @@ func TestFleetJetStream(t *testing.T) {
 	// Kill collector a and one NATS server; s2 drops packets for a while.
 	stop(sA, true)
 	before := cA.Snapshot(0).Flows // what a had handled when it died
-	// The NATS server killed holds a replica of the stream but does not
-	// lead it (a leader's death is covered too, but its election takes
-	// from 5 s to over 30 s on a loaded 2-core machine).
-	killFollower(t, cl)
+	elected := killLeader(t, cl)
 	if err := l.Switch("s2").SetRoutes(nil); err != nil {
 		t.Fatal(err)
 	}
@@ -168,9 +167,16 @@ func TestFleetJetStream(t *testing.T) {
 	stop(sA2, false)
 	stop(sB, false)
 	for _, s := range []*service{sA2, sB} {
-		if n := s.pub.Counters(); n.Failed != 0 || n.Acked != n.Published {
+		n := s.pub.Counters()
+		t.Logf("collector %s publisher: %+v", s.reports, n)
+		if n.Failed != 0 || n.Acked != n.Published {
 			t.Errorf("collector %s: %+v", s.reports, n)
 		}
+	}
+	if d := <-elected; d < 0 {
+		t.Fatal("no new stream leader 2 minutes after its server was killed")
+	} else {
+		t.Logf("a new stream leader was elected %v after its server was killed", d)
 	}
 
 	// Every acknowledged message is in the stream.
@@ -263,6 +269,8 @@ func TestFleetJetStream(t *testing.T) {
 		}
 	}
 	var out, errOut bytes.Buffer
+	began := time.Now()
+	defer func() { t.Logf("query took %v", time.Since(began)) }()
 	if code := queryMain([]string{"-nats", cl.URLs(), "-node", "2", "-latency-above", fmt.Sprintf("%dns", above), "-since", "10m", "-timeout", "60s"}, &out, &errOut); code != 0 {
 		t.Fatalf("query exited %d: %s", code, errOut.String())
 	}
@@ -294,24 +302,43 @@ func TestFleetJetStream(t *testing.T) {
 	}
 }
 
-// killFollower kills a server with a replica of the stream that does not
-// lead it.
-func killFollower(t *testing.T, cl *natstest.Cluster) {
+// killLeader kills the server leading the stream and returns a channel
+// that gets how long the others took to elect a new leader.
+func killLeader(t *testing.T, cl *natstest.Cluster) <-chan time.Duration {
 	nc, js, err := stream.Connect(cl.URLs(), "test", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer nc.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, info := streamInfo(ctx, t, js)
-	for _, s := range cl.Servers {
-		if s.Name != info.Cluster.Leader {
-			s.Kill()
-			t.Logf("killed nats-server %s, a follower of the stream (leader %s)", s.Name, info.Cluster.Leader)
-			return
-		}
+	s := cl.Server(info.Cluster.Leader)
+	if s == nil {
+		t.Fatalf("stream leader %q is none of the servers", info.Cluster.Leader)
 	}
+	s.Kill()
+	killed := time.Now()
+	t.Logf("killed nats-server %s, the stream's leader", s.Name)
+	out := make(chan time.Duration, 1)
+	go func() {
+		defer nc.Close()
+		for time.Since(killed) < 2*time.Minute {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			st, err := js.Stream(ctx, stream.DefaultStream)
+			if err == nil {
+				var info *jetstream.StreamInfo
+				if info, err = st.Info(ctx); err == nil && info.Cluster.Leader != "" && info.Cluster.Leader != s.Name {
+					cancel()
+					out <- time.Since(killed)
+					return
+				}
+			}
+			cancel()
+			time.Sleep(100 * time.Millisecond)
+		}
+		out <- -1
+	}()
+	return out
 }
 
 // streamInfo is the stream the collectors publish to, and its state.

@@ -175,7 +175,7 @@ func serveMain(args []string) int {
 // stopStream publishes the last summaries and disconnects from NATS.
 func (s *service) stopStream() {
 	if s.pub != nil {
-		s.pub.Close(30 * time.Second) // about the retries' span
+		s.pub.Close(stream.RetryWindow)
 	}
 }
 

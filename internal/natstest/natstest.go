@@ -21,6 +21,8 @@ import (
 type Server struct {
 	Name string
 	URL  string
+	// Log is the server's log file.
+	Log  string
 	cmd  *exec.Cmd
 	done chan struct{}
 }
@@ -73,21 +75,30 @@ func Start(t testing.TB, n int) *Cluster {
 		if err := os.WriteFile(cf, []byte(conf), 0o600); err != nil {
 			t.Fatal(err)
 		}
+		logf, err := os.Create(filepath.Join(dir, name+".log"))
+		if err != nil {
+			t.Fatal(err)
+		}
 		cmd := exec.Command(bin, "-c", cf)
-		cmd.Stdout, cmd.Stderr = nil, nil
+		cmd.Stdout, cmd.Stderr = logf, logf
 		// Killed with the test process too, should it die (a timeout's
 		// panic runs no cleanup).
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-		if err := cmd.Start(); err != nil {
+		err = cmd.Start()
+		logf.Close() // the server has its own descriptor
+		if err != nil {
 			t.Fatal(err)
 		}
-		s := &Server{Name: name, URL: fmt.Sprintf("nats://127.0.0.1:%d", client[i]), cmd: cmd, done: make(chan struct{})}
+		s := &Server{Name: name, URL: fmt.Sprintf("nats://127.0.0.1:%d", client[i]), Log: logf.Name(), cmd: cmd, done: make(chan struct{})}
 		go func() { cmd.Wait(); close(s.done) }()
 		c.Servers = append(c.Servers, s)
 	}
 	t.Cleanup(func() {
 		for _, s := range c.Servers {
 			s.Kill()
+		}
+		if t.Failed() {
+			c.logTails(t)
 		}
 	})
 	c.waitReady(t)
@@ -148,4 +159,27 @@ func (s *Server) Kill() {
 		s.cmd.Process.Signal(syscall.SIGKILL)
 	}
 	<-s.done
+}
+
+// logTails logs the last lines of every server's log: what the cluster
+// did (elections, placements) when a test failed.
+func (c *Cluster) logTails(t testing.TB) {
+	for _, s := range c.Servers {
+		b, err := os.ReadFile(s.Log)
+		if err != nil {
+			continue
+		}
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		t.Logf("nats-server %s, last lines of its log:\n%s", s.Name, strings.Join(lines[max(0, len(lines)-40):], "\n"))
+	}
+}
+
+// Server returns the server named name, or nil.
+func (c *Cluster) Server(name string) *Server {
+	for _, s := range c.Servers {
+		if s.Name == name {
+			return s
+		}
+	}
+	return nil
 }

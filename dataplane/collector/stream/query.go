@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -38,23 +39,35 @@ type FlowResult struct {
 	Collectors []string `json:"collectors"`
 }
 
-// OrderedConsumer creates an ordered consumer of stream and returns it
-// with the number of messages it has to deliver. A request lost while
-// the cluster elects a leader (a server died) is retried until ctx ends.
-func OrderedConsumer(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.OrderedConsumerConfig) (jetstream.Consumer, uint64, error) {
+// consumerAttempt bounds one attempt to create a consumer. nats-server
+// before 2.9.12 places a consumer with fewer replicas than its stream
+// (the one-replica consumers used here) on a random replica of the
+// stream, offline ones included, and a consumer placed on a dead server
+// never answers its creation. A new attempt, under a new name, is placed
+// anew.
+const consumerAttempt = 5 * time.Second
+
+// Consumer creates an ephemeral pull consumer of stream (no
+// acknowledgements, one replica, in memory) delivering what cfg selects,
+// and returns it with the number of messages it has to deliver. An
+// attempt that fails (the cluster elects a leader after a server died,
+// the consumer was placed on a dead server) is retried under a new name
+// until ctx ends.
+func Consumer(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.OrderedConsumerConfig) (jetstream.Consumer, uint64, error) {
+	cc := jetstream.ConsumerConfig{AckPolicy: jetstream.AckNonePolicy, Replicas: 1, MemoryStorage: true,
+		InactiveThreshold: time.Minute, DeliverPolicy: cfg.DeliverPolicy, OptStartSeq: cfg.OptStartSeq, OptStartTime: cfg.OptStartTime}
+	if len(cfg.FilterSubjects) == 1 {
+		cc.FilterSubject = cfg.FilterSubjects[0] // servers before 2.10 know only one
+	} else {
+		cc.FilterSubjects = cfg.FilterSubjects
+	}
 	for {
-		// Generous per attempt: on a loaded cluster that just lost a
-		// server, creating a consumer can take seconds, and an attempt cut
-		// short only starts the wait again.
-		c, cancel := context.WithTimeout(ctx, 10*time.Second)
-		cons, err := js.OrderedConsumer(c, stream, cfg)
-		var info *jetstream.ConsumerInfo
-		if err == nil {
-			info, err = cons.Info(c)
-		}
+		cc.Name = nats.NewInbox()[len(nats.InboxPrefix):]
+		c, cancel := context.WithTimeout(ctx, consumerAttempt)
+		cons, err := js.CreateConsumer(c, stream, cc)
 		cancel()
 		if err == nil {
-			return cons, info.NumPending, nil
+			return cons, cons.CachedInfo().NumPending, nil
 		}
 		select {
 		case <-ctx.Done():
@@ -65,7 +78,7 @@ func OrderedConsumer(ctx context.Context, js jetstream.JetStream, stream string,
 }
 
 // Run reads the node's summaries of the window from the stream (an
-// ordered consumer, nothing kept on the servers) and returns the flows
+// ephemeral consumer, deleted after) and returns the flows
 // above the bound, highest latency first.
 func (q *Query) Run(ctx context.Context, js jetstream.JetStream) ([]FlowResult, error) {
 	if q.Stream == "" {
@@ -99,12 +112,11 @@ func (q *Query) Run(ctx context.Context, js jetstream.JetStream) ([]FlowResult, 
 	return out, nil
 }
 
-// Read calls fn for every message of stream an ordered consumer with cfg
-// delivers, until none is pending. A consumer that fails (its server
-// died, the stream changed leader) is made again from the first message
-// not read yet, until ctx ends; fn may then see a message twice.
+// Read calls fn for every message of stream that cfg selects, in order,
+// until none is pending. A consumer that fails (its server died, a
+// message went missing) is made again from the first message not read
+// yet, until ctx ends; fn may then see a message twice.
 func Read(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.OrderedConsumerConfig, fn func(jetstream.Msg)) error {
-	cfg.MaxResetAttempts = 3
 	var last uint64
 	for {
 		err := read(ctx, js, stream, cfg, fn, &last)
@@ -125,10 +137,18 @@ func Read(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstr
 // read is one consumer's part of Read; last is the stream sequence of the
 // last message read.
 func read(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.OrderedConsumerConfig, fn func(jetstream.Msg), last *uint64) error {
-	cons, pending, err := OrderedConsumer(ctx, js, stream, cfg)
+	cons, pending, err := Consumer(ctx, js, stream, cfg)
 	if err != nil {
 		return err
 	}
+	defer func() {
+		// Not needed after a minute anyway; a consumer on a dead server
+		// does not answer.
+		c, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		js.DeleteConsumer(c, stream, cons.CachedInfo().Name)
+		cancel()
+	}()
+	var delivered uint64 // the consumer's sequence: a gap is a lost message
 	for pending > 0 {
 		c, cancel := context.WithTimeout(ctx, 5*time.Second)
 		batch, err := cons.Fetch(int(min(pending, 1024)), jetstream.FetchContext(c))
@@ -140,11 +160,14 @@ func read(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstr
 		for m := range batch.Messages() {
 			n++
 			md, err := m.Metadata()
+			if err == nil && md.Sequence.Consumer != delivered+1 {
+				err = fmt.Errorf("message %d of the consumer missing", delivered+1)
+			}
 			if err != nil {
 				cancel()
 				return err
 			}
-			pending, *last = md.NumPending, md.Sequence.Stream
+			delivered, pending, *last = md.Sequence.Consumer, md.NumPending, md.Sequence.Stream
 			fn(m)
 		}
 		cancel()
@@ -157,7 +180,6 @@ func read(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstr
 	}
 	return nil
 }
-
 func (q *Query) add(byFlow map[Flow]*FlowResult, s *FlowSummary) {
 	lat := s.EndToEnd.WindowMax
 	if q.HopLatency {

@@ -68,10 +68,18 @@ const (
 	DefaultPrefix   = "int"
 	DefaultInterval = 10 * time.Second
 	maxCulprits     = 5
-	// A publish JetStream did not acknowledge is retried for about 30s:
-	// longer than a stream leader's election after its server died.
-	maxRetries = 40
-	maxBackoff = time.Second
+	// RetryWindow is how long a message JetStream did not acknowledge is
+	// re-sent: longer than a stream leader's election after its server
+	// died (5 s idle, over 30 s seen on a loaded 2-core machine), shorter
+	// than the stream's duplicate window, so a re-sent message that had
+	// been stored after all is recognised by its ID and stored once.
+	RetryWindow = 90 * time.Second
+	dupWindow   = 2 * time.Minute
+	// ackTimeout bounds the wait for one acknowledgement: a message that
+	// reached no stream leader (none elected yet) is never answered.
+	ackTimeout = 5 * time.Second
+	minBackoff = 250 * time.Millisecond
+	maxBackoff = 2 * time.Second
 )
 
 // Counters count the publisher's messages.
@@ -163,7 +171,7 @@ func Connect(urls, name string, log *slog.Logger) (*nats.Conn, jetstream.JetStre
 	if err != nil {
 		return nil, nil, fmt.Errorf("NATS %s: %w", urls, err)
 	}
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4096))
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4096), jetstream.WithPublishAsyncTimeout(ackTimeout))
 	if err != nil {
 		nc.Close()
 		return nil, nil, err
@@ -185,7 +193,7 @@ func New(ctx context.Context, c *collector.Collector, cfg Config, log *slog.Logg
 		return nil, err
 	}
 	sc := jetstream.StreamConfig{Name: cfg.Stream, Subjects: []string{cfg.Prefix + ".>"}, Replicas: cfg.Replicas,
-		MaxAge: cfg.MaxAge, Storage: jetstream.FileStorage, Duplicates: 2 * time.Minute,
+		MaxAge: cfg.MaxAge, Storage: jetstream.FileStorage, Duplicates: dupWindow,
 		Description: "INT flow summaries and events published by intcollector"}
 	if err := ensureStream(ctx, js, sc); err != nil {
 		nc.Close()
@@ -302,8 +310,8 @@ func (p *Publisher) subject(kind string, node uint32) string {
 	return p.cfg.Prefix + "." + kind + "." + strconv.FormatUint(uint64(node), 10)
 }
 
-// publish sends v as JSON on subject, retrying a failed publish with the
-// same message ID.
+// publish sends v as JSON on subject; a message not acknowledged is
+// re-sent with the same message ID until acknowledged or RetryWindow ends.
 func (p *Publisher) publish(subject string, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -311,14 +319,15 @@ func (p *Publisher) publish(subject string, v any) {
 		return
 	}
 	id := p.cfg.CollectorID + "-" + strconv.FormatUint(p.seq.Add(1), 10)
-	p.send(&nats.Msg{Subject: subject, Data: b, Header: nats.Header{jetstream.MsgIDHeader: []string{id}}}, id, 0)
+	p.published.Add(1)
+	p.inflight.Add(1)
+	p.send(&nats.Msg{Subject: subject, Data: b, Header: nats.Header{jetstream.MsgIDHeader: []string{id}}}, id, time.Now(), 0)
 }
 
-func (p *Publisher) send(m *nats.Msg, id string, try int) {
-	if try == 0 {
-		p.published.Add(1)
-		p.inflight.Add(1)
-	}
+// send sends m once and, in a goroutine, waits for its acknowledgement;
+// a failure before first+RetryWindow sends it again after a backoff.
+// Only JetStream's acknowledgement counts a message as acknowledged.
+func (p *Publisher) send(m *nats.Msg, id string, first time.Time, try int) {
 	if p.nc.IsClosed() {
 		p.inflight.Done()
 		return
@@ -330,9 +339,7 @@ func (p *Publisher) send(m *nats.Msg, id string, try int) {
 		f, err = p.js.PublishMsgAsync(m)
 	}
 	if err != nil {
-		p.inflight.Done()
-		p.failed.Add(1)
-		p.log.Warn("publishing to JetStream", "subject", m.Subject, "err", err.Error())
+		go p.retry(m, id, first, try, err)
 		return
 	}
 	go func() {
@@ -344,17 +351,24 @@ func (p *Publisher) send(m *nats.Msg, id string, try int) {
 			}
 			p.inflight.Done()
 		case err := <-f.Err():
-			if try < maxRetries && !p.nc.IsClosed() {
-				p.retried.Add(1)
-				time.Sleep(min(time.Duration(try+1)*250*time.Millisecond, maxBackoff))
-				p.send(m, id, try+1)
-				return
-			}
-			p.inflight.Done()
-			p.failed.Add(1)
-			p.log.Warn("JetStream did not acknowledge a message", "subject", m.Subject, "id", id, "err", err.Error())
+			p.retry(m, id, first, try, err)
 		}
 	}()
+}
+
+// retry sends m again after a backoff, or gives up past the window.
+func (p *Publisher) retry(m *nats.Msg, id string, first time.Time, try int, err error) {
+	wait := min(minBackoff<<min(try, 8), maxBackoff)
+	if p.nc.IsClosed() || time.Since(first)+wait > RetryWindow {
+		p.inflight.Done()
+		p.failed.Add(1)
+		p.log.Warn("JetStream did not acknowledge a message", "subject", m.Subject, "id", id,
+			"tries", try+1, "err", err.Error())
+		return
+	}
+	p.retried.Add(1)
+	time.Sleep(wait)
+	p.send(m, id, first, try+1)
 }
 
 func (p *Publisher) event(e *collector.Event) {
