@@ -201,13 +201,14 @@ const (
 )
 
 type intdFlowState struct {
-	_      structs.HostLayout
-	Last   uint64
-	Digest uint64
-	N      uint32
-	Mean   [8]uint32
-	Dev    [8]uint32
-	_      [4]byte
+	_       structs.HostLayout
+	Last    uint64
+	Digest  uint64
+	N       uint32
+	Mean    [8]uint32
+	Dev     [8]uint32
+	_       [4]byte
+	Decayed uint64
 }
 
 type intdIface struct {

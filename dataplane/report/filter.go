@@ -43,12 +43,26 @@ type flowState struct {
 
 // band is the learned latency of a flow's hops for the adaptive filter:
 // an EWMA of latency (gain 1/8) and of its absolute deviation (gain 1/64
-// rising, 1/256 falling, 1/16 for a latency that left the band), in ns, in integer arithmetic the BPF pre-filter repeats exactly.
+// rising, 1/16 for a latency that left the band; falling by 1/256 per
+// decayStep of time), in ns, in integer arithmetic the BPF pre-filter
+// repeats exactly.
 type band struct {
 	n    uint8 // hops learned; 0: nothing yet
 	mean [MaxTrackedHops]uint32
 	dev  [MaxTrackedHops]uint32
+	// decayed is when the deviation last decayed.
+	decayed int64
 }
+
+// decayStep is how often a flow's learned deviation decays, by 1/256 of
+// its excess over the packet's: the band's memory is time (256 steps,
+// about 2 s), not packets, so a flow of 2,000 packets per second
+// remembers a swing that recurs every second (a burst sharing its queue)
+// as one of 100 does, instead of forgetting it in a tenth of a second.
+const (
+	decayShift = 23
+	decayStep  = 1 << decayShift // ns, about 8.4 ms
+)
 
 // flowEntry is one slot of the flow table. It holds no pointers, so the
 // table is invisible to the garbage collector.
@@ -181,7 +195,7 @@ func (f *filter) decide(t *flowTable, h uint64, now int64, st *flowState, drop b
 	if f.adaptive && !drop {
 		anomaly = st.anomaly
 		if !st.judged {
-			anomaly = learn(&e.band, st.lat[:st.nlat], f.factor, f.floor)
+			anomaly = learn(&e.band, st.lat[:st.nlat], f.factor, f.floor, now)
 		}
 	}
 	if fresh {
@@ -223,14 +237,22 @@ func (f *filter) decide(t *flowTable, h uint64, now int64, st *flowState, drop b
 // until the average catches up); a change in the number of hops restarts
 // learning and counts as a change. Both dataplanes' filters use it (the
 // BPF pre-filter repeats it in C), so they agree packet for packet.
-func learn(b *band, lat []uint32, factor, floor uint32) bool {
+func learn(b *band, lat []uint32, factor, floor uint32, now int64) bool {
 	if int(b.n) != len(lat) {
 		changed := b.n != 0
-		b.n = uint8(len(lat))
+		b.n, b.decayed = uint8(len(lat)), now
 		for i, x := range lat {
 			b.mean[i], b.dev[i] = x, x/4
 		}
 		return changed
+	}
+	// Decay steps due since the last (at most 128: half the excess).
+	steps := int64(0)
+	if el := now - b.decayed; el < 0 || el >= 128*decayStep {
+		steps, b.decayed = min(max(el, 0)>>decayShift, 128), now
+	} else if el >= decayStep {
+		steps = el >> decayShift
+		b.decayed += steps << decayShift // the rest of a step counts next time
 	}
 	out := false
 	for i, x := range lat {
@@ -253,12 +275,13 @@ func learn(b *band, lat []uint32, factor, floor uint32) bool {
 		}
 		b.mean[i] = uint32(int64(b.mean[i]) + d>>3)
 		// The deviation rises slowly (a fast rise lets a heavy tail inflate
-		// the band without bound) and decays slower still: the band
-		// remembers a flow's recurring swings (bursts sharing its queue).
+		// the band without bound) and decays slower still, in time: the
+		// band remembers a flow's recurring swings (bursts sharing its
+		// queue).
 		if dv := int64(b.dev[i]); ad > dv {
 			b.dev[i] = uint32(dv + (ad-dv)>>6)
 		} else {
-			b.dev[i] = uint32(dv - (dv-ad)>>8)
+			b.dev[i] = uint32(dv - (dv-ad)*steps>>8)
 		}
 	}
 	return out

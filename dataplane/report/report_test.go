@@ -855,3 +855,46 @@ func TestQueueReportsRateLimit(t *testing.T) {
 		t.Errorf("reports per second %v, %d sent; want 50 each, 150", perWindow, len(reps))
 	}
 }
+
+// TestAdaptiveBandRemembersInTime: the adaptive filter's memory of a
+// flow's variation is time, not packets. A hop that sits behind a burst
+// every 700 ms (8 µs normally, 300 µs then, as the lab's TCP flow behind
+// its UDP bursts) is a latency change the first time or two only, whether
+// the flow sends 100 or 2,000 packets per second; a 5 ms spike after
+// 10.5 s still is one.
+func TestAdaptiveBandRemembersInTime(t *testing.T) {
+	for _, pps := range []int64{100, 2000} {
+		cfg := baseConfig(16)
+		cfg.Filter.Adaptive, cfg.Filter.LatencyFactor, cfg.Filter.LatencyFloor = true, 32, 20_000
+		p, c := newTest(t, cfg)
+		f := newFrame(1, []uint32{1, 2, 3}, []uint32{8000, 8000, 8000})
+		var ev Event
+		period := int64(time.Second) / pps
+		n := 10*pps + pps/2
+		swing := 700 * ms / period // packets between bursts
+		for i := int64(0); i <= n; i++ {
+			lat := uint32(8000 + (i*7919)%2000) // ±1 µs
+			if i > 0 && i%swing == 0 {
+				lat = 300_000
+			}
+			if i == n {
+				lat = 5_000_000
+			}
+			f.setLat(1, lat)
+			f.setID(1, uint32(i))
+			f.event(&ev, i*period, 5000)
+			p.Report(&ev)
+		}
+		p.Flush()
+		st := p.Stats().Filter
+		rs := finish(t, p, c)
+		t.Logf("%d packets per second: filter %+v", pps, st)
+		// 15 swings and the spike; at most the first two swings count.
+		if st.Latency < 1 || st.Latency > 3 {
+			t.Errorf("%d packets per second: %d latency changes, want the spike and at most 2 swings", pps, st.Latency)
+		}
+		if _, id, ok := innerID(rs[len(rs)-1].inner, 3); !ok || id != uint32(n) {
+			t.Errorf("%d packets per second: the last report is packet %d, not the spike %d", pps, id, n)
+		}
+	}
+}

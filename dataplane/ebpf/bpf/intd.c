@@ -331,12 +331,13 @@ struct flow_state {
 	__u64 digest;
 	/* F_ADAPTIVE: the learned band of up to 8 hop latencies (this node's,
 	 * then the stack's), EWMA of latency (gain 1/8) and of its absolute
-	 * deviation (gain 1/64 rising, 1/256 falling; 1/16 for a
-	 * latency that left the band) in ns, as the report
-	 * pipeline's filter. */
+	 * deviation (gain 1/64 rising, 1/16 for a latency that left the band,
+	 * 1/256 falling per DECAY_STEP ns of time since decayed) in ns, as the
+	 * report pipeline's filter. */
 	__u32 n;
 	__u32 mean[8];
 	__u32 dev[8];
+	__u64 decayed;
 };
 
 struct ing_slot {
@@ -1838,16 +1839,22 @@ GLOBAL int emit(struct __sk_buff *skb, struct scratch *s, __u32 kind, __u32 flag
 	return 0;
 }
 
-/* learn updates the band b with the packet's latencies (s->flat) and
- * returns 1 when one left it by more than lat_factor deviations and
- * lat_floor ns; such a latency becomes the mean. Integer arithmetic equal
- * to the report pipeline's, so both dataplanes judge alike. */
-static __always_inline int learn(struct flow_state *b, struct scratch *s, struct cfg *c)
+/* DECAY_STEP: the band's deviation decays once per this many ns (its
+ * memory is time, not packets). */
+#define DECAY_SHIFT 23
+#define DECAY_STEP (1ULL << DECAY_SHIFT)
+
+/* learn updates the band b with the packet's latencies (s->flat) at time
+ * now and returns 1 when one left it by more than lat_factor deviations
+ * and lat_floor ns; such a latency becomes the mean. Integer arithmetic
+ * equal to the report pipeline's, so both dataplanes judge alike. */
+static __always_inline int learn(struct flow_state *b, struct scratch *s, struct cfg *c, __u64 now)
 {
 	__u32 n = s->nflat;
 	if (b->n != n) {
 		int changed = b->n != 0;
 		b->n = n;
+		b->decayed = now;
 		for (int i = 0; i < 8; i++) {
 			if (i >= n)
 				break;
@@ -1855,6 +1862,16 @@ static __always_inline int learn(struct flow_state *b, struct scratch *s, struct
 			b->dev[i] = s->flat[i] / 4;
 		}
 		return changed;
+	}
+	/* Decay steps due since the last (at most 128: half the excess). */
+	__s64 steps = 0;
+	__s64 el = (__s64)(now - b->decayed);
+	if (el < 0 || el >= 128 * (__s64)DECAY_STEP) {
+		steps = el < 0 ? 0 : 128;
+		b->decayed = now;
+	} else if (el >= (__s64)DECAY_STEP) {
+		steps = (__s64)((__u64)el >> DECAY_SHIFT);
+		b->decayed += (__u64)steps << DECAY_SHIFT; /* the rest of a step counts next time */
 	}
 	int out = 0;
 	for (int i = 0; i < 8; i++) {
@@ -1877,7 +1894,7 @@ static __always_inline int learn(struct flow_state *b, struct scratch *s, struct
 		if (ad > dv)
 			b->dev[i] = (__u32)(dv + ((ad - dv) >> 6));
 		else
-			b->dev[i] = (__u32)(dv - ((dv - ad) >> 8));
+			b->dev[i] = (__u32)(dv - (((dv - ad) * steps) >> 8));
 	}
 	return out;
 }
@@ -1980,7 +1997,7 @@ static __always_inline int filter(struct __sk_buff *skb, struct scratch *s)
 	int judged = adaptive ? FL_JUDGED : 0;
 	struct flow_state *st = bpf_map_lookup_elem(&flows, &k);
 	if (st) {
-		int out = adaptive && learn(st, s, c) ? FL_ANOMALY : 0;
+		int out = adaptive && learn(st, s, c, h->ts_out) ? FL_ANOMALY : 0;
 		if (!out && st->digest == d && h->ts_out - st->last < c->flow_interval)
 			return judged;
 		st->digest = d;
@@ -1992,7 +2009,7 @@ static __always_inline int filter(struct __sk_buff *skb, struct scratch *s)
 	ns->last = h->ts_out;
 	ns->digest = d;
 	if (adaptive)
-		learn(ns, s, c);
+		learn(ns, s, c, h->ts_out);
 	bpf_map_update_elem(&flows, &k, ns, BPF_ANY);
 	return FL_REPORT | judged;
 }
