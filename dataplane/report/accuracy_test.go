@@ -212,43 +212,36 @@ func TestAccuracy10kFlows(t *testing.T) {
 	}
 }
 
+// jitterTiers is a distribution of a hop latency's jitter: a uniform draw
+// below the last tier's upTo picks the first tier it is below, whose
+// jitter is uniform in [from, from+span) ns.
+type jitterTiers []struct{ upTo, from, span int }
+
+func (d jitterTiers) draw(r *rand.Rand) uint32 {
+	x := r.IntN(d[len(d)-1].upTo)
+	for _, t := range d {
+		if x < t.upTo {
+			return uint32(t.from + r.IntN(t.span))
+		}
+	}
+	return 0
+}
+
 // softJitter draws a hop latency's jitter as measured on the lab's
 // software switches (packet to packet on a loaded 2-core host: median
 // 9 µs, 90th percentile 25 µs, 99th 100 µs, 99.9th 400 µs, up to ~1 ms).
-func softJitter(r *rand.Rand) uint32 {
-	switch x := r.IntN(1000); {
-	case x < 900:
-		return uint32(r.IntN(20_000))
-	case x < 990:
-		return uint32(20_000 + r.IntN(80_000))
-	case x < 999:
-		return uint32(100_000 + r.IntN(300_000))
-	default:
-		return uint32(400_000 + r.IntN(600_000))
-	}
-}
+var softJitter = jitterTiers{{900, 0, 20_000}, {990, 20_000, 80_000}, {999, 100_000, 300_000}, {1000, 400_000, 600_000}}.draw
 
 // kernelJitter draws a hop latency's jitter as measured on the eBPF
 // dataplane with Linux forwarding (postcards of every packet of a 2,000
 // packets per second flow from each of three nodes, on a loaded 2-core
-// host, load average 8 to 16): consecutive packets' hop latencies differ by
-// median 0.68 µs, 90th percentile 2.5 µs, 99th 17 µs, 99.9th 26 µs, up to
-// 139 µs; this draw's differences come out at 0.68, 2.6, 18, 25 and 139
-// µs. Measured with
+// host, load average 8 to 16): consecutive packets' hop latencies differ
+// by median 0.68 µs, 90th percentile 2.5 µs, 99th 17 µs, 99.9th 26 µs, up
+// to 139 µs; this draw's differences come out at 0.68, 2.6, 18, 25 and
+// 139 µs. Measured with
 //
 //	INTD_BENCH=1 go test ./tests -run TestEBPFHopLatencyJitter -count=1 -v -timeout 300s
-func kernelJitter(r *rand.Rand) uint32 {
-	switch x := r.IntN(10000); {
-	case x < 9400:
-		return uint32(r.IntN(2_000))
-	case x < 9900:
-		return uint32(2_000 + r.IntN(10_000))
-	case x < 9995:
-		return uint32(12_000 + r.IntN(14_000))
-	default:
-		return uint32(26_000 + r.IntN(114_000))
-	}
-}
+var kernelJitter = jitterTiers{{9400, 0, 2_000}, {9900, 2_000, 10_000}, {9995, 12_000, 14_000}, {10000, 26_000, 114_000}}.draw
 
 // TestAccuracyAdaptiveJitter: the adaptive filter with its default band
 // (32 deviations, 20 µs floor) under the jitter measured on every hop:
