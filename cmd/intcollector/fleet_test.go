@@ -166,12 +166,18 @@ func TestFleetJetStream(t *testing.T) {
 	}
 	stop(sA2, false)
 	stop(sB, false)
+	var resent uint64
 	for _, s := range []*service{sA2, sB} {
 		n := s.pub.Counters()
 		t.Logf("collector %s publisher: %+v", s.reports, n)
 		if n.Failed != 0 || n.Acked != n.Published {
 			t.Errorf("collector %s: %+v", s.reports, n)
 		}
+		resent += n.Retried
+	}
+	// The drop events right after the kill met no leader.
+	if resent == 0 {
+		t.Error("no message was re-sent: publishing never waited for the new stream leader")
 	}
 	if d := <-elected; d < 0 {
 		t.Fatal("no new stream leader 2 minutes after its server was killed")
@@ -197,6 +203,9 @@ func TestFleetJetStream(t *testing.T) {
 			t.Fatalf("message %d: %v", seq, err)
 		}
 		id := m.Header.Get(jetstream.MsgIDHeader)
+		if inStream[id] {
+			t.Errorf("message %s is in the stream twice (a re-sent message stored again)", id)
+		}
 		inStream[id] = true
 		if strings.Contains(m.Subject, ".event.") {
 			var e stream.EventMessage
