@@ -39,20 +39,23 @@ type FlowResult struct {
 	Collectors []string `json:"collectors"`
 }
 
-// consumerAttempt bounds one attempt to create a consumer. nats-server
-// before 2.9.12 places a consumer with fewer replicas than its stream
-// (the one-replica consumers used here) on a random replica of the
-// stream, offline ones included, and a consumer placed on a dead server
-// never answers its creation. A new attempt, under a new name, is placed
-// anew.
-const consumerAttempt = 5 * time.Second
+// Attempts to create a consumer. nats-server before 2.9.12 places a
+// consumer with fewer replicas than its stream (the one-replica consumers
+// used here) on a random replica of the stream, offline ones included,
+// and a consumer placed on a dead server never answers its creation. So
+// while one attempt waits, another starts every consumerHedge under a new
+// name (placed anew); the first created wins. On a live server creation
+// takes milliseconds; consumerAttempt bounds one attempt on a loaded
+// cluster.
+const (
+	consumerHedge   = time.Second
+	consumerAttempt = 10 * time.Second
+)
 
 // Consumer creates an ephemeral pull consumer of stream (no
 // acknowledgements, one replica, in memory) delivering what cfg selects,
-// and returns it with the number of messages it has to deliver. An
-// attempt that fails (the cluster elects a leader after a server died,
-// the consumer was placed on a dead server) is retried under a new name
-// until ctx ends.
+// and returns it with the number of messages it has to deliver. Attempts
+// (see consumerHedge) go on until one succeeds or ctx ends.
 func Consumer(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.OrderedConsumerConfig) (jetstream.Consumer, uint64, error) {
 	cc := jetstream.ConsumerConfig{AckPolicy: jetstream.AckNonePolicy, Replicas: 1, MemoryStorage: true,
 		InactiveThreshold: time.Minute, DeliverPolicy: cfg.DeliverPolicy, OptStartSeq: cfg.OptStartSeq, OptStartTime: cfg.OptStartTime}
@@ -61,18 +64,57 @@ func Consumer(ctx context.Context, js jetstream.JetStream, stream string, cfg je
 	} else {
 		cc.FilterSubjects = cfg.FilterSubjects
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // the attempts still running
+	type result struct {
+		cons jetstream.Consumer
+		err  error
+	}
+	results := make(chan result)
+	attempt := func() {
+		c := cc
+		c.Name = nats.NewInbox()[len(nats.InboxPrefix):]
+		go func() {
+			a, done := context.WithTimeout(ctx, consumerAttempt)
+			cons, err := js.CreateConsumer(a, stream, c)
+			done()
+			select {
+			case results <- result{cons, err}:
+			case <-ctx.Done():
+				if err == nil { // another attempt won
+					d, done := context.WithTimeout(context.Background(), 2*time.Second)
+					js.DeleteConsumer(d, stream, c.Name)
+					done()
+				}
+			}
+		}()
+	}
+	hedge := time.NewTicker(consumerHedge)
+	defer hedge.Stop()
+	attempt()
+	running, err := 1, error(nil)
 	for {
-		cc.Name = nats.NewInbox()[len(nats.InboxPrefix):]
-		c, cancel := context.WithTimeout(ctx, consumerAttempt)
-		cons, err := js.CreateConsumer(c, stream, cc)
-		cancel()
-		if err == nil {
-			return cons, cons.CachedInfo().NumPending, nil
-		}
 		select {
+		case r := <-results:
+			running--
+			if r.err == nil {
+				return r.cons, r.cons.CachedInfo().NumPending, nil
+			}
+			err = r.err
+			if running == 0 {
+				// Failed outright (no leader yet): the next hedge tick
+				// tries again.
+				hedge.Reset(250 * time.Millisecond)
+			}
+		case <-hedge.C:
+			hedge.Reset(consumerHedge)
+			attempt()
+			running++
 		case <-ctx.Done():
+			if err == nil {
+				err = ctx.Err()
+			}
 			return nil, 0, err
-		case <-time.After(250 * time.Millisecond):
 		}
 	}
 }
