@@ -260,8 +260,8 @@ func TestAccuracyAdaptiveJitter(t *testing.T) {
 		// of 5 to 20 ms (a congested queue).
 		{"software switch", workload{base: 10_000, baseSpan: 200_000, jitter: softJitter, delta: 5_000_000, deltaSpan: 15_000_000}},
 		// Kernel forwarding with the eBPF dataplane: hops of 1 to 4 µs,
-		// spikes and steps of 1 to 5 ms.
-		{"kernel forwarding", workload{base: 1_000, baseSpan: 3_000, jitter: kernelJitter, delta: 1_000_000, deltaSpan: 4_000_000}},
+		// spikes and steps of 0.5 to 5 ms.
+		{"kernel forwarding", workload{base: 1_000, baseSpan: 3_000, jitter: kernelJitter, delta: 500_000, deltaSpan: 4_500_000}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			w := c.w

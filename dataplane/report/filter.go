@@ -43,7 +43,7 @@ type flowState struct {
 
 // band is the learned latency of a flow's hops for the adaptive filter:
 // an EWMA of latency (gain 1/8) and of its absolute deviation (gain 1/64
-// rising, 1/16 for a latency that left the band; falling by 1/256 per
+// rising, 1/32 for a latency that left the band; falling by 1/256 per
 // decayStep of time), in ns, in integer arithmetic the BPF pre-filter
 // repeats exactly.
 type band struct {
@@ -270,7 +270,7 @@ func learn(b *band, lat []uint32, factor, floor uint32, now int64) bool {
 			// swing soon stops counting while a rare jump still does.
 			out = true
 			b.mean[i] = x
-			b.dev[i] = uint32(int64(b.dev[i]) + (ad-int64(b.dev[i]))>>4)
+			b.dev[i] = uint32(int64(b.dev[i]) + (ad-int64(b.dev[i]))>>5)
 			continue
 		}
 		b.mean[i] = uint32(int64(b.mean[i]) + d>>3)

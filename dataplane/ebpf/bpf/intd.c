@@ -331,7 +331,7 @@ struct flow_state {
 	__u64 digest;
 	/* F_ADAPTIVE: the learned band of up to 8 hop latencies (this node's,
 	 * then the stack's), EWMA of latency (gain 1/8) and of its absolute
-	 * deviation (gain 1/64 rising, 1/16 for a latency that left the band,
+	 * deviation (gain 1/64 rising, 1/32 for a latency that left the band,
 	 * 1/256 falling per DECAY_STEP ns of time since decayed) in ns, as the
 	 * report pipeline's filter. */
 	__u32 n;
@@ -1886,7 +1886,7 @@ static __always_inline int learn(struct flow_state *b, struct scratch *s, struct
 		if (ad > lim) {
 			out = 1;
 			b->mean[i] = x;
-			b->dev[i] = (__u32)((__s64)b->dev[i] + ((ad - (__s64)b->dev[i]) >> 4));
+			b->dev[i] = (__u32)((__s64)b->dev[i] + ((ad - (__s64)b->dev[i]) >> 5));
 			continue;
 		}
 		b->mean[i] = (__u32)((__s64)b->mean[i] + (d >> 3));
