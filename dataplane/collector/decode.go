@@ -350,16 +350,12 @@ func (d *Decoder) decodeInner(r *Report, buf []byte, ethernet, fromReport bool) 
 // network), keeping the tunnel, its id and the outer flow.
 func (d *Decoder) tunnel(r *Report, buf []byte) {
 	in := &d.tunPkt
-	t, ok := tunnelParser.ParseInner(buf, &d.pkt, in)
+	t, ok := wire.FlowInner(buf, &d.pkt, in)
 	if !ok {
 		return
 	}
 	r.Outer, r.Flow, r.Tunnel, r.TunnelID = r.Flow, in.Flow, t.Kind, t.ID
 }
-
-// tunnelParser reads the inner packets of tunnels: possibly truncated by
-// the report, never INT, behind the INT over UDP of the report's frame.
-var tunnelParser = wire.Parser{AllowTruncated: true, NoINT: true, PastL4INT: true}
 
 // decodePacket is decodeInner's general path.
 func (d *Decoder) decodePacket(r *Report, buf []byte, ethernet, fromReport bool) {

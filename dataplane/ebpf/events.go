@@ -186,8 +186,9 @@ func (e *evState) convert(raw *intdEvent) *report.Event {
 	ev.Flow = p.Flow
 	if p.Proto == wire.ProtoGRE || p.Proto == wire.ProtoUDP {
 		// A tunnel's flows are its inner ones, as the software
-		// dataplane's and the collector's.
-		if t, ok := tunnelInner.ParseInner(b, &p, &e.innerPkt); ok {
+		// dataplane's and the collector's: drops too, so that two users
+		// in one tunnel dropped for one reason are two reports.
+		if t, ok := wire.FlowInner(b, &p, &e.innerPkt); ok {
 			ev.Flow, ev.Tunnel, ev.TunnelID = e.innerPkt.Flow, t.Kind, t.ID
 		}
 	}
@@ -196,9 +197,6 @@ func (e *evState) convert(raw *intdEvent) *report.Event {
 	}
 	return ev
 }
-
-// tunnelInner parses the inner packets of tunnels in events: never INT.
-var tunnelInner = wire.Parser{NoINT: true}
 
 // dropReasonMap maps kernel skb_drop_reason names (without the
 // SKB_DROP_REASON_ prefix) to sai drop reasons.

@@ -259,13 +259,16 @@ func TestGTPUEndToEnd(t *testing.T) {
 }
 
 // TestGTPUNoEndpointDrop: r1 watches UE traffic inside GTP-U and inserts
-// INT; the G-PDUs are addressed to r3, a user-plane node with drop reports
-// on and no GTP-U endpoint bound (no user-plane function, or one that is
-// down). The kernel drops them with NO_SOCKET, and r3 reports each drop
-// as SD-Fabric's 133 (UPF_UL_PDR_MISS) with the frame, so the collector
-// shows the drop on the UE's inner flow and its TEID. A user-plane
-// function that has the socket and drops an unknown TEID itself is not a
-// kernel drop: intd does not see it (docs/tunnels.md).
+// INT; the G-PDUs of two UEs in one tunnel are addressed to r3, a
+// user-plane node with drop reports on and no GTP-U endpoint bound (no
+// user-plane function, or one that is down). The kernel drops them with
+// NO_SOCKET, and r3 reports the drops as SD-Fabric's 133 (UPF_UL_PDR_MISS)
+// with the frame, keyed on the inner flow behind the INT over UDP: the
+// two UEs, dropped for one reason within one filter interval, are two
+// reports, and the collector shows the drop on each UE's inner flow and
+// its TEID. A user-plane function that has the socket and drops an
+// unknown TEID itself is not a kernel drop: intd does not see it
+// (docs/tunnels.md).
 func TestGTPUNoEndpointDrop(t *testing.T) {
 	l, col, pipe := gtpuLab(t)
 	l.router(t, "r1", []string{"r1-h1", "r1-r2"}, nil, ueWatch(1, "INT"))
@@ -275,56 +278,61 @@ func TestGTPUNoEndpointDrop(t *testing.T) {
 	r3 := l.router(t, "r3", []string{"r3-r2", "r3-h2"}, pipe(), upf.Replace(routerConfig(3, "", false)))
 	gnb := gnodeB(t, l, net.IPv4(10, 0, 23, 2))
 	const teid = 0x2002
-	ue := "10.250.0.7"
+	ues := []string{"10.250.0.7", "10.250.0.8"}
 	for range 3 {
-		// r3's port unreachable comes back as the socket's error, taken
-		// in place of the next send.
-		_, err := gnb.Write(gpdu(teid, ue))
-		if errors.Is(err, syscall.ECONNREFUSED) {
-			_, err = gnb.Write(gpdu(teid, ue))
-		}
-		if err != nil {
-			t.Fatal(err)
+		for _, ue := range ues {
+			// r3's port unreachable comes back as the socket's error,
+			// taken in place of the next send.
+			_, err := gnb.Write(gpdu(teid, ue))
+			if errors.Is(err, syscall.ECONNREFUSED) {
+				_, err = gnb.Write(gpdu(teid, ue))
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	var f intcol.FlowState
-	var ok bool
-	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-		if f, ok = col.TunnelFlow(ueFlow(ue), wire.TunnelGTPU, teid); ok && f.DropReasons[0].Count > 0 {
-			break
+	for _, ue := range ues {
+		var f intcol.FlowState
+		var ok bool
+		for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+			if f, ok = col.TunnelFlow(ueFlow(ue), wire.TunnelGTPU, teid); ok && f.DropReasons[0].Count > 0 {
+				break
+			}
 		}
-	}
-	if !ok {
-		t.Fatalf("no flow of UE %s in TEID %#x at the collector: %+v", ue, teid, col.Snapshot(0).Flows)
-	}
-	// The smart filter reports a flow's drop once per reason and interval:
-	// one report for the three drops.
-	if d := f.DropReasons[0]; d.Reason != uint8(spec.DropUPFUplinkPDRMiss) || d.Count == 0 {
-		t.Errorf("UE %s in TEID %#x: drops %+v, want reason %d", ue, teid, f.DropReasons, spec.DropUPFUplinkPDRMiss)
-	}
-	var nodes []uint32
-	for h := 0; h < f.NHops; h++ {
-		nodes = append(nodes, f.Path[h].NodeID)
-	}
-	if !slices.Equal(nodes, []uint32{1, 2, 3}) || f.Path[2].Drops == 0 || f.Outer.DstPort != wire.PortGTPU {
-		t.Errorf("UE %s: path %v (drops at r3 %d), outer %v; want 1 2 3, dropped at r3, outer GTP-U", ue, nodes, f.Path[min(f.NHops, 3)-1].Drops, f.Outer)
+		if !ok {
+			t.Fatalf("no flow of UE %s in TEID %#x at the collector: %+v", ue, teid, col.Snapshot(0).Flows)
+		}
+		// The smart filter reports a flow's drop once per reason and
+		// interval: a report for each UE's three drops.
+		if d := f.DropReasons[0]; d.Reason != uint8(spec.DropUPFUplinkPDRMiss) || d.Count == 0 {
+			t.Errorf("UE %s in TEID %#x: drops %+v, want reason %d", ue, teid, f.DropReasons, spec.DropUPFUplinkPDRMiss)
+		}
+		var nodes []uint32
+		for h := 0; h < f.NHops; h++ {
+			nodes = append(nodes, f.Path[h].NodeID)
+		}
+		if !slices.Equal(nodes, []uint32{1, 2, 3}) || f.Path[2].Drops == 0 || f.Outer.DstPort != wire.PortGTPU {
+			t.Errorf("UE %s: path %v (drops at r3 %d), outer %v; want 1 2 3, dropped at r3, outer GTP-U", ue, nodes, f.Path[min(f.NHops, 3)-1].Drops, f.Outer)
+		}
+		t.Logf("UE %s TEID %#x: path %v, drops %+v, outer %v", ue, teid, nodes, f.DropReasons[0], f.Outer)
 	}
 	var st sai.Stats
+	want := uint64(3 * len(ues))
 	for end := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		var err error
 		if st, err = r3.Stats(t.Context()); err != nil {
 			t.Fatal(err)
 		}
-		if st.Drops[spec.DropUPFUplinkPDRMiss] >= 3 || time.Now().After(end) {
+		if st.Drops[spec.DropUPFUplinkPDRMiss] >= want || time.Now().After(end) {
 			break
 		}
 	}
-	if n := st.Drops[spec.DropUPFUplinkPDRMiss]; n != 3 || st.Reports[sai.ReportDrop].Generated == 0 {
-		t.Errorf("r3 counted %d UPF_UL_PDR_MISS drops (want 3), %d drop reports", n, st.Reports[sai.ReportDrop].Generated)
+	if n := st.Drops[spec.DropUPFUplinkPDRMiss]; n != want || st.Reports[sai.ReportDrop].Generated == 0 {
+		t.Errorf("r3 counted %d UPF_UL_PDR_MISS drops (want %d), %d drop reports", n, want, st.Reports[sai.ReportDrop].Generated)
 	}
-	t.Logf("UE %s TEID %#x: path %v, drops %+v, outer %v; r3: %d drops, %d reports", ue, teid, nodes, f.DropReasons[0], f.Outer,
-		st.Drops[spec.DropUPFUplinkPDRMiss], st.Reports[sai.ReportDrop].Generated)
+	t.Logf("r3: %d drops, %d drop events", st.Drops[spec.DropUPFUplinkPDRMiss], st.Reports[sai.ReportDrop].Generated)
 }
 
 // gtpuLab is the lab with a collector in its namespace and a report

@@ -614,7 +614,10 @@ func (s *Switch) event(k report.Kind, b *pbuf, now int64) *report.Event {
 	ev := &s.ev
 	*ev = report.Event{Kind: k, Now: now, Flow: b.pkt.Flow, Packet: b.data, INT: b.pkt.INT}
 	if b.pkt.Proto == wire.ProtoGRE || b.pkt.Proto == wire.ProtoUDP {
-		if t, ok := s.parseInner(b.data, &b.pkt, &s.inner); ok {
+		// Keyed on the inner flow (past INT over UDP, as the eBPF
+		// dataplane and the collector): two users in one tunnel are two
+		// flows to the report filter, drops included.
+		if t, ok := wire.FlowInner(b.data, &b.pkt, &s.inner); ok {
 			ev.Flow, ev.Tunnel, ev.TunnelID = s.inner.Flow, t.Kind, t.ID
 		}
 	}

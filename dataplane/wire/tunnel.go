@@ -210,3 +210,13 @@ func (c *Parser) ParseInner(data []byte, p *Packet, in *Packet) (t Tunneled, ok 
 	}
 	return t, err == nil && in.L3 >= 0
 }
+
+// FlowInner is ParseInner for the inner packet that names a tunnelled
+// packet's flow: found behind INT over UDP, never parsed as INT itself,
+// and read from a truncated copy too. The dataplanes' events and the
+// collector key tunnelled flows (and drops) on it, so that they agree.
+func FlowInner(data []byte, p *Packet, in *Packet) (Tunneled, bool) {
+	return flowInner.ParseInner(data, p, in)
+}
+
+var flowInner = Parser{AllowTruncated: true, NoINT: true, PastL4INT: true}
