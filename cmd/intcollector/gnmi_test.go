@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -21,7 +22,10 @@ import (
 
 	"github.com/intd-project/intd/cmd/internal/gnmilisten"
 	"github.com/intd-project/intd/dataplane/collector"
+	"github.com/intd-project/intd/dataplane/wire"
+	"github.com/intd-project/intd/dataplane/wire/wiretest"
 	"github.com/intd-project/intd/internal/gnmitest"
+	"github.com/intd-project/intd/internal/reporttest"
 	"github.com/intd-project/intd/server"
 )
 
@@ -93,7 +97,7 @@ func mustPath(t *testing.T, p string) *gpb.Path {
 }
 
 func flowPath(t *testing.T, sport string, rest string) *gpb.Path {
-	return mustPath(t, "/collector/flows/flow[src-address=10.0.0.1][dst-address=10.0.0.2][protocol=17][src-port="+sport+"][dst-port=2222]"+rest)
+	return mustPath(t, "/collector/flows/flow[src-address=10.0.0.1][dst-address=10.0.0.2][protocol=17][src-port="+sport+"][dst-port=2222][tunnel=none][tunnel-id=0]"+rest)
 }
 
 func subscribe(t *testing.T, e *gnmiEnv, sl *gpb.SubscriptionList) gpb.GNMI_SubscribeClient {
@@ -247,6 +251,59 @@ func TestGNMIOnChangeAndEviction(t *testing.T) {
 		}
 		if len(updated) > initial {
 			t.Errorf("%s: %d updates for the new flow, more than the whole first flow (%d): not only changes", name, len(updated), initial)
+		}
+	}
+}
+
+// The same inner 5-tuple in two GTP-U tunnels is two entries of the flow
+// list, keyed by the tunnel and its TEID, each with its own counters.
+func TestGNMITunnelFlows(t *testing.T) {
+	e := startGNMI(t, 0)
+	before := e.c.Snapshot(1).Counters.Packets
+	inner := wiretest.UDPFrame("10.250.0.1", "192.0.2.53", 4000, 53, []byte("query"), true)[wire.EthernetLen:]
+	sent := map[uint32]int{7: 1, 8: 2}
+	for teid, n := range sent {
+		f := wiretest.TunnelFrame(wiretest.Tunnel{Kind: wire.TunnelGTPU, ID: teid, GTPUExt: 1}, "10.0.0.1", "10.0.0.2", 0, inner)
+		for range n {
+			e.seq++
+			if _, err := e.udp.Write(reporttest.Group(e.seq, f, 100)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for end := time.Now().Add(5 * time.Second); e.c.Snapshot(1).Counters.Packets < before+3; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("the collector did not read the reports")
+		}
+	}
+	e.s.gnmi.RefreshState(context.Background())
+	const flow = "/collector/flows/flow[src-address=10.250.0.1][dst-address=192.0.2.53][protocol=17][src-port=4000][dst-port=53]"
+	for teid, n := range sent {
+		p := mustPath(t, fmt.Sprintf("%s[tunnel=gtpu][tunnel-id=%d]/state/counters/reports", flow, teid))
+		r, err := e.cl.Get(ctxT(t), &gpb.GetRequest{Path: []*gpb.Path{p}, Encoding: gpb.Encoding_PROTO})
+		if err != nil {
+			t.Fatalf("TEID %d: %v", teid, err)
+		}
+		if v := r.GetNotification()[0].GetUpdate()[0].GetVal().GetUintVal(); v != uint64(n) {
+			t.Errorf("TEID %d: %d reports, want %d", teid, v, n)
+		}
+	}
+	r, err := e.cl.Get(ctxT(t), &gpb.GetRequest{Path: []*gpb.Path{mustPath(t, "/collector/flows/flow/state/tunnel-id")}, Encoding: gpb.Encoding_PROTO})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]uint64{}
+	for _, n := range r.GetNotification() {
+		for _, u := range n.GetUpdate() {
+			got[pathStr(n, u.GetPath())] = u.GetVal().GetUintVal()
+		}
+	}
+	if len(got) != 2 {
+		t.Errorf("flow entries: %v, want the two tunnels", got)
+	}
+	for p, id := range got {
+		if !strings.Contains(p, fmt.Sprintf("[tunnel=gtpu][tunnel-id=%d]", id)) {
+			t.Errorf("%s: tunnel-id %d not in its key", p, id)
 		}
 	}
 }

@@ -152,7 +152,7 @@ func TestReadOnlyConformance(t *testing.T) {
 			}
 		}},
 		{"3.3.4", "a valid path without data is NOT_FOUND", func(t *testing.T, cl gpb.GNMIClient) {
-			_, err := cl.Get(ctxFor(t), &gpb.GetRequest{Path: []*gpb.Path{gp(t, "/collector/flows/flow[src-address=10.9.9.9][dst-address=10.9.9.8][protocol=6][src-port=1][dst-port=2]")}})
+			_, err := cl.Get(ctxFor(t), &gpb.GetRequest{Path: []*gpb.Path{gp(t, "/collector/flows/flow[src-address=10.9.9.9][dst-address=10.9.9.8][protocol=6][src-port=1][dst-port=2][tunnel=none][tunnel-id=0]")}})
 			if status.Code(err) != codes.NotFound {
 				t.Errorf("Get: %v", err)
 			}

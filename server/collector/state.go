@@ -7,7 +7,6 @@ import (
 	"github.com/openconfig/ygot/ygot"
 
 	"github.com/intd-project/intd/dataplane/collector"
-	"github.com/intd-project/intd/dataplane/wire"
 	gc "github.com/intd-project/intd/gen/collector"
 	"github.com/intd-project/intd/server"
 )
@@ -67,14 +66,12 @@ func Tree(s *collector.Snapshot) *gc.Device {
 		f := &s.Flows[i]
 		key := &f.Key
 		src, dst := key.Src.String(), key.Dst.String()
-		if col.GetFlows().GetFlow(src, dst, key.Proto, key.SrcPort, key.DstPort) != nil {
-			continue // the same inner 5-tuple in another tunnel, seen more recently
-		}
-		fl := col.GetOrCreateFlows().GetOrCreateFlow(src, dst, key.Proto, key.SrcPort, key.DstPort)
+		// The tunnel and its id are part of the key: the same inner
+		// 5-tuple in two tunnels is two entries ("none", 0 outside).
+		tun := f.Tunnel.String()
+		fl := col.GetOrCreateFlows().GetOrCreateFlow(src, dst, key.Proto, key.SrcPort, key.DstPort, tun, f.TunnelID)
 		fs := fl.GetOrCreateState()
-		if f.Tunnel != wire.TunnelNone {
-			fs.Tunnel, fs.TunnelId = ygot.String(f.Tunnel.String()), ygot.Uint32(f.TunnelID)
-		}
+		fs.Tunnel, fs.TunnelId = ygot.String(tun), ygot.Uint32(f.TunnelID)
 		fs.SrcAddress, fs.DstAddress, fs.Protocol = ygot.String(src), ygot.String(dst), ygot.Uint8(key.Proto)
 		fs.SrcPort, fs.DstPort = ygot.Uint16(key.SrcPort), ygot.Uint16(key.DstPort)
 		fs.FirstSeen, fs.LastSeen = u64(uint64(f.FirstSeen)), u64(uint64(f.LastSeen))
