@@ -335,6 +335,77 @@ func TestGTPUNoEndpointDrop(t *testing.T) {
 	t.Logf("r3: %d drops, %d drop events", st.Drops[spec.DropUPFUplinkPDRMiss], st.Reports[sai.ReportDrop].Generated)
 }
 
+// TestGTPUDropWatchPerUE: r1 watches UE traffic inside GTP-U (gtpu-inner,
+// the UE subnet) with postcards and drop reports; two UEs in one tunnel
+// are in the subnet, a third in the same tunnel is not. Once their G-PDUs
+// have passed r1, its route goes and the kernel drops them (routing miss):
+// each watched UE's drop is reported on its inner flow and TEID, and the
+// third UE's, whose outer 5-tuple is the watched UEs', is not (the node
+// remembers the watched flows by tunnel and inner flow, as the software
+// dataplane classifies each dropped packet).
+func TestGTPUDropWatchPerUE(t *testing.T) {
+	l, col, pipe := gtpuLab(t)
+	cfg := strings.NewReplacer(`"int-transit": true`, `"int-transit": true, "drop-report": true`,
+		`"sample-percent": 100`, `"sample-percent": 100, "drop-report": true`,
+		`"events": {"event": [`, `"events": {"event": [{"type": "DROP_REPORT", "config": {"type": "DROP_REPORT", "report-session": "collector"}}, `).
+		Replace(ueWatch(1, "POSTCARD"))
+	r1 := l.router(t, "r1", []string{"r1-h1", "r1-r2"}, pipe(), cfg)
+	var upf *net.UDPConn
+	if err := l.in("h2", func() (err error) {
+		upf, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(10, 0, 2, 2), Port: wire.PortGTPU})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { upf.Close() })
+	gnb := gnodeB(t, l, net.IPv4(10, 0, 2, 2))
+	const teid = 0x3003
+	ues := []string{"10.250.0.1", "10.250.0.2", "10.251.0.1"} // the last outside the watched subnet
+	send := func() {
+		for _, ue := range ues {
+			if _, err := gnb.Write(gpdu(teid, ue)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	send()
+	_ = upf.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 2048)
+	for i := range ues {
+		if _, err := upf.Read(buf); err != nil {
+			t.Fatalf("G-PDU %d did not reach the endpoint: %v", i, err)
+		}
+	}
+	l.exec(t, "r1", "ip", "route", "del", "default")
+	for range 3 {
+		send()
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, ue := range ues[:2] {
+		var f intcol.FlowState
+		var ok bool
+		for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+			if f, ok = col.TunnelFlow(ueFlow(ue), wire.TunnelGTPU, teid); ok && f.Drops > 0 {
+				break
+			}
+		}
+		if !ok || f.DropReasons[0].Reason != uint8(spec.DropRoutingMiss) || f.DropReasons[0].Count == 0 {
+			t.Errorf("UE %s in TEID %#x: found %v, drops %+v; want reason %d", ue, teid, ok, f.DropReasons, spec.DropRoutingMiss)
+		}
+		t.Logf("UE %s TEID %#x: %d reports, drops %+v", ue, teid, f.Reports, f.DropReasons[0])
+	}
+	st, err := r1.Stats(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, ok := col.TunnelFlow(ueFlow(ues[2]), wire.TunnelGTPU, teid); ok {
+		t.Errorf("UE %s outside the watched subnet was reported: %+v", ues[2], f.DropReasons)
+	}
+	if n := st.Drops[spec.DropRoutingMiss]; n != 3*uint64(len(ues)) {
+		t.Errorf("r1 counted %d routing-miss drops, want %d", n, 3*len(ues))
+	}
+}
+
 // gtpuLab is the lab with a collector in its namespace and a report
 // pipeline per router (each has its node id), whose reports leave from
 // r3's namespace.

@@ -117,6 +117,11 @@ type intdDetour struct {
 	_         [4]byte
 }
 
+type intdDropCopy struct {
+	_ structs.HostLayout
+	B [512]uint8
+}
+
 type intdDropMap uint32
 
 const (
@@ -531,6 +536,7 @@ const (
 	intdMapCtrs          = "ctrs"
 	intdMapDetourSeq     = "detour_seq"
 	intdMapDetours       = "detours"
+	intdMapDropCopyMap   = "drop_copy_map"
 	intdMapDropReasons   = "drop_reasons"
 	intdMapDropWatchMap  = "drop_watch_map"
 	intdMapDrops         = "drops"
@@ -628,6 +634,7 @@ type intdMapSpecs struct {
 	Ctrs         *ebpf.MapSpec `ebpf:"ctrs"`
 	DetourSeq    *ebpf.MapSpec `ebpf:"detour_seq"`
 	Detours      *ebpf.MapSpec `ebpf:"detours"`
+	DropCopyMap  *ebpf.MapSpec `ebpf:"drop_copy_map"`
 	DropReasons  *ebpf.MapSpec `ebpf:"drop_reasons"`
 	DropWatchMap *ebpf.MapSpec `ebpf:"drop_watch_map"`
 	Drops        *ebpf.MapSpec `ebpf:"drops"`
@@ -691,6 +698,7 @@ type intdMaps struct {
 	Ctrs         *ebpf.Map `ebpf:"ctrs"`
 	DetourSeq    *ebpf.Map `ebpf:"detour_seq"`
 	Detours      *ebpf.Map `ebpf:"detours"`
+	DropCopyMap  *ebpf.Map `ebpf:"drop_copy_map"`
 	DropReasons  *ebpf.Map `ebpf:"drop_reasons"`
 	DropWatchMap *ebpf.Map `ebpf:"drop_watch_map"`
 	Drops        *ebpf.Map `ebpf:"drops"`
@@ -726,6 +734,7 @@ func (m *intdMaps) Close() error {
 		m.Ctrs,
 		m.DetourSeq,
 		m.Detours,
+		m.DropCopyMap,
 		m.DropReasons,
 		m.DropWatchMap,
 		m.Drops,

@@ -18,7 +18,8 @@ import (
 
 // TestTunnelDropsPerInnerFlow: two users in one tunnel, dropped for one
 // reason within one filter interval, are two drop reports, and a repeat of
-// the first is filtered. The drops happen at the source, which watches the
+// the first is filtered; a third user in the tunnel, outside the watched
+// subnet, is not reported. The drops happen at the source, which watches the
 // tunnel's inner headers (every tunnel kind), and, for UDP tunnels, at the
 // next node, where the packets carry INT over UDP between the outer UDP
 // header and the tunnel's. The collector reads each report as the user's
@@ -26,7 +27,7 @@ import (
 // header the node still reports each user, and the collector takes the
 // tunnel for the flow.
 func TestTunnelDropsPerInnerFlow(t *testing.T) {
-	const ue1, ue2 = "10.250.0.1", "10.250.0.2"
+	const ue1, ue2, ue3 = "10.250.0.1", "10.250.0.2", "10.251.0.1" // ue3 outside the watched subnet
 	for _, k := range []wire.TunnelKind{wire.TunnelVXLAN, wire.TunnelVXLANGPE, wire.TunnelGeneve, wire.TunnelGRE, wire.TunnelGTPU} {
 		for _, at := range []int{0, 1, 2} {
 			inTunnel := at == 2 // dropped at s2, INT in the tunnel header
@@ -42,7 +43,8 @@ func TestTunnelDropsPerInnerFlow(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				l := newLine(t, lineOpts{n: 2,
-					match:  sai.WatchlistMatch{Inner: sai.InnerMatch{Enabled: true, Tunnel: sai.TunnelType(k)}},
+					match:  sai.WatchlistMatch{Inner: sai.InnerMatch{Enabled: true, Tunnel: sai.TunnelType(k),
+						SrcPrefix: netip.MustParsePrefix("10.250.0.0/16")}},
 					action: func(a *sai.WatchlistAction) { a.DropReportEnable = true },
 					dtel: func(_ int, a *sai.DTelAttrs) {
 						if !inTunnel { // INT over UDP, in front of the tunnel header
@@ -60,7 +62,7 @@ func TestTunnelDropsPerInnerFlow(t *testing.T) {
 					f[wire.EthernetLen+10], f[wire.EthernetLen+11] = uint8(ck>>8), uint8(ck)
 					return f
 				}
-				for _, ue := range []string{ue1, ue2, ue1} {
+				for _, ue := range []string{ue1, ue2, ue3, ue1} {
 					l.send(frame(ue))
 				}
 				evs := l.rec[at].kind(report.KindDrop)

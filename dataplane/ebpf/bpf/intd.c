@@ -661,6 +661,20 @@ struct {
 	__type(value, struct drop_watch);
 } drop_watch_map SEC(".maps");
 
+/* intd_kfree_skb's copy of a dropped tunnelled packet's headers
+ * (drop_inner): DROP_COPY bytes from the outer IP header, in a buffer
+ * twice as long so that offsets masked to DROP_COPY - 1 stay inside. */
+#define DROP_COPY 256
+struct drop_copy {
+	__u8 b[2 * DROP_COPY];
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct drop_copy);
+} drop_copy_map SEC(".maps");
+
 /* kernel skb_drop_reason -> sai drop reason + 1 (0: not mapped: unknown;
  * DR_IP_HDR + 1: header error, TTL expiry when the TTL is 1 or 0;
  * DR_NO_SOCKET + 1: no socket, a GTP-U G-PDU nothing here takes) */
@@ -791,6 +805,7 @@ struct net_device {
 struct sk_buff {
 	struct net_device *dev;
 	unsigned char *head;
+	__u32 tail; /* offset from head (64-bit kernels) */
 	__u16 network_header;
 	__u16 queue_mapping;
 	__u32 len;
@@ -3656,7 +3671,10 @@ int intd_egress(struct __sk_buff *skb)
 				ss->sampled++;
 		}
 		if (s->miss && (s->c.flags & F_DROP) && (s->e.act & (ACT_DROP_REPORT | ACT_TAIL_DROP))) {
-			struct flow_key k = {.sport = s->p.sport, .dport = s->p.dport, .proto = s->p.proto};
+			/* A tunnel's users are watched apart: keyed with the
+			 * digest of the tunnel and inner flow (drop_inner). */
+			struct flow_key k = {.sport = s->p.sport, .dport = s->p.dport, .proto = s->p.proto,
+					     .inner = s->p.idigest};
 			__builtin_memcpy(k.src, s->p.saddr, 16);
 			__builtin_memcpy(k.dst, s->p.daddr, 16);
 			need_time(s);
@@ -3826,6 +3844,208 @@ int intd_xmit(__u64 *ctx)
 
 /* ---- drop reports ---- */
 
+#define DB(o) ((__u32)b[(o) & (DROP_COPY - 1)])
+#define DB16(o) ((DB(o) << 8) | DB((o) + 1))
+#define DB32(o) ((DB16(o) << 16) | DB16((o) + 2))
+
+/* drop_inner is inner_parse's digest of the tunnel and inner flow for the
+ * copy b of a dropped packet (have bytes of the outer IP datagram, which
+ * ends at end; l4 the outer L4 header, proto and dport its protocol and
+ * UDP destination port), with inner_parse's and inner_ip's checks, so that
+ * a drop finds the drop_watch entry its user's packets made at egress.
+ * 0: no tunnel with an IP packet inside, or headers past the copy. */
+static __always_inline __u64 drop_inner(const __u8 *b, __u32 have, __u32 end, __u32 l4, __u8 proto, __u16 dport)
+{
+	__u32 at, id = 0, kind, eth = 0;
+	__u16 et = 0;
+	if (have > end)
+		have = end;
+	if (proto == IPPROTO_GRE) {
+		if (l4 + 4 > have)
+			return 0;
+		__u16 fl = DB16(l4);
+		et = DB16(l4 + 2);
+		if (fl & 0x4007)
+			return 0;
+		at = l4 + ((fl & 0x8000) ? 8 : 4);
+		if (fl & 0x2000) {
+			if (at + 4 > have)
+				return 0;
+			id = DB32(at);
+			at += 4;
+		}
+		if (fl & 0x1000)
+			at += 4;
+		kind = TUNK_GRE;
+	} else if (proto == IPPROTO_UDP) {
+		__u32 u = l4 + 8;
+		if (u + 8 > have)
+			return 0;
+		at = u + 8;
+		id = (DB(u + 4) << 16) | (DB(u + 5) << 8) | DB(u + 6);
+		switch (dport) {
+		case PORT_VXLAN:
+			kind = TUNK_VXLAN;
+			eth = 1;
+			break;
+		case PORT_VXLAN_GPE:
+			kind = TUNK_GPE;
+			if (DB(u + 3) == 3)
+				eth = 1;
+			else if (DB(u + 3) != 1 && DB(u + 3) != 2)
+				return 0;
+			break;
+		case PORT_GENEVE:
+			kind = TUNK_GENEVE;
+			at += (DB(u) & 0x3f) * 4;
+			et = DB16(u + 2);
+			break;
+		case PORT_GTPU: {
+			kind = TUNK_GTPU;
+			__u8 f = DB(u);
+			if ((f >> 5) != 1 || !(f & 0x10) || DB(u + 1) != 255)
+				return 0;
+			id = DB32(u + 4);
+			if (!(f & 7))
+				break;
+			if (at + 4 > have)
+				return 0;
+			__u8 next = DB(at + 3);
+			at += 4;
+			if (!(f & 4))
+				break;
+			for (int i = 0; i < GTPU_MAX_EXT; i++) {
+				if (!next)
+					break;
+				if (at + 1 > have || !DB(at))
+					return 0;
+				__u32 n = DB(at) * 4;
+				if (at + n > have)
+					return 0;
+				next = DB(at + n - 1);
+				at += n;
+			}
+			if (next)
+				return 0;
+			break;
+		}
+		default:
+			return 0;
+		}
+	} else {
+		return 0;
+	}
+	if (kind == TUNK_GRE || kind == TUNK_GENEVE) {
+		if (et == 0x6558)
+			eth = 1;
+		else if (et != 0x0800 && et != 0x86dd)
+			return 0;
+	}
+	if (at >= have)
+		return 0;
+	int v6;
+	if (eth) {
+		if (at + 14 > have)
+			return 0;
+		et = DB16(at + 12);
+		at += 14;
+		for (int i = 0; i < 2; i++) {
+			if (et != 0x8100 && et != 0x88a8)
+				break;
+			if (at + 4 > have)
+				return 0;
+			et = DB16(at + 2);
+			at += 4;
+		}
+		if (et != 0x0800 && et != 0x86dd)
+			return 0;
+		v6 = et == 0x86dd;
+	} else {
+		if (at + 1 > have || (DB(at) >> 4 != 4 && DB(at) >> 4 != 6))
+			return 0;
+		v6 = DB(at) >> 4 == 6;
+	}
+	/* The inner IP packet, as inner_ip. */
+	__u32 sa[4] = {}, da[4] = {}, l4i, iend, frag = 0;
+	__u8 nh;
+	if (v6) {
+		if (at + 40 > have || DB(at) >> 4 != 6)
+			return 0;
+		iend = at + 40 + DB16(at + 4);
+		if (iend > end)
+			return 0;
+		for (int i = 0; i < 4; i++) {
+			sa[i] = bpf_htonl(DB32(at + 8 + 4 * i));
+			da[i] = bpf_htonl(DB32(at + 24 + 4 * i));
+		}
+		nh = DB(at + 6);
+		l4i = at + 40;
+		for (int i = 0; i < 4; i++) {
+			if (nh != 0 && nh != 43 && nh != 60 && nh != 44)
+				break;
+			if (l4i + 8 > iend || l4i + 8 > have)
+				return 0;
+			if (nh == 44) {
+				nh = DB(l4i);
+				l4i += 8;
+				if (DB16(l4i - 6) & 0xfff8) {
+					frag = 1;
+					break;
+				}
+				continue;
+			}
+			nh = DB(l4i);
+			l4i += 8 * (DB(l4i + 1) + 1);
+		}
+		if (!frag && (nh == 0 || nh == 43 || nh == 60 || nh == 44))
+			return 0;
+	} else {
+		if (at + 20 > have || DB(at) >> 4 != 4)
+			return 0;
+		__u32 ihl = (DB(at) & 0xf) * 4, total = DB16(at + 2);
+		if (ihl < 20 || total < ihl || at + total > end)
+			return 0;
+		iend = at + total;
+		sa[2] = da[2] = bpf_htonl(0xffff);
+		sa[3] = bpf_htonl(DB32(at + 12));
+		da[3] = bpf_htonl(DB32(at + 16));
+		nh = DB(at + 9);
+		frag = (DB16(at + 6) & 0x1fff) != 0;
+		l4i = at + ihl;
+	}
+	__u16 sport = 0, dp = 0;
+	if (!frag) {
+		if (l4i > iend)
+			return 0;
+		if (nh == IPPROTO_TCP) {
+			if (l4i + 20 > iend || l4i + 20 > have)
+				return 0;
+			__u32 doff = (DB(l4i + 12) >> 4) * 4;
+			if (doff < 20 || l4i + doff > iend)
+				return 0;
+		} else if (nh == IPPROTO_UDP) {
+			if (l4i + 8 > iend || l4i + 8 > have)
+				return 0;
+		} else if (nh == IPPROTO_GRE) {
+			if (l4i + 4 > iend || l4i + 4 > have)
+				return 0;
+			__u16 fl = DB16(l4i);
+			__u32 n = 4 + ((fl & 0x8000) ? 4 : 0) + ((fl & 0x2000) ? 4 : 0) + ((fl & 0x1000) ? 4 : 0);
+			if ((fl & 0x4007) || l4i + n > iend)
+				return 0;
+		}
+		if (nh == IPPROTO_TCP || nh == IPPROTO_UDP) {
+			sport = DB16(l4i);
+			dp = DB16(l4i + 2);
+		}
+	}
+	__u64 h = hash64(0x51ed270b, ((__u64)kind << 32) | id);
+	for (int i = 0; i < 4; i++)
+		h = hash64(h, ((__u64)sa[i] << 32) | da[i]);
+	h = hash64(h, ((__u64)sport << 32) | ((__u64)dp << 16) | nh);
+	return h | 1;
+}
+
 /* intd_kfree_skb: tp_btf skb:kfree_skb. Every drop on the host passes
  * here: drops outside intd's namespace and interfaces leave after a few
  * loads, before anything else. */
@@ -3895,6 +4115,17 @@ int intd_kfree_skb(__u64 *ctx)
 			return 0;
 		k.sport = ((__u16)pt[0] << 8) | pt[1];
 		k.dport = ((__u16)pt[2] << 8) | pt[3];
+	}
+	if ((c->flags & F_WL_INNER) && (k.proto == IPPROTO_UDP || k.proto == IPPROTO_GRE)) {
+		/* The watched users of a tunnel: the entry of the inner flow
+		 * (intd_egress keys drop_watch with its digest). */
+		struct drop_copy *dc = bpf_map_lookup_elem(&drop_copy_map, &zero);
+		__u32 have = iplen < DROP_COPY ? iplen : DROP_COPY;
+		__u32 lin = skb->tail > nh ? skb->tail - nh : 0; /* the linear part */
+		if (lin < have)
+			have = lin;
+		if (dc && have > 0 && bpf_probe_read_kernel(dc->b, have & (2 * DROP_COPY - 1), head + nh) == 0)
+			k.inner = drop_inner(dc->b, have, iplen, v6 ? 40 : ihl & 0x3c, k.proto, k.dport);
 	}
 	struct drop_watch *dw = bpf_map_lookup_elem(&drop_watch_map, &k);
 	if (dw && dw->in_ifindex != (__u32)iif)
