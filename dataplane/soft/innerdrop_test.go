@@ -43,7 +43,7 @@ func TestTunnelDropsPerInnerFlow(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				l := newLine(t, lineOpts{n: 2,
-					match:  sai.WatchlistMatch{Inner: sai.InnerMatch{Enabled: true, Tunnel: sai.TunnelType(k),
+					match: sai.WatchlistMatch{Inner: sai.InnerMatch{Enabled: true, Tunnel: sai.TunnelType(k),
 						SrcPrefix: netip.MustParsePrefix("10.250.0.0/16")}},
 					action: func(a *sai.WatchlistAction) { a.DropReportEnable = true },
 					dtel: func(_ int, a *sai.DTelAttrs) {
