@@ -2128,19 +2128,27 @@ static __always_inline struct wl_bm *port_set(__u32 region, __u16 port)
 		_r;                                                             \
 	})
 
+/* TUN_AT is PKT_AT for inner_ip and tun_digest: n bytes at off in the
+ * packet in tc, or (copy) in intd_kfree_skb's copy cp of the first have
+ * bytes of a dropped packet. copy is a constant: each caller gets its own
+ * code. */
+#define TUN_AT(off, n)                                                                \
+	(copy ? ((off) + (n) <= have ? cp + ((off) & (DROP_COPY - 1)) : (__u8 *)0) \
+	      : PKT_AT(skb, s, off, n))
+
 /* inner_ip parses the IPv4 or IPv6 packet at off (up to end, the outer
- * datagram's end) into s->in as wire's parser does: lengths within the
+ * datagram's end) into in as wire's parser does: lengths within the
  * datagram, ports of TCP (with a valid data offset) and UDP, none for
  * fragments after the first; IPv6 extension headers stepped over (at
  * most 4). It returns 0 on success. */
-static __always_inline int inner_ip(struct __sk_buff *skb, struct scratch *s, __u32 off, __u32 end, int v6)
+static __always_inline int inner_ip(struct __sk_buff *skb, struct scratch *s, const int copy, __u8 *cp, __u32 have,
+				    struct inner *in, __u32 off, __u32 end, int v6)
 {
-	struct inner *in = &s->in;
-	__u8 *b = s->buf;
+	__u8 *b = 0;
 	__u32 l4, iend, frag = 0;
 	__u8 nh;
 	if (v6) {
-		if (off + 40 > end || !(b = PKT_AT(skb, s, off, 40)) || (b[0] >> 4) != 6)
+		if (off + 40 > end || !(b = TUN_AT(off, 40)) || (b[0] >> 4) != 6)
 			return -1;
 		iend = off + 40 + (((__u32)b[4] << 8) | b[5]);
 		if (iend > end)
@@ -2153,7 +2161,7 @@ static __always_inline int inner_ip(struct __sk_buff *skb, struct scratch *s, __
 		for (int i = 0; i < 4; i++) {
 			if (nh != 0 && nh != 43 && nh != 60 && nh != 44)
 				break;
-			if (l4 + 8 > iend || !(b = PKT_AT(skb, s, l4, 8)))
+			if (l4 + 8 > iend || !(b = TUN_AT(l4, 8)))
 				return -1;
 			if (nh == 44) {
 				nh = b[0];
@@ -2170,7 +2178,7 @@ static __always_inline int inner_ip(struct __sk_buff *skb, struct scratch *s, __
 		if (!frag && (nh == 0 || nh == 43 || nh == 60 || nh == 44))
 			return -1;
 	} else {
-		if (off + 20 > end || !(b = PKT_AT(skb, s, off, 20)) || (b[0] >> 4) != 4)
+		if (off + 20 > end || !(b = TUN_AT(off, 20)) || (b[0] >> 4) != 4)
 			return -1;
 		__u32 ihl = (b[0] & 0xf) * 4, total = ((__u32)b[2] << 8) | b[3];
 		if (ihl < 20 || total < ihl || off + total > end)
@@ -2192,17 +2200,17 @@ static __always_inline int inner_ip(struct __sk_buff *skb, struct scratch *s, __
 	if (l4 > iend)
 		return -1;
 	if (nh == IPPROTO_TCP) {
-		if (l4 + 20 > iend || !(b = PKT_AT(skb, s, l4, 20)))
+		if (l4 + 20 > iend || !(b = TUN_AT(l4, 20)))
 			return -1;
 		__u32 doff = (b[12] >> 4) * 4;
 		if (doff < 20 || l4 + doff > iend)
 			return -1;
 	} else if (nh == IPPROTO_UDP) {
-		if (l4 + 8 > iend || !(b = PKT_AT(skb, s, l4, 8)))
+		if (l4 + 8 > iend || !(b = TUN_AT(l4, 8)))
 			return -1;
 	} else if (nh == IPPROTO_GRE) {
 		/* GRE inside: wire checks its header. */
-		if (l4 + 4 > iend || !(b = PKT_AT(skb, s, l4, 4)))
+		if (l4 + 4 > iend || !(b = TUN_AT(l4, 4)))
 			return -1;
 		__u16 fl = ((__u16)b[0] << 8) | b[1];
 		__u32 n = 4 + ((fl & 0x8000) ? 4 : 0) + ((fl & 0x2000) ? 4 : 0) + ((fl & 0x1000) ? 4 : 0);
@@ -2217,26 +2225,22 @@ static __always_inline int inner_ip(struct __sk_buff *skb, struct scratch *s, __
 	return 0;
 }
 
-/* inner_parse finds the IP packet inside a VXLAN, VXLAN-GPE, Geneve, GRE
- * (IPv4 or IPv6) or GTP-U G-PDU tunnel, as wire.FindInner does, into s->in
- * and its digest into s->p.idigest (in.tun 0 and digest 0: none).
- * Global: verified once, apart from intd_egress. */
-GLOBAL int inner_parse(struct __sk_buff *skb, struct scratch *s)
+/* tun_digest finds the IP packet inside a VXLAN, VXLAN-GPE, Geneve, GRE
+ * (IPv4 or IPv6) or GTP-U G-PDU tunnel, as wire.FindInner does, into in
+ * (in->tun 0: none) and returns the digest of the tunnel and inner flow (0:
+ * none). l4 is the outer L4 header, end the outer datagram's end, proto and
+ * dport the outer IP protocol and UDP destination port. It reads the packet
+ * in tc, or (copy) the copy cp of a dropped one's first have bytes. */
+static __always_inline __u64 tun_digest(struct __sk_buff *skb, struct scratch *s, const int copy, __u8 *cp, __u32 have,
+					struct inner *in, __u32 l4, __u32 end, __u8 proto, __u16 dport)
 {
-	if (!s)
-		return 0;
-	struct pkt *p = &s->p;
-	struct inner *in = &s->in;
-	__u8 *b = s->buf;
-	in->tun = 0;
-	p->idigest = 0;
-	__u32 end = L3 + p->ip_len, at, id = 0, kind, eth = 0;
+	__u8 *b = 0;
+	__u32 at, id = 0, kind, eth = 0;
 	__u16 et = 0;
-	if (end > skb->len)
-		return 0;
-	if (p->ipproto == IPPROTO_GRE) {
-		at = p->l4;
-		if (at + 4 > end || !(b = PKT_AT(skb, s, at, 4)))
+	in->tun = 0;
+	if (proto == IPPROTO_GRE) {
+		at = l4;
+		if (at + 4 > end || !(b = TUN_AT(at, 4)))
 			return 0;
 		__u16 fl = ((__u16)b[0] << 8) | b[1];
 		et = ((__u16)b[2] << 8) | b[3];
@@ -2244,7 +2248,7 @@ GLOBAL int inner_parse(struct __sk_buff *skb, struct scratch *s)
 			return 0; /* source routing or GRE version != 0 */
 		at += (fl & 0x8000) ? 8 : 4;
 		if (fl & 0x2000) {
-			if (at + 4 > end || !(b = PKT_AT(skb, s, at, 4)))
+			if (at + 4 > end || !(b = TUN_AT(at, 4)))
 				return 0;
 			id = ((__u32)b[0] << 24) | ((__u32)b[1] << 16) | ((__u32)b[2] << 8) | b[3];
 			at += 4;
@@ -2252,13 +2256,13 @@ GLOBAL int inner_parse(struct __sk_buff *skb, struct scratch *s)
 		if (fl & 0x1000)
 			at += 4;
 		kind = TUNK_GRE;
-	} else if (p->ipproto == IPPROTO_UDP) {
-		__u32 u = p->l4 + 8;
-		if (u + 8 > end || !(b = PKT_AT(skb, s, u, 8)))
+	} else if (proto == IPPROTO_UDP) {
+		__u32 u = l4 + 8;
+		if (u + 8 > end || !(b = TUN_AT(u, 8)))
 			return 0;
 		at = u + 8;
 		id = ((__u32)b[4] << 16) | ((__u32)b[5] << 8) | b[6];
-		switch (p->dport) {
+		switch (dport) {
 		case PORT_VXLAN:
 			kind = TUNK_VXLAN;
 			eth = 1;
@@ -2288,7 +2292,7 @@ GLOBAL int inner_parse(struct __sk_buff *skb, struct scratch *s)
 			id = ((__u32)b[4] << 24) | ((__u32)b[5] << 16) | ((__u32)b[6] << 8) | b[7];
 			if (!(f & 7))
 				break;
-			if (at + 4 > end || !(b = PKT_AT(skb, s, at, 4)))
+			if (at + 4 > end || !(b = TUN_AT(at, 4)))
 				return 0;
 			__u8 next = b[3];
 			at += 4;
@@ -2297,10 +2301,10 @@ GLOBAL int inner_parse(struct __sk_buff *skb, struct scratch *s)
 			for (int i = 0; i < GTPU_MAX_EXT; i++) {
 				if (!next)
 					break;
-				if (at + 1 > end || !(b = PKT_AT(skb, s, at, 1)) || !b[0])
+				if (at + 1 > end || !(b = TUN_AT(at, 1)) || !b[0])
 					return 0;
 				__u32 n = (__u32)b[0] * 4;
-				if (at + n > end || !(b = PKT_AT(skb, s, at + n - 1, 1)))
+				if (at + n > end || !(b = TUN_AT(at + n - 1, 1)))
 					return 0;
 				next = b[0];
 				at += n;
@@ -2326,14 +2330,14 @@ GLOBAL int inner_parse(struct __sk_buff *skb, struct scratch *s)
 	int v6;
 	if (eth) {
 		/* Ethernet, up to two VLAN tags, then IP. */
-		if (at + 14 > end || !(b = PKT_AT(skb, s, at, 14)))
+		if (at + 14 > end || !(b = TUN_AT(at, 14)))
 			return 0;
 		et = ((__u16)b[12] << 8) | b[13];
 		at += 14;
 		for (int i = 0; i < 2; i++) {
 			if (et != 0x8100 && et != 0x88a8)
 				break;
-			if (at + 4 > end || !(b = PKT_AT(skb, s, at, 4)))
+			if (at + 4 > end || !(b = TUN_AT(at, 4)))
 				return 0;
 			et = ((__u16)b[2] << 8) | b[3];
 			at += 4;
@@ -2342,13 +2346,13 @@ GLOBAL int inner_parse(struct __sk_buff *skb, struct scratch *s)
 			return 0;
 		v6 = et == 0x86dd;
 	} else {
-		if (!(b = PKT_AT(skb, s, at, 1)))
+		if (!(b = TUN_AT(at, 1)))
 			return 0;
 		if ((b[0] >> 4) != 4 && (b[0] >> 4) != 6)
 			return 0;
 		v6 = (b[0] >> 4) == 6;
 	}
-	if (inner_ip(skb, s, at, end, v6))
+	if (inner_ip(skb, s, copy, cp, have, in, at, end, v6))
 		return 0;
 	in->id = id;
 	in->tun = kind;
@@ -2356,7 +2360,22 @@ GLOBAL int inner_parse(struct __sk_buff *skb, struct scratch *s)
 	for (int i = 0; i < 4; i++)
 		h = hash64(h, ((__u64)in->saddr[i] << 32) | in->daddr[i]);
 	h = hash64(h, ((__u64)in->sport << 32) | ((__u64)in->dport << 16) | in->proto);
-	p->idigest = h | 1;
+	return h | 1;
+}
+
+/* inner_parse is tun_digest of the packet in tc into s->in and
+ * s->p.idigest. Global: verified once, apart from intd_egress. */
+GLOBAL int inner_parse(struct __sk_buff *skb, struct scratch *s)
+{
+	if (!s)
+		return 0;
+	struct pkt *p = &s->p;
+	s->in.tun = 0;
+	p->idigest = 0;
+	__u32 end = L3 + p->ip_len;
+	if (end > skb->len)
+		return 0;
+	p->idigest = tun_digest(skb, s, 0, 0, 0, &s->in, p->l4, end, p->ipproto, p->dport);
 	return 0;
 }
 
@@ -3672,7 +3691,7 @@ int intd_egress(struct __sk_buff *skb)
 		}
 		if (s->miss && (s->c.flags & F_DROP) && (s->e.act & (ACT_DROP_REPORT | ACT_TAIL_DROP))) {
 			/* A tunnel's users are watched apart: keyed with the
-			 * digest of the tunnel and inner flow (drop_inner). */
+			 * digest of the tunnel and inner flow (tun_digest). */
 			struct flow_key k = {.sport = s->p.sport, .dport = s->p.dport, .proto = s->p.proto,
 					     .inner = s->p.idigest};
 			__builtin_memcpy(k.src, s->p.saddr, 16);
@@ -3844,208 +3863,6 @@ int intd_xmit(__u64 *ctx)
 
 /* ---- drop reports ---- */
 
-#define DB(o) ((__u32)b[(o) & (DROP_COPY - 1)])
-#define DB16(o) ((DB(o) << 8) | DB((o) + 1))
-#define DB32(o) ((DB16(o) << 16) | DB16((o) + 2))
-
-/* drop_inner is inner_parse's digest of the tunnel and inner flow for the
- * copy b of a dropped packet (have bytes of the outer IP datagram, which
- * ends at end; l4 the outer L4 header, proto and dport its protocol and
- * UDP destination port), with inner_parse's and inner_ip's checks, so that
- * a drop finds the drop_watch entry its user's packets made at egress.
- * 0: no tunnel with an IP packet inside, or headers past the copy. */
-static __always_inline __u64 drop_inner(const __u8 *b, __u32 have, __u32 end, __u32 l4, __u8 proto, __u16 dport)
-{
-	__u32 at, id = 0, kind, eth = 0;
-	__u16 et = 0;
-	if (have > end)
-		have = end;
-	if (proto == IPPROTO_GRE) {
-		if (l4 + 4 > have)
-			return 0;
-		__u16 fl = DB16(l4);
-		et = DB16(l4 + 2);
-		if (fl & 0x4007)
-			return 0;
-		at = l4 + ((fl & 0x8000) ? 8 : 4);
-		if (fl & 0x2000) {
-			if (at + 4 > have)
-				return 0;
-			id = DB32(at);
-			at += 4;
-		}
-		if (fl & 0x1000)
-			at += 4;
-		kind = TUNK_GRE;
-	} else if (proto == IPPROTO_UDP) {
-		__u32 u = l4 + 8;
-		if (u + 8 > have)
-			return 0;
-		at = u + 8;
-		id = (DB(u + 4) << 16) | (DB(u + 5) << 8) | DB(u + 6);
-		switch (dport) {
-		case PORT_VXLAN:
-			kind = TUNK_VXLAN;
-			eth = 1;
-			break;
-		case PORT_VXLAN_GPE:
-			kind = TUNK_GPE;
-			if (DB(u + 3) == 3)
-				eth = 1;
-			else if (DB(u + 3) != 1 && DB(u + 3) != 2)
-				return 0;
-			break;
-		case PORT_GENEVE:
-			kind = TUNK_GENEVE;
-			at += (DB(u) & 0x3f) * 4;
-			et = DB16(u + 2);
-			break;
-		case PORT_GTPU: {
-			kind = TUNK_GTPU;
-			__u8 f = DB(u);
-			if ((f >> 5) != 1 || !(f & 0x10) || DB(u + 1) != 255)
-				return 0;
-			id = DB32(u + 4);
-			if (!(f & 7))
-				break;
-			if (at + 4 > have)
-				return 0;
-			__u8 next = DB(at + 3);
-			at += 4;
-			if (!(f & 4))
-				break;
-			for (int i = 0; i < GTPU_MAX_EXT; i++) {
-				if (!next)
-					break;
-				if (at + 1 > have || !DB(at))
-					return 0;
-				__u32 n = DB(at) * 4;
-				if (at + n > have)
-					return 0;
-				next = DB(at + n - 1);
-				at += n;
-			}
-			if (next)
-				return 0;
-			break;
-		}
-		default:
-			return 0;
-		}
-	} else {
-		return 0;
-	}
-	if (kind == TUNK_GRE || kind == TUNK_GENEVE) {
-		if (et == 0x6558)
-			eth = 1;
-		else if (et != 0x0800 && et != 0x86dd)
-			return 0;
-	}
-	if (at >= have)
-		return 0;
-	int v6;
-	if (eth) {
-		if (at + 14 > have)
-			return 0;
-		et = DB16(at + 12);
-		at += 14;
-		for (int i = 0; i < 2; i++) {
-			if (et != 0x8100 && et != 0x88a8)
-				break;
-			if (at + 4 > have)
-				return 0;
-			et = DB16(at + 2);
-			at += 4;
-		}
-		if (et != 0x0800 && et != 0x86dd)
-			return 0;
-		v6 = et == 0x86dd;
-	} else {
-		if (at + 1 > have || (DB(at) >> 4 != 4 && DB(at) >> 4 != 6))
-			return 0;
-		v6 = DB(at) >> 4 == 6;
-	}
-	/* The inner IP packet, as inner_ip. */
-	__u32 sa[4] = {}, da[4] = {}, l4i, iend, frag = 0;
-	__u8 nh;
-	if (v6) {
-		if (at + 40 > have || DB(at) >> 4 != 6)
-			return 0;
-		iend = at + 40 + DB16(at + 4);
-		if (iend > end)
-			return 0;
-		for (int i = 0; i < 4; i++) {
-			sa[i] = bpf_htonl(DB32(at + 8 + 4 * i));
-			da[i] = bpf_htonl(DB32(at + 24 + 4 * i));
-		}
-		nh = DB(at + 6);
-		l4i = at + 40;
-		for (int i = 0; i < 4; i++) {
-			if (nh != 0 && nh != 43 && nh != 60 && nh != 44)
-				break;
-			if (l4i + 8 > iend || l4i + 8 > have)
-				return 0;
-			if (nh == 44) {
-				nh = DB(l4i);
-				l4i += 8;
-				if (DB16(l4i - 6) & 0xfff8) {
-					frag = 1;
-					break;
-				}
-				continue;
-			}
-			nh = DB(l4i);
-			l4i += 8 * (DB(l4i + 1) + 1);
-		}
-		if (!frag && (nh == 0 || nh == 43 || nh == 60 || nh == 44))
-			return 0;
-	} else {
-		if (at + 20 > have || DB(at) >> 4 != 4)
-			return 0;
-		__u32 ihl = (DB(at) & 0xf) * 4, total = DB16(at + 2);
-		if (ihl < 20 || total < ihl || at + total > end)
-			return 0;
-		iend = at + total;
-		sa[2] = da[2] = bpf_htonl(0xffff);
-		sa[3] = bpf_htonl(DB32(at + 12));
-		da[3] = bpf_htonl(DB32(at + 16));
-		nh = DB(at + 9);
-		frag = (DB16(at + 6) & 0x1fff) != 0;
-		l4i = at + ihl;
-	}
-	__u16 sport = 0, dp = 0;
-	if (!frag) {
-		if (l4i > iend)
-			return 0;
-		if (nh == IPPROTO_TCP) {
-			if (l4i + 20 > iend || l4i + 20 > have)
-				return 0;
-			__u32 doff = (DB(l4i + 12) >> 4) * 4;
-			if (doff < 20 || l4i + doff > iend)
-				return 0;
-		} else if (nh == IPPROTO_UDP) {
-			if (l4i + 8 > iend || l4i + 8 > have)
-				return 0;
-		} else if (nh == IPPROTO_GRE) {
-			if (l4i + 4 > iend || l4i + 4 > have)
-				return 0;
-			__u16 fl = DB16(l4i);
-			__u32 n = 4 + ((fl & 0x8000) ? 4 : 0) + ((fl & 0x2000) ? 4 : 0) + ((fl & 0x1000) ? 4 : 0);
-			if ((fl & 0x4007) || l4i + n > iend)
-				return 0;
-		}
-		if (nh == IPPROTO_TCP || nh == IPPROTO_UDP) {
-			sport = DB16(l4i);
-			dp = DB16(l4i + 2);
-		}
-	}
-	__u64 h = hash64(0x51ed270b, ((__u64)kind << 32) | id);
-	for (int i = 0; i < 4; i++)
-		h = hash64(h, ((__u64)sa[i] << 32) | da[i]);
-	h = hash64(h, ((__u64)sport << 32) | ((__u64)dp << 16) | nh);
-	return h | 1;
-}
-
 /* intd_kfree_skb: tp_btf skb:kfree_skb. Every drop on the host passes
  * here: drops outside intd's namespace and interfaces leave after a few
  * loads, before anything else. */
@@ -4124,8 +3941,9 @@ int intd_kfree_skb(__u64 *ctx)
 		__u32 lin = skb->tail > nh ? skb->tail - nh : 0; /* the linear part */
 		if (lin < have)
 			have = lin;
+		struct inner in;
 		if (dc && have > 0 && bpf_probe_read_kernel(dc->b, have & (2 * DROP_COPY - 1), head + nh) == 0)
-			k.inner = drop_inner(dc->b, have, iplen, v6 ? 40 : ihl & 0x3c, k.proto, k.dport);
+			k.inner = tun_digest(0, 0, 1, dc->b, have, &in, v6 ? 40 : ihl & 0x3c, iplen, k.proto, k.dport);
 	}
 	struct drop_watch *dw = bpf_map_lookup_elem(&drop_watch_map, &k);
 	if (dw && dw->in_ifindex != (__u32)iif)
