@@ -205,14 +205,7 @@ func TestGTPUEndToEnd(t *testing.T) {
 	l.router(t, "r3", []string{"r3-r2", "r3-h2"}, pipe(), ueWatch(3, "POSTCARD"))
 
 	// The user-plane endpoint at h2 counts the G-PDUs it gets.
-	var upf *net.UDPConn
-	if err := l.in("h2", func() (err error) {
-		upf, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(10, 0, 2, 2), Port: wire.PortGTPU})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { upf.Close() })
+	upf := upfAt(t, l)
 	gnb := gnodeB(t, l, net.IPv4(10, 0, 2, 2))
 	const teid = 0x1001
 	ues := []string{"10.250.0.1", "10.250.0.2", "10.251.0.1"} // the last outside the watched subnet
@@ -350,14 +343,7 @@ func TestGTPUDropWatchPerUE(t *testing.T) {
 		`"events": {"event": [`, `"events": {"event": [{"type": "DROP_REPORT", "config": {"type": "DROP_REPORT", "report-session": "collector"}}, `).
 		Replace(ueWatch(1, "POSTCARD"))
 	r1 := l.router(t, "r1", []string{"r1-h1", "r1-r2"}, pipe(), cfg)
-	var upf *net.UDPConn
-	if err := l.in("h2", func() (err error) {
-		upf, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(10, 0, 2, 2), Port: wire.PortGTPU})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { upf.Close() })
+	upf := upfAt(t, l)
 	gnb := gnodeB(t, l, net.IPv4(10, 0, 2, 2))
 	const teid = 0x3003
 	ues := []string{"10.250.0.1", "10.250.0.2", "10.251.0.1"} // the last outside the watched subnet
@@ -447,6 +433,19 @@ func ueWatch(node int, op string) string {
 	return strings.Replace(routerConfigOp(node, "", true, 0, op),
 		`"match": {"config": {"source-prefix": "10.0.1.0/24", "destination-prefix": "10.0.2.0/24"}}`,
 		`"match": {"config": {"source-prefix": "10.250.0.0/16", "gtpu-inner": true}}`, 1)
+}
+
+// upfAt is a user-plane endpoint's GTP-U socket at h2.
+func upfAt(t *testing.T, l *lab) *net.UDPConn {
+	var c *net.UDPConn
+	if err := l.in("h2", func() (err error) {
+		c, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(10, 0, 2, 2), Port: wire.PortGTPU})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 // gnodeB is a GTP-U socket at h1 (its N3 address) sending to dst.
