@@ -2226,20 +2226,20 @@ static __always_inline int inner_ip(struct __sk_buff *skb, struct scratch *s, co
 }
 
 /* tun_digest finds the IP packet inside a VXLAN, VXLAN-GPE, Geneve, GRE
- * (IPv4 or IPv6) or GTP-U G-PDU tunnel, as wire.FindInner does, into in
- * (in->tun 0: none) and returns the digest of the tunnel and inner flow (0:
- * none). l4 is the outer L4 header, end the outer datagram's end, proto and
- * dport the outer IP protocol and UDP destination port. It reads the packet
- * in tc, or (copy) the copy cp of a dropped one's first have bytes. */
+ * (IPv4 or IPv6) or GTP-U G-PDU tunnel of p (its outer L4 header, IP
+ * protocol and UDP destination port; end the outer datagram's end), as
+ * wire.FindInner does, into in (in->tun set when there is one), and
+ * returns the digest of the tunnel and inner flow (0: none). It reads the
+ * packet in tc, or (copy) the copy cp of a dropped one's first have bytes.
+ */
 static __always_inline __u64 tun_digest(struct __sk_buff *skb, struct scratch *s, const int copy, __u8 *cp, __u32 have,
-					struct inner *in, __u32 l4, __u32 end, __u8 proto, __u16 dport)
+					struct inner *in, struct pkt *p, __u32 end)
 {
 	__u8 *b = 0;
 	__u32 at, id = 0, kind, eth = 0;
 	__u16 et = 0;
-	in->tun = 0;
-	if (proto == IPPROTO_GRE) {
-		at = l4;
+	if (p->ipproto == IPPROTO_GRE) {
+		at = p->l4;
 		if (at + 4 > end || !(b = TUN_AT(at, 4)))
 			return 0;
 		__u16 fl = ((__u16)b[0] << 8) | b[1];
@@ -2256,13 +2256,13 @@ static __always_inline __u64 tun_digest(struct __sk_buff *skb, struct scratch *s
 		if (fl & 0x1000)
 			at += 4;
 		kind = TUNK_GRE;
-	} else if (proto == IPPROTO_UDP) {
-		__u32 u = l4 + 8;
+	} else if (p->ipproto == IPPROTO_UDP) {
+		__u32 u = p->l4 + 8;
 		if (u + 8 > end || !(b = TUN_AT(u, 8)))
 			return 0;
 		at = u + 8;
 		id = ((__u32)b[4] << 16) | ((__u32)b[5] << 8) | b[6];
-		switch (dport) {
+		switch (p->dport) {
 		case PORT_VXLAN:
 			kind = TUNK_VXLAN;
 			eth = 1;
@@ -2375,8 +2375,21 @@ GLOBAL int inner_parse(struct __sk_buff *skb, struct scratch *s)
 	__u32 end = L3 + p->ip_len;
 	if (end > skb->len)
 		return 0;
-	p->idigest = tun_digest(skb, s, 0, 0, 0, &s->in, p->l4, end, p->ipproto, p->dport);
+	p->idigest = tun_digest(skb, s, 0, 0, 0, &s->in, p, end);
 	return 0;
+}
+
+/* drop_digest is tun_digest of intd_kfree_skb's copy of a dropped packet
+ * (have bytes of the outer datagram, which ends at end; its L4 header at
+ * l4, protocol << 16 | UDP destination port in pd). Global: the verifier
+ * walks it once, not again from every state the tracer calls it in. */
+GLOBAL __u64 drop_digest(struct drop_copy *dc, __u32 have, __u32 end, __u32 l4, __u32 pd)
+{
+	if (!dc)
+		return 0;
+	struct inner in;
+	struct pkt p = {.l4 = l4, .ipproto = pd >> 16, .dport = pd & 0xffff};
+	return tun_digest(0, 0, 1, dc->b, have, &in, &p, end);
 }
 
 /* ctz64 is the index of the lowest set bit of x (x != 0). */
@@ -3941,9 +3954,8 @@ int intd_kfree_skb(__u64 *ctx)
 		__u32 lin = skb->tail > nh ? skb->tail - nh : 0; /* the linear part */
 		if (lin < have)
 			have = lin;
-		struct inner in;
 		if (dc && have > 0 && bpf_probe_read_kernel(dc->b, have & (2 * DROP_COPY - 1), head + nh) == 0)
-			k.inner = tun_digest(0, 0, 1, dc->b, have, &in, v6 ? 40 : ihl & 0x3c, iplen, k.proto, k.dport);
+			k.inner = drop_digest(dc, have, iplen, v6 ? 40 : ihl & 0x3c, ((__u32)k.proto << 16) | k.dport);
 	}
 	struct drop_watch *dw = bpf_map_lookup_elem(&drop_watch_map, &k);
 	if (dw && dw->in_ifindex != (__u32)iif)
