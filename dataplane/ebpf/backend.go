@@ -317,6 +317,7 @@ func (d *Dataplane) compileLocked() error {
 		return err
 	}
 	c.Flags |= uint32(wt.flags)
+	c.WlUse = uint16(wt.use)
 	wlBytes := make([]byte, 0, len(ents)*int(unsafe.Sizeof(intdWlEntry{})))
 	for _, e := range ents {
 		w := d.wlEntry(e.oid, e.a)

@@ -34,7 +34,7 @@ type intdCfg struct {
 	GsoDev        uint32
 	GsoPeer       uint32
 	GreProto      uint16
-	Pad2          uint16
+	WlUse         uint16
 	Probe         uint64
 	LatFactor     uint32
 	LatFloor      uint32
@@ -60,8 +60,6 @@ const (
 	intdCfgFlagF_WL_INNER     intdCfgFlag = 16384
 	intdCfgFlagF_WL_TID       intdCfgFlag = 32768
 	intdCfgFlagF_WL_ICMP      intdCfgFlag = 65536
-	intdCfgFlagF_WL_IPFX      intdCfgFlag = 131072
-	intdCfgFlagF_WL_IPORT     intdCfgFlag = 262144
 	intdCfgFlagF_WL_IFAM      intdCfgFlag = 524288
 	intdCfgFlagF_WL_IPROTO    intdCfgFlag = 1048576
 	intdCfgFlagF_ADAPTIVE     intdCfgFlag = 2097152
@@ -527,6 +525,20 @@ type intdWlStats struct {
 	Bytes     uint64
 	Unsampled uint64
 }
+
+type intdWlUse uint32
+
+const (
+	intdWlUseWLU_SRC    intdWlUse = 1
+	intdWlUseWLU_DST    intdWlUse = 2
+	intdWlUseWLU_SPORT  intdWlUse = 4
+	intdWlUseWLU_DPORT  intdWlUse = 8
+	intdWlUseWLU_ISRC   intdWlUse = 16
+	intdWlUseWLU_IDST   intdWlUse = 32
+	intdWlUseWLU_ISPORT intdWlUse = 64
+	intdWlUseWLU_IDPORT intdWlUse = 128
+	intdWlUseWLU_PROTO  intdWlUse = 256
+)
 
 // Names of all BPF objects in the ELF.
 //

@@ -100,6 +100,7 @@ type wlTables struct {
 	ifx   map[uint32]bitmap // ingress ports with entries of their own
 	tid   map[uint32]bitmap // tunnel ids with entries of their own
 	flags intdCfgFlag       // F_WL_*
+	use   intdWlUse         // WLU_*: the fields some entry matches
 }
 
 // buildWatchlist computes the classification sets of entries (in
@@ -137,17 +138,11 @@ func buildWatchlist(ents []wlMatch) *wlTables {
 			}
 			familySets(small, wlsIFam, i, e.ifamily)
 			valueSet(small, &anyIProto, wlsIProto, i, e.iproto)
-			if e.isrc.Bits() != 0 || e.idst.Bits() != 0 {
-				t.flags |= intdCfgFlagF_WL_IPFX
-			}
 			if e.ifamily != 0 {
 				t.flags |= intdCfgFlagF_WL_IFAM
 			}
 			if e.iproto != 0 {
 				t.flags |= intdCfgFlagF_WL_IPROTO
-			}
-			if e.isport != [2]uint16{0, 65535} || e.idport != [2]uint16{0, 65535} {
-				t.flags |= intdCfgFlagF_WL_IPORT
 			}
 			if e.tid == 0 {
 				anyTid.set(i)
@@ -156,6 +151,7 @@ func buildWatchlist(ents []wlMatch) *wlTables {
 				t.flags |= intdCfgFlagF_WL_TID
 			}
 		}
+		t.use |= fieldsOf(e)
 		familySets(small, wlsFam, i, e.family)
 		valueSet(small, &anyProto, wlsProto, i, e.proto)
 		maskedSets(small[wlsDSCP:wlsDSCP+64], &anyDSCP, i, e.dscpVal, e.dscpMask)
@@ -210,6 +206,28 @@ func buildWatchlist(ents []wlMatch) *wlTables {
 		t.ival[f], t.port[f] = portSets(ents, ports)
 	}
 	return t
+}
+
+// fieldsOf returns the address, port and protocol fields e matches
+// (not every value).
+func fieldsOf(e wlMatch) intdWlUse {
+	var u intdWlUse
+	anyPort := [2]uint16{0, 65535}
+	for _, f := range []struct {
+		used bool
+		bit  intdWlUse
+	}{
+		{e.src.Bits() != 0, intdWlUseWLU_SRC}, {e.dst.Bits() != 0, intdWlUseWLU_DST},
+		{e.sport != anyPort, intdWlUseWLU_SPORT}, {e.dport != anyPort, intdWlUseWLU_DPORT},
+		{e.isrc.Bits() != 0, intdWlUseWLU_ISRC}, {e.idst.Bits() != 0, intdWlUseWLU_IDST},
+		{e.isport != anyPort, intdWlUseWLU_ISPORT}, {e.idport != anyPort, intdWlUseWLU_IDPORT},
+		{e.proto != 0, intdWlUseWLU_PROTO},
+	} {
+		if f.used {
+			u |= f.bit
+		}
+	}
+	return u
 }
 
 // familySets adds entry i to the family sets at small[at] (IPv4) and

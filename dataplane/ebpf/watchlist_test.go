@@ -243,6 +243,53 @@ type dwlGen struct {
 	used     map[uint16]bool // priorities in use: ties are unspecified
 	widePct  int             // of the entries, fewer in larger watchlists
 	innerPct int             // of the entries, with a tunnel match
+	open     dwlField        // fields no entry matches
+}
+
+// dwlField is a set of the address, port and protocol fields.
+type dwlField uint16
+
+const (
+	dwlSrc dwlField = 1 << iota
+	dwlDst
+	dwlSport
+	dwlDport
+	dwlISrc
+	dwlIDst
+	dwlISport
+	dwlIDport
+	dwlProto
+	dwlFields = iota
+)
+
+// leaveOpen clears the fields of g.open in m (the outer protocol with
+// what needs it: ports, TCP flags, ICMP).
+func (g *dwlGen) leaveOpen(m *sai.WatchlistMatch) {
+	for f := dwlField(1); f < 1<<dwlFields; f <<= 1 {
+		if g.open&f == 0 {
+			continue
+		}
+		switch f {
+		case dwlSrc:
+			m.SrcPrefix = netip.Prefix{}
+		case dwlDst:
+			m.DstPrefix = netip.Prefix{}
+		case dwlSport:
+			m.L4SrcPort = sai.PortRange{}
+		case dwlDport:
+			m.L4DstPort = sai.PortRange{}
+		case dwlISrc:
+			m.Inner.SrcPrefix = netip.Prefix{}
+		case dwlIDst:
+			m.Inner.DstPrefix = netip.Prefix{}
+		case dwlISport:
+			m.Inner.L4SrcPort = sai.PortRange{}
+		case dwlIDport:
+			m.Inner.L4DstPort = sai.PortRange{}
+		case dwlProto:
+			m.IPProtocol, m.L4SrcPort, m.L4DstPort, m.TCPFlags, m.ICMP = 0, sai.PortRange{}, sai.PortRange{}, sai.TCPFlagsMatch{}, sai.ICMPMatch{}
+		}
+	}
 }
 
 var (
@@ -422,6 +469,7 @@ func (g *dwlGen) entry() sai.WatchlistEntryAttrs {
 				}
 			}
 		}
+		g.leaveOpen(&m)
 		// Narrow entries constrain at least two fields to a small part.
 		few := func(r sai.PortRange) bool { return !r.IsAny() && r.Hi-r.Lo < 256 }
 		narrow := 0
@@ -850,6 +898,25 @@ func TestWatchlistDifferential(t *testing.T) {
 	fill(nil)
 	run("round 2 (old packets)", first)
 	run("round 2 (new packets)", gen(nPkts, ents))
+
+	// Lists in which some fields are open in every entry (the eBPF
+	// classifier then skips their sets): each field open half the time;
+	// then every outer address and port (tunnel matches on the inner
+	// headers alone).
+	for _, open := range []dwlField{dwlField(g.r.UintN(1 << dwlFields)), dwlSrc | dwlDst | dwlSport | dwlDport | dwlProto} {
+		bn.Defer()
+		for len(ents) > 0 {
+			remove(len(ents) - 1)
+		}
+		g.open = open
+		for len(ents) < capacity {
+			create(g.entry())
+		}
+		if err := bn.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		run(fmt.Sprintf("fields open %#x", open), gen(nPkts, ents))
+	}
 }
 
 // dwlRunIngress is bpfNode.process for a frame whose skb came in on

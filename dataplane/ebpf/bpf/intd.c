@@ -74,12 +74,24 @@ enum cfg_flag {
 	F_WL_INNER = 1 << 14,  /* some watchlist entry matches tunnel and inner headers */
 	F_WL_TID = 1 << 15,    /* some watchlist entry matches a tunnel id */
 	F_WL_ICMP = 1 << 16,   /* some watchlist entry matches ICMP type or code */
-	F_WL_IPFX = 1 << 17,   /* some watchlist entry matches an inner prefix */
-	F_WL_IPORT = 1 << 18,  /* some watchlist entry matches an inner port */
 	F_WL_IFAM = 1 << 19,   /* some watchlist entry matches the inner family */
 	F_WL_IPROTO = 1 << 20, /* some watchlist entry matches the inner protocol */
 	F_ADAPTIVE = 1 << 21,  /* flow filter: learned latency band, not lat_shift buckets */
 	F_QTIME = 1 << 22,     /* something uses the queueing delay: intd_xmit is attached, packets are followed */
+};
+
+/* cfg.wl_use: classification skips the sets of a field no entry matches
+ * (each would hold every entry). */
+enum wl_use {
+	WLU_SRC = 1 << 0, /* outer source prefix */
+	WLU_DST = 1 << 1,
+	WLU_SPORT = 1 << 2,
+	WLU_DPORT = 1 << 3,
+	WLU_ISRC = 1 << 4, /* inner source prefix */
+	WLU_IDST = 1 << 5,
+	WLU_ISPORT = 1 << 6,
+	WLU_IDPORT = 1 << 7,
+	WLU_PROTO = 1 << 8, /* outer protocol */
 };
 
 /* ENC_* (pkt.encap, pkt.tun), TUN_* (cfg.tunnels) and the tunnels' code
@@ -163,7 +175,7 @@ struct cfg {
 	__u32 gso_dev;       /* ifindex of the detour veth's sending side, 0: none */
 	__u32 gso_peer;      /* ifindex of its receiving side (intd_gso) */
 	__u16 gre_proto;     /* GRE protocol type announcing INT (TUN_GRE) */
-	__u16 pad2;
+	__u16 wl_use;        /* WLU_*: the fields some watchlist entry matches */
 	__u64 probe;         /* probe marker as the packet's bytes read, 0: off */
 	__u32 lat_factor;    /* F_ADAPTIVE: deviations a latency may move */
 	__u32 lat_floor;     /* F_ADAPTIVE: ns a latency may always move */
@@ -754,6 +766,7 @@ struct abi {
 	enum counter counter;
 	enum wl_set wl_set;
 	enum drop_map drop_map;
+	enum wl_use wl_use;
 } *unused_abi __attribute__((unused));
 
 /* ---- CO-RE view of the egress queue (queue occupancy) ---- */
@@ -2449,16 +2462,14 @@ GLOBAL int wl_inner(struct scratch *s)
 				b = bpf_map_lookup_elem(&wl_tid, &s->tk);
 				bm_and(acc, b ? b : small_set(half, WLS_TID_ANY));
 			}
-			/* Trie lookups cost most: skipped when every entry
-			 * accepts any inner address (or port). */
-			if (c->flags & F_WL_IPFX) {
+			if (c->wl_use & WLU_ISRC)
 				bm_and(acc, prefix_set(s, WL_INNER + half * 2, in->saddr));
+			if (c->wl_use & WLU_IDST)
 				bm_and(acc, prefix_set(s, WL_INNER + half * 2 + 1, in->daddr));
-			}
-			if (c->flags & F_WL_IPORT) {
+			if (c->wl_use & WLU_ISPORT)
 				bm_and(acc, port_set(WL_INNER + half * 2, in->sport));
+			if (c->wl_use & WLU_IDPORT)
 				bm_and(acc, port_set(WL_INNER + half * 2 + 1, in->dport));
-			}
 		}
 	}
 	return 0;
@@ -2481,7 +2492,8 @@ GLOBAL int wl_match(struct scratch *s)
 		return WL_NONE;
 	for (int j = 0; j < WL_WORDS; j++)
 		acc[j] = b->w[j];
-	bm_and(acc, small_set(half, WLS_PROTO + p->proto));
+	if (c->wl_use & WLU_PROTO)
+		bm_and(acc, small_set(half, WLS_PROTO + p->proto));
 	if (c->flags & F_WL_DSCP)
 		bm_and(acc, small_set(half, WLS_DSCP + ((p->tos >> 2) & 63)));
 	if (c->flags & F_WL_FLAGS)
@@ -2491,10 +2503,16 @@ GLOBAL int wl_match(struct scratch *s)
 		b = bpf_map_lookup_elem(&wl_ifx, &ik);
 		bm_and(acc, b ? b : small_set(half, WLS_IFX_ANY));
 	}
-	bm_and(acc, prefix_set(s, half * 2, p->saddr));
-	bm_and(acc, prefix_set(s, half * 2 + 1, p->daddr));
-	bm_and(acc, port_set(half * 2, p->sport));
-	bm_and(acc, port_set(half * 2 + 1, p->dport));
+	/* Trie lookups cost most: each only when some entry has such a
+	 * prefix. */
+	if (c->wl_use & WLU_SRC)
+		bm_and(acc, prefix_set(s, half * 2, p->saddr));
+	if (c->wl_use & WLU_DST)
+		bm_and(acc, prefix_set(s, half * 2 + 1, p->daddr));
+	if (c->wl_use & WLU_SPORT)
+		bm_and(acc, port_set(half * 2, p->sport));
+	if (c->wl_use & WLU_DPORT)
+		bm_and(acc, port_set(half * 2 + 1, p->dport));
 	if (c->flags & (F_WL_INNER | F_WL_ICMP)) {
 		if (WL_IACC(s)) {
 			for (int j = 0; j < WL_WORDS; j++)
@@ -2542,7 +2560,12 @@ static __always_inline int classify(struct __sk_buff *skb, struct scratch *s)
 	}
 	k.icmp = s->icmp;
 	s->in.tun = 0;
-	if (c->flags & F_WL_INNER) {
+	/* Only GRE and UDP to a tunnel port can be tunnels (inner_parse's
+	 * cases): other packets skip its call. */
+	if ((c->flags & F_WL_INNER) &&
+	    (p->ipproto == IPPROTO_GRE ||
+	     (p->ipproto == IPPROTO_UDP && (p->dport == PORT_VXLAN || p->dport == PORT_VXLAN_GPE ||
+					    p->dport == PORT_GENEVE || p->dport == PORT_GTPU)))) {
 		inner_parse(skb, s);
 		k.inner = p->idigest;
 	}
