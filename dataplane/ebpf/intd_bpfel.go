@@ -367,7 +367,6 @@ type intdScratch struct {
 	Lk       intdWlLpmKey
 	Tk       uint64
 	WlAcc    [16]uint64
-	WlIacc   [16]uint64
 	LastKey  intdFlowKey
 	Last     intdWlCache
 	LastWake uint64

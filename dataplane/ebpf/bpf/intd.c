@@ -505,7 +505,6 @@ struct scratch {
 	struct wl_lpm_key lk; /* wl_match's trie key */
 	__u64 tk;             /* wl_match's wl_tid key */
 	__u64 wl_acc[WL_WORDS]; /* wl_match's intersection */
-	__u64 wl_iacc[WL_WORDS]; /* wl_inner's */
 	/* The last flow classified on this CPU and its cached verdict: bulk
 	 * flows skip the flow cache's hash lookup. */
 	struct flow_key last_key;
@@ -2425,54 +2424,40 @@ static __always_inline __u32 ctz64(__u64 x)
 	return n;
 }
 
-/* WL_IACC says whether wl_match needs wl_inner's sets for the packet. */
-#define WL_IACC(s) ((s)->in.tun || ((s)->c.flags & F_WL_ICMP))
-
-/* wl_inner intersects the sets of the packet's ICMP type and code
- * (s->icmp) and of its tunnel and inner headers (s->in) into s->wl_iacc,
- * which wl_match then applies (F_WL_ICMP, F_WL_INNER).
- * Global: a stack frame of its own, apart from wl_match's. */
-GLOBAL int wl_inner(struct scratch *s)
+/* wl_inner intersects acc with the sets of the packet's ICMP type and
+ * code (s->icmp) and of its tunnel and inner headers (s->in), for
+ * wl_match (F_WL_ICMP, F_WL_INNER). */
+static __always_inline void wl_inner(struct scratch *s, __u64 *acc, __u32 half)
 {
-	if (!s)
-		return 0;
 	struct cfg *c = &s->c;
-	__u32 half = c->wl_base & 1;
-	__u64 *acc = s->wl_iacc;
 	struct inner *in = &s->in;
-	/* The first set is copied, the others intersected; entries without
-	 * a tunnel match are in every tunnel set. */
-	int inner = c->flags & F_WL_INNER;
-	struct wl_bm *b = inner ? small_set(half, WLS_TUN + (in->tun & 7)) : small_set(half, WLS_ICMP_TYPE + (s->icmp >> 8));
-	for (int j = 0; j < WL_WORDS; j++)
-		acc[j] = b ? b->w[j] : 0;
 	if (c->flags & F_WL_ICMP) {
-		if (inner)
-			bm_and(acc, small_set(half, WLS_ICMP_TYPE + (s->icmp >> 8)));
+		bm_and(acc, small_set(half, WLS_ICMP_TYPE + (s->icmp >> 8)));
 		bm_and(acc, small_set(half, WLS_ICMP_CODE + (s->icmp & 0xff)));
 	}
-	if (inner) {
-		if (in->tun) {
-			if (c->flags & F_WL_IFAM)
-				bm_and(acc, small_set(half, WLS_IFAM + (in->v6 ? 1 : 0)));
-			if (c->flags & F_WL_IPROTO)
-				bm_and(acc, small_set(half, WLS_IPROTO + in->proto));
-			if (c->flags & F_WL_TID) {
-				s->tk = ((__u64)half << 32) | in->id;
-				b = bpf_map_lookup_elem(&wl_tid, &s->tk);
-				bm_and(acc, b ? b : small_set(half, WLS_TID_ANY));
-			}
-			if (c->wl_use & WLU_ISRC)
-				bm_and(acc, prefix_set(s, WL_INNER + half * 2, in->saddr));
-			if (c->wl_use & WLU_IDST)
-				bm_and(acc, prefix_set(s, WL_INNER + half * 2 + 1, in->daddr));
-			if (c->wl_use & WLU_ISPORT)
-				bm_and(acc, port_set(WL_INNER + half * 2, in->sport));
-			if (c->wl_use & WLU_IDPORT)
-				bm_and(acc, port_set(WL_INNER + half * 2 + 1, in->dport));
-		}
+	if (!(c->flags & F_WL_INNER))
+		return;
+	/* Entries without a tunnel match are in every tunnel set. */
+	bm_and(acc, small_set(half, WLS_TUN + (in->tun & 7)));
+	if (!in->tun)
+		return;
+	if (c->flags & F_WL_IFAM)
+		bm_and(acc, small_set(half, WLS_IFAM + (in->v6 ? 1 : 0)));
+	if (c->flags & F_WL_IPROTO)
+		bm_and(acc, small_set(half, WLS_IPROTO + in->proto));
+	if (c->flags & F_WL_TID) {
+		s->tk = ((__u64)half << 32) | in->id;
+		struct wl_bm *b = bpf_map_lookup_elem(&wl_tid, &s->tk);
+		bm_and(acc, b ? b : small_set(half, WLS_TID_ANY));
 	}
-	return 0;
+	if (c->wl_use & WLU_ISRC)
+		bm_and(acc, prefix_set(s, WL_INNER + half * 2, in->saddr));
+	if (c->wl_use & WLU_IDST)
+		bm_and(acc, prefix_set(s, WL_INNER + half * 2 + 1, in->daddr));
+	if (c->wl_use & WLU_ISPORT)
+		bm_and(acc, port_set(WL_INNER + half * 2, in->sport));
+	if (c->wl_use & WLU_IDPORT)
+		bm_and(acc, port_set(WL_INNER + half * 2 + 1, in->dport));
 }
 
 /* wl_match returns the index (priority order) of the first watchlist
@@ -2513,16 +2498,23 @@ GLOBAL int wl_match(struct scratch *s)
 		bm_and(acc, port_set(half * 2, p->sport));
 	if (c->wl_use & WLU_DPORT)
 		bm_and(acc, port_set(half * 2 + 1, p->dport));
-	if (c->flags & (F_WL_INNER | F_WL_ICMP)) {
-		if (WL_IACC(s)) {
-			for (int j = 0; j < WL_WORDS; j++)
-				acc[j] &= s->wl_iacc[j];
-		} else {
-			/* Not tunnelled, no ICMP match: the entries without a
-			 * tunnel match, without wl_inner. */
-			bm_and(acc, small_set(half, WLS_TUN));
+	if (s->in.tun && !(c->flags & F_WL_ICMP)) {
+		/* A tunnelled packet whose first outer candidate has no
+		 * tunnel match (it is in every inner set): decided without
+		 * the inner sets. */
+		b = small_set(half, WLS_TUN);
+		for (int j = 0; j < WL_WORDS; j++) {
+			__u64 w = acc[j];
+			if (!w)
+				continue;
+			w &= -w;
+			if (b && (b->w[j] & w))
+				return j * 64 + ctz64(w);
+			break;
 		}
 	}
+	if (c->flags & (F_WL_INNER | F_WL_ICMP))
+		wl_inner(s, acc, half);
 	for (int j = 0; j < WL_WORDS; j++) {
 		if (acc[j])
 			return j * 64 + ctz64(acc[j]);
@@ -2611,8 +2603,6 @@ static __always_inline int classify(struct __sk_buff *skb, struct scratch *s)
 	}
 	if (!tel) {
 		s->wl_in = skb->ingress_ifindex;
-		if (WL_IACC(s))
-			wl_inner(s);
 		i = wl_match(s);
 	}
 	if (i < MAX_WL) {
@@ -2718,8 +2708,6 @@ GLOBAL int syn_clamp(struct __sk_buff *skb, struct scratch *s, int reply)
 		/* A TCP segment: neither ICMP nor tunnelled. */
 		s->icmp = 0;
 		s->in.tun = 0;
-		if (WL_IACC(s))
-			wl_inner(s);
 		__u32 i = wl_match(s);
 		__builtin_memcpy(p->daddr, p->saddr, 16);
 		__builtin_memcpy(p->saddr, a, 16);
