@@ -350,9 +350,21 @@ func wantReport(t *testing.T, frame []byte) map[string]any {
 		if err := p.Parse(r.Inner, &ip); err != nil {
 			t.Fatal(err)
 		}
-		in := map[string]any{"length": len(r.Inner), "src": ip.Flow.Src.String(), "dst": ip.Flow.Dst.String(), "proto": ip.Flow.Proto}
-		if ip.Flow.Proto == wire.ProtoUDP || ip.Flow.Proto == wire.ProtoTCP {
-			in["src_port"], in["dst_port"] = ip.Flow.SrcPort, ip.Flow.DstPort
+		// A tunnelled packet's flow is its inner packet's, INT in the
+		// tunnel header included.
+		fl := ip.Flow
+		var tp wire.Packet
+		tun, inTunnel := wire.FlowInner(r.Inner, &ip, &tp)
+		if inTunnel {
+			fl = tp.Flow
+		}
+		in := map[string]any{"length": len(r.Inner), "src": fl.Src.String(), "dst": fl.Dst.String(), "proto": fl.Proto}
+		if fl.Proto == wire.ProtoUDP || fl.Proto == wire.ProtoTCP {
+			in["src_port"], in["dst_port"] = fl.SrcPort, fl.DstPort
+		}
+		if inTunnel {
+			in["tunnel"], in["tunnel_id"] = tun.Kind.String(), tun.ID
+			in["outer_src"], in["outer_dst"] = ip.Flow.Src.String(), ip.Flow.Dst.String()
 		}
 		if w := wantINT(t, r.Inner, false); w != nil {
 			in["int"] = w

@@ -338,9 +338,9 @@ func (d *Decoder) decodeInner(r *Report, buf []byte, ethernet, fromReport bool) 
 		return
 	}
 	d.decodePacket(r, buf, ethernet, fromReport)
-	// INT carried in the tunnel header (VXLAN-GPE, Geneve, GRE) makes the
-	// tunnel the INT domain's flow: only other tunnels are looked into.
-	if info, _ := d.pkt.Encap.Info(); r.HasFlow && r.InnerErr == nil && !info.Tunnel {
+	// INT carried in the tunnel header (VXLAN-GPE, Geneve, GRE) too: the
+	// nodes key such flows on the inner packet, and so does the collector.
+	if r.HasFlow && r.InnerErr == nil {
 		d.tunnel(r, buf)
 	}
 }

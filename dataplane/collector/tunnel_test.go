@@ -53,11 +53,21 @@ func TestCollectorGREAndProbe(t *testing.T) {
 			b, _ = wire.AppendReport(b, &h, &wire.ReportMetadata{HopLatency: 4000}, nil, f)
 			c.HandlePacket(b, 1)
 		}
-		for _, k := range []wire.FlowKey{
-			{Src: mustAddr("10.0.0.1"), Dst: mustAddr("10.0.0.2"), Proto: wire.ProtoGRE},
+		// Configured, INT in the GRE header keys the flow on the inner
+		// packet, as the nodes do; unconfigured, GRE is the flow.
+		greKey, greTun := wire.FlowKey{Src: mustAddr("10.0.0.1"), Dst: mustAddr("10.0.0.2"), Proto: wire.ProtoGRE}, wire.TunnelNone
+		if configured {
+			greKey, greTun = wire.FlowKey{Src: mustAddr("192.0.2.1"), Dst: mustAddr("192.0.2.2"), Proto: wire.ProtoUDP, SrcPort: 7, DstPort: 8}, wire.TunnelGRE
+		}
+		for i, k := range []wire.FlowKey{
+			greKey,
 			{Src: mustAddr("10.0.0.3"), Dst: mustAddr("10.0.0.4"), Proto: wire.ProtoUDP, SrcPort: 3000, DstPort: 4000},
 		} {
-			f, ok := c.Flow(k)
+			tun := wire.TunnelNone
+			if i == 0 {
+				tun = greTun
+			}
+			f, ok := c.TunnelFlow(k, tun, 0)
 			if !ok {
 				t.Fatalf("configured %v: no flow %v", configured, k)
 			}
