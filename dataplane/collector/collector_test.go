@@ -182,11 +182,23 @@ func TestHistogramBuckets(t *testing.T) {
 			t.Errorf("bucket %d = %d, want %d", b, n, want[b])
 		}
 	}
-	if h.Count != 9 {
+	if h.count(); h.Count != 9 {
 		t.Errorf("count %d", h.Count)
 	}
-	// Every value lands in the first bucket whose bound holds it.
+	// Every value lands in the first bucket whose bound holds it: a
+	// geometric series, every bound and its neighbours, every power of two
+	// and its neighbours.
+	var vals []uint64
 	for ns := uint64(0); ns < 3e9; ns = ns*5/4 + 1 {
+		vals = append(vals, ns)
+	}
+	for _, b := range LatencyBuckets {
+		vals = append(vals, b-1, b, b+1)
+	}
+	for n := 0; n < 64; n++ {
+		vals = append(vals, 1<<n-1, 1<<n, 1<<n+1)
+	}
+	for _, ns := range vals {
 		var g Histogram
 		g.observe(ns)
 		i := slices.Index(g.Buckets[:], 1)

@@ -25,21 +25,34 @@ var LatencyBuckets = [...]uint64{
 // i-1 and at most bound i; the last one, those above every bound.
 type Histogram struct {
 	Buckets [len(LatencyBuckets) + 1]uint64
-	Count   uint64
-	Sum     uint64 // ns
+	// Count is the number of samples: the sum of Buckets, filled in by
+	// Collector.Aggregates (kept at read time, one update less per
+	// sample).
+	Count uint64
+	Sum   uint64 // ns
 }
 
 func (h *Histogram) observe(ns uint64) {
-	h.Count++
 	h.Sum += ns
 	// The sample's bit length n gives the first bucket whose bound is at
 	// least 2^(n-1); the next bound is at least twice that, above any
-	// n-bit number: one compare, no loop (whose exit mispredicts).
-	i := bucketFrom[bits.Len64(ns)]
-	if ns > bounds[i] {
+	// n-bit number: one compare, no loop (whose exit mispredicts). The
+	// bucket and its bound come from one entry: two independent loads,
+	// not a load whose result indexes the next.
+	e := &bucketFrom[bits.Len64(ns)]
+	i := int(e.i)
+	if ns > e.bound {
 		i++
 	}
 	h.Buckets[i]++
+}
+
+// count sets Count from the buckets.
+func (h *Histogram) count() {
+	h.Count = 0
+	for _, n := range h.Buckets {
+		h.Count += n
+	}
 }
 
 // bounds is LatencyBuckets followed by a bound no sample exceeds.
@@ -50,8 +63,11 @@ var bounds = func() (b [len(LatencyBuckets) + 1]uint64) {
 }()
 
 // bucketFrom[n] is the first bucket whose bound is at least the smallest
-// n-bit number (len(LatencyBuckets) when there is none).
-var bucketFrom = func() (t [65]uint8) {
+// n-bit number (len(LatencyBuckets) when there is none), with its bound.
+var bucketFrom = func() (t [65]struct {
+	bound uint64
+	i     uint8
+}) {
 	for n := range t {
 		lo := uint64(0)
 		if n > 0 {
@@ -61,7 +77,7 @@ var bucketFrom = func() (t [65]uint8) {
 		for i < len(LatencyBuckets) && LatencyBuckets[i] < lo {
 			i++
 		}
-		t[n] = uint8(i)
+		t[n].i, t[n].bound = uint8(i), bounds[i]
 	}
 	return t
 }()
@@ -206,6 +222,8 @@ func (c *Collector) Aggregates() *Aggregates {
 		Queues: make([]QueueStats, 0, len(c.queues))}
 	for _, n := range c.nodes {
 		cp := *n
+		cp.HopLatency.count()
+		cp.PathLatency.count()
 		if n.Drops != nil {
 			d := *n.Drops
 			cp.Drops = &d
