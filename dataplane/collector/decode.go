@@ -147,6 +147,15 @@ type Decoder struct {
 	rawHops bool
 	// noFast turns innerFast off (tests compare it with the parser path).
 	noFast bool
+	// fullReset turns resetHead off (tests compare it with resetReport).
+	fullReset bool
+	// lazy is set while the report being decoded was cleared by
+	// resetHead: its inner packet's fields are still the previous
+	// report's until resetInner or innerFast's cached-header path
+	// overwrites them. mdInst is the bitmap whose fields alone Report.MD
+	// holds, when mdLazy is set.
+	lazy, mdLazy bool
+	mdInst       wire.Instructions
 }
 
 // DefaultDSCP and DefaultDSCPMask are intd's default INT v2.1 DSCP
@@ -237,7 +246,11 @@ func (d *Decoder) decodeV2(payload []byte, h Handler) (int, error) {
 			md = body[:wire.INTReportFixedLen+mdLen]
 			body = body[wire.INTReportFixedLen+mdLen:]
 		}
-		d.resetReport(r)
+		if d.rawHops && !d.fullReset {
+			d.resetHead(r, typ == spec.RepINT)
+		} else {
+			d.resetReport(r)
+		}
 		r.Version, r.HWID, r.Seq, r.NodeID, r.Index = g.Version, g.HWID, g.Seq, g.NodeID, n
 		r.RepType, r.InType = typ, inType
 		r.D, r.Q, r.F, r.I = flags&0x80 != 0, flags&0x40 != 0, flags&0x20 != 0, flags&0x10 != 0
@@ -246,6 +259,7 @@ func (d *Decoder) decodeV2(payload []byte, h Handler) (int, error) {
 			md = md[wire.INTReportFixedLen:len(md):len(md)]
 			r.HasMD = true
 			off := d.repLayout.decodeReport(md, &r.MD)
+			d.mdLazy, d.mdInst = d.lazy, d.repLayout.inst
 			if repMdBits&wire.RepDrop != 0 {
 				w := binary.BigEndian.Uint32(md[off:])
 				r.HasDrop, r.DropQueueID, r.DropReason = true, uint8(w>>24), uint8(w>>16)
@@ -259,6 +273,8 @@ func (d *Decoder) decodeV2(payload []byte, h Handler) (int, error) {
 			d.decodeInner(r, body, true, true)
 		case spec.InIPv4, spec.InIPv6:
 			d.decodeInner(r, body, false, true)
+		default:
+			d.resetInner(r)
 		}
 		deliver(h, r)
 		n++
@@ -280,6 +296,48 @@ func deliver(h Handler, r *Report) {
 func (d *Decoder) resetReport(r *Report) {
 	*r = Report{}
 	r.INT.Hops = d.hops[:0]
+	d.lazy, d.mdLazy = false, false
+}
+
+// resetHead is resetReport for a v2.0 report of the collector's own
+// decoding (rawHops, nothing else sees the Report), clearing only what the
+// header and metadata walk does not overwrite: a sink's report mostly
+// takes innerFast's cached-header path, which sets every field of the
+// inner packet, so those are cleared by resetInner where another path
+// runs; the metadata, which the same bitmap fills field for field, only
+// when the bitmap changes (intRep: the report carries metadata).
+func (d *Decoder) resetHead(r *Report, intRep bool) {
+	r.HasMD = false
+	r.HasDrop, r.DropQueueID, r.DropReason = false, 0, 0
+	r.DomainID, r.DSMdBits, r.DSStatus = 0, 0, 0
+	r.DS, r.InnerErr = nil, nil
+	r.NoPorts, r.Tunnel, r.TunnelID = false, wire.TunnelNone, 0
+	r.Outer = wire.FlowKey{}
+	if !intRep || !d.mdLazy || d.mdInst != d.repLayout.inst {
+		r.MD = wire.HopMetadata{}
+		d.mdLazy = false
+	}
+	d.lazy = true
+}
+
+// resetInner clears, after resetHead, the fields of the inner packet.
+func (d *Decoder) resetInner(r *Report) {
+	if !d.lazy {
+		return
+	}
+	r.HasFlow, r.Flow, r.TTL = false, wire.FlowKey{}, 0
+	r.key, r.hasKey = flowKeyBits{}, false
+	d.resetINT(r)
+}
+
+// resetINT clears, after resetHead, the inner packet's INT stack.
+func (d *Decoder) resetINT(r *Report) {
+	if !d.lazy {
+		return
+	}
+	r.INT = INTStack{Hops: d.hops[:0]}
+	r.raw = rawStack{}
+	d.lazy = false
 }
 
 func (d *Decoder) decodeTR05(payload []byte, h Handler) (int, error) {
@@ -337,6 +395,7 @@ func (d *Decoder) decodeInner(r *Report, buf []byte, ethernet, fromReport bool) 
 	if !d.noFast && fromReport && d.innerFast(r, buf, ethernet) {
 		return
 	}
+	d.resetInner(r)
 	d.decodePacket(r, buf, ethernet, fromReport)
 	// INT carried in the tunnel header (VXLAN-GPE, Geneve, GRE) too: the
 	// nodes key such flows on the inner packet, and so does the collector.

@@ -88,11 +88,16 @@ func (d *Decoder) innerFast(r *Report, b []byte, ethernet bool) bool {
 	// The index key from the same bytes (no tunnel: tag 0).
 	r.key.addrs, r.key.rest, r.key.tag = binary.BigEndian.Uint64(h[12:20]), uint64(ports)<<16|uint64(proto), 0
 	r.hasKey = true
+	// Every field of the inner packet but its INT stack is set: after
+	// resetHead, the stack is cleared on the way out, unless the cached
+	// header sets it whole.
 	if !marked {
 		if off+4 > len(b) {
+			d.resetINT(r)
 			return true
 		}
 		if hit = d.v21.match(b[off:]); !hit && !looksV21Shim(b[off:]) {
+			d.resetINT(r)
 			return true
 		}
 	}
@@ -105,8 +110,10 @@ func (d *Decoder) innerFast(r *Report, b []byte, ethernet bool) bool {
 		r.INT = v.st
 		n, hl, at := v.n, v.hl, off+wire.ShimLen+wire.MDHeaderLen
 		r.raw.layout, r.raw.b, r.raw.hopLen, r.raw.n = &d.layout, b[at:at+n*hl:at+n*hl], hl, n
+		d.lazy = false
 		return true
 	}
+	d.resetINT(r)
 	// Unconfigured INT v2.1 over TCP/UDP: a consistent shim.
 	s, _ := wire.DecodeShim(b[off:])
 	l := int(s.Length) * 4
