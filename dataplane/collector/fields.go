@@ -36,6 +36,9 @@ type hopLayout struct {
 	inst                                  wire.Instructions
 	node, l1, lat, q, its, ets, l2, tx, b int
 	fixed                                 int // bytes of bits 0-14
+	words                                 int // fixed / 4
+	// sel is the fields of bits 0-8 the layout selects.
+	sel wire.Instructions
 }
 
 func (l *hopLayout) set(inst wire.Instructions) {
@@ -59,24 +62,28 @@ func (l *hopLayout) set(inst wire.Instructions) {
 	l.tx = at(spec.InstEgressTxUtil, 4)
 	l.b = at(spec.InstBuffer, 4)
 	l.fixed = off + 4*bits.OnesCount16(uint16(inst&spec.InstReserved))
+	l.words = l.fixed / 4
+	l.sel = inst &^ (spec.InstReserved | spec.InstChecksumComplement)
 }
 
 // fields reads the fields of bits 0-8 that the layout selects from p
 // (at least l.fixed bytes) into m and returns them; with unavail, those
 // whose value is all ones (unavailable) are left out.
 func (l *hopLayout) fields(p unsafe.Pointer, m *wire.HopMetadata, unavail bool) wire.Instructions {
-	var valid wire.Instructions
+	// Every selected field, less the unavailable ones: report metadata
+	// (!unavail) takes no per-field work for its bitmap.
+	valid := l.sel
 	get32 := func(o int, bit wire.Instructions) uint32 {
 		x := be32(p, o)
-		if !unavail || x != wire.Unavailable32 {
-			valid |= bit
+		if unavail && x == wire.Unavailable32 {
+			valid &^= bit
 		}
 		return x
 	}
 	get64 := func(o int, bit wire.Instructions) uint64 {
 		x := be64(p, o)
-		if !unavail || x != wire.Unavailable64 {
-			valid |= bit
+		if unavail && x == wire.Unavailable64 {
+			valid &^= bit
 		}
 		return x
 	}
@@ -117,7 +124,7 @@ func (l *hopLayout) fields(p unsafe.Pointer, m *wire.HopMetadata, unavail bool) 
 // repMdWords is wire.RepMdWords(bits) for the layout of bits 0-14 of
 // bits: its words and the drop word (bit 15).
 func (l *hopLayout) repMdWords(bits uint16) int {
-	return l.fixed/4 + int(bits&wire.RepDrop)
+	return l.words + int(bits&wire.RepDrop)
 }
 
 // decodeReport is wire.DecodeFields of report metadata (every field
