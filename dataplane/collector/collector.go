@@ -348,7 +348,7 @@ func (c *Collector) handlePacketLocked(payload []byte, now int64) {
 
 // HandleReport implements Handler.
 func (c *Collector) HandleReport(r *Report) {
-	c.c.Reports++
+	// Counters.Reports is the sum of the two, taken when read.
 	if r.Version == wire.Version2 {
 		c.c.ReportsV2++
 	} else {
@@ -394,7 +394,12 @@ func (c *Collector) HandleReport(r *Report) {
 		r.key = keyBits(&r.Flow, tunnelTag(r.Tunnel, r.TunnelID))
 	}
 	f := c.flow(&r.key, &r.Flow, r.Tunnel, r.TunnelID)
-	f.Outer = r.Outer
+	// Only a tunnel's report has an outer flow, and a flow is keyed by
+	// its tunnel: a flow outside tunnels keeps its zero Outer (unless
+	// OnReport changed the report).
+	if r.Tunnel != wire.TunnelNone || c.OnReport != nil {
+		f.Outer = r.Outer
+	}
 	f.Reports++
 	f.LastSeen = c.now
 	if dropped {
@@ -797,6 +802,13 @@ func (c *Collector) pushFront(i int32) {
 	}
 }
 
+// counters is a copy of the counters, with Reports summed.
+func (c *Collector) counters() Counters {
+	k := c.c
+	k.Reports = k.ReportsV2 + k.ReportsV05
+	return k
+}
+
 // Snapshot is a consistent copy of the collector's state.
 type Snapshot struct {
 	Counters Counters
@@ -811,7 +823,7 @@ type Snapshot struct {
 func (c *Collector) Snapshot(maxFlows int) *Snapshot {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	s := &Snapshot{Counters: c.c, TableFlows: len(c.flows)}
+	s := &Snapshot{Counters: c.counters(), TableFlows: len(c.flows)}
 	s.Sources = c.sources.copy()
 	sortSources(s.Sources)
 	for i := c.head; i >= 0 && (maxFlows <= 0 || len(s.Flows) < maxFlows); i = c.lru[i].next {

@@ -217,7 +217,7 @@ type Aggregates struct {
 func (c *Collector) Aggregates() *Aggregates {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	a := &Aggregates{Counters: c.c, Flows: len(c.flows), FlowCapacity: c.cfg.MaxFlows,
+	a := &Aggregates{Counters: c.counters(), Flows: len(c.flows), FlowCapacity: c.cfg.MaxFlows,
 		Sources: c.sources.copy(), Nodes: make([]NodeStats, 0, len(c.nodes)),
 		Queues: make([]QueueStats, 0, len(c.queues))}
 	for _, n := range c.nodes {
