@@ -511,8 +511,11 @@ func (c *Collector) mdPathRaw(f *FlowState, r *Report) {
 	now := c.now
 	var e2e uint64
 	i := 0
-	for ; i < total && i < n; i++ {
-		q := unsafe.Add(p, (n-1-i)*hl)
+	// The hops bottom of stack first: at walks back from the last one.
+	at := n * hl
+	for stack := min(total, n); i < stack; i++ {
+		at -= hl
+		q := unsafe.Add(p, at)
 		node := be32(q, l.node)
 		h := &f.Path[i]
 		if i >= f.NHops || h.NodeID != node {
