@@ -230,11 +230,13 @@ type Config struct {
 // and readers are safe for concurrent use (one mutex; the receive loop
 // takes it once per batch).
 type Collector struct {
-	mu    sync.Mutex
-	cfg   Config
-	dec   *Decoder
-	now   int64
-	flows []FlowState
+	mu  sync.Mutex
+	cfg Config
+	dec *Decoder
+	now int64
+	// oldPath is the path a whole-path report replaces (events only).
+	oldPath pathSnapshot
+	flows   []FlowState
 	// keys and lru run parallel to flows: what the index compares and
 	// the LRU list, kept out of the large FlowState so that a lookup and
 	// a touch read and write a few small lines.
@@ -457,8 +459,7 @@ func (c *Collector) mdPath(f *FlowState, r *Report) {
 	}
 	total = min(total, MaxPathHops)
 	changed := total != f.NHops
-	var old pathSnapshot
-	c.snapshotPath(f, &old)
+	c.snapshotPath(f)
 	var e2e uint64
 	for i := 0; i < total; i++ {
 		var node uint32
@@ -482,7 +483,7 @@ func (c *Collector) mdPath(f *FlowState, r *Report) {
 	if changed && f.PathComplete && f.NHops != 0 {
 		f.PathChanges++
 		f.NHops = total
-		c.pathChanged(f, r.NodeID, &old)
+		c.pathChanged(f, r.NodeID)
 	}
 	f.NHops, f.PathComplete = total, true
 	c.pathLatency(f, e2e)
@@ -506,8 +507,7 @@ func (c *Collector) mdPathRaw(f *FlowState, r *Report) {
 	}
 	total = min(total, MaxPathHops)
 	changed := total != f.NHops
-	var old pathSnapshot
-	c.snapshotPath(f, &old)
+	c.snapshotPath(f)
 	now := c.now
 	var e2e uint64
 	i := 0
@@ -551,7 +551,7 @@ func (c *Collector) mdPathRaw(f *FlowState, r *Report) {
 				h.IngressPort, h.EgressPort = uint16(x>>16), uint16(x)
 			}
 		}
-		if hasLat { // hopLatency, inlined by hand: this loop runs per hop
+		if hasLat { // the hop's Stat and its node's histogram, in line
 			h.Latency.add(lat)
 			if nd := h.node; nd != nil {
 				nd.HopLatency.observe(lat)
@@ -582,7 +582,7 @@ func (c *Collector) mdPathRaw(f *FlowState, r *Report) {
 	if changed && f.PathComplete && f.NHops != 0 {
 		f.PathChanges++
 		f.NHops = total
-		c.pathChanged(f, r.NodeID, &old)
+		c.pathChanged(f, r.NodeID)
 	}
 	f.NHops, f.PathComplete = total, true
 	c.pathLatency(f, e2e)
@@ -714,8 +714,13 @@ func (c *Collector) updateLat(h *HopState, m *wire.HopMetadata, lat uint64) {
 	// A report without hop latency nor both timestamps (a drop report has
 	// no egress) says nothing of the hop's latency.
 	const ts = spec.InstIngressTimestamp | spec.InstEgressTimestamp
-	if v&spec.InstHopLatency != 0 || v&ts == ts {
-		c.hopLatency(h, lat)
+	if v&spec.InstHopLatency != 0 || v&ts == ts { // as in mdPathRaw
+		h.Latency.add(lat)
+		if nd := h.node; nd != nil {
+			nd.HopLatency.observe(lat)
+		} else {
+			c.nodeLatency(h, lat)
+		}
 	}
 	if v&spec.InstQueue != 0 {
 		h.QueueID = m.QueueID

@@ -122,21 +122,26 @@ type pathSnapshot struct {
 	nodes [MaxPathHops]uint32
 }
 
-func (c *Collector) snapshotPath(f *FlowState, s *pathSnapshot) {
+// snapshotPath keeps f's node list in c.oldPath (a field, not a variable
+// of the caller: nothing to clear per report when events are off).
+func (c *Collector) snapshotPath(f *FlowState) {
 	if c.OnEvent == nil {
 		return
 	}
-	s.n = f.NHops
+	s := &c.oldPath
+	*s = pathSnapshot{n: f.NHops}
 	for i := 0; i < f.NHops; i++ {
 		s.nodes[i] = f.Path[i].NodeID
 	}
 }
 
-// pathChanged emits a path change of f reported by sink.
-func (c *Collector) pathChanged(f *FlowState, sink uint32, old *pathSnapshot) {
+// pathChanged emits a path change of f reported by sink, from the path
+// snapshotPath kept.
+func (c *Collector) pathChanged(f *FlowState, sink uint32) {
 	if c.OnEvent == nil {
 		return
 	}
+	old := &c.oldPath
 	e := c.flowEvent(EventPathChange, f, sink)
 	e.OldHops, e.OldPath = old.n, old.nodes
 	for _, n := range old.nodes[:old.n] {

@@ -133,16 +133,6 @@ func (c *Collector) hopNode(h *HopState) *NodeStats {
 	return h.node
 }
 
-// hopLatency records a latency sample of hop h.
-func (c *Collector) hopLatency(h *HopState, lat uint64) {
-	h.Latency.add(lat)
-	if n := h.node; n != nil {
-		n.HopLatency.observe(lat)
-		return
-	}
-	c.nodeLatency(h, lat)
-}
-
 // nodeLatency adds a latency sample of hop h to its node's histogram.
 func (c *Collector) nodeLatency(h *HopState, lat uint64) {
 	if n := c.hopNode(h); n != nil {
