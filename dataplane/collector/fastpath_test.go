@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/intd-project/intd/dataplane/wire"
+	"github.com/intd-project/intd/dataplane/wire/wiretest"
 	"github.com/intd-project/intd/sai/spec"
 )
 
@@ -43,6 +44,21 @@ func fuzzCorpus(t *testing.T) [][]byte {
 func fastPathInputs(t *testing.T) [][]byte {
 	in := fuzzCorpus(t)
 	in = append(in, testPayload(t, 1), benchPayload(t, 8, 0), benchPayload(t, 8, 1))
+	// Tunnelled inner packets (an outer flow) between sink reports of
+	// plain ones, in one packet.
+	udp := wiretest.UDPFrame("10.250.0.1", "192.0.2.53", 4000, 53, []byte("query"), true)[wire.EthernetLen:]
+	plain := mdFrame(t, testHops(), testInst, 0)
+	mixed, err := wire.AppendGroupHeader(nil, wire.GroupHeader{Version: 2, HWID: 1, NodeID: 4})
+	must(t, err)
+	for _, f := range [][]byte{
+		wiretest.TunnelFrame(wiretest.Tunnel{Kind: wire.TunnelGTPU, ID: 7}, "10.0.0.1", "10.0.0.2", 0, udp), plain,
+		wiretest.TunnelFrame(wiretest.Tunnel{Kind: wire.TunnelVXLAN, ID: 9}, "10.0.0.1", "10.0.0.2", 0, udp), plain,
+	} {
+		h := wire.ReportHeader{Type: spec.RepINT, InType: spec.InEthernet, TrackedFlow: true, RepMdBits: wire.RepHopLatency}
+		mixed, err = wire.AppendReport(mixed, &h, &wire.ReportMetadata{HopLatency: 400}, nil, f)
+		must(t, err)
+	}
+	in = append(in, mixed)
 	insts := []wire.Instructions{
 		testInst,
 		spec.InstNodeID,
@@ -107,29 +123,7 @@ func fastPathInputs(t *testing.T) [][]byte {
 // the collector takes when OnReport is set, on the fuzz corpus, on
 // crafted stacks and on random mutations of both.
 func TestFusedPathMatchesReference(t *testing.T) {
-	in := fastPathInputs(t)
-	rng := rand.New(rand.NewPCG(1, 2))
-	n := len(in)
-	for i := 0; i < 40*n; i++ {
-		b := append([]byte(nil), in[i%n]...)
-		if len(b) == 0 {
-			continue
-		}
-		for k := rng.IntN(4); k >= 0; k-- {
-			switch rng.IntN(3) {
-			case 0:
-				b[rng.IntN(len(b))] = byte(rng.Uint32())
-			case 1:
-				b[rng.IntN(len(b))] ^= 1 << rng.IntN(8)
-			case 2:
-				b = b[:rng.IntN(len(b)+1)]
-			}
-			if len(b) == 0 {
-				break
-			}
-		}
-		in = append(in, b)
-	}
+	in := mutated(fastPathInputs(t), rand.New(rand.NewPCG(1, 2)), 40, 4)
 	for _, maxFlows := range []int{4, 1024} {
 		fast, ref := New(Config{MaxFlows: maxFlows}), New(Config{MaxFlows: maxFlows})
 		refReports := 0
@@ -152,6 +146,33 @@ func TestFusedPathMatchesReference(t *testing.T) {
 			t.Fatalf("reports: fused %d, reference %d", fast.Snapshot(0).Counters.Reports, refReports)
 		}
 	}
+}
+
+// mutated is in followed by rounds*len(in) mutations of its non-empty
+// packets, each 1 to edits random byte changes, bit flips or truncations.
+func mutated(in [][]byte, rng *rand.Rand, rounds, edits int) [][]byte {
+	n := len(in)
+	for i := 0; i < rounds*n; i++ {
+		b := append([]byte(nil), in[i%n]...)
+		if len(b) == 0 {
+			continue
+		}
+		for k := rng.IntN(edits); k >= 0; k-- {
+			switch rng.IntN(3) {
+			case 0:
+				b[rng.IntN(len(b))] = byte(rng.Uint32())
+			case 1:
+				b[rng.IntN(len(b))] ^= 1 << rng.IntN(8)
+			case 2:
+				b = b[:rng.IntN(len(b)+1)]
+			}
+			if len(b) == 0 {
+				break
+			}
+		}
+		in = append(in, b)
+	}
+	return in
 }
 
 // snapshotDiff describes the first difference between two snapshots.
@@ -227,22 +248,9 @@ func TestInnerFastMatchesReference(t *testing.T) {
 		}
 		inner, eth = append(inner, b), append(eth, eth[i%n])
 	}
-	decoders := []func(d *Decoder){
-		func(d *Decoder) {},
-		func(d *Decoder) { d.Parser = wire.Parser{} },
-		func(d *Decoder) {
-			d.Parser = wire.Parser{UDPPort: 5001, GREProto: 0x1234, TCPBeforeOptions: true}
-			d.INT05Port, d.INT05DSCPMask = 0, 0
-		},
-		func(d *Decoder) { d.Parser.DSCP, d.Parser.DSCPMask = 0x17, 0x3f },
-		func(d *Decoder) { d.Parser.ProbeMarker = 0x0102030405060708 },
-		func(d *Decoder) { d.INT05Port, d.INT05DSCP, d.INT05DSCPMask = 40000, 0x17, 0x3f },
-	}
 	taken := 0
-	for k, cfg := range decoders {
-		fast, ref := NewDecoder(), NewDecoder()
-		cfg(fast)
-		cfg(ref)
+	for k, cfg := range markingConfigs {
+		fast, ref := decoderPair(cfg)
 		ref.noFast = true
 		for i, b := range inner {
 			for _, raw := range []bool{false, true} {
@@ -277,6 +285,30 @@ func TestInnerFastMatchesReference(t *testing.T) {
 	}
 }
 
+// markingConfigs are the decoder configurations the differential tests
+// compare paths under: defaults, no markings, an INT port and GRE
+// protocol with INT before TCP options, DSCP only, a probe marker, INT 0.5
+// by port and DSCP.
+var markingConfigs = []func(d *Decoder){
+	func(d *Decoder) {},
+	func(d *Decoder) { d.Parser = wire.Parser{} },
+	func(d *Decoder) {
+		d.Parser = wire.Parser{UDPPort: 5001, GREProto: 0x1234, TCPBeforeOptions: true}
+		d.INT05Port, d.INT05DSCPMask = 0, 0
+	},
+	func(d *Decoder) { d.Parser.DSCP, d.Parser.DSCPMask = 0x17, 0x3f },
+	func(d *Decoder) { d.Parser.ProbeMarker = 0x0102030405060708 },
+	func(d *Decoder) { d.INT05Port, d.INT05DSCP, d.INT05DSCPMask = 40000, 0x17, 0x3f },
+}
+
+// decoderPair is two decoders configured by cfg.
+func decoderPair(cfg func(d *Decoder)) (*Decoder, *Decoder) {
+	a, b := NewDecoder(), NewDecoder()
+	cfg(a)
+	cfg(b)
+	return a, b
+}
+
 // handlerFunc adapts a function to Handler (tests).
 type handlerFunc func(r *Report)
 
@@ -286,36 +318,13 @@ func (f handlerFunc) HandleReport(r *Report) { f(r) }
 // clears each report only as far as the next one does not overwrite it
 // (resetHead), delivers exactly the Reports that a whole clear
 // (resetReport) gives, report by report, on the fuzz corpus, crafted
-// stacks and their random mutations, in several marking configurations,
+// stacks and their random mutations, in every marking configuration,
 // with the index key the collector fills in between reports.
 func TestResetHeadMatchesResetReport(t *testing.T) {
-	in := fastPathInputs(t)
-	rng := rand.New(rand.NewPCG(5, 6))
-	n := len(in)
-	for i := 0; i < 20*n; i++ {
-		b := append([]byte(nil), in[i%n]...)
-		for k := rng.IntN(3); k >= 0 && len(b) > 0; k-- {
-			switch rng.IntN(3) {
-			case 0:
-				b[rng.IntN(len(b))] = byte(rng.Uint32())
-			case 1:
-				b[rng.IntN(len(b))] ^= 1 << rng.IntN(8)
-			case 2:
-				b = b[:rng.IntN(len(b)+1)]
-			}
-		}
-		in = append(in, b)
-	}
-	configs := []func(d *Decoder){
-		func(d *Decoder) {},
-		func(d *Decoder) { d.Parser.DSCPMask = 0 },
-		func(d *Decoder) { d.INT05Port, d.INT05DSCP, d.INT05DSCPMask = 40000, 0x17, 0x3f },
-	}
+	in := mutated(fastPathInputs(t), rand.New(rand.NewPCG(5, 6)), 20, 3)
 	lazyTaken := 0
-	for k, cfg := range configs {
-		lazy, full := NewDecoder(), NewDecoder()
-		cfg(lazy)
-		cfg(full)
+	for k, cfg := range markingConfigs {
+		lazy, full := decoderPair(cfg)
 		full.fullReset = true
 		var got, want []Report
 		// As the collector: the index key filled in when the decoder did
