@@ -255,7 +255,8 @@ func (d *Decoder) decodeV2(payload []byte, h Handler) (int, error) {
 		r.RepType, r.InType = typ, inType
 		r.D, r.Q, r.F, r.I = flags&0x80 != 0, flags&0x40 != 0, flags&0x20 != 0, flags&0x10 != 0
 		if typ == spec.RepINT {
-			r.DomainID, r.DSMdBits, r.DSStatus = binary.BigEndian.Uint16(md[2:]), binary.BigEndian.Uint16(md[4:]), binary.BigEndian.Uint16(md[6:])
+			fx := binary.BigEndian.Uint64(md) // the fixed part, one load
+			r.DomainID, r.DSMdBits, r.DSStatus = uint16(fx>>32), uint16(fx>>16), uint16(fx)
 			md = md[wire.INTReportFixedLen:len(md):len(md)]
 			r.HasMD = true
 			off := d.repLayout.decodeReport(md, &r.MD)
