@@ -29,23 +29,13 @@ func (d *Decoder) innerFast(r *Report, b []byte, ethernet bool) bool {
 		return false
 	}
 	h := b[l3 : l3+wire.IPv4MinLen]
-	ihl := int(h[0]&0x0f) * 4
-	total := int(binary.BigEndian.Uint16(h[2:]))
-	if h[0]>>4 != 4 || ihl < wire.IPv4MinLen || total < ihl || len(b)-l3 < ihl ||
-		binary.BigEndian.Uint16(h[6:])&0x1fff != 0 {
+	ihl, total := fastIPv4(h, len(b)-l3)
+	if ihl == 0 {
 		return false
 	}
 	end, l4, proto := l3+min(total, len(b)-l3), l3+ihl, h[9]
-	var l4Len int
-	switch proto {
-	case wire.ProtoUDP:
-		l4Len = wire.UDPLen
-	case wire.ProtoTCP:
-		l4Len = wire.TCPMinLen
-	default:
-		return false
-	}
-	if end < l4+l4Len {
+	l4Len := fastL4Len(proto)
+	if l4Len == 0 || end < l4+l4Len {
 		return false
 	}
 	ports := binary.BigEndian.Uint32(b[l4:])
@@ -62,7 +52,7 @@ func (d *Decoder) innerFast(r *Report, b []byte, ethernet bool) bool {
 	}
 	off := l4 + l4Len
 	// INT 0.5 by DSCP: left to the general path.
-	if off+4 <= len(b) && d.INT05DSCPMask != 0 && (h[1]>>2)&d.INT05DSCPMask == d.INT05DSCP && looksINT05(b[off:]) {
+	if d.int05Marked(h, b, off) {
 		return false
 	}
 	// INT marked by DSCP: here only when a whole, consistent stack is
@@ -129,6 +119,35 @@ func (d *Decoder) innerFast(r *Report, b []byte, ethernet bool) bool {
 		d.v21.fill(b[off:], s, &r.INT, &r.raw)
 	}
 	return true
+}
+
+// fastIPv4 returns the header and total lengths of the IPv4 header h
+// (room bytes from its start) when innerFast takes it: version 4, a
+// consistent header length, a first fragment; ihl 0 otherwise.
+func fastIPv4(h []byte, room int) (ihl, total int) {
+	ihl, total = int(h[0]&0x0f)*4, int(binary.BigEndian.Uint16(h[2:]))
+	if h[0]>>4 != 4 || ihl < wire.IPv4MinLen || total < ihl || room < ihl || binary.BigEndian.Uint16(h[6:])&0x1fff != 0 {
+		return 0, 0
+	}
+	return ihl, total
+}
+
+// fastL4Len is the smallest header of the L4 protocols innerFast takes,
+// 0 for the others.
+func fastL4Len(proto uint8) int {
+	switch proto {
+	case wire.ProtoUDP:
+		return wire.UDPLen
+	case wire.ProtoTCP:
+		return wire.TCPMinLen
+	}
+	return 0
+}
+
+// int05Marked reports whether the packet with IPv4 header h and L4
+// payload at off carries INT 0.5 by DSCP.
+func (d *Decoder) int05Marked(h, b []byte, off int) bool {
+	return off+4 <= len(b) && d.INT05DSCPMask != 0 && (h[1]>>2)&d.INT05DSCPMask == d.INT05DSCP && looksINT05(b[off:])
 }
 
 // setDstPort sets the flow's destination port: the original one an INT
