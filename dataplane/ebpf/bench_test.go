@@ -6,8 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -72,27 +75,114 @@ func timedRun(p *ebpf.Program, frame []byte, in uint32) (time.Duration, error) {
 	}
 }
 
-// BenchmarkProgram: source, transit and sink cost per packet against
-// intd_pass (returns TC_ACT_OK); the difference is the INT overhead.
+// BenchmarkProgram measures intd_egress's roles against the empty program
+// and the floor (bpf/floor.c: the one bpf_skb_adjust_room each role cannot
+// avoid, and one clock read), all in the same run: every round runs b.N
+// fresh packets through each program in turn, starting one program later
+// each round, so that a change of load hits every program alike. It logs
+// each program's ns/pkt and each role's cost over the empty program as
+// median (min-max) over the rounds, with the load average, and reports
+// the medians as metrics.
 //
-//	sudo go test ./dataplane/ebpf -run '^$' -bench Program -benchtime 20000x
+//	sudo go test ./dataplane/ebpf -run '^$' -bench 'Program$' -benchtime 20000x
 func BenchmarkProgram(b *testing.B) {
+	const rounds = 7
 	tcp80 := tcpFrame("10.0.1.1", "10.0.2.1", 1234, 80, 0, make([]byte, 64))
+	in := intFrame(b, tcp80, sai.IntSessionAttrs{MaxHopCount: 8, Instructions: detInst}, 2, false)
 	sess := sai.IntSessionAttrs{Mode: sai.IntModeMD, MaxHopCount: 8, Instructions: spec.InstNodeID | spec.InstQueue}
-	mk := func(b *testing.B, s setup) *bpfNode {
+	node := func(s setup) *bpfNode {
 		n := newBPFNode(b)
 		n.setMTU(1500)
 		s.apply(b, n)
 		return n
 	}
-	b.Run("pass", func(b *testing.B) { benchProg(b, mk(b, setup{}).objs.IntdPass, tcp80) })
-	b.Run("unwatched", func(b *testing.B) {
-		benchProg(b, mk(b, setup{sess: &sess, match: port80()}).objs.IntdEgress, tcpFrame("10.0.1.1", "10.0.2.1", 1, 81, 0, make([]byte, 64)))
-	})
-	b.Run("source", func(b *testing.B) { benchProg(b, mk(b, setup{sess: &sess, match: port80()}).objs.IntdEgress, tcp80) })
-	in := intFrame(b, tcp80, sai.IntSessionAttrs{MaxHopCount: 8, Instructions: detInst}, 2, false)
-	b.Run("transit", func(b *testing.B) { benchProg(b, mk(b, setup{}).objs.IntdEgress, in) })
-	b.Run("sink", func(b *testing.B) { benchProg(b, mk(b, setup{sink: true}).objs.IntdEgress, in) })
+	egress := func(s setup) *ebpf.Program { return node(s).objs.IntdEgress }
+	var fl floorObjects
+	if err := loadFloorObjects(&fl, nil); err != nil {
+		b.Fatal(err)
+	}
+	defer fl.Close()
+	// over names the program a case's cost is taken over ("" none).
+	cases := []struct {
+		name, over string
+		p          *ebpf.Program
+		frame      []byte
+	}{
+		{"empty", "", fl.FloorEmpty, tcp80},
+		{"pass", "empty", node(setup{}).objs.IntdPass, tcp80},
+		{"unwatched", "empty", egress(setup{sess: &sess, match: port80()}), tcpFrame("10.0.1.1", "10.0.2.1", 1, 81, 0, make([]byte, 64))},
+		{"source", "empty", egress(setup{sess: &sess, match: port80()}), tcp80},
+		{"transit", "empty", egress(setup{}), in},
+		{"sink", "empty", egress(setup{sink: true}), in},
+		{"floor-source", "empty", fl.FloorSourceGrow, tcp80},
+		{"floor-transit", "empty", fl.FloorTransitGrow, in},
+		{"floor-sink", "empty", fl.FloorSinkShrink, in},
+		{"floor-clock", "empty", fl.FloorKtime, tcp80},
+	}
+	ns := make(map[string][]float64)
+	load := []float64{load1()}
+	for r := range rounds {
+		for i := range cases {
+			c := cases[(i+r)%len(cases)]
+			var total time.Duration
+			for range b.N {
+				d, err := timedRun(c.p, bytes.Clone(c.frame), inIfindex)
+				if err != nil {
+					b.Fatalf("%s: %v", c.name, err)
+				}
+				total += d
+			}
+			ns[c.name] = append(ns[c.name], float64(total.Nanoseconds())/float64(b.N))
+		}
+		load = append(load, load1())
+	}
+	// The probe run (b.N 1) measures nothing worth a line.
+	logf := func(format string, args ...any) {
+		if b.N > 1 {
+			b.Logf(format, args...)
+		}
+	}
+	for _, c := range cases {
+		m := medRange(ns[c.name])
+		b.ReportMetric(m.med, "ns/pkt-"+c.name)
+		if c.over == "" {
+			l := medRange(load)
+			logf("%d rounds of %d packets per program, load average %.2f (%.2f-%.2f); %s %s ns/pkt",
+				rounds, b.N, l.med, l.min, l.max, c.name, m)
+			continue
+		}
+		d := make([]float64, rounds)
+		for r := range d {
+			d[r] = ns[c.name][r] - ns[c.over][r]
+		}
+		o := medRange(d)
+		b.ReportMetric(o.med, "ns-over-"+c.over+"-"+c.name)
+		logf("%-14s %s ns/pkt, over %s %s", c.name, m, c.over, o)
+	}
+}
+
+// spread is a median with its range.
+type spread struct{ med, min, max float64 }
+
+func (s spread) String() string { return fmt.Sprintf("%.0f (%.0f-%.0f)", s.med, s.min, s.max) }
+
+// medRange is the median (min-max) of v.
+func medRange(v []float64) spread {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return spread{s[len(s)/2], s[0], s[len(s)-1]}
+}
+
+// loadAvg is the load average /proc/loadavg gives: 1, 5 and 15 minutes.
+func loadAvg() string {
+	s, _ := os.ReadFile("/proc/loadavg")
+	return strings.Join(strings.Fields(string(s))[:3], " ")
+}
+
+// load1 is the 1-minute load average.
+func load1() float64 {
+	v, _ := strconv.ParseFloat(strings.Fields(loadAvg())[0], 64)
+	return v
 }
 
 // BenchmarkClassifyMiss measures intd_egress on packets of new flows
@@ -247,38 +337,6 @@ func BenchmarkApplyWatchlist(b *testing.B) {
 		}
 		b.StopTimer()
 		d.Close()
-	}
-}
-
-// BenchmarkFloor measures, like BenchmarkProgram, what the INT roles cannot
-// avoid (bpf/floor.c): the empty program, the bpf_skb_adjust_room of a
-// source insert (shim + INT-MD header + one hop of BenchmarkProgram's
-// session), of one transit hop and of a sink strip of BenchmarkProgram's
-// INT frame, and one bpf_ktime_get_ns. Each over empty is the floor of a
-// role's overhead over pass in BenchmarkProgram.
-//
-//	sudo go test ./dataplane/ebpf -run '^$' -bench Floor -benchtime 20000x -count 3
-func BenchmarkFloor(b *testing.B) {
-	needRoot(b)
-	var objs floorObjects
-	if err := loadFloorObjects(&objs, nil); err != nil {
-		b.Fatal(err)
-	}
-	defer objs.Close()
-	tcp80 := tcpFrame("10.0.1.1", "10.0.2.1", 1234, 80, 0, make([]byte, 64))
-	in := intFrame(b, tcp80, sai.IntSessionAttrs{MaxHopCount: 8, Instructions: detInst}, 2, false)
-	for _, c := range []struct {
-		name  string
-		p     *ebpf.Program
-		frame []byte
-	}{
-		{"empty", objs.FloorEmpty, tcp80},
-		{"source-grow", objs.FloorSourceGrow, tcp80},
-		{"transit-grow", objs.FloorTransitGrow, in},
-		{"sink-shrink", objs.FloorSinkShrink, in},
-		{"ktime", objs.FloorKtime, tcp80},
-	} {
-		b.Run(c.name, func(b *testing.B) { benchProg(b, c.p, c.frame) })
 	}
 }
 

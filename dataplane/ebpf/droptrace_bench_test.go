@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -174,10 +173,6 @@ func benchTracersOtherNS(b *testing.B, cfg string) {
 		}
 		return d
 	}
-	loadavg := func() string {
-		s, _ := os.ReadFile("/proc/loadavg")
-		return strings.Join(strings.Fields(string(s))[:3], " ")
-	}
 	const n = 200_000
 	rounds := max(b.N, 3)
 	var off, on []float64
@@ -214,12 +209,11 @@ func benchTracersOtherNS(b *testing.B, cfg string) {
 				b.Fatal(err)
 			}
 		})
-		b.Logf("round %d: detached %.0f ns/pkt, attached %.0f ns/pkt (load %s)", r+1, off[r], on[r], loadavg())
+		b.Logf("round %d: detached %.0f ns/pkt, attached %.0f ns/pkt (load %s)", r+1, off[r], on[r], loadAvg())
 	}
 	stat := func(v []float64) (float64, float64, float64) {
-		s := slices.Clone(v)
-		slices.Sort(s)
-		return s[len(s)/2], s[0], s[len(s)-1]
+		m := medRange(v)
+		return m.med, m.min, m.max
 	}
 	m0, lo0, hi0 := stat(off)
 	m1, lo1, hi1 := stat(on)
@@ -229,7 +223,7 @@ func benchTracersOtherNS(b *testing.B, cfg string) {
 	}
 	mr, lor, hir := stat(ratio)
 	b.Logf("CPU per packet: detached %.0f (%.0f-%.0f) ns, attached %.0f (%.0f-%.0f) ns, attached/detached %.3f (%.3f-%.3f), load %s",
-		m0, lo0, hi0, m1, lo1, hi1, mr, lor, hir, loadavg())
+		m0, lo0, hi0, m1, lo1, hi1, mr, lor, hir, loadAvg())
 	b.ReportMetric(m0, "cpu-ns/pkt-detached")
 	b.ReportMetric(m1, "cpu-ns/pkt-attached")
 	b.ReportMetric(mr, "attached/detached")

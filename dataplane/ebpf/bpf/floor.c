@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * The floor of the INT roles' per-packet cost (BenchmarkFloor): the
+ * The floor of the INT roles' per-packet cost (BenchmarkProgram): the
  * helper calls intd_egress cannot avoid, each alone in a program, measured
  * like BenchmarkProgram measures intd_egress.
  *
