@@ -3438,9 +3438,13 @@ static __always_inline int strip(struct __sk_buff *skb, struct scratch *s)
 		return -1;
 	d = (void *)(long)skb->data;
 	end = (void *)(long)skb->data_end;
-	for (int i = MAX_MOVE / 4 - 1; i >= 0; i--) {
-		if (i * 4 >= mv)
-			continue;
+	/* Top word first (the bytes move up), from the last word to move:
+	 * no pass over the words that stay. */
+	__u32 words = mv >> 2;
+	for (__u32 j = 0; j < MAX_MOVE / 4; j++) {
+		if (j >= words)
+			break;
+		__u32 i = (words - 1 - j) & (MAX_MOVE / 4 - 1);
 		__u8 *src = d + L3 + fix + i * 4;
 		__u8 *dst = src + (ilen & 0x7ff);
 		asm volatile("" : "+r"(dst), "+r"(src));
