@@ -205,6 +205,7 @@ const (
 
 type intdFlowState struct {
 	_       structs.HostLayout
+	Key     intdFlowKey
 	Last    uint64
 	Digest  uint64
 	N       uint32
@@ -380,6 +381,8 @@ type intdScratch struct {
 	Flat     [8]uint32
 	Nflat    uint32
 	Fs       intdFlowState
+	Fk       intdFlowKey
+	Fkh      uint64
 }
 
 type intdSessMode uint32

@@ -339,6 +339,7 @@ struct qr_state {
 };
 
 struct flow_state {
+	struct flow_key key; /* the flow: a collision of flows' keys in flows is a new flow */
 	__u64 last;
 	__u64 digest;
 	/* F_ADAPTIVE: the learned band of up to 8 hop latencies (this node's,
@@ -520,6 +521,8 @@ struct scratch {
 	__u32 flat[8]; /* filter: the packet's hop latencies (F_ADAPTIVE) */
 	__u32 nflat;
 	struct flow_state fs; /* filter: a new flow's state */
+	struct flow_key fk;   /* filter: the packet's flow */
+	__u64 fkh;            /* and its hash, the key in flows */
 };
 
 struct {
@@ -661,7 +664,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);
-	__type(key, struct flow_key);
+	__type(key, __u64); /* flow_key_hash: a short key hashes and compares faster */
 	__type(value, struct flow_state);
 } flows SEC(".maps");
 
@@ -1935,6 +1938,27 @@ static __always_inline void flat_add(struct scratch *s, __u32 lat)
 	}
 }
 
+/* flow_key_hash is the key of flows for a flow key: a cheap digest, as
+ * the value holds the whole key (a collision is a new flow, never a
+ * shared state), in two independent multiplications. */
+static __always_inline __u64 flow_key_hash(const struct flow_key *k)
+{
+	__u64 a = ((__u64)afold(k->src) << 32) | afold(k->dst);
+	__u64 b = ((__u64)k->sport << 32) | ((__u64)k->dport << 16) | k->proto;
+	a *= 0x9e3779b97f4a7c15ULL;
+	b = (b ^ k->inner) * 0xbf58476d1ce4e5b9ULL;
+	return a ^ (a >> 29) ^ b;
+}
+
+static __always_inline int flow_key_eq(const struct flow_key *a, const struct flow_key *b)
+{
+	const __u64 *x = (const __u64 *)a, *y = (const __u64 *)b;
+	__u64 diff = 0;
+	for (int i = 0; i < sizeof(*a) / 8; i++)
+		diff |= x[i] ^ y[i];
+	return diff == 0;
+}
+
 /* filter is the per-flow smart filter: a flow is reported when new, when
  * flow_interval has passed, or when the digest of its ports, path (node ids
  * of the INT stack) and latency buckets changed (F_ADAPTIVE: when a
@@ -1948,9 +1972,15 @@ static __always_inline int filter(struct __sk_buff *skb, struct scratch *s)
 	struct hop *h = &s->h;
 	struct cfg *c = &s->c;
 	need_qtime(skb, s);
-	struct flow_key k = {.sport = p->sport, .dport = p->dport, .proto = p->proto, .inner = p->idigest};
-	__builtin_memcpy(k.src, p->saddr, 16);
-	__builtin_memcpy(k.dst, p->daddr, 16);
+	struct flow_key *k = &s->fk;
+	__builtin_memset(k, 0, sizeof(*k));
+	k->sport = p->sport;
+	k->dport = p->dport;
+	k->proto = p->proto;
+	k->inner = p->idigest;
+	__builtin_memcpy(k->src, p->saddr, 16);
+	__builtin_memcpy(k->dst, p->daddr, 16);
+	s->fkh = flow_key_hash(k);
 	__u64 d = 0x5bd1e995;
 	__u32 lat_shift = c->lat_shift & 31;
 	int adaptive = (c->flags & F_ADAPTIVE) != 0;
@@ -2022,7 +2052,17 @@ static __always_inline int filter(struct __sk_buff *skb, struct scratch *s)
 		}
 	}
 	int judged = adaptive ? FL_JUDGED : 0;
-	struct flow_state *st = bpf_map_lookup_elem(&flows, &k);
+	struct flow_state *st = bpf_map_lookup_elem(&flows, &s->fkh);
+	if (st && !flow_key_eq(&st->key, k)) {
+		/* Another flow with the same hash: this one replaces it. */
+		__builtin_memset(st, 0, sizeof(*st));
+		st->key = *k;
+		st->last = h->ts_out;
+		st->digest = d;
+		if (adaptive)
+			learn(st, s, c, h->ts_out);
+		return FL_REPORT | judged;
+	}
 	if (st) {
 		int out = adaptive && learn(st, s, c, h->ts_out) ? FL_ANOMALY : 0;
 		if (!out && st->digest == d && h->ts_out - st->last < c->flow_interval)
@@ -2033,11 +2073,12 @@ static __always_inline int filter(struct __sk_buff *skb, struct scratch *s)
 	}
 	struct flow_state *ns = &s->fs;
 	__builtin_memset(ns, 0, sizeof(*ns));
+	ns->key = *k;
 	ns->last = h->ts_out;
 	ns->digest = d;
 	if (adaptive)
 		learn(ns, s, c, h->ts_out);
-	bpf_map_update_elem(&flows, &k, ns, BPF_ANY);
+	bpf_map_update_elem(&flows, &s->fkh, ns, BPF_ANY);
 	return FL_REPORT | judged;
 }
 
