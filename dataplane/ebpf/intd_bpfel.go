@@ -203,16 +203,21 @@ const (
 	intdFlowOpOP_POSTCARD intdFlowOp = 2
 )
 
-type intdFlowState struct {
-	_       structs.HostLayout
-	Key     intdFlowKey
-	Last    uint64
-	Digest  uint64
-	N       uint32
-	Mean    [8]uint32
-	Dev     [8]uint32
-	_       [4]byte
-	Decayed uint64
+type intdFlowSet struct {
+	_   structs.HostLayout
+	Way [4]struct {
+		_       structs.HostLayout
+		Key     intdFlowKey
+		Hash    uint64
+		Seen    uint64
+		Last    uint64
+		Digest  uint64
+		N       uint32
+		Mean    [8]uint32
+		Dev     [8]uint32
+		_       [4]byte
+		Decayed uint64
+	}
 }
 
 type intdIface struct {
@@ -380,7 +385,6 @@ type intdScratch struct {
 	Ins      [160]uint8
 	Flat     [8]uint32
 	Nflat    uint32
-	Fs       intdFlowState
 	Fk       intdFlowKey
 	Fkh      uint64
 }

@@ -339,7 +339,9 @@ struct qr_state {
 };
 
 struct flow_state {
-	struct flow_key key; /* the flow: a collision of flows' keys in flows is a new flow */
+	struct flow_key key; /* the flow */
+	__u64 hash;          /* flow_key_hash(key) */
+	__u64 seen;          /* clock_ns() of its last packet, 0: free */
 	__u64 last;
 	__u64 digest;
 	/* F_ADAPTIVE: the learned band of up to 8 hop latencies (this node's,
@@ -520,9 +522,8 @@ struct scratch {
 	__u8 ins[160]; /* shim + INT header + hop, assembled for one store */
 	__u32 flat[8]; /* filter: the packet's hop latencies (F_ADAPTIVE) */
 	__u32 nflat;
-	struct flow_state fs; /* filter: a new flow's state */
 	struct flow_key fk;   /* filter: the packet's flow */
-	__u64 fkh;            /* and its hash, the key in flows */
+	__u64 fkh;            /* and its flow_key_hash */
 };
 
 struct {
@@ -661,11 +662,23 @@ struct {
 	__type(value, struct qr_state);
 } qr_state_map SEC(".maps");
 
+/* The report filter's flow states: a set-associative table (FLOW_WAYS
+ * ways per set, the set from the flow's hash) in an array, so that a
+ * lookup is a few inlined loads instead of a hash map helper call; a new
+ * flow takes a free way of its set, else the way least recently seen.
+ * CPUs racing for a way may leave one flow without state: it is new again
+ * at its next packet (reported), as after an LRU eviction. */
+#define FLOW_WAYS 4
+#define FLOW_SETS 16384
+struct flow_set {
+	struct flow_state way[FLOW_WAYS];
+};
+
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, __u64); /* flow_key_hash: a short key hashes and compares faster */
-	__type(value, struct flow_state);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, FLOW_SETS);
+	__type(key, __u32);
+	__type(value, struct flow_set);
 } flows SEC(".maps");
 
 struct {
@@ -1938,9 +1951,9 @@ static __always_inline void flat_add(struct scratch *s, __u32 lat)
 	}
 }
 
-/* flow_key_hash is the key of flows for a flow key: a cheap digest, as
- * the value holds the whole key (a collision is a new flow, never a
- * shared state), in two independent multiplications. */
+/* flow_key_hash is a flow key's digest in flows: its set (high bits) and
+ * a tag compared before the whole key, in two independent
+ * multiplications. */
 static __always_inline __u64 flow_key_hash(const struct flow_key *k)
 {
 	__u64 a = ((__u64)afold(k->src) << 32) | afold(k->dst);
@@ -2052,18 +2065,27 @@ static __always_inline int filter(struct __sk_buff *skb, struct scratch *s)
 		}
 	}
 	int judged = adaptive ? FL_JUDGED : 0;
-	struct flow_state *st = bpf_map_lookup_elem(&flows, &s->fkh);
-	if (st && !flow_key_eq(&st->key, k)) {
-		/* Another flow with the same hash: this one replaces it. */
-		__builtin_memset(st, 0, sizeof(*st));
-		st->key = *k;
-		st->last = h->ts_out;
-		st->digest = d;
-		if (adaptive)
-			learn(st, s, c, h->ts_out);
+	__u64 fh = s->fkh;
+	__u32 si = (fh >> 48) & (FLOW_SETS - 1);
+	struct flow_set *set = bpf_map_lookup_elem(&flows, &si);
+	if (!set)
 		return FL_REPORT | judged;
+	__u32 hit = FLOW_WAYS, vic = 0;
+	__u64 oldest = ~0ULL;
+	for (__u32 i = 0; i < FLOW_WAYS; i++) {
+		struct flow_state *w = &set->way[i];
+		if (w->seen && w->hash == fh && flow_key_eq(&w->key, k)) {
+			hit = i;
+			break;
+		}
+		if (w->seen < oldest) {
+			oldest = w->seen;
+			vic = i;
+		}
 	}
-	if (st) {
+	if (hit < FLOW_WAYS) {
+		struct flow_state *st = &set->way[hit & (FLOW_WAYS - 1)];
+		st->seen = h->ts_out;
 		int out = adaptive && learn(st, s, c, h->ts_out) ? FL_ANOMALY : 0;
 		if (!out && st->digest == d && h->ts_out - st->last < c->flow_interval)
 			return judged;
@@ -2071,14 +2093,15 @@ static __always_inline int filter(struct __sk_buff *skb, struct scratch *s)
 		st->last = h->ts_out;
 		return FL_REPORT | judged | out;
 	}
-	struct flow_state *ns = &s->fs;
+	struct flow_state *ns = &set->way[vic & (FLOW_WAYS - 1)];
 	__builtin_memset(ns, 0, sizeof(*ns));
 	ns->key = *k;
+	ns->hash = fh;
+	ns->seen = h->ts_out;
 	ns->last = h->ts_out;
 	ns->digest = d;
 	if (adaptive)
 		learn(ns, s, c, h->ts_out);
-	bpf_map_update_elem(&flows, &s->fkh, ns, BPF_ANY);
 	return FL_REPORT | judged;
 }
 
