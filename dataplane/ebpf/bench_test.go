@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"reflect"
 	"runtime"
 	"slices"
 	"strconv"
@@ -79,10 +80,18 @@ func timedRun(p *ebpf.Program, frame []byte, in uint32) (time.Duration, error) {
 // and the floor (bpf/floor.c: the one bpf_skb_adjust_room each role cannot
 // avoid, and one clock read), all in the same run: every round runs b.N
 // fresh packets through each program in turn, starting one program later
-// each round, so that a change of load hits every program alike. It logs
-// each program's ns/pkt and each role's cost over the empty program as
-// median (min-max) over the rounds, with the load average, and reports
-// the medians as metrics.
+// each round, so that a change of load hits every program alike. Per
+// round it takes the mean ns/pkt and the interquartile mean (the mean of
+// the middle half of the packets' times: preemptions and interrupts,
+// frequent under load, fall outside it). It logs each program's mean and
+// each role's cost over the empty program by both, as median (min-max)
+// over the rounds, with the load average, and reports the medians as
+// metrics.
+//
+// With INTD_PROGRAM_BASELINE naming another build of intd_bpfel.o (git
+// show REV:dataplane/ebpf/intd_bpfel.o > old.o), every role runs that
+// build's intd_egress too, on the same maps (those whose layout is
+// unchanged), in the same rounds: before and after side by side.
 //
 //	sudo go test ./dataplane/ebpf -run '^$' -bench 'Program$' -benchtime 20000x
 func BenchmarkProgram(b *testing.B) {
@@ -90,51 +99,78 @@ func BenchmarkProgram(b *testing.B) {
 	tcp80 := tcpFrame("10.0.1.1", "10.0.2.1", 1234, 80, 0, make([]byte, 64))
 	in := intFrame(b, tcp80, sai.IntSessionAttrs{MaxHopCount: 8, Instructions: detInst}, 2, false)
 	sess := sai.IntSessionAttrs{Mode: sai.IntModeMD, MaxHopCount: 8, Instructions: spec.InstNodeID | spec.InstQueue}
+	baseline := os.Getenv("INTD_PROGRAM_BASELINE")
+	type bcase struct {
+		name, over string
+		p          *ebpf.Program
+		frame      []byte
+	}
+	var old []bcase
 	node := func(s setup) *bpfNode {
 		n := newBPFNode(b)
 		n.setMTU(1500)
 		s.apply(b, n)
 		return n
 	}
-	egress := func(s setup) *ebpf.Program { return node(s).objs.IntdEgress }
+	egress := func(name string, s setup, frame []byte) bcase {
+		n := node(s)
+		if baseline != "" {
+			old = append(old, bcase{"old-" + name, "empty", loadBaseline(b, n, baseline), frame})
+		}
+		return bcase{name, "empty", n.objs.IntdEgress, frame}
+	}
 	var fl floorObjects
 	if err := loadFloorObjects(&fl, nil); err != nil {
 		b.Fatal(err)
 	}
 	defer fl.Close()
 	// over names the program a case's cost is taken over ("" none).
-	cases := []struct {
-		name, over string
-		p          *ebpf.Program
-		frame      []byte
-	}{
+	cases := []bcase{
 		{"empty", "", fl.FloorEmpty, tcp80},
 		{"pass", "empty", node(setup{}).objs.IntdPass, tcp80},
-		{"unwatched", "empty", egress(setup{sess: &sess, match: port80()}), tcpFrame("10.0.1.1", "10.0.2.1", 1, 81, 0, make([]byte, 64))},
-		{"source", "empty", egress(setup{sess: &sess, match: port80()}), tcp80},
-		{"transit", "empty", egress(setup{}), in},
-		{"sink", "empty", egress(setup{sink: true}), in},
+		egress("unwatched", setup{sess: &sess, match: port80()}, tcpFrame("10.0.1.1", "10.0.2.1", 1, 81, 0, make([]byte, 64))),
+		egress("source", setup{sess: &sess, match: port80()}, tcp80),
+		egress("transit", setup{}, in),
+		egress("sink", setup{sink: true}, in),
 		{"floor-source", "empty", fl.FloorSourceGrow, tcp80},
 		{"floor-transit", "empty", fl.FloorTransitGrow, in},
 		{"floor-sink", "empty", fl.FloorSinkShrink, in},
 		{"floor-clock", "empty", fl.FloorKtime, tcp80},
 	}
-	ns := make(map[string][]float64)
+	all := append(slices.Clone(cases), old...)
+	mean := make(map[string][]float64)
+	iq := make(map[string][]float64)
 	load := []float64{load1()}
+	ds := make([]float64, b.N)
 	for r := range rounds {
-		for i := range cases {
-			c := cases[(i+r)%len(cases)]
-			var total time.Duration
-			for range b.N {
+		for i := range all {
+			c := all[(i+r)%len(all)]
+			var total float64
+			for k := range b.N {
 				d, err := timedRun(c.p, bytes.Clone(c.frame), inIfindex)
 				if err != nil {
 					b.Fatalf("%s: %v", c.name, err)
 				}
-				total += d
+				ds[k] = float64(d.Nanoseconds())
+				total += ds[k]
 			}
-			ns[c.name] = append(ns[c.name], float64(total.Nanoseconds())/float64(b.N))
+			mean[c.name] = append(mean[c.name], total/float64(b.N))
+			slices.Sort(ds)
+			mid := ds[b.N/4 : b.N-b.N/4]
+			var sum float64
+			for _, v := range mid {
+				sum += v
+			}
+			iq[c.name] = append(iq[c.name], sum/float64(len(mid)))
 		}
 		load = append(load, load1())
+	}
+	over := func(m map[string][]float64, name, base string) spread {
+		d := make([]float64, rounds)
+		for r := range d {
+			d[r] = m[name][r] - m[base][r]
+		}
+		return medRange(d)
 	}
 	// The probe run (b.N 1) measures nothing worth a line.
 	logf := func(format string, args ...any) {
@@ -143,22 +179,63 @@ func BenchmarkProgram(b *testing.B) {
 		}
 	}
 	for _, c := range cases {
-		m := medRange(ns[c.name])
+		m := medRange(mean[c.name])
 		b.ReportMetric(m.med, "ns/pkt-"+c.name)
 		if c.over == "" {
 			l := medRange(load)
-			logf("%d rounds of %d packets per program, load average %.2f (%.2f-%.2f); %s %s ns/pkt",
-				rounds, b.N, l.med, l.min, l.max, c.name, m)
+			logf("%d rounds of %d packets per program, load average %.2f (%.2f-%.2f); %s %s ns/pkt (interquartile %s)",
+				rounds, b.N, l.med, l.min, l.max, c.name, m, medRange(iq[c.name]))
 			continue
 		}
-		d := make([]float64, rounds)
-		for r := range d {
-			d[r] = ns[c.name][r] - ns[c.over][r]
-		}
-		o := medRange(d)
+		o, oi := over(mean, c.name, c.over), over(iq, c.name, c.over)
 		b.ReportMetric(o.med, "ns-over-"+c.over+"-"+c.name)
-		logf("%-14s %s ns/pkt, over %s %s", c.name, m, c.over, o)
+		b.ReportMetric(oi.med, "iq-ns-over-"+c.over+"-"+c.name)
+		line := fmt.Sprintf("%-13s %s ns/pkt, over %s %s, interquartile %s", c.name, m, c.over, o, oi)
+		if _, ok := mean["old-"+c.name]; ok {
+			line += fmt.Sprintf("; baseline over %s %s, interquartile %s", c.over, over(mean, "old-"+c.name, c.over), over(iq, "old-"+c.name, c.over))
+		}
+		logf("%s", line)
 	}
+}
+
+// loadBaseline loads intd_egress of the object file at path on n's maps,
+// those whose key, value and size are unchanged (others are the file's
+// own, empty).
+func loadBaseline(b *testing.B, n *bpfNode, path string) *ebpf.Program {
+	cs, err := ebpf.LoadCollectionSpec(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	repl := map[string]*ebpf.Map{}
+	maps := reflect.ValueOf(n.objs.intdMaps)
+	for i := range maps.NumField() {
+		name := maps.Type().Field(i).Tag.Get("ebpf")
+		m, ok := maps.Field(i).Interface().(*ebpf.Map)
+		ms := cs.Maps[name]
+		if !ok || m == nil || ms == nil {
+			continue
+		}
+		info, err := m.Info()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if ms.Type == info.Type && ms.KeySize == info.KeySize && ms.ValueSize == info.ValueSize && ms.MaxEntries == info.MaxEntries {
+			repl[name] = m
+		}
+	}
+	for name := range cs.Programs {
+		if name != "intd_egress" {
+			delete(cs.Programs, name)
+		}
+	}
+	var o struct {
+		P *ebpf.Program `ebpf:"intd_egress"`
+	}
+	if err := cs.LoadAndAssign(&o, &ebpf.CollectionOptions{MapReplacements: repl}); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { o.P.Close() })
+	return o.P
 }
 
 // spread is a median with its range.
