@@ -245,12 +245,13 @@ type intdIngSlot struct {
 type intdLimit uint32
 
 const (
-	intdLimitMAX_WL      intdLimit = 1024
-	intdLimitMAX_SESS    intdLimit = 64
-	intdLimitMAX_SLOTS   intdLimit = 64
-	intdLimitMAX_QR      intdLimit = 16
-	intdLimitMAX_IFINDEX intdLimit = 65536
-	intdLimitMAX_TXQ     intdLimit = 16
+	intdLimitMAX_WL        intdLimit = 1024
+	intdLimitMAX_SESS      intdLimit = 64
+	intdLimitMAX_SLOTS     intdLimit = 64
+	intdLimitMAX_QR        intdLimit = 16
+	intdLimitMAX_IFINDEX   intdLimit = 65536
+	intdLimitMAX_TXQ       intdLimit = 16
+	intdLimitMAX_FLOW_SETS intdLimit = 16384
 )
 
 type intdQrCfg struct {

@@ -49,6 +49,7 @@ enum limit {
 	MAX_QR = 16,         /* queue reports */
 	MAX_IFINDEX = 65536, /* the ifaces map */
 	MAX_TXQ = 16,        /* tx queues per interface with state of their own; higher ones share the last */
+	MAX_FLOW_SETS = 16384, /* sets of the flow report filter's table (flows) */
 };
 #define MAX_CAP 512    /* bytes of a frame copied into an event */
 #define MAX_MOVE 128   /* header bytes moved when room is made after L4 */
@@ -669,7 +670,7 @@ struct {
  * CPUs racing for a way may leave one flow without state: it is new again
  * at its next packet (reported), as after an LRU eviction. */
 #define FLOW_WAYS 4
-#define FLOW_SETS 16384
+#define FLOW_SETS MAX_FLOW_SETS
 struct flow_set {
 	struct flow_state way[FLOW_WAYS];
 };
