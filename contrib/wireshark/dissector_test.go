@@ -218,7 +218,7 @@ func tsharkFrames(t *testing.T, tshark, lua, capture string) []map[string]any {
 			// A report quoted in an ICMP error (port unreachable) was not
 			// delivered: decode leaves it out.
 		} else if r := objects(l["int_report"]); len(r) > 0 {
-			f["report"] = reportJSON(r[0])
+			f["report"] = reportJSON(r[0], l)
 		} else if in := intJSON(objects(l["int"])); in != nil {
 			f["int"] = in
 		}
@@ -346,7 +346,7 @@ func intJSON(trees []map[string]any) map[string]any {
 }
 
 // reportJSON rebuilds decode's report object from the dissector's tree.
-func reportJSON(r map[string]any) map[string]any {
+func reportJSON(r, top map[string]any) map[string]any {
 	out := map[string]any{}
 	setNum(out, "version", r, "int_report.version")
 	var reports []any
@@ -376,7 +376,7 @@ func reportJSON(r map[string]any) map[string]any {
 					j["ds_metadata"] = strings.ReplaceAll(v, ":", "")
 				}
 			}
-			innerJSON(j, ir)
+			innerJSON(j, ir, top)
 			reports = append(reports, j)
 		}
 	} else {
@@ -415,7 +415,7 @@ func reportJSON(r map[string]any) map[string]any {
 			setNum(md, "ingress_timestamp", r, "int_report.v05.ingress_timestamp")
 			j["md"] = md
 		}
-		innerJSON(j, r)
+		innerJSON(j, r, top)
 		reports = append(reports, j)
 	}
 	if reports == nil {
@@ -427,8 +427,9 @@ func reportJSON(r map[string]any) map[string]any {
 
 // innerJSON adds decode's inner object for a report tree: the length, and
 // for packets the original flow (the shim's original port or protocol
-// where INT replaced them) and the INT stack.
-func innerJSON(j, r map[string]any) {
+// where INT replaced them) and the INT stack. top is the frame's layers,
+// where Wireshark's own tunnel dissectors put their trees.
+func innerJSON(j, r, top map[string]any) {
 	l, ok := value(r, "int_report.inner_length")
 	if !ok {
 		return
@@ -470,6 +471,38 @@ func innerJSON(j, r map[string]any) {
 			dst, _ = value(user, "ip.dst")
 			proto, _ = value(user, "ip.proto")
 			in["src"], in["dst"], in["proto"] = src, dst, num(proto)
+		}
+	}
+	// INT in a VXLAN-GPE, Geneve or GRE header: the flow is the packet in
+	// the tunnel too, with the tunnel's id (VNI; GRE key, or 0).
+	if ips := objects(r["ip"]); len(ips) > 1 && in["tunnel"] == nil {
+		if s, ok := value(ips[len(ips)-1], "ip.src"); ok && s != "" {
+			kind, _ := value(firstOr(ints), "int.encap")
+			id, idOK := "", false
+			switch kind {
+			case "vxlan-gpe":
+				id, idOK = value(firstOr(objects(top["vxlan"])), "vxlan.vni")
+			case "geneve":
+				if id, idOK = value(firstOr(objects(r["int_geneve"])), "int_geneve.vni"); !idOK {
+					id, idOK = value(firstOr(objects(top["int_geneve"])), "int_geneve.vni")
+				}
+			case "gre":
+				if id, idOK = value(firstOr(objects(top["gre"])), "gre.key"); !idOK {
+					id, idOK = "0", true
+				}
+			}
+			if kind == "vxlan-gpe" || kind == "geneve" || kind == "gre" {
+				in["tunnel"] = kind
+				if idOK {
+					in["tunnel_id"] = num(id)
+				}
+				in["outer_src"], in["outer_dst"] = src, dst
+				user := ips[len(ips)-1]
+				src, _ = value(user, "ip.src")
+				dst, _ = value(user, "ip.dst")
+				proto, _ = value(user, "ip.proto")
+				in["src"], in["dst"], in["proto"] = src, dst, num(proto)
+			}
 		}
 	}
 	var sport, dport string
