@@ -68,6 +68,8 @@ var attrPaths = bindAttrs(
 	at(sai.AttrDTelFlowReportAdaptive, func(c *dtelCfg) any { return &c.FlowReportFilter.Config.LatencyFilterMode }),
 	at(sai.AttrDTelFlowReportLatencyFactor, func(c *dtelCfg) any { return &c.FlowReportFilter.Config.LatencyDeviationFactor }),
 	at(sai.AttrDTelFlowReportLatencyFloor, func(c *dtelCfg) any { return &c.FlowReportFilter.Config.LatencyFloor }),
+	at(sai.AttrDTelTunnelAddress, func(c *dtelCfg) any { return &c.Node.Config.TunnelAddress }),
+	at(sai.AttrDTelTunnelAddress6, func(c *dtelCfg) any { return &c.Node.Config.TunnelAddressIpv6 }),
 	// From /domain-specific-metadata, outside /int: dsValues checks them
 	// there first, so sai never names them.
 	at(sai.AttrDTelDSValues, func(c *dtelCfg) any { return &c.Node }),
@@ -80,6 +82,9 @@ var attrPaths = bindAttrs(
 	at(sai.AttrIntSessionDSFlags, func(c *intCfg) any { return &c.Config.DsFlags }),
 	at(sai.AttrIntSessionDiscard, func(c *intCfg) any { return &c.Config.Discard }),
 	at(sai.AttrIntSessionClampTCPMSS, func(c *intCfg) any { return &c.Config.ClampTcpMss }),
+	at(sai.AttrIntSessionEncapsulation, func(c *intCfg) any { return &c.Config.Encapsulation }),
+	at(sai.AttrIntSessionTunnelDestination, func(c *intCfg) any { return &c.Config.TunnelDestination }),
+	at(sai.AttrIntSessionTunnelDestination6, func(c *intCfg) any { return &c.Config.TunnelDestinationIpv6 }),
 
 	at(sai.AttrReportSessionSrcIP, func(c *reportCfg) any { return &c.Config.SourceAddress }),
 	at(sai.AttrReportSessionDestinations, func(c *reportCfg) any { return &c.Collectors }),

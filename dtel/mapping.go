@@ -99,6 +99,16 @@ func (o *Orchestrator) translateNode(in *intent, cfg *gen.Device) error {
 	if nc.GetMalformedIntAction() == gen.IntdInt_MalformedIntAction_DROP {
 		d.MalformedAction = sai.MalformedDrop
 	}
+	if nc.TunnelAddress != nil {
+		if d.TunnelAddress, err = netip.ParseAddr(nc.GetTunnelAddress()); err != nil {
+			return invalidf(pathNode+"/tunnel-address", "%v", err)
+		}
+	}
+	if nc.TunnelAddressIpv6 != nil {
+		if d.TunnelAddress6, err = netip.ParseAddr(nc.GetTunnelAddressIpv6()); err != nil {
+			return invalidf(pathNode+"/tunnel-address-ipv6", "%v", err)
+		}
+	}
 	if err := o.translateMarking(&d, root.GetMarking().GetConfig()); err != nil {
 		return err
 	}
@@ -246,6 +256,30 @@ func intSession(cfg *gen.Device, p string, c *gen.IntdInt_Int_IntSessions_IntSes
 	if c.GetMode() == gen.IntdInt_IntMode_INT_MX {
 		a.Mode = sai.IntModeMX
 		a.MaxHopCount = 0 // MX headers carry no hop count
+	}
+	if c.GetEncapsulation() == gen.IntdInt_Int_IntSessions_IntSession_Config_Encapsulation_VXLAN_GPE {
+		a.Encapsulation = sai.SessionEncapVXLANGPE
+	}
+	// Each tunnel destination needs the node's address of its family.
+	nc := cfg.GetInt().GetNode().GetConfig()
+	for _, d := range []struct {
+		dst, src  *string
+		to        *netip.Addr
+		leaf, own string
+	}{
+		{c.TunnelDestination, tunnelAddr(nc, false), &a.TunnelDestination, "tunnel-destination", "tunnel-address"},
+		{c.TunnelDestinationIpv6, tunnelAddr(nc, true), &a.TunnelDestination6, "tunnel-destination-ipv6", "tunnel-address-ipv6"},
+	} {
+		if d.dst == nil {
+			continue
+		}
+		var err error
+		if *d.to, err = netip.ParseAddr(*d.dst); err != nil {
+			return a, invalidf(p+"/config/"+d.leaf, "%v", err)
+		}
+		if d.src == nil && a.Encapsulation != sai.SessionEncapNone {
+			return a, invalidf(p+"/config/"+d.leaf, "%s needs the node's %s (%s/%s), the tunnels' outer source", d.leaf, d.own, pathNode, d.own)
+		}
 	}
 	for _, id := range c.GetInstructions() {
 		bit, ok := instructionBits[id]
@@ -653,4 +687,15 @@ func sortedFunc[K comparable, V any](m map[K]V, f func(a, b K) int) []K {
 	}
 	slices.SortFunc(out, f)
 	return out
+}
+
+// tunnelAddr is the node's tunnel address of a family, nil when unset.
+func tunnelAddr(nc *gen.IntdInt_Int_Node_Config, v6 bool) *string {
+	if nc == nil {
+		return nil
+	}
+	if v6 {
+		return nc.TunnelAddressIpv6
+	}
+	return nc.TunnelAddress
 }

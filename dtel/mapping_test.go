@@ -522,6 +522,21 @@ func TestValidation(t *testing.T) {
 		}, "/int/int-sessions/int-session[name=mx-probe]/config/ds-instruction: ds-instruction bit 2 has no field in domain 4660"},
 		{"instructions the backend cannot provide", func(c *sai.Capabilities) { c.Instructions &^= spec.InstBuffer }, nil,
 			"/int/int-sessions/int-session[name=md-5]/config/instructions: instructions buffer are not supported in MD mode by the dataplane"},
+		{"session tunnel the backend cannot add", func(c *sai.Capabilities) { c.SessionTunnel = false },
+			tunnelSession("md-5", "192.0.2.1", "", "192.0.2.9", ""),
+			"/int/node/config/tunnel-address: INT session tunnels (VXLAN-GPE added by the source) are not supported by the dataplane"},
+		{"session tunnel without tunnel-destination", nil, tunnelSession("md-5", "192.0.2.1", "", "", ""),
+			"/int/int-sessions/int-session[name=md-5]/config/tunnel-destination: encapsulation VXLAN_GPE needs a tunnel destination, IPv4 or IPv6"},
+		{"session tunnel without the node's tunnel-address", nil, tunnelSession("md-5", "", "", "192.0.2.9", ""),
+			"/int/int-sessions/int-session[name=md-5]/config/tunnel-destination: tunnel-destination needs the node's tunnel-address (/int/node/config/tunnel-address), the tunnels' outer source"},
+		{"IPv6 session tunnel without the node's tunnel-address-ipv6", nil, tunnelSession("md-5", "192.0.2.1", "", "", "2001:db8::9"),
+			"/int/int-sessions/int-session[name=md-5]/config/tunnel-destination-ipv6: tunnel-destination-ipv6 needs the node's tunnel-address-ipv6 (/int/node/config/tunnel-address-ipv6), the tunnels' outer source"},
+		{"IPv4-mapped tunnel-destination-ipv6", nil, tunnelSession("md-5", "", "2001:db8::1", "", "::ffff:192.0.2.9"),
+			"/int/int-sessions/int-session[name=md-5]/config/tunnel-destination-ipv6: tunnel destination ::ffff:192.0.2.9 is not a unicast IPv6 address"},
+		{"session tunnel of INT-MX", nil, tunnelSession("mx-probe", "192.0.2.1", "", "192.0.2.9", ""),
+			"/int/int-sessions/int-session[name=mx-probe]/config/encapsulation: encapsulation VXLAN_GPE carries INT-MD; mode MX has no metadata stack to carry"},
+		{"multicast tunnel-address", nil, func(d *gen.Device) { d.Int.Node.Config.TunnelAddress = ptrTo("224.0.0.9") },
+			"/int/node/config/tunnel-address: tunnel address 224.0.0.9 is not a unicast IPv4 address"},
 		{"mode the backend cannot provide", func(c *sai.Capabilities) { c.Modes = []sai.IntMode{sai.IntModeMD} }, nil,
 			"/int/int-sessions/int-session[name=mx-probe]/config/mode: mode MX is not supported by the dataplane"},
 		{"udp marking without udp-port", nil, func(d *gen.Device) {
@@ -646,5 +661,23 @@ func TestDSValues(t *testing.T) {
 	want := []sai.DSValue{{DomainID: 4660, Bit: 0, Words: 2, Value: 0x0102030405060708}, {DomainID: 4660, Bit: 1, Words: 1, Value: 42}}
 	if !slices.Equal(got, want) {
 		t.Fatalf("DSValues %+v, want %+v", got, want)
+	}
+}
+
+// tunnelSession puts session name in a VXLAN-GPE tunnel to dst4 and dst6
+// and gives the node the tunnel addresses node4 and node6 ("": unset).
+func tunnelSession(name, node4, node6, dst4, dst6 string) func(d *gen.Device) {
+	opt := func(v string) *string {
+		if v == "" {
+			return nil
+		}
+		return ptrTo(v)
+	}
+	return func(d *gen.Device) {
+		n := d.Int.Node.Config
+		n.TunnelAddress, n.TunnelAddressIpv6 = opt(node4), opt(node6)
+		c := d.Int.IntSessions.IntSession[name].Config
+		c.Encapsulation = gen.IntdInt_Int_IntSessions_IntSession_Config_Encapsulation_VXLAN_GPE
+		c.TunnelDestination, c.TunnelDestinationIpv6 = opt(dst4), opt(dst6)
 	}
 }

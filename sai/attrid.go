@@ -44,6 +44,8 @@ const (
 	AttrDTelFlowReportLatencyFactor
 	AttrDTelFlowReportLatencyFloor
 	AttrDTelHWID
+	AttrDTelTunnelAddress
+	AttrDTelTunnelAddress6
 
 	// IntSession
 	AttrIntSessionMode
@@ -54,6 +56,9 @@ const (
 	AttrIntSessionDSFlags
 	AttrIntSessionDiscard
 	AttrIntSessionClampTCPMSS
+	AttrIntSessionEncapsulation
+	AttrIntSessionTunnelDestination
+	AttrIntSessionTunnelDestination6
 
 	// ReportSession
 	AttrReportSessionSrcIP
@@ -163,6 +168,8 @@ var attrInfo = [attrCount]struct {
 	AttrDTelFlowReportLatencyFactor:         {ObjectTypeDTel, "FlowReport.LatencyFactor"},
 	AttrDTelFlowReportLatencyFloor:          {ObjectTypeDTel, "FlowReport.LatencyFloor"},
 	AttrDTelHWID:                            {ObjectTypeDTel, "HWID"},
+	AttrDTelTunnelAddress:                   {ObjectTypeDTel, "TunnelAddress"},
+	AttrDTelTunnelAddress6:                  {ObjectTypeDTel, "TunnelAddress6"},
 	AttrIntSessionMode:                      {ObjectTypeIntSession, "Mode"},
 	AttrIntSessionMaxHopCount:               {ObjectTypeIntSession, "MaxHopCount"},
 	AttrIntSessionInstructions:              {ObjectTypeIntSession, "Instructions"},
@@ -171,6 +178,9 @@ var attrInfo = [attrCount]struct {
 	AttrIntSessionDSFlags:                   {ObjectTypeIntSession, "DSFlags"},
 	AttrIntSessionDiscard:                   {ObjectTypeIntSession, "Discard"},
 	AttrIntSessionClampTCPMSS:               {ObjectTypeIntSession, "ClampTCPMSS"},
+	AttrIntSessionEncapsulation:             {ObjectTypeIntSession, "Encapsulation"},
+	AttrIntSessionTunnelDestination:         {ObjectTypeIntSession, "TunnelDestination"},
+	AttrIntSessionTunnelDestination6:        {ObjectTypeIntSession, "TunnelDestination6"},
 	AttrReportSessionSrcIP:                  {ObjectTypeReportSession, "SrcIP"},
 	AttrReportSessionDestinations:           {ObjectTypeReportSession, "Destinations[]"},
 	AttrReportSessionDestinationIP:          {ObjectTypeReportSession, "Destinations[].IP"},

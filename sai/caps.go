@@ -1,6 +1,7 @@
 package sai
 
 import (
+	"net/netip"
 	"slices"
 
 	"github.com/intd-project/intd/sai/spec"
@@ -97,6 +98,9 @@ type Capabilities struct {
 	InnerMatch bool
 	// PacketInterval: the backend honours WatchlistAction.PacketInterval.
 	PacketInterval bool
+	// SessionTunnel: an INT source can add the VXLAN-GPE tunnel of
+	// SessionEncapVXLANGPE and a sink remove it (DTelAttrs.TunnelAddress).
+	SessionTunnel bool
 
 	HopLatency       TimeUnit
 	IngressTimestamp TimeUnit
@@ -136,6 +140,7 @@ func FullCapabilities() Capabilities {
 		EventTypes:          spec.EventTypes(),
 		InnerMatch:          true,
 		PacketInterval:      true,
+		SessionTunnel:       true,
 		HopLatency:          TimeNanoseconds,
 		IngressTimestamp:    TimestampPOSIXNanoseconds,
 		EgressTimestamp:     TimestampPOSIXNanoseconds,
@@ -193,6 +198,9 @@ func (c Capabilities) Check(a Attrs) error {
 		if u := a.Instructions &^ have; u != 0 {
 			return unsupported(t, AttrIntSessionInstructions, "instructions %v are not supported in %v mode", u, a.Mode)
 		}
+		if a.Encapsulation != SessionEncapNone && !c.SessionTunnel {
+			return unsupported(t, AttrIntSessionEncapsulation, "encapsulation %v is not supported", a.Encapsulation)
+		}
 	case ReportSessionAttrs:
 		const t = ObjectTypeReportSession
 		switch {
@@ -244,6 +252,14 @@ func (c Capabilities) checkDTel(a DTelAttrs) error {
 	} {
 		if f.on && !f.ok {
 			return unsupported(t, f.attr, "%s is not supported", f.name)
+		}
+	}
+	for _, tun := range []struct {
+		a    netip.Addr
+		attr AttrID
+	}{{a.TunnelAddress, AttrDTelTunnelAddress}, {a.TunnelAddress6, AttrDTelTunnelAddress6}} {
+		if tun.a.IsValid() && !c.SessionTunnel {
+			return unsupported(t, tun.attr, "INT session tunnels (VXLAN-GPE added by the source) are not supported")
 		}
 	}
 	for _, e := range []struct {

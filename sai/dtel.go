@@ -1,6 +1,7 @@
 package sai
 
 import (
+	"net/netip"
 	"slices"
 	"time"
 
@@ -109,6 +110,13 @@ type DTelAttrs struct {
 	GeneveOptionClass    uint16 // Geneve option class for INT (spec: 0x0103)
 	GREProtocolType      uint16 // GRE protocol type for INT (TBD_INT in the spec)
 
+	// TunnelAddress is this node's end of the VXLAN-GPE tunnels that
+	// sessions with SessionEncapVXLANGPE add: their outer source here as
+	// a source, and the destination at which arriving ones end. IPv4,
+	// for IPv4 packets; TunnelAddress6 is the IPv6 one, for IPv6
+	// packets. The zero Addr: none.
+	TunnelAddress, TunnelAddress6 netip.Addr
+
 	FlowReport FlowReportFilter
 
 	// DSValues are this node's values of domain-specific fields: reports
@@ -199,6 +207,12 @@ func (a DTelAttrs) Validate() error {
 	}
 	if err := validateDSValues(a.DSValues); err != nil {
 		return err
+	}
+	if a.TunnelAddress.IsValid() && !validTunnelAddr(a.TunnelAddress, false) {
+		return invalid(t, AttrDTelTunnelAddress, "tunnel address %v is not a unicast IPv4 address", a.TunnelAddress)
+	}
+	if a.TunnelAddress6.IsValid() && !validTunnelAddr(a.TunnelAddress6, true) {
+		return invalid(t, AttrDTelTunnelAddress6, "tunnel address %v is not a unicast IPv6 address", a.TunnelAddress6)
 	}
 	switch {
 	case a.IntL4DSCPRemark > MaxDSCP:

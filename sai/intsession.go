@@ -1,6 +1,10 @@
 package sai
 
-import "github.com/intd-project/intd/sai/spec"
+import (
+	"net/netip"
+
+	"github.com/intd-project/intd/sai/spec"
+)
 
 // Instruction is the INT v2.1 instruction bitmap; its bits and their
 // metadata are spec.Instructions.
@@ -53,6 +57,41 @@ type IntSessionAttrs struct {
 	// full-sized segments have room for this session's headers at
 	// MaxHopCount under the egress MTU.
 	ClampTCPMSS bool
+	// Encapsulation is how the session's INT travels; with
+	// SessionEncapVXLANGPE the source puts IPv4 packets into a VXLAN-GPE
+	// tunnel to TunnelDestination (IPv4) and IPv6 packets into one to
+	// TunnelDestination6 (IPv6), carrying INT; packets of a family
+	// without a destination get none.
+	Encapsulation                         SessionEncap
+	TunnelDestination, TunnelDestination6 netip.Addr
+}
+
+// SessionEncap is how an INT session's INT travels.
+type SessionEncap uint8
+
+const (
+	// SessionEncapNone: in the flow's own packets (over TCP/UDP with the
+	// node's marking, or inside the flow's tunnel).
+	SessionEncapNone SessionEncap = iota
+	// SessionEncapVXLANGPE: in a VXLAN-GPE tunnel the source adds (UDP
+	// port spec.PortVXLANGPE, next protocol INT) and the sink removes.
+	SessionEncapVXLANGPE
+)
+
+func (e SessionEncap) String() string {
+	switch e {
+	case SessionEncapNone:
+		return "NONE"
+	case SessionEncapVXLANGPE:
+		return "VXLAN_GPE"
+	}
+	return "SessionEncap(" + itoa(int(e)) + ")"
+}
+
+// validTunnelAddr: a tunnel end is a routable unicast address of its
+// family (IPv6 not IPv4-mapped).
+func validTunnelAddr(a netip.Addr, v6 bool) bool {
+	return a.Is6() == v6 && !a.Is4In6() && a.IsGlobalUnicast()
 }
 
 // DefaultIntSessionAttrs returns an MD session of 8 hops (SAI's default)
@@ -97,6 +136,24 @@ func (a IntSessionAttrs) Validate() error {
 	}
 	if a.DomainSpecificID == 0 && a.DSInstruction != 0 {
 		return invalid(t, AttrIntSessionDSInstruction, "DS instruction %#04x needs a non-zero domain specific id", a.DSInstruction)
+	}
+	switch a.Encapsulation {
+	case SessionEncapNone:
+	case SessionEncapVXLANGPE:
+		if a.Mode != IntModeMD {
+			return invalid(t, AttrIntSessionEncapsulation, "encapsulation %v carries INT-MD; mode %v has no metadata stack to carry", a.Encapsulation, a.Mode)
+		}
+		if !a.TunnelDestination.IsValid() && !a.TunnelDestination6.IsValid() {
+			return invalid(t, AttrIntSessionTunnelDestination, "encapsulation %v needs a tunnel destination, IPv4 or IPv6", a.Encapsulation)
+		}
+		if a.TunnelDestination.IsValid() && !validTunnelAddr(a.TunnelDestination, false) {
+			return invalid(t, AttrIntSessionTunnelDestination, "tunnel destination %v is not a unicast IPv4 address", a.TunnelDestination)
+		}
+		if a.TunnelDestination6.IsValid() && !validTunnelAddr(a.TunnelDestination6, true) {
+			return invalid(t, AttrIntSessionTunnelDestination6, "tunnel destination %v is not a unicast IPv6 address", a.TunnelDestination6)
+		}
+	default:
+		return invalid(t, AttrIntSessionEncapsulation, "encapsulation %d is invalid", a.Encapsulation)
 	}
 	if a.Instructions&^spec.InstChecksumComplement == 0 && a.DSInstruction == 0 {
 		return invalid(t, AttrIntSessionInstructions, "instruction bitmap requests no metadata")
