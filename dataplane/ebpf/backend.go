@@ -46,6 +46,7 @@ func (d *Dataplane) Capabilities() sai.Capabilities {
 		MaxQueueReports:     maxQueueRep,
 		PacketInterval:      true,
 		InnerMatch:          true,
+		SessionTunnel:       true,
 	}
 }
 
@@ -428,6 +429,12 @@ func dtelCfg(c *intdCfg, dt *sai.DTelAttrs) {
 		c.Tunnels |= spec.EncapGRE.TunnelBit()
 		c.GreProto = dt.GREProtocolType
 	}
+	if dt.TunnelAddress.IsValid() {
+		c.TunAddr = be32(dt.TunnelAddress)
+	}
+	if dt.TunnelAddress6.IsValid() {
+		c.TunAddr6 = be128(dt.TunnelAddress6)
+	}
 	// The program compares the marker with the packet's 8 bytes
 	// loaded as one word.
 	c.Probe = binary.NativeEndian.Uint64(binary.BigEndian.AppendUint64(nil, dt.ProbeMarker))
@@ -458,6 +465,20 @@ func (d *Dataplane) writeSessions(dt *sai.DTelAttrs) error {
 		}
 		if a.ClampTCPMSS {
 			s.Clamp = uint16(wire.TCPSourceOverhead(typ, int(a.MaxHopCount), int(s.HopMl), &src))
+		}
+		if a.Encapsulation == sai.SessionEncapVXLANGPE {
+			s.Tunnel = 1
+			outer := 20 // the clamp covers the larger outer header in use
+			if a.TunnelDestination.IsValid() {
+				s.TunDst = be32(a.TunnelDestination)
+			}
+			if a.TunnelDestination6.IsValid() {
+				s.TunDst6 = be128(a.TunnelDestination6)
+				outer = 40
+			}
+			if a.ClampTCPMSS {
+				s.Clamp = uint16(outer + sessionTunnelLen + int(a.MaxHopCount)*int(s.HopMl)*4)
+			}
 		}
 		if a.Discard {
 			s.Discard = 1
@@ -755,4 +776,25 @@ func (d *Dataplane) queueStats(i *iface) []sai.QueueStats {
 		}
 	}
 	return qs
+}
+
+// sessionTunnelLen is what a session tunnel adds after the outer IP
+// header and before its hops: UDP, VXLAN-GPE, INT shim and INT-MD header.
+const sessionTunnelLen = 8 + 8 + wire.ShimLen + wire.MDHeaderLen
+
+// be32 is an IPv4 address as the program reads it from a packet: its
+// bytes in network order loaded as one native word.
+func be32(a netip.Addr) uint32 {
+	b := a.As4()
+	return binary.NativeEndian.Uint32(b[:])
+}
+
+// be128 is an IPv6 address as the program reads it, four words.
+func be128(a netip.Addr) [4]uint32 {
+	b := a.As16()
+	var w [4]uint32
+	for i := range w {
+		w[i] = binary.NativeEndian.Uint32(b[4*i:])
+	}
+	return w
 }

@@ -86,6 +86,7 @@ type iface struct {
 	mtu     int
 	slot    int
 	txqs    int   // tx queues of the device
+	veth    bool  // a veth: its peer gets GSO packets whole
 	speed   int64 // link speed, bits/s (0: unknown)
 	// tx utilisation: the device's tx bytes at the last poll
 	txBytes  uint64
@@ -427,7 +428,8 @@ func (d *Dataplane) AddInterface(cfg Interface) error {
 	if l.Attrs().Index >= maxIfindex {
 		return fmt.Errorf("ebpf: interface %q: ifindex %d not below %d", cfg.Name, l.Attrs().Index, maxIfindex)
 	}
-	i := &iface{cfg: cfg, ifindex: l.Attrs().Index, mtu: l.Attrs().MTU, slot: slot, txqs: max(l.Attrs().NumTxQueues, 1)}
+	i := &iface{cfg: cfg, ifindex: l.Attrs().Index, mtu: l.Attrs().MTU, slot: slot, txqs: max(l.Attrs().NumTxQueues, 1),
+		veth: l.Type() == "veth"}
 	if i.cfg.ID == 0 {
 		i.cfg.ID = uint16(i.ifindex)
 	}
@@ -607,6 +609,9 @@ func (d *Dataplane) removeStaleFilters() {
 
 func (d *Dataplane) ifaceValue(i *iface) intdIface {
 	v := intdIface{L1Id: i.cfg.ID, L2Id: i.cfg.L2ID, Mtu: uint16(min(i.mtu, 0xffff)), Slot: uint8(i.slot), On: 1}
+	if i.veth {
+		v.Veth = 1
+	}
 	if _, o, ok := d.store.First(sai.ObjectTypeDTel); ok {
 		if slices.Contains(o.(sai.DTelAttrs).SinkPortList, i.cfg.Name) {
 			v.Sink = 1

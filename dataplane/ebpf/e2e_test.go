@@ -204,11 +204,15 @@ type collector struct {
 	mu    sync.Mutex
 	paths [][]uint32
 	conn  *net.UDPConn
+	pr    *wire.Parser // how reported frames carry INT; nil: DSCP 23/63
 }
 
 func (c *collector) run() {
 	buf := make([]byte, 9000)
-	pr := &wire.Parser{DSCP: 23, DSCPMask: 63, AllowTruncated: true}
+	pr := c.pr
+	if pr == nil {
+		pr = &wire.Parser{DSCP: 23, DSCPMask: 63, AllowTruncated: true}
+	}
 	for {
 		n, err := c.conn.Read(buf)
 		if err != nil {
@@ -266,29 +270,11 @@ func newE2ESampled(t testing.TB, intOn bool, intervalUs int) *e2e {
 func newE2EMode(t testing.TB, intOn bool, intervalUs int, postcards bool, latThreshold int) *e2e {
 	l := newLab(t)
 	e := &e2e{lab: l, col: &collector{}}
-	if err := l.in("col", func() error {
-		var err error
-		e.col.conn, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(10, 0, 9, 2), Port: 32766})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.col.conn.Close() })
-	go e.col.run()
+	l.listen(t, e.col)
 	if !intOn {
 		return e
 	}
-	// r3's reports leave from a socket in r3's namespace.
-	var send *net.UDPConn
-	if err := l.in("r3", func() error {
-		var err error
-		send, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(10, 0, 9, 1)})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { send.Close() })
-	pipe := sendingPipeline(t, send)
+	pipe := l.r3Pipeline(t)
 	e.pipe = pipe
 	filter := func(cfg string) string {
 		if latThreshold == 0 {
@@ -308,6 +294,36 @@ func newE2EMode(t testing.TB, intOn bool, intervalUs int, postcards bool, latThr
 	e.r[1] = l.router(t, "r2", []string{"r2-r1", "r2-r3"}, nil, filter(routerConfig(2, "", false)))
 	e.r[2] = l.router(t, "r3", []string{"r3-r2", "r3-h2"}, pipe, filter(routerConfig(3, "r3-h2", false)))
 	return e
+}
+
+// listen has c receive reports in the collector namespace.
+func (l *lab) listen(t testing.TB, c *collector) {
+	t.Helper()
+	if err := l.in("col", func() error {
+		var err error
+		c.conn, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(10, 0, 9, 2), Port: 32766})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.conn.Close() })
+	go c.run()
+}
+
+// r3Pipeline is a report pipeline whose reports leave from a socket in
+// r3's namespace.
+func (l *lab) r3Pipeline(t testing.TB) *report.Pipeline {
+	t.Helper()
+	var send *net.UDPConn
+	if err := l.in("r3", func() error {
+		var err error
+		send, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(10, 0, 9, 1)})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { send.Close() })
+	return sendingPipeline(t, send)
 }
 
 // sendingPipeline is a report pipeline whose reports leave from send.

@@ -38,6 +38,9 @@ type intdCfg struct {
 	Probe         uint64
 	LatFactor     uint32
 	LatFloor      uint32
+	TunAddr       uint32
+	Pad3          uint32
+	TunAddr6      [4]uint32
 }
 
 type intdCfgFlag uint32
@@ -229,6 +232,8 @@ type intdIface struct {
 	Slot uint8
 	Qr   uint8
 	On   uint8
+	Veth uint8
+	Pad  [3]uint8
 }
 
 type intdIngSlot struct {
@@ -279,7 +284,6 @@ type intdScratch struct {
 	_   structs.HostLayout
 	C   intdCfg
 	Ifc intdIface
-	_   [4]byte
 	P   struct {
 		_         structs.HostLayout
 		Ihl       uint32
@@ -416,7 +420,10 @@ type intdSession struct {
 	Discard uint8
 	HopMl   uint8
 	Clamp   uint16
-	Pad     uint16
+	Tunnel  uint8
+	Pad     uint8
+	TunDst  uint32
+	TunDst6 [4]uint32
 }
 
 type intdSojourn struct {

@@ -180,6 +180,9 @@ struct cfg {
 	__u64 probe;         /* probe marker as the packet's bytes read, 0: off */
 	__u32 lat_factor;    /* F_ADAPTIVE: deviations a latency may move */
 	__u32 lat_floor;     /* F_ADAPTIVE: ns a latency may always move */
+	__u32 tun_addr;      /* the node's end of session tunnels (IPv4, network order), 0: none */
+	__u32 pad3;
+	__u32 tun_addr6[4];  /* and of IPv6 ones, all 0: none */
 };
 
 struct iface {
@@ -190,6 +193,8 @@ struct iface {
 	__u8 slot;
 	__u8 qr; /* 1: some queue of the interface has a queue report (qr_of) */
 	__u8 on; /* 1: one of intd's interfaces */
+	__u8 veth; /* 1: a veth, whose peer gets GSO packets whole and parses their headers anew */
+	__u8 pad[3];
 };
 
 struct session {
@@ -202,7 +207,10 @@ struct session {
 	__u8 discard;
 	__u8 hop_ml; /* words: baseline + domain specific */
 	__u16 clamp; /* bytes of INT a full-sized TCP segment gets: SYN MSS leaves room; 0 off */
-	__u16 pad;
+	__u8 tunnel; /* 1: INT-MD in a VXLAN-GPE tunnel the source adds (tun_source) */
+	__u8 pad;
+	__u32 tun_dst; /* its outer destination (IPv4, network order) */
+	__u32 tun_dst6[4]; /* and IPv6 packets' */
 };
 
 struct wl_entry {
@@ -1833,6 +1841,20 @@ static __always_inline void need_buf(struct __sk_buff *skb, struct scratch *s)
 	}
 }
 
+/* need_inst measures what the instruction bitmap inst asks of this hop
+ * beyond the node id and interfaces: queue, time, utilisation, buffer. */
+static __always_inline void need_inst(struct __sk_buff *skb, struct scratch *s, __u16 inst)
+{
+	if (inst & INST_QUEUE)
+		need_occ(skb, s);
+	if (inst & INST_TIME)
+		need_qtime(skb, s);
+	if (inst & INST_EGRESS_TX_UTIL)
+		need_util(s);
+	if (inst & INST_BUFFER)
+		need_buf(skb, s);
+}
+
 /* ---- events ---- */
 
 GLOBAL int emit(struct __sk_buff *skb, struct scratch *s, __u32 kind, __u32 flags)
@@ -2983,6 +3005,333 @@ unsupported:
 	return TC_ACT_OK;
 }
 
+/* ---- session tunnels: INT-MD in a VXLAN-GPE tunnel the source adds ----
+ *
+ * The source puts the packet behind outer IPv4 (cfg.tun_addr to the
+ * session's tun_dst), UDP (port 4790) and VXLAN-GPE (next protocol INT)
+ * headers followed by the INT shim, the INT-MD header and its own hop, all
+ * with one bpf_skb_adjust_room(BPF_ADJ_ROOM_MAC) whose ENCAP flags make the
+ * skb a UDP tunnel: GSO/TSO then copy the outer headers and INT (the
+ * tunnel's "inner L2") onto every segment of a super-packet, which needs
+ * no detour. Transit nodes push their hops as onto any VXLAN-GPE INT packet
+ * (super-packets only through a veth: tun_gso_transit). At the
+ * sink, tun_arrive (ingress) gives a packet addressed to cfg.tun_addr the
+ * inner destination as its outer one, so the kernel routes it by the inner
+ * packet; leaving through a sink port it is reported and tun_strip removes
+ * the whole encapsulation. */
+#define STUN_UDP_GPE (8 + 8) /* UDP, VXLAN-GPE after the outer IP header */
+#define STUN_INT 16          /* INT shim + INT-MD header */
+#define BPF_F_ADJ_ROOM_DECAP_L3_IPV4 (1ULL << 7) /* Linux 6.3 */
+#define BPF_F_ADJ_ROOM_DECAP_L3_IPV6 (1ULL << 8)
+#define STUN_DECAP_L4_UDP (1ULL << 10) /* newer kernels: also resets the UDP tunnel GSO state */
+
+/* md_words writes the session's words of an INT-MD/MX header (from its
+ * fifth byte): instruction bitmap, domain, DS instruction, DS flags. */
+static __always_inline void md_words(__u8 *b, struct session *se)
+{
+	b[0] = se->inst >> 8;
+	b[1] = se->inst;
+	b[2] = se->domain >> 8;
+	b[3] = se->domain;
+	b[4] = se->ds_inst >> 8;
+	b[5] = se->ds_inst;
+	b[6] = se->ds_flags >> 8;
+	b[7] = se->ds_flags;
+}
+
+/* lower_gso lowers a TCP super-packet's GSO size by d: room made without
+ * BPF_F_ADJ_ROOM_FIXED_GSO lowers it by its length, and taking the room
+ * back with the flag keeps the lower size. 0, -1 (unchanged) or -2. */
+static __always_inline int lower_gso(struct __sk_buff *skb, __s32 d)
+{
+	if (bpf_skb_adjust_room(skb, d, BPF_ADJ_ROOM_NET, 0))
+		return -1;
+	if (bpf_skb_adjust_room(skb, -d, BPF_ADJ_ROOM_NET, BPF_F_ADJ_ROOM_FIXED_GSO))
+		return -2;
+	return 0;
+}
+
+/* tun_gso_transit tells whether the transit step may push its hop onto a
+ * GSO super-packet s->p: a VXLAN-GPE INT packet (a session tunnel) over
+ * IPv4 leaving through a veth. Room made after the outer IP header keeps
+ * the inner headers' offsets, which segmentation goes by, and lowers the
+ * GSO size by the hop, so segments keep their size on the wire; the outer
+ * UDP header moves into the room, away from the skb's transport header
+ * offset, which the veth's peer sets anew on receive (a device's tunnel
+ * TSO would start from it: elsewhere super-packets pass without the
+ * hop). */
+static __always_inline int tun_gso_transit(struct scratch *s)
+{
+	return s->ifc.veth && s->p.encap == ENC_VXLAN_GPE && !s->p.ext && s->p.l4 == L3 + fixed_len(&s->p);
+}
+
+/* ip4_csum is the header checksum of a 20-byte IPv4 header. */
+static __always_inline __u16 ip4_csum(const __u8 *h)
+{
+	__u32 sum = 0;
+	for (int i = 0; i < 20; i += 2)
+		sum += *(const __u16 *)(h + i);
+	return ~cfold(sum);
+}
+
+/* tun_source is the source step of a session tunnel's packet (s->e);
+ * verified on its own, with its own stack: intd_egress has little left.
+ * TC_ACT_OK, or TC_ACT_SHOT when the packet was left inconsistent. */
+GLOBAL int tun_source(struct __sk_buff *skb, struct scratch *s)
+{
+	if (!s)
+		return TC_ACT_OK;
+	__u32 sid = s->e.session;
+	struct session *se = bpf_map_lookup_elem(&sessions, &sid);
+	struct sess_stats *ss = bpf_map_lookup_elem(&sess_stats_map, &sid);
+	if (!se || !ss)
+		return TC_ACT_OK;
+	struct pkt *p = &s->p;
+	__u32 mtu = s->ifc.mtu;
+	/* The tunnel is of the packet's IP version (the sink routes by the
+	 * inner destination, put into the outer header), with an address at
+	 * both ends; the IP header says the skb's length (no BIG TCP). A
+	 * packet an offload already encapsulated is refused by the kernel
+	 * (one tunnel level). */
+	int v6 = p->v6;
+	__u32 ohl = v6 ? 40 : 20;
+	int ends = v6 ? (afold(s->c.tun_addr6) && afold(se->tun_dst6)) : (s->c.tun_addr && se->tun_dst);
+	if (!ends || p->ext || skb->protocol != bpf_htons(v6 ? 0x86dd : 0x0800) || p->ip_len != skb->len - L3)
+		goto unsupported;
+	__u32 hopb = (__u32)se->hop_ml * 4;
+	__u32 n = ohl + STUN_UDP_GPE + STUN_INT + hopb;
+	if (hopb > 31 * 4)
+		goto unsupported;
+	if (skb->gso_size) {
+		/* Segments must fit the egress MTU with the tunnel and
+		 * max_hops hops: the SYN's MSS clamp usually left the room;
+		 * else TCP segments are made smaller. UDP's GSO size delimits
+		 * datagrams: kept, and without room the packet leaves as it
+		 * is. */
+		__u32 reserve = n + (se->max_hops > 1 ? (__u32)(se->max_hops - 1) * hopb : 0);
+		__u32 hdrs = p->l4 - L3 + p->l4len;
+		if (mtu < hdrs + reserve + 256)
+			goto no_room;
+		__u32 want = mtu - hdrs - reserve;
+		if (skb->gso_size > want) {
+			if (p->ipproto != IPPROTO_TCP) {
+				if (skb->gso_size + hdrs + n > mtu)
+					goto no_room;
+			} else {
+				int r = lower_gso(skb, skb->gso_size - want);
+				if (r == -2)
+					return TC_ACT_SHOT;
+				if (r)
+					goto no_room;
+			}
+		}
+	} else if (p->ip_len + n > mtu) {
+		goto no_room;
+	}
+	need_inst(skb, s, se->inst);
+	__u32 hopw = build_hop(s, se->inst, se->hop_ml) & 31;
+	if (hopw * 4 != hopb)
+		goto unsupported;
+	/* Outer IP header: the inner DSCP and ECN (RFC 6040's normal mode);
+	 * IPv4 with DF (INT never fragments). GSO gives every segment its
+	 * length (and IPv4 identification and checksum). */
+	__u8 *h = s->buf;
+	__builtin_memset(h, 0, 40 + STUN_UDP_GPE + STUN_INT);
+	__u32 len = skb->len - L3 + n;
+	__u8 *u = h + 20;
+	if (v6) {
+		h[0] = 0x60 | (p->tos >> 4);
+		h[1] = p->tos << 4;
+		h[4] = (len - 40) >> 8;
+		h[5] = len - 40;
+		h[6] = IPPROTO_UDP;
+		h[7] = 64;
+		__builtin_memcpy(h + 8, s->c.tun_addr6, 16);
+		__builtin_memcpy(h + 24, se->tun_dst6, 16);
+		u = h + 40;
+	} else {
+		h[0] = 0x45;
+		h[1] = p->tos;
+		h[2] = len >> 8;
+		h[3] = len;
+		h[6] = 0x40;
+		h[8] = 64;
+		h[9] = IPPROTO_UDP;
+		__builtin_memcpy(h + 12, &s->c.tun_addr, 4);
+		__builtin_memcpy(h + 16, &se->tun_dst, 4);
+		*(__u16 *)(h + 10) = ip4_csum(h);
+	}
+	/* UDP: the inner flow's entropy in the source port (ECMP), no
+	 * checksum (RFC 768; over IPv6 as RFC 6935 allows tunnels: the
+	 * inner packet has its own, and the sink removes the tunnel before
+	 * any UDP stack sees it). */
+	__u16 sp = entropy_port(p->saddr, p->daddr, p->sport, p->dport, p->proto);
+	__u32 ulen = len - ohl;
+	u[0] = sp >> 8;
+	u[1] = sp;
+	u[2] = PORT_VXLAN_GPE >> 8;
+	u[3] = PORT_VXLAN_GPE & 0xff;
+	u[4] = ulen >> 8;
+	u[5] = ulen;
+	/* VXLAN-GPE: I and P flags, next protocol INT, VNI 0. */
+	u[8] = 0x0c;
+	u[11] = VXLAN_GPE_NP_INT;
+	/* INT shim (type MD, length of header and stack in words, next
+	 * protocol IPv4 or IPv6), INT-MD header. */
+	u[16] = INT_TYPE_MD << 4;
+	u[17] = (12 + hopb) / 4;
+	u[19] = v6 ? 2 : 1;
+	u[20] = 0x20 | (se->discard ? 0x08 : 0);
+	u[22] = se->hop_ml;
+	u[23] = se->max_hops - 1;
+	md_words(u + 24, se);
+	for (int i = 0; i < 31; i++) {
+		if (i >= hopw)
+			break;
+		__builtin_memcpy(u + STUN_UDP_GPE + STUN_INT + i * 4, &s->hop[i], 4);
+	}
+	__u64 flags = (v6 ? BPF_F_ADJ_ROOM_ENCAP_L3_IPV6 : BPF_F_ADJ_ROOM_ENCAP_L3_IPV4) | BPF_F_ADJ_ROOM_ENCAP_L4_UDP |
+		      BPF_F_ADJ_ROOM_FIXED_GSO | BPF_F_ADJ_ROOM_ENCAP_L2((8 + STUN_INT + hopb) & 0xff);
+	if (bpf_skb_adjust_room(skb, n, BPF_ADJ_ROOM_MAC, flags))
+		goto unsupported;
+	__u64 sl = n;
+	BOUND(sl, 0xfc);
+	if (sl < 20 + STUN_UDP_GPE + STUN_INT || bpf_skb_store_bytes(skb, L3, h, sl, 0))
+		return TC_ACT_SHOT;
+	ss->initiated++;
+	cnt(s, C_INSERTED);
+	return TC_ACT_OK;
+no_room:
+	ss->no_room++;
+	return TC_ACT_OK;
+unsupported:
+	ss->unsupported++;
+	return TC_ACT_OK;
+}
+
+static __always_inline int addr6_eq(const __u32 *a, const __u32 *b)
+{
+	return a[0] == b[0] && a[1] == b[1] && a[2] == b[2] && a[3] == b[3];
+}
+
+/* tun_inner reads the inner packet of a session tunnel whose INT shim is
+ * at shim (type MD, next protocol IPv4 or IPv6 as v6 says) into ip (of
+ * the scratch: intd_egress has little stack left), the fixed header's 40
+ * bytes (IPv4: 20); 0, or -1 when it is not one. */
+static __always_inline int tun_inner(struct __sk_buff *skb, __u32 shim, int v6, __u8 *ip)
+{
+	if (bpf_skb_load_bytes(skb, shim, ip, 4) || (ip[0] >> 4) != INT_TYPE_MD || ip[3] != (v6 ? 2 : 1))
+		return -1;
+	__u32 in = shim + 4 + (__u32)ip[1] * 4;
+	if (v6 ? bpf_skb_load_bytes(skb, in, ip, 40) : bpf_skb_load_bytes(skb, in, ip, 20))
+		return -1;
+	return (ip[0] >> 4) == (v6 ? 6 : 4) ? 0 : -1;
+}
+
+/* tun_arrive runs at ingress of a fabric port (never of a sink port: a
+ * tunnel from outside the INT domain is no session tunnel): a session
+ * tunnel packet addressed to this node (cfg.tun_addr, tun_addr6) takes
+ * the inner packet's destination as its outer one, so that the kernel
+ * forwards it by the inner packet towards the sink port, where tun_strip
+ * removes the tunnel. h is its IP header (40 bytes, IPv4's 20 first);
+ * the new outer destination goes there too. */
+static __always_inline void tun_arrive(struct __sk_buff *skb, __u32 *h, int v6)
+{
+	__u8 *b = (__u8 *)h;
+	__u32 zero = 0;
+	__u32 ohl = v6 ? 40 : 20;
+	if (v6 ? b[6] != IPPROTO_UDP : (b[9] != IPPROTO_UDP || b[0] != 0x45 || (b[6] & 0x3f) || b[7]))
+		return;
+	__u8 u[12]; /* UDP, GPE up to its next protocol */
+	if (bpf_skb_load_bytes(skb, L3 + ohl, u, 12) || u[2] != (PORT_VXLAN_GPE >> 8) ||
+	    u[3] != (PORT_VXLAN_GPE & 0xff) || u[11] != VXLAN_GPE_NP_INT)
+		return;
+	struct cfg *c = bpf_map_lookup_elem(&cfg_map, &zero);
+	if (!c || !(c->tunnels & TUN_VXLAN_GPE) || !(c->flags & F_ENDPOINT))
+		return;
+	if (v6 ? (!afold(c->tun_addr6) || !addr6_eq(c->tun_addr6, h + 6)) : (!c->tun_addr || c->tun_addr != h[4]))
+		return;
+	struct scratch *s = scratch();
+	if (!s)
+		return;
+	__u8 *ip = s->mv;
+	if (tun_inner(skb, L3 + ohl + STUN_UDP_GPE, v6, ip))
+		return;
+	__s64 diff;
+	if (v6) {
+		diff = bpf_csum_diff(h + 6, 16, (__u32 *)(ip + 24), 16, 0);
+		__builtin_memcpy(h + 6, ip + 24, 16);
+		bpf_skb_store_bytes(skb, L3 + 24, ip + 24, 16, 0);
+	} else {
+		diff = bpf_csum_diff(h + 4, 4, (__u32 *)(ip + 16), 4, 0);
+		__builtin_memcpy(h + 4, ip + 16, 4);
+		bpf_skb_store_bytes(skb, L3 + 16, ip + 16, 4, 0);
+		bpf_l3_csum_replace(skb, L3 + 10, 0, diff, 0);
+	}
+	if (diff >= 0 && (u[6] | u[7]))
+		bpf_l4_csum_replace(skb, L3 + ohl + 6, 0, diff, BPF_F_PSEUDO_HDR | BPF_F_MARK_MANGLED_0);
+}
+
+/* tun_ends reports whether the INT packet s->p is a session tunnel that
+ * ends here: VXLAN-GPE INT-MD straight after the outer IP header, the
+ * inner packet of the same IP version straight after the stack, with the
+ * inner destination as outer one (tun_arrive). */
+static __always_inline int tun_ends(struct __sk_buff *skb, struct scratch *s)
+{
+	struct pkt *p = &s->p;
+	int v6 = p->v6;
+	__u32 ohl = v6 ? 40 : 20;
+	if (!(v6 ? afold(s->c.tun_addr6) : s->c.tun_addr) || p->encap != ENC_VXLAN_GPE || p->ext ||
+	    p->l4 != L3 + ohl || p->shim != L3 + ohl + STUN_UDP_GPE)
+		return 0;
+	__u8 *ip = s->mv;
+	if (tun_inner(skb, p->shim, v6, ip))
+		return 0;
+	if (v6)
+		return addr6_eq((__u32 *)(ip + 24), p->daddr);
+	return *(__u32 *)(ip + 16) == p->daddr[3];
+}
+
+/* tun_strip removes a session tunnel (tun_ends): outer IP, UDP,
+ * VXLAN-GPE and INT, leaving the inner packet as the source sent it. A
+ * super-packet keeps its GSO size (segments sized for the tunnel fit
+ * without it); kernels that know BPF_F_ADJ_ROOM_DECAP_L4_UDP also clear
+ * its UDP tunnel GSO state. 0, or -1: drop. */
+static __always_inline int tun_strip(struct __sk_buff *skb, struct scratch *s)
+{
+	int v6 = s->p.v6;
+	__u32 n = (v6 ? 40 : 20) + STUN_UDP_GPE + 4 + (__u32)s->p.shim_words * 4;
+	if ((s->p.tos & 3) == 3) {
+		/* Congestion marked in the tunnel: the inner packet keeps the
+		 * mark when its ECN field allows it (RFC 6040). IPv6 has it
+		 * in bits 4-5 of its second byte, and no header checksum. */
+		__u16 *w = (__u16 *)s->mv;
+		if (n > 0x1ff || bpf_skb_load_bytes(skb, L3 + n, w, 2))
+			return -1;
+		__u16 old = w[0], ce = bpf_htons(v6 ? 0x30 : 3);
+		if ((old & ce) && (old | ce) != old) {
+			w[0] = old | ce;
+			if (!v6)
+				bpf_l3_csum_replace(skb, L3 + n + 10, old, w[0], 2);
+			bpf_skb_store_bytes(skb, L3 + n, w, 2, 0);
+		}
+	}
+	__u64 flags = BPF_F_ADJ_ROOM_FIXED_GSO | (v6 ? BPF_F_ADJ_ROOM_DECAP_L3_IPV6 : BPF_F_ADJ_ROOM_DECAP_L3_IPV4);
+	if (skb->gso_size && bpf_skb_adjust_room(skb, -(__s32)n, BPF_ADJ_ROOM_MAC, flags | STUN_DECAP_L4_UDP) == 0)
+		return 0;
+	return bpf_skb_adjust_room(skb, -(__s32)n, BPF_ADJ_ROOM_MAC, flags) ? -1 : 0;
+}
+
+/* tun_end removes the session tunnel that ends here (tun_ends) from the
+ * packet at a sink port, verified on its own: 1 when it did, 0 when the
+ * packet is no such tunnel, -1 when it must be dropped. */
+GLOBAL int tun_end(struct __sk_buff *skb, struct scratch *s)
+{
+	if (!s || !tun_ends(skb, s))
+		return 0;
+	return tun_strip(skb, s) ? -1 : 1;
+}
+
 /* source is the INT source step for a watched packet (s->e). It returns
  * TC_ACT_OK, or TC_ACT_SHOT when the packet was left inconsistent. */
 static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
@@ -2996,6 +3345,8 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 	struct sess_stats *ss = bpf_map_lookup_elem(&sess_stats_map, &sid);
 	if (!se || !ss)
 		return TC_ACT_OK;
+	if (se->tunnel)
+		return tun_source(skb, s);
 	__u32 npt = NPT_NONE;
 	__u32 fixed = 4 + 12;
 	__u32 pre = 0; /* probe marker bytes before the shim */
@@ -3064,14 +3415,7 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 			cnt(s, C_MBIT);
 		} else {
 			rhc--;
-			if (se->inst & INST_QUEUE)
-				need_occ(skb, s);
-			if (se->inst & INST_TIME)
-				need_qtime(skb, s);
-			if (se->inst & INST_EGRESS_TX_UTIL)
-				need_util(s);
-			if (se->inst & INST_BUFFER)
-				need_buf(skb, s);
+			need_inst(skb, s, se->inst);
 			hopw = build_hop(s, se->inst, se->hop_ml);
 		}
 	}
@@ -3079,14 +3423,7 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 	hdr[1] = 0;
 	hdr[2] = se->mode == MODE_MD ? se->hop_ml : 0;
 	hdr[3] = se->mode == MODE_MD ? rhc : 0;
-	hdr[4] = se->inst >> 8;
-	hdr[5] = se->inst;
-	hdr[6] = se->domain >> 8;
-	hdr[7] = se->domain;
-	hdr[8] = se->ds_inst >> 8;
-	hdr[9] = se->ds_inst;
-	hdr[10] = se->ds_flags >> 8;
-	hdr[11] = se->ds_flags;
+	md_words(hdr + 4, se);
 	hopw &= 31;
 	__u32 ilen = 12 + hopw * 4;
 	__u8 shim[4];
@@ -3292,15 +3629,19 @@ static __always_inline int transit(struct __sk_buff *skb, struct scratch *s)
 	}
 	__u32 hop_ml = p->hop_ml;
 	__u32 n = hop_ml * 4;
+	__u32 mtu = s->ifc.mtu;
+	__u32 room = mtu > p->ip_len ? mtu - p->ip_len : 0;
 	if (skb->gso_size) {
 		/* INT segments are never merged by GRO (the INT bytes break
 		 * the sequence arithmetic), so this is not an INT packet we
-		 * can extend; leave it alone. */
-		cnt(s, C_GSO);
-		return TC_ACT_OK;
+		 * can extend; leave it alone. Session tunnels through a veth
+		 * excepted: their segments keep their size. */
+		if (!tun_gso_transit(s)) {
+			cnt(s, C_GSO);
+			return TC_ACT_OK;
+		}
+		room = n;
 	}
-	__u32 mtu = s->ifc.mtu;
-	__u32 room = mtu > p->ip_len ? mtu - p->ip_len : 0;
 	if (n > room || p->shim_words + hop_ml > 255 ||
 	    (p->encap == ENC_GENEVE && (p->shim_words + hop_ml > 31 || p->shim_val + hop_ml > 63))) {
 		/* No room in the MTU, the shim or the Geneve option. */
@@ -3308,14 +3649,7 @@ static __always_inline int transit(struct __sk_buff *skb, struct scratch *s)
 		cnt(s, C_MBIT);
 		return TC_ACT_OK;
 	}
-	if (p->inst & INST_QUEUE)
-		need_occ(skb, s);
-	if (p->inst & INST_TIME)
-		need_qtime(skb, s);
-	if (p->inst & INST_EGRESS_TX_UTIL)
-		need_util(s);
-	if (p->inst & INST_BUFFER)
-		need_buf(skb, s);
+	need_inst(skb, s, p->inst);
 	__u32 w = build_hop(s, p->inst, hop_ml);
 	w &= 31;
 	if (w == 0 || w * 4 != n)
@@ -3549,7 +3883,9 @@ static __always_inline int sink(struct __sk_buff *skb, struct scratch *s)
 	if (s->p.itype == INT_TYPE_MD && s->p.rhc == 0)
 		cnt(s, C_EBIT);
 	flow_event(skb, s, EVF_SINK);
-	if (strip(skb, s)) {
+	/* A session tunnel goes whole, leaving the packet the source sent. */
+	int tun = tun_end(skb, s);
+	if (tun < 0 || (!tun && strip(skb, s))) {
 		cnt(s, C_MALFORMED);
 		cnt_drop(s, 0);
 		return shot(skb);
@@ -3560,7 +3896,7 @@ static __always_inline int sink(struct __sk_buff *skb, struct scratch *s)
 		return shot(skb);
 	}
 	/* The TCP header is where it was (NPT 2: where the UDP header was). */
-	if (s->p.proto == IPPROTO_TCP && ((s->p.tcp_flags | s->p.npt2_flags) & 0x02))
+	if (!tun && s->p.proto == IPPROTO_TCP && ((s->p.tcp_flags | s->p.npt2_flags) & 0x02))
 		syn_clamp(skb, s, 1);
 	cnt(s, C_OUT);
 	return TC_ACT_OK;
@@ -3640,6 +3976,8 @@ int intd_ingress(struct __sk_buff *skb)
 		if (bpf_skb_load_bytes(skb, L3, h, 20) < 0)
 			return TC_ACT_OK;
 		__u8 *b = (__u8 *)h;
+		if (!ifc->sink)
+			tun_arrive(skb, h, 0);
 		sa = h[3];
 		da = h[4];
 		idlen = ((__u32)b[4] << 24) | ((__u32)b[5] << 16) | ((__u32)b[2] << 8) | b[3];
@@ -3647,6 +3985,8 @@ int intd_ingress(struct __sk_buff *skb)
 	} else if (skb->protocol == bpf_htons(0x86dd)) {
 		if (bpf_skb_load_bytes(skb, L3, h, 40) < 0)
 			return TC_ACT_OK;
+		if (!ifc->sink)
+			tun_arrive(skb, h, 1);
 		__u8 *b = (__u8 *)h;
 		sa = afold(&h[2]);
 		da = afold(&h[6]);

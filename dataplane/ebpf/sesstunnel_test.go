@@ -1,0 +1,528 @@
+package ebpf
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/intd-project/intd/dataplane/wire"
+	"github.com/intd-project/intd/sai"
+	"github.com/intd-project/intd/sai/spec"
+)
+
+// sessionTunnelConfig is routerConfig with INT recognised in VXLAN-GPE,
+// the node's tunnel-address tun and, when dst is set, the session in a
+// VXLAN-GPE tunnel to dst.
+func sessionTunnelConfig(node int, sink string, source bool, tun, dst string) string {
+	c := routerConfig(node, sink, source)
+	c = strings.Replace(c, `"vxlan-gpe-next-protocol": 0, `, "", 1)
+	if tun != "" {
+		c = strings.Replace(c, `"latency-sensitivity": 8`, `"latency-sensitivity": 8, "tunnel-address": "`+tun+`"`, 1)
+	}
+	if dst != "" {
+		c = strings.Replace(c, `"remaining-hop-count": 8}`, `"remaining-hop-count": 8, "encapsulation": "VXLAN_GPE", "tunnel-destination": "`+dst+`"}`, 1)
+	}
+	return c
+}
+
+// innerTCP is a captured IPv4 TCP frame from 10.0.1.2 to 10.0.2.2 at
+// off (the inner IP header of a tunnel frame).
+func innerTCP(f []byte, off int) bool {
+	return len(f) >= off+40 && f[off]>>4 == 4 && f[off+9] == wire.ProtoTCP &&
+		bytes.Equal(f[off+12:off+16], []byte{10, 0, 1, 2}) && bytes.Equal(f[off+16:off+20], []byte{10, 0, 2, 2})
+}
+
+// tunnelFrame returns the offset of the inner IP header of a session
+// tunnel frame r1 -> r3 and its hop count, or -1.
+func tunnelFrame(f []byte) (int, int) {
+	if len(f) < 14+52 || binary.BigEndian.Uint16(f[12:]) != 0x0800 || f[23] != wire.ProtoUDP ||
+		!bytes.Equal(f[26:30], []byte{10, 0, 12, 1}) || binary.BigEndian.Uint16(f[36:]) != spec.PortVXLANGPE {
+		return -1, 0
+	}
+	shim := 14 + 36
+	hopML := int(f[shim+6] & 0x1f)
+	words := int(f[shim+1])
+	if hopML == 0 || (words-3)%hopML != 0 {
+		return -1, 0
+	}
+	return shim + 4 + words*4, (words - 3) / hopML
+}
+
+// TestSessionTunnel: r1's INT session puts the watched TCP flow h1 -> h2
+// into a VXLAN-GPE tunnel to r3 (tunnel-address 10.0.23.2) with INT-MD,
+// TSO/GSO on every veth. GSO super-packets stay whole (no detour) with the
+// tunnel and INT on them; r2 adds its hop to every packet, super-packets
+// included (its egress is a veth); r3 takes the tunnel on arrival, reports and removes it at its
+// sink port. h2 receives the inner packets as h1 sent them (TTL one lower,
+// r1 forwarded them), the byte stream arrives whole, and the collector
+// sees the path r3, r2, r1. One frame is checked byte by byte against INT
+// v2.1's INT over VXLAN-GPE layout. r1-h1 is r1's edge (a sink
+// interface), where the SYN-ACK's MSS is clamped, so that every segment
+// h1 sends has room for the tunnel.
+func TestSessionTunnel(t *testing.T) {
+	l := newLab(t)
+	col := &collector{pr: &wire.Parser{VXLANGPEPort: spec.PortVXLANGPE, AllowTruncated: true}}
+	l.listen(t, col)
+	pipe := l.r3Pipeline(t)
+
+	atH1 := l.capture(t, "r1", "r1-h1")
+	atR2 := l.capture(t, "r2", "r2-r1")
+	atR3 := l.capture(t, "r3", "r3-r2")
+	atH2 := l.capture(t, "h2", "h2-r3")
+	var r [3]*Dataplane
+	r[0] = l.router(t, "r1", []string{"r1-h1", "r1-r2"}, nil, sessionTunnelConfig(1, "r1-h1", true, "10.0.12.1", "10.0.23.2"))
+	r[1] = l.router(t, "r2", []string{"r2-r1", "r2-r3"}, nil, sessionTunnelConfig(2, "", false, "", ""))
+	r[2] = l.router(t, "r3", []string{"r3-r2", "r3-h2"}, pipe, sessionTunnelConfig(3, "r3-h2", false, "10.0.23.2", ""))
+
+	l.tcpEcho(t, "tcp4", "10.0.2.2:9998", r)
+	time.Sleep(200 * time.Millisecond)
+
+	// r1: every frame of the flow leaves in the tunnel, super-packets
+	// whole; none takes the detour.
+	if g := r[0].rawCounters(0)[intdCounterC_GSO] + r[0].rawCounters(1)[intdCounterC_GSO] + r[0].rawCounters(2)[intdCounterC_GSO]; g != 0 {
+		t.Errorf("r1 sent %d super-packets through the detour", g)
+	}
+	var plain, tun, super int
+	for _, f := range atR2.got() {
+		if innerTCP(f, 14) {
+			plain++
+			t.Logf("r1 -> r2: plain TCP frame of %d bytes: %x", len(f), f[:min(len(f), 70)])
+		}
+		in, hops := tunnelFrame(f)
+		if in < 0 || !innerTCP(f, in) {
+			continue
+		}
+		tun++
+		if len(f)-14 > 1500 {
+			super++
+		}
+		if hops != 1 {
+			t.Errorf("r1 -> r2: tunnel frame with %d hops, want 1", hops)
+		}
+	}
+	t.Logf("r1 -> r2: %d tunnel frames (%d GSO super-packets), %d plain", tun, super, plain)
+	if tun == 0 || super == 0 || plain != 0 {
+		t.Fatalf("r1 -> r2: %d tunnel frames, %d of them super-packets, %d left plain: want all in the tunnel, super-packets among them", tun, super, plain)
+	}
+
+	// r2 -> r3: packets forwarded one by one carry r2's hop too; one of
+	// them, a bare ACK, is checked byte by byte.
+	orig := map[string][]byte{} // h1's frames by TCP sequence, ack, flags and length
+	key := func(f []byte, ip int) string {
+		return fmt.Sprintf("%x/%x/%d", f[ip+24:ip+32], f[ip+33], binary.BigEndian.Uint16(f[ip+2:]))
+	}
+	for _, f := range atH1.got() {
+		if innerTCP(f, 14) {
+			orig[key(f, 14)] = f
+		}
+	}
+	two, super2, checked := 0, 0, false
+	for _, f := range atR3.got() {
+		in, hops := tunnelFrame(f)
+		if in < 0 || !innerTCP(f, in) {
+			continue
+		}
+		if hops != 2 {
+			t.Errorf("r2 -> r3: %d-byte tunnel frame with %d hops, want 2", len(f), hops)
+			continue
+		}
+		two++
+		if len(f)-14 > 1500 {
+			super2++
+		}
+		ipLen := int(binary.BigEndian.Uint16(f[in+2:]))
+		if hops == 2 && !checked && ipLen == 52 && f[in+33] == 0x10 {
+			checked = true
+			checkTunnelFrame(t, f, in, orig[key(f, in)])
+		}
+	}
+	t.Logf("r2 -> r3: %d tunnel frames with 2 hops, %d of them super-packets", two, super2)
+	if two == 0 || super2 == 0 || !checked {
+		t.Fatalf("r2 -> r3: %d tunnel frames with 2 hops, %d super-packets, bare ACK checked %v", two, super2, checked)
+	}
+
+	// h2 gets plain TCP: the inner packets as h1 sent them.
+	same, other := 0, 0
+	for _, f := range atH2.got() {
+		if !innerTCP(f, 14) {
+			if _, h := tunnelFrame(f); h > 0 {
+				t.Fatalf("h2 received a tunnel frame: %x", f[:min(len(f), 80)])
+			}
+			continue
+		}
+		o, ok := orig[key(f, 14)]
+		if !ok {
+			other++
+			continue
+		}
+		if f[14+33]&0x02 != 0 {
+			// The SYN's MSS: clamped by r1 so that full-sized
+			// segments have room for the tunnel and 8 hops of 3 words.
+			o = bytes.Clone(o)
+			if mss := tcpMSS(f[14:]); mss != 1500-40-(52+8*12) {
+				t.Errorf("h2: SYN with MSS %d, want %d", mss, 1500-40-(52+8*12))
+			}
+			setTCPMSS(o[14:], tcpMSS(f[14:]))
+			copy(o[14+36:14+38], f[14+36:14+38]) // its checksum
+		}
+		if err := sameInner(o[14:], f[14:]); err != nil {
+			t.Errorf("h2: %v", err)
+			continue
+		}
+		same++
+	}
+	t.Logf("h2: %d frames as h1 sent them, %d without a match at r1 (segmented differently)", same, other)
+	if same == 0 {
+		t.Fatal("h2: no frame matched one h1 sent")
+	}
+
+	// The collector: reports with every hop.
+	var paths [][]uint32
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		pipe.Flush()
+		paths = col.got()
+		if pathsHave(paths, "[3 2 1]") {
+			break
+		}
+	}
+	for _, p := range paths {
+		if fmt.Sprint(p) != "[3 2 1]" {
+			t.Fatalf("collector paths %v, want [3 2 1] only", paths)
+		}
+	}
+	s, _ := r[2].Stats(context.Background())
+	t.Logf("%d reports, paths %v; r3 stripped %d", len(paths), paths, s.Node.IntStripped)
+}
+
+func pathsHave(paths [][]uint32, want string) bool {
+	for _, p := range paths {
+		if fmt.Sprint(p) == want {
+			return true
+		}
+	}
+	return false
+}
+
+// sameInner: b is the IPv4 packet a one forwarding hop later (TTL and
+// header checksum apart), byte for byte.
+func sameInner(a, b []byte) error {
+	n := int(binary.BigEndian.Uint16(a[2:]))
+	if len(a) < n || len(b) < n || int(binary.BigEndian.Uint16(b[2:])) != n {
+		return fmt.Errorf("lengths %d and %d", len(a), len(b))
+	}
+	if b[8] != a[8]-1 {
+		return fmt.Errorf("TTL %d, sent with %d", b[8], a[8])
+	}
+	if !bytes.Equal(a[:8], b[:8]) || a[9] != b[9] || !bytes.Equal(a[12:n], b[12:n]) {
+		return fmt.Errorf("packet changed:\n sent %x\n got  %x", a[:min(n, 80)], b[:min(n, 80)])
+	}
+	if ipSum(b[:20]) != 0 {
+		return fmt.Errorf("bad IP header checksum %x", b[:20])
+	}
+	return nil
+}
+
+// ipSum is the ones' complement sum of an IP header: 0 when valid.
+func ipSum(h []byte) uint16 {
+	var s uint32
+	for i := 0; i+1 < len(h); i += 2 {
+		s += uint32(binary.BigEndian.Uint16(h[i:]))
+	}
+	for s > 0xffff {
+		s = s&0xffff + s>>16
+	}
+	return ^uint16(s)
+}
+
+// checkTunnelFrame checks a tunnel frame received at r3 from r2 (a bare
+// ACK with r1's and r2's hops) field by field against INT v2.1 (INT over
+// VXLAN-GPE: VXLAN-GPE header, INT shim, INT-MD header and stack) and its
+// inner packet against the one h1 sent.
+func checkTunnelFrame(t *testing.T, f []byte, in int, sent []byte) {
+	t.Helper()
+	ip := f[14:]
+	total := in - 14 + 52
+	hdrs := []struct {
+		name      string
+		got, want []byte
+	}{
+		{"outer IPv4 version, IHL, DSCP/ECN of the inner", ip[0:2], []byte{0x45, f[in+1]}},
+		{"outer IPv4 total length", ip[2:4], binary.BigEndian.AppendUint16(nil, uint16(total))},
+		{"outer IPv4 DF, no fragment", ip[6:8], []byte{0x40, 0}},
+		{"outer IPv4 TTL (64, r2 forwarded), protocol UDP", ip[8:10], []byte{63, wire.ProtoUDP}},
+		{"outer IPv4 source, destination (r1's and r3's tunnel-address)", ip[12:20], []byte{10, 0, 12, 1, 10, 0, 23, 2}},
+		{"UDP destination port 4790", ip[22:24], []byte{0x12, 0xb6}},
+		{"UDP length", ip[24:26], binary.BigEndian.AppendUint16(nil, uint16(total-20))},
+		{"UDP checksum (none)", ip[26:28], []byte{0, 0}},
+		{"VXLAN-GPE flags I, P; reserved; next protocol INT", ip[28:32], []byte{0x0c, 0, 0, spec.VXLANGPENextProtoINT}},
+		{"VXLAN-GPE VNI 0, reserved", ip[32:36], []byte{0, 0, 0, 0}},
+		{"INT shim: type MD, length (header + 2 hops of 3 words), G 0, next protocol IPv4", ip[36:40], []byte{0x10, 3 + 6, 0, 1}},
+		{"INT-MD header: version 2, no flags, hop ML 3, remaining hop count 8-2", ip[40:44], []byte{0x20, 0, 3, 6}},
+		{"INT-MD instructions: node id, level 1 interfaces, hop latency; domain 0", ip[44:48], []byte{0xe0, 0, 0, 0}},
+		{"INT-MD DS instruction, DS flags", ip[48:52], []byte{0, 0, 0, 0}},
+		{"hop 2 node id", ip[52:56], []byte{0, 0, 0, 2}},
+		{"hop 1 node id", ip[64:68], []byte{0, 0, 0, 1}},
+	}
+	for _, h := range hdrs {
+		if !bytes.Equal(h.got, h.want) {
+			t.Errorf("tunnel frame: %s: %x, want %x", h.name, h.got, h.want)
+		}
+	}
+	if ipSum(ip[:20]) != 0 {
+		t.Errorf("tunnel frame: bad outer IPv4 checksum %x", ip[:20])
+	}
+	if sp := binary.BigEndian.Uint16(ip[20:]); sp < 0xc000 {
+		t.Errorf("tunnel frame: UDP source port %d outside the dynamic range", sp)
+	}
+	if sent == nil {
+		t.Fatal("tunnel frame: the bare ACK is not among h1's frames")
+	}
+	if err := sameInner(sent[14:], f[in:]); err != nil {
+		t.Errorf("tunnel frame: inner packet: %v", err)
+	}
+	t.Logf("tunnel frame %x", f[:min(len(f), in+52)])
+}
+
+// tcpMSS returns the MSS option of the TCP SYN in the IPv4 packet ip,
+// when it is the first option.
+func tcpMSS(ip []byte) int {
+	if len(ip) < 44 || ip[40] != 2 {
+		return 0
+	}
+	return int(binary.BigEndian.Uint16(ip[42:]))
+}
+
+func setTCPMSS(ip []byte, mss int) { binary.BigEndian.PutUint16(ip[42:], uint16(mss)) }
+
+// setTOS sets the IPv4 TOS byte of frame f and its header checksum.
+func setTOS(f []byte, ip int, tos byte) {
+	f[ip+1] = tos
+	binary.BigEndian.PutUint16(f[ip+10:], 0)
+	binary.BigEndian.PutUint16(f[ip+10:], ipSum(f[ip:ip+20]))
+}
+
+// TestSessionTunnelSteps runs the source and sink steps of a session
+// tunnel on single frames (BPF_PROG_TEST_RUN): the source's frame is the
+// original packet behind the tunnel and INT; one that would not fit the
+// egress MTU leaves untouched; the sink, given the frame as it arrives
+// (outer destination rewritten by intd_ingress), reports it and returns
+// the original packet, with a congestion mark of the tunnel when the
+// inner packet is ECN-capable. A VXLAN-GPE INT packet whose outer
+// destination is not the inner one is somebody's tunnel: only INT is
+// stripped, the tunnel stays.
+func TestSessionTunnelSteps(t *testing.T) {
+	sess := sai.DefaultIntSessionAttrs()
+	sess.Encapsulation, sess.TunnelDestination = sai.SessionEncapVXLANGPE, netip.MustParseAddr("10.0.23.2")
+	src := newBPFNode(t)
+	setup{sess: &sess, match: port80(), dt: func(a *sai.DTelAttrs) { a.TunnelAddress = netip.MustParseAddr("10.0.12.1") }}.apply(t, src)
+	orig := tcpFrame("10.0.1.1", "10.0.2.1", 1234, 80, 0, []byte("inside the tunnel"))
+	setTOS(orig, 14, 0x02) // ECT(0)
+	out := src.process(t, bytes.Clone(orig))
+	in, hops := tunnelFrame(out)
+	if in != 14+36+4+12+12 || hops != 1 || !bytes.Equal(out[in:], orig[14:]) || !bytes.Equal(out[:14], orig[:14]) {
+		t.Fatalf("source: %x\nwant the original %x behind the tunnel", out, orig)
+	}
+	if ipSum(out[14:34]) != 0 || out[15] != 0x02 || !bytes.Equal(out[30:34], []byte{10, 0, 23, 2}) {
+		t.Errorf("source: outer IPv4 %x", out[14:34])
+	}
+	src.setMTU(1500)
+	big := tcpFrame("10.0.1.1", "10.0.2.1", 1234, 80, 0, make([]byte, 1500-40-40))
+	if got := src.process(t, bytes.Clone(big)); !bytes.Equal(got, big) {
+		t.Errorf("source: a packet without room for the tunnel changed: %x", got[:80])
+	}
+	st, _ := src.Stats(context.Background())
+	for _, s := range st.IntSessions {
+		if s.PacketsInitiated != 1 || s.NotInitiatedNoRoom != 1 {
+			t.Errorf("source: session stats %+v, want 1 initiated, 1 without room", s)
+		}
+	}
+
+	sink := newBPFNode(t)
+	setup{sink: true, dt: func(a *sai.DTelAttrs) { a.TunnelAddress = netip.MustParseAddr("10.0.23.2") }}.apply(t, sink)
+	arrived := func(f []byte, outerTOS byte) []byte {
+		f = bytes.Clone(f)
+		copy(f[30:34], f[in+16:in+20]) // intd_ingress: the inner destination
+		setTOS(f, 14, outerTOS)
+		return f
+	}
+	if got := sink.process(t, arrived(out, 0x02)); !bytes.Equal(got, orig) {
+		t.Errorf("sink: %x\nwant the original %x", got, orig)
+	}
+	ce := bytes.Clone(orig)
+	setTOS(ce, 14, 0x03)
+	if got := sink.process(t, arrived(out, 0x03)); !bytes.Equal(got, ce) {
+		t.Errorf("sink, tunnel marked CE: %x\nwant %x", got, ce)
+	}
+	notECT := bytes.Clone(out)
+	setTOS(notECT, in, 0)
+	plain := bytes.Clone(orig)
+	setTOS(plain, 14, 0)
+	if got := sink.process(t, arrived(notECT, 0x03)); !bytes.Equal(got, plain) {
+		t.Errorf("sink, tunnel marked CE, inner not ECN-capable: %x\nwant %x", got, plain)
+	}
+	evs := sink.rec.wait(t, 1)
+	if len(evs) == 0 {
+		t.Fatal("sink: no report")
+	}
+	var p wire.Packet
+	if err := (&wire.Parser{VXLANGPEPort: spec.PortVXLANGPE}).Parse(evs[0].Packet, &p); err != nil || p.INT < 0 {
+		t.Fatalf("sink: report frame without INT (%v): %x", err, evs[0].Packet)
+	}
+	if path, err := nodePath(evs[0].Packet, p.INT, p.INTLen); err != nil || fmt.Sprint(path) != fmt.Sprint([]uint32{nodeID, nodeID}) {
+		t.Errorf("sink: report path %v (%v), want the source's hop and the sink's", path, err)
+	}
+	// Not a session tunnel (the outer destination was not rewritten):
+	// INT goes, the VXLAN-GPE tunnel stays, announcing IPv4.
+	got := sink.process(t, bytes.Clone(out))
+	if len(got) != len(out)-4-24 || got[14+28+3] != 1 || !bytes.Equal(got[14+36:], orig[14:]) {
+		t.Errorf("sink, somebody's tunnel: %x", got)
+	}
+}
+
+// TestSessionTunnelIPv6: TestSessionTunnel's flow over IPv6, in IPv6
+// tunnels (tunnel-address-ipv6, tunnel-destination-ipv6) with TSO/GSO on:
+// super-packets cross r1 -> r2 and r2 -> r3 whole in the tunnel with 1
+// and 2 hops, the byte stream arrives whole, h2 receives no tunnel frame,
+// and the collector sees the path r3, r2, r1.
+func TestSessionTunnelIPv6(t *testing.T) {
+	l := newLab(t)
+	l.addIPv6(t)
+	col := &collector{pr: &wire.Parser{VXLANGPEPort: spec.PortVXLANGPE, AllowTruncated: true}}
+	l.listen(t, col)
+	pipe := l.r3Pipeline(t)
+	v6 := func(cfg, tun, dst string) string {
+		cfg = v6Config(cfg)
+		if tun != "" {
+			cfg = strings.Replace(cfg, `"latency-sensitivity": 8`, `"latency-sensitivity": 8, "tunnel-address-ipv6": "`+tun+`"`, 1)
+		}
+		if dst != "" {
+			cfg = strings.Replace(cfg, `"remaining-hop-count": 8}`, `"remaining-hop-count": 8, "encapsulation": "VXLAN_GPE", "tunnel-destination-ipv6": "`+dst+`"}`, 1)
+		}
+		return cfg
+	}
+	atR2 := l.capture(t, "r2", "r2-r1")
+	atR3 := l.capture(t, "r3", "r3-r2")
+	atH2 := l.capture(t, "h2", "h2-r3")
+	var r [3]*Dataplane
+	r[0] = l.router(t, "r1", []string{"r1-h1", "r1-r2"}, nil, v6(sessionTunnelConfig(1, "r1-h1", true, "", ""), "fd00:12::1", "fd00:23::2"))
+	r[1] = l.router(t, "r2", []string{"r2-r1", "r2-r3"}, nil, sessionTunnelConfig(2, "", false, "", ""))
+	r[2] = l.router(t, "r3", []string{"r3-r2", "r3-h2"}, pipe, v6(sessionTunnelConfig(3, "r3-h2", false, "", ""), "fd00:23::2", ""))
+
+	l.tcpEcho(t, "tcp6", "[fd00:2::2]:9998", r)
+	time.Sleep(200 * time.Millisecond)
+
+	// Tunnel frames fd00:12::1 -> fd00:23::2, UDP to 4790, by hop count
+	// and size, at r2 and r3.
+	count := func(frames [][]byte, hops int) (n, super, plain int) {
+		pr := &wire.Parser{VXLANGPEPort: spec.PortVXLANGPE}
+		for _, f := range frames {
+			var p wire.Packet
+			if pr.Parse(f, &p) != nil || p.IPVersion != 6 {
+				continue
+			}
+			if p.INT < 0 {
+				if p.Proto == wire.ProtoTCP {
+					plain++
+				}
+				continue
+			}
+			if !bytes.Equal(f[22:38], net.ParseIP("fd00:12::1")) || !bytes.Equal(f[38:54], net.ParseIP("fd00:23::2")) {
+				t.Errorf("tunnel frame between other addresses: %x", f[:54])
+				continue
+			}
+			if path, err := nodePath(f, p.INT, p.INTLen); err != nil || len(path) != hops {
+				t.Errorf("tunnel frame of %d bytes: path %v (%v), want %d hops", len(f), path, err, hops)
+				continue
+			}
+			n++
+			if len(f)-14 > 1500 {
+				super++
+			}
+		}
+		return n, super, plain
+	}
+	n, super, plain := count(atR2.got(), 1)
+	t.Logf("r1 -> r2: %d tunnel frames (%d super-packets), %d plain TCP", n, super, plain)
+	if n == 0 || super == 0 || plain != 0 {
+		t.Errorf("r1 -> r2: %d tunnel frames, %d super-packets, %d plain TCP frames", n, super, plain)
+	}
+	n, super, _ = count(atR3.got(), 2)
+	t.Logf("r2 -> r3: %d tunnel frames (%d super-packets)", n, super)
+	if n == 0 || super == 0 {
+		t.Errorf("r2 -> r3: %d tunnel frames, %d super-packets", n, super)
+	}
+	for _, f := range atH2.got() {
+		if len(f) > 62 && f[20] == wire.ProtoUDP && binary.BigEndian.Uint16(f[56:]) == spec.PortVXLANGPE {
+			t.Fatalf("h2 received a tunnel frame: %x", f[:80])
+		}
+	}
+	var paths [][]uint32
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end) && len(paths) == 0; time.Sleep(20 * time.Millisecond) {
+		pipe.Flush()
+		paths = col.got()
+	}
+	if len(paths) == 0 {
+		t.Fatal("collector got no INT reports")
+	}
+	for _, p := range paths {
+		if fmt.Sprint(p) != "[3 2 1]" {
+			t.Fatalf("collector paths %v, want [3 2 1] only", paths)
+		}
+	}
+}
+
+// TestSessionTunnelStepsIPv6 is TestSessionTunnelSteps for IPv6 packets
+// in IPv6 tunnels: outer IPv6 with the inner traffic class, the ECN field
+// in bits 4-5 of the second byte, no header checksum.
+func TestSessionTunnelStepsIPv6(t *testing.T) {
+	sess := sai.DefaultIntSessionAttrs()
+	sess.Encapsulation, sess.TunnelDestination6 = sai.SessionEncapVXLANGPE, netip.MustParseAddr("fd00:23::2")
+	src := newBPFNode(t)
+	setup{sess: &sess, match: port80(), dt: func(a *sai.DTelAttrs) { a.TunnelAddress6 = netip.MustParseAddr("fd00:12::1") }}.apply(t, src)
+	ecn := func(f []byte, ip int, e byte) []byte {
+		f = bytes.Clone(f)
+		f[ip+1] = f[ip+1]&^0x30 | e<<4
+		return f
+	}
+	orig := ecn(tcpFrame("fd00:1::2", "fd00:2::2", 1234, 80, 0x0a, []byte("inside the IPv6 tunnel")), 14, 2) // ECT(0)
+	out := src.process(t, bytes.Clone(orig))
+	const in = 14 + 40 + 16 + 4 + 12 + 12
+	var p wire.Packet
+	if err := (&wire.Parser{VXLANGPEPort: spec.PortVXLANGPE}).Parse(out, &p); err != nil || p.INT != 14+40+16+4 ||
+		len(out) != len(orig)+in-14 || !bytes.Equal(out[in:], orig[14:]) {
+		t.Fatalf("source (%v): %x\nwant the original %x behind the tunnel", err, out, orig)
+	}
+	plen := uint16(len(out) - 14 - 40)
+	want := append([]byte{0x60 | orig[14]&0x0f, orig[15] & 0xf0, 0, 0, byte(plen >> 8), byte(plen), wire.ProtoUDP, 64},
+		append(net.ParseIP("fd00:12::1"), net.ParseIP("fd00:23::2")...)...)
+	if !bytes.Equal(out[14:54], want) || binary.BigEndian.Uint16(out[54+2:]) != spec.PortVXLANGPE ||
+		binary.BigEndian.Uint16(out[54+4:]) != plen || out[54+19] != 2 {
+		t.Errorf("source: outer IPv6 %x, UDP, GPE, shim %x; want IPv6 %x, UDP to 4790, shim next protocol IPv6", out[14:54], out[54:74], want)
+	}
+
+	sink := newBPFNode(t)
+	setup{sink: true, dt: func(a *sai.DTelAttrs) { a.TunnelAddress6 = netip.MustParseAddr("fd00:23::2") }}.apply(t, sink)
+	arrived := func(f []byte, outerECN byte) []byte {
+		f = ecn(f, 14, outerECN)
+		copy(f[14+24:14+40], f[in+24:in+40])
+		return f
+	}
+	if got := sink.process(t, arrived(out, 2)); !bytes.Equal(got, orig) {
+		t.Errorf("sink: %x\nwant the original %x", got, orig)
+	}
+	if got := sink.process(t, arrived(out, 3)); !bytes.Equal(got, ecn(orig, 14, 3)) {
+		t.Errorf("sink, tunnel marked CE: %x\nwant %x", got, ecn(orig, 14, 3))
+	}
+	if got := sink.process(t, arrived(ecn(out, in, 0), 3)); !bytes.Equal(got, ecn(orig, 14, 0)) {
+		t.Errorf("sink, tunnel marked CE, inner not ECN-capable: %x\nwant %x", got, ecn(orig, 14, 0))
+	}
+	if evs := sink.rec.wait(t, 1); len(evs) == 0 {
+		t.Error("sink: no report")
+	}
+}
