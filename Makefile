@@ -96,8 +96,8 @@ run:
 # forwarder with vnet headers and intd's soft switch (INT off, on);
 # bench-ebpf the tc/eBPF dataplane (no programs, programs with an empty
 # watchlist, INT-XD, INT-MD sampled, INT-MD on every packet, its bound:
-# the kernel segmenting at the source, and INT-MD in a VXLAN-GPE
-# encapsulation by test programs).
+# the kernel segmenting at the source, INT-MD in a VXLAN-GPE session
+# tunnel, and the same encapsulation by test programs).
 # BENCH_ROUNDS and BENCH_SECS set the rounds and seconds per run.
 BENCH_ROUNDS ?= 5
 BENCH_SECS   ?= 4

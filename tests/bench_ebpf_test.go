@@ -29,6 +29,11 @@ const (
 	// testdata/gpe_encap.c), GSO copies it onto every segment, s3
 	// removes it.
 	modeGPE = "INT-MD in VXLAN-GPE, s1 to s3 (test programs)"
+	// intd's encapsulation mode: s1's INT session puts every TCP packet
+	// into a VXLAN-GPE tunnel to s3 with INT-MD (encapsulation
+	// VXLAN_GPE), s2 adds its hop to single packets, s3 reports and
+	// removes the tunnel.
+	modeTunnel = "INT-MD in a VXLAN-GPE session tunnel, s1 to s3"
 )
 
 // gpeEncap attaches (on) or detaches the test encapsulation programs on
@@ -129,6 +134,16 @@ func ebpfBenchConfig(t *testing.T, n int, mode string) []byte {
 		if n == 1 {
 			entry(cfg)["packet-interval"] = 10000
 		}
+	case modeTunnel:
+		node := cfg["node"].(map[string]any)["config"].(map[string]any)
+		switch n {
+		case 1:
+			node["tunnel-address"] = "10.0.12.1"
+			sc := cfg["int-sessions"].(map[string]any)["int-session"].([]any)[0].(map[string]any)["config"].(map[string]any)
+			sc["encapsulation"], sc["tunnel-destination"] = "VXLAN_GPE", "10.0.23.3"
+		case 3:
+			node["tunnel-address"] = "10.0.23.3"
+		}
 	case modeXD:
 		// Every switch watches the flow and sends postcards.
 		cfg["node"].(map[string]any)["config"].(map[string]any)["postcard"] = true
@@ -145,8 +160,9 @@ func ebpfBenchConfig(t *testing.T, n int, mode string) []byte {
 // TestBenchEBPF measures iperf3 TCP throughput h1 -> h2 across three
 // switches forwarding by Linux, without programs and with `intd run
 // --dataplane ebpf` in five modes (empty watchlist, INT-XD, INT-MD
-// sampled, INT-MD on every packet, and the bound of the last: no INT
-// with s1 segmenting in software), and with test programs carrying
+// sampled, INT-MD on every packet, the bound of the last: no INT with s1
+// segmenting in software, and INT-MD in a VXLAN-GPE session tunnel), and
+// with test programs carrying
 // INT-MD in a VXLAN-GPE encapsulation from s1 to s3 (what an
 // encapsulation mode can reach), interleaved round by round. With
 // INTD_BENCH=1 (make bench-ebpf) it runs INTD_BENCH_ROUNDS rounds of
@@ -203,10 +219,23 @@ func TestBenchEBPF(t *testing.T) {
 		{name: modeXD, setup: set(modeXD), run: run},
 		{name: modeMDSampled, setup: set(modeMDSampled), run: run},
 		{name: modeMDEvery, setup: set(modeMDEvery), run: run},
+		{name: modeTunnel, setup: set(modeTunnel), run: func(t *testing.T) float64 {
+			if full {
+				return run(t)
+			}
+			var v float64
+			n := gpeSuperPackets(t, e, func() { v = run(t) })
+			t.Logf("largest session tunnel packet at s2: %d bytes", n)
+			if n <= 1500 {
+				t.Errorf("%s: largest VXLAN-GPE packet at s2 %d bytes, want super-packets above the MTU", modeTunnel, n)
+			}
+			return v
+		}},
 		{name: modeSegmented, setup: set(modeSegmented), run: run},
 	}
 	ratios := [][2]string{{modeAttached, modeNoProgs}, {modeXD, modeAttached}, {modeMDSampled, modeAttached},
-		{modeMDEvery, modeAttached}, {modeSegmented, modeAttached}, {modeMDEvery, modeSegmented}, {modeGPE, modeNoProgs}}
+		{modeMDEvery, modeAttached}, {modeSegmented, modeAttached}, {modeMDEvery, modeSegmented}, {modeGPE, modeNoProgs},
+		{modeTunnel, modeNoProgs}, {modeTunnel, modeAttached}, {modeTunnel, modeGPE}}
 	r := interleave(t, rounds, modes)
 	r.checkShape(t, rounds, ratios)
 	if full {
