@@ -460,17 +460,20 @@ func innerJSON(j, r, top map[string]any) {
 		proto, carrier = v, 1
 	}
 	in["proto"] = num(proto)
-	// GTP-U behind INT over UDP: the flow is the user's packet in the
-	// tunnel, the outer ends apart, as decode shows them.
+	// The flow of a tunnelled packet is the user's packet in the tunnel
+	// (the last IP header), the outer ends apart, as decode shows them.
+	inTunnel := func(user map[string]any) {
+		in["outer_src"], in["outer_dst"] = src, dst
+		src, _ = value(user, "ip.src")
+		dst, _ = value(user, "ip.dst")
+		proto, _ = value(user, "ip.proto")
+		in["src"], in["dst"], in["proto"] = src, dst, num(proto)
+	}
+	// GTP-U behind INT over UDP.
 	if g, ips := objects(r["gtp"]), objects(r["ip"]); len(g) > 0 && len(ips) > 1 {
 		if teid, ok := value(g[0], "gtp.teid"); ok {
 			in["tunnel"], in["tunnel_id"] = "gtpu", num(teid)
-			in["outer_src"], in["outer_dst"] = src, dst
-			user := ips[len(ips)-1]
-			src, _ = value(user, "ip.src")
-			dst, _ = value(user, "ip.dst")
-			proto, _ = value(user, "ip.proto")
-			in["src"], in["dst"], in["proto"] = src, dst, num(proto)
+			inTunnel(ips[len(ips)-1])
 		}
 	}
 	// INT in a VXLAN-GPE, Geneve or GRE header: the flow is the packet in
@@ -496,12 +499,7 @@ func innerJSON(j, r, top map[string]any) {
 				if idOK {
 					in["tunnel_id"] = num(id)
 				}
-				in["outer_src"], in["outer_dst"] = src, dst
-				user := ips[len(ips)-1]
-				src, _ = value(user, "ip.src")
-				dst, _ = value(user, "ip.dst")
-				proto, _ = value(user, "ip.proto")
-				in["src"], in["dst"], in["proto"] = src, dst, num(proto)
+				inTunnel(ips[len(ips)-1])
 			}
 		}
 	}
