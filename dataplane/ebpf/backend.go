@@ -468,16 +468,16 @@ func (d *Dataplane) writeSessions(dt *sai.DTelAttrs) error {
 		}
 		if a.Encapsulation == sai.SessionEncapVXLANGPE {
 			s.Tunnel = 1
-			outer := 20 // the clamp covers the larger outer header in use
 			if a.TunnelDestination.IsValid() {
 				s.TunDst = be32(a.TunnelDestination)
 			}
 			if a.TunnelDestination6.IsValid() {
 				s.TunDst6 = be128(a.TunnelDestination6)
-				outer = 40
 			}
 			if a.ClampTCPMSS {
-				s.Clamp = uint16(outer + sessionTunnelLen + int(a.MaxHopCount)*int(s.HopMl)*4)
+				// syn_clamp adds the outer IP header, of the packet's
+				// family (IPv4 packets go into IPv4 tunnels).
+				s.Clamp = uint16(sessionTunnelLen + int(a.MaxHopCount)*int(s.HopMl)*4)
 			}
 		}
 		if a.Discard {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/intd-project/intd/dataplane/wire"
+	"github.com/intd-project/intd/dataplane/wire/wiretest"
 	"github.com/intd-project/intd/sai"
 	"github.com/intd-project/intd/sai/spec"
 )
@@ -524,5 +525,31 @@ func TestSessionTunnelStepsIPv6(t *testing.T) {
 	}
 	if evs := sink.rec.wait(t, 1); len(evs) == 0 {
 		t.Error("sink: no report")
+	}
+}
+
+// TestSessionTunnelClampBothFamilies: a session with IPv4 and IPv6 tunnel
+// destinations clamps an IPv4 SYN for an IPv4 tunnel (outer 20 bytes),
+// not for the larger IPv6 one.
+func TestSessionTunnelClampBothFamilies(t *testing.T) {
+	sess := sai.DefaultIntSessionAttrs()
+	sess.Encapsulation, sess.ClampTCPMSS = sai.SessionEncapVXLANGPE, true
+	sess.TunnelDestination, sess.TunnelDestination6 = netip.MustParseAddr("10.0.23.2"), netip.MustParseAddr("2001:db8:23::2")
+	src := newBPFNode(t)
+	setup{sess: &sess, match: port80(), dt: func(a *sai.DTelAttrs) {
+		a.TunnelAddress, a.TunnelAddress6 = netip.MustParseAddr("10.0.12.1"), netip.MustParseAddr("2001:db8:12::1")
+	}}.apply(t, src)
+	src.setMTU(1500)
+	syn := wiretest.SYNFrame("10.0.1.1", "10.0.2.1", 1234, 80, 0, 0x02, wiretest.MSSOption(1460))
+	out := src.process(t, syn)
+	in, hops := tunnelFrame(out)
+	if in < 0 || hops != 1 {
+		t.Fatalf("source: SYN not in an IPv4 tunnel: %x", out)
+	}
+	// 1500 - IPv4 - TCP - (outer IPv4, UDP, GPE, shim, MD header, 8 hops
+	// of 3 words).
+	want := 1500 - 20 - 20 - (20 + 8 + 8 + 4 + 12 + int(sess.MaxHopCount)*3*4)
+	if got := tcpMSS(out[in:]); got != want {
+		t.Errorf("source: SYN's MSS %d, want %d", got, want)
 	}
 }

@@ -2757,7 +2757,8 @@ GLOBAL int remark(struct __sk_buff *skb, struct scratch *s)
 /* syn_clamp lowers the MSS option of a TCP SYN or SYN-ACK (header at
  * s->p.l4) so that a full-sized segment has room for the INT a session
  * adds at its maximum hop count (session.clamp bytes) under an MTU: MSS <=
- * MTU - IP header (20, IPv6 40) - TCP header (20) - clamp. The segment is
+ * MTU - IP header (20, IPv6 40) - TCP header (20) - clamp, and one more IP
+ * header of the packet's family for a session tunnel. The segment is
  * either a watched flow's at its source (reply 0: the entry classify found,
  * this egress MTU), or leaves the domain through a sink port (reply 1): the
  * watchlist entry is the one the reverse flow matches as it would come in
@@ -2820,7 +2821,9 @@ GLOBAL int syn_clamp(struct __sk_buff *skb, struct scratch *s, int reply)
 	struct session *se = bpf_map_lookup_elem(&sessions, &sid);
 	if (!se || !se->clamp)
 		return 0;
-	__s32 lim = (__s32)mtu - (p->v6 ? 40 : 20) - 20 - se->clamp;
+	__s32 iph = p->v6 ? 40 : 20;
+	/* A session tunnel's outer IP header is of the packet's family. */
+	__s32 lim = (__s32)mtu - iph - 20 - se->clamp - (se->tunnel ? iph : 0);
 	if (lim <= 0)
 		return 0;
 	if (lim > 0xffff)
