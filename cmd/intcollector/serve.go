@@ -146,6 +146,7 @@ func serveMain(args []string) int {
 	if len(s.recv) > 1 {
 		attrs = append(attrs, "receivers", len(s.recv))
 	}
+	attrs = append(attrs, "udp_gro", s.recv[0].GRO())
 	if s.metrics != nil {
 		attrs = append(attrs, "metrics", "http://"+s.metrics.Addr().String()+"/metrics")
 	}

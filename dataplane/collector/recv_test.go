@@ -176,7 +176,7 @@ func readGroup(rs []*Receiver) map[netip.Addr]map[int]int {
 func BenchmarkReceiveLoopback(b *testing.B) {
 	b.ReportAllocs()
 	cpu0 := cpuTime()
-	m := receiveRound(b, b.N, true)
+	m := receiveRound(b, b.N, true, true)
 	cpu := cpuTime() - cpu0
 	b.ReportMetric(m.reports/m.wall.Seconds(), "reports/s")
 	b.ReportMetric(m.reports/m.cpu.Seconds(), "recv-reports/cpu-s")
@@ -185,35 +185,43 @@ func BenchmarkReceiveLoopback(b *testing.B) {
 }
 
 // BenchmarkReceiveVsNull compares the collector's receive path with a
-// null receiver (the same recvmmsg batches, nothing decoded) on the same
-// traffic (as BenchmarkReceiveLoopback, b.N datagrams per round), in
-// interleaved rounds whose order alternates. It reports the ratio of the
-// collector's reports per second to the null receiver's datagrams per
-// second times the reports per datagram (recv/null), and the same ratio of
-// the receiving thread's CPU time per datagram (cpu/null), each as the
-// median with the minimum and maximum, and the 1-minute load average.
+// null receiver on the same traffic (as BenchmarkReceiveLoopback, b.N
+// datagrams per round): a plain recvmmsg receiver (batches of 256
+// datagrams, no UDP GRO, nothing decoded), and the same null receiver
+// with the collector's socket (UDP GRO on). Rounds are interleaved, the
+// order rotating. It reports the ratio of the collector's reports per
+// second to the null receiver's datagrams per second times the reports
+// per datagram (recv/null; recv/null-gro against the GRO null receiver),
+// and the same ratio of the receiving thread's CPU time per report
+// (cpu/null, cpu/null-gro), each as the median with the minimum and
+// maximum, and the 1-minute load average.
 func BenchmarkReceiveVsNull(b *testing.B) {
 	const rounds = 5
-	var rate, cpu []float64
+	var rate, cpu, rateGRO, cpuGRO []float64
 	b.ReportAllocs()
 	for i := 0; i < rounds; i++ {
-		var null, coll recvMeasure
-		if i%2 == 0 {
-			null, coll = receiveRound(b, b.N, false), receiveRound(b, b.N, true)
-		} else {
-			coll, null = receiveRound(b, b.N, true), receiveRound(b, b.N, false)
+		var m [3]recvMeasure
+		for k := 0; k < 3; k++ { // null, null with GRO, collector; rotating
+			v := (i + k) % 3
+			m[v] = receiveRound(b, b.N, v == 2, v != 0)
 		}
+		null, nullGRO, coll := m[0], m[1], m[2]
 		rate = append(rate, coll.reports/coll.wall.Seconds()/(null.reports/null.wall.Seconds()))
 		cpu = append(cpu, (null.cpu.Seconds()/null.reports)/(coll.cpu.Seconds()/coll.reports))
+		rateGRO = append(rateGRO, coll.reports/coll.wall.Seconds()/(nullGRO.reports/nullGRO.wall.Seconds()))
+		cpuGRO = append(cpuGRO, (nullGRO.cpu.Seconds()/nullGRO.reports)/(coll.cpu.Seconds()/coll.reports))
 	}
-	slices.Sort(rate)
-	slices.Sort(cpu)
-	b.ReportMetric(rate[rounds/2], "recv/null")
-	b.ReportMetric(rate[0], "recv/null-min")
-	b.ReportMetric(rate[rounds-1], "recv/null-max")
-	b.ReportMetric(cpu[rounds/2], "cpu/null")
-	b.ReportMetric(cpu[0], "cpu/null-min")
-	b.ReportMetric(cpu[rounds-1], "cpu/null-max")
+	for _, v := range []struct {
+		name string
+		r    []float64
+	}{{"recv/null", rate}, {"cpu/null", cpu}, {"recv/null-gro", rateGRO}, {"cpu/null-gro", cpuGRO}} {
+		slices.Sort(v.r)
+		b.ReportMetric(v.r[rounds/2], v.name)
+		if v.name == "recv/null" || v.name == "cpu/null" {
+			b.ReportMetric(v.r[0], v.name+"-min")
+			b.ReportMetric(v.r[rounds-1], v.name+"-max")
+		}
+	}
 	var si unix.Sysinfo_t
 	if unix.Sysinfo(&si) == nil {
 		b.ReportMetric(float64(si.Loads[0])/(1<<unix.SI_LOAD_SHIFT), "load1")
@@ -234,11 +242,15 @@ type recvMeasure struct {
 }
 
 // receiveRound sends n datagrams of benchPer reports to a fresh receiver
-// and reads them, handing them to a collector when handle is set (the
-// null receiver otherwise).
-func receiveRound(b *testing.B, n int, handle bool) recvMeasure {
+// (the collector's, with UDP GRO where the kernel has it, when gro is
+// set; a plain recvmmsg receiver otherwise) and reads them, handing them
+// to a collector when handle is set (the null receiver otherwise).
+func receiveRound(b *testing.B, n int, handle, gro bool) recvMeasure {
 	const burst = 8 // messages per sendmmsg
 	r, err := Listen("127.0.0.1:0", DefaultBatch)
+	if !gro {
+		r, err = listenPlain("127.0.0.1:0")
+	}
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -344,4 +356,248 @@ func threadCPU() time.Duration {
 	var ru unix.Rusage
 	unix.Getrusage(unix.RUSAGE_THREAD, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// listenPlain is a receiver without UDP GRO: one datagram per slot.
+func listenPlain(addr string) (*Receiver, error) {
+	ua, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := net.ListenUDP("udp", ua)
+	if err != nil {
+		return nil, err
+	}
+	setReadBuffer(conn, 8<<20)
+	return NewReceiver(conn, DefaultBatch)
+}
+
+// sendGSO sends segs (all of the first one's size but the last, which
+// may be shorter) as one UDP GSO message: the kernel cuts it into one
+// datagram per segment, or on loopback hands it whole to a socket with
+// UDP GRO on.
+func sendGSO(t *testing.T, s *net.UDPConn, segs ...[]byte) {
+	t.Helper()
+	oob := make([]byte, unix.CmsgSpace(2))
+	h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))
+	h.Level, h.Type = unix.SOL_UDP, unix.UDP_SEGMENT
+	h.SetLen(unix.CmsgLen(2))
+	*(*uint16)(unsafe.Pointer(&oob[unix.CmsgLen(0)])) = uint16(len(segs[0]))
+	if _, _, err := s.WriteMsgUDP(bytes.Join(segs, nil), oob, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// received is one datagram as a Receiver handed it.
+type received struct {
+	from    netip.Addr
+	payload string
+}
+
+// readAll reads r until it has been quiet for 300 ms and returns the
+// datagrams in order, and the largest number of datagrams one slot held.
+func readAll(t *testing.T, r *Receiver) ([]received, int) {
+	t.Helper()
+	var got []received
+	most := 0
+	for {
+		r.SetDeadline(time.Now().Add(300 * time.Millisecond))
+		n, err := r.Read()
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return got, most
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		per := map[int32]int{}
+		for i := 0; i < n; i++ {
+			got = append(got, received{r.From(i), string(r.Packet(i))})
+			if r.gro {
+				per[r.segs[i].slot]++
+				most = max(most, per[r.segs[i].slot])
+			} else {
+				most = 1
+			}
+		}
+	}
+}
+
+// TestReceiverGRO: a receiver with UDP GRO gets a sender's GSO message
+// in one slot and hands its datagrams one by one, the last short one
+// too, byte for byte and in the order sent, between the datagrams of
+// another sender, exactly as a plain receiver (one datagram per slot)
+// gets them.
+func TestReceiverGRO(t *testing.T) {
+	gro, err := Listen("127.0.0.1:0", 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gro.Close()
+	if !gro.GRO() {
+		t.Skip("the kernel refuses UDP_GRO (Linux before 5.0)")
+	}
+	plain, err := listenPlain("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	if plain.GRO() {
+		t.Fatal("listenPlain: GRO on")
+	}
+	seg := func(tag byte, n int) []byte { return bytes.Repeat([]byte{tag}, n) }
+	var want []received
+	for _, r := range []*Receiver{gro, plain} {
+		a, err := net.DialUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)}, r.Addr().(*net.UDPAddr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close()
+		b, err := net.DialUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 2)}, r.Addr().(*net.UDPAddr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		sendGSO(t, a, seg(1, 100), seg(2, 100), seg(3, 100), seg(4, 37)) // a last short segment
+		b.Write(seg(5, 100))
+		sendGSO(t, a, seg(6, 64), seg(7, 64))   // segments of another size
+		sendGSO(t, b, seg(8, 50))               // one segment
+		sendGSO(t, a, seg(9, 1000), seg(10, 1)) // a one-byte last segment
+		if want == nil {
+			one, two := netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("127.0.0.2")
+			for _, w := range []struct {
+				from netip.Addr
+				seg  []byte
+			}{{one, seg(1, 100)}, {one, seg(2, 100)}, {one, seg(3, 100)}, {one, seg(4, 37)}, {two, seg(5, 100)},
+				{one, seg(6, 64)}, {one, seg(7, 64)}, {two, seg(8, 50)}, {one, seg(9, 1000)}, {one, seg(10, 1)}} {
+				want = append(want, received{w.from, string(w.seg)})
+			}
+		}
+	}
+	got, most := readAll(t, gro)
+	if !slices.Equal(got, want) {
+		t.Errorf("GRO receiver: %d datagrams %v\nwant %d %v", len(got), got, len(want), want)
+	}
+	if most < 4 {
+		t.Errorf("GRO receiver: at most %d datagrams in one slot, want the first message's 4 in one", most)
+	}
+	if got, _ := readAll(t, plain); !slices.Equal(got, want) {
+		t.Errorf("plain receiver: %d datagrams %v\nwant %d %v", len(got), got, len(want), want)
+	}
+}
+
+// TestReceiverGROCollector: the collector serving a GRO receiver counts
+// every report of coalesced datagrams, with no sequence number lost or
+// reordered, and reads its datagrams without allocating.
+func TestReceiverGROCollector(t *testing.T) {
+	r, err := Listen("127.0.0.1:0", 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.GRO() {
+		r.Close()
+		t.Skip("the kernel refuses UDP_GRO (Linux before 5.0)")
+	}
+	c := New(Config{})
+	done := make(chan error, 1)
+	go func() { done <- c.Serve(r) }()
+	s, err := net.DialUDP("udp", nil, r.Addr().(*net.UDPAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// 20 messages of 7 datagrams of 2 reports and a last of 1 (shorter).
+	const msgs, full = 20, 7
+	seq := uint32(0)
+	for m := 0; m < msgs; m++ {
+		var segs [][]byte
+		for k := 0; k < full; k++ {
+			segs = append(segs, benchPayload(t, 2, seq))
+			seq++
+		}
+		segs = append(segs, benchPayload(t, 1, seq))
+		seq++
+		sendGSO(t, s, segs...)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for c.Snapshot(1).Counters.Packets < msgs*(full+1) && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	r.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	st := c.Snapshot(0)
+	if st.Counters.Packets != msgs*(full+1) || st.Counters.Reports != msgs*(2*full+1) || st.Counters.Lost != 0 {
+		t.Errorf("counters %+v; want %d packets, %d reports, none lost", st.Counters, msgs*(full+1), msgs*(2*full+1))
+	}
+	if len(st.Sources) != 1 || st.Sources[0].Reordered != 0 || st.Sources[0].OutOfWindow != 0 || st.Sources[0].Packets != msgs*(full+1) {
+		t.Errorf("sources %+v", st.Sources)
+	}
+}
+
+// TestSplitGRO cuts slots by the segment size in their control messages.
+func TestSplitGRO(t *testing.T) {
+	r, err := Listen("127.0.0.1:0", 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if !r.GRO() {
+		t.Skip("the kernel refuses UDP_GRO (Linux before 5.0)")
+	}
+	cmsg := func(slot int, size int32) {
+		b := r.oob[slot*groOOB : (slot+1)*groOOB]
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&b[0]))
+		h.Level, h.Type = unix.SOL_UDP, unix.UDP_GRO
+		h.SetLen(unix.CmsgLen(4))
+		*(*int32)(unsafe.Pointer(&b[unix.CmsgLen(0)])) = size
+		r.msgs[slot].Hdr.SetControllen(unix.CmsgSpace(4))
+	}
+	r.msgs[0].Len, r.msgs[1].Len, r.msgs[2].Len, r.msgs[3].Len = 10, 8, 5, 7
+	cmsg(0, 4)                     // 4+4+2
+	cmsg(1, 4)                     // 4+4
+	r.msgs[2].Hdr.SetControllen(0) // no segment size: one datagram
+	cmsg(3, 7)                     // the size of the whole: one datagram
+	r.n = 4
+	r.split()
+	want := []segment{{0, 0, 4}, {0, 4, 4}, {0, 8, 2}, {1, 0, 4}, {1, 4, 4}, {2, 0, 5}, {3, 0, 7}}
+	if r.n != len(want) || !slices.Equal(r.segs, want) {
+		t.Errorf("segments %v (n %d), want %v", r.segs, r.n, want)
+	}
+	if a := testing.AllocsPerRun(100, func() { r.n = 4; r.split() }); a != 0 {
+		t.Errorf("split: %v allocations", a)
+	}
+}
+
+// TestGROSize finds the segment size among control messages and ignores
+// malformed ones.
+func TestGROSize(t *testing.T) {
+	msg := func(level, typ int32, v int32) []byte {
+		b := make([]byte, unix.CmsgSpace(4))
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&b[0]))
+		h.Level, h.Type = level, typ
+		h.SetLen(unix.CmsgLen(4))
+		*(*int32)(unsafe.Pointer(&b[unix.CmsgLen(0)])) = v
+		return b
+	}
+	gro := msg(unix.SOL_UDP, unix.UDP_GRO, 1200)
+	other := msg(unix.SOL_SOCKET, unix.SO_RXQ_OVFL, 3)
+	bad := slices.Clone(gro)
+	(*unix.Cmsghdr)(unsafe.Pointer(&bad[0])).SetLen(4 * unix.CmsgSpace(4)) // longer than the buffer
+	for _, c := range []struct {
+		name string
+		b    []byte
+		want int32
+	}{
+		{"none", nil, 0},
+		{"segment size", gro, 1200},
+		{"after another message", append(slices.Clone(other), gro...), 1200},
+		{"another message only", other, 0},
+		{"truncated", gro[:unix.CmsgLen(0)+2], 0},
+		{"length past the end", bad, 0},
+	} {
+		if got := groSize(c.b); got != c.want {
+			t.Errorf("%s: %d, want %d", c.name, got, c.want)
+		}
+	}
 }
