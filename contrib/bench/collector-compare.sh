@@ -6,9 +6,11 @@
 # the order swapped every round. Per round and variant: decode +
 # aggregate CPU per report (BenchmarkDecodeAggregate, one CPU) and the
 # receive path against a null receiver (BenchmarkReceiveVsNull: medians
-# of its own interleaved rounds, by CPU per report and by rate). Prints
-# each figure per round with the 1-minute load average, then the median
-# (min-max) per variant and of the work tree / BASE ratios.
+# of its own interleaved rounds, by CPU per report and by rate; with
+# BenchmarkReceiveVsNullDatagrams too where the tree has it: a sender
+# without GSO, "-" otherwise). Prints each figure per round with the
+# 1-minute load average, then the median (min-max) per variant and of the
+# work tree / BASE ratios.
 #
 #   make bench-collector BASE=main ROUNDS=5
 set -eu
@@ -34,10 +36,13 @@ run() {
 	load=$(cut -d' ' -f1 /proc/loadavg)
 	ns=$("$dir/$1.test" -test.run '^$' -test.bench 'DecodeAggregate$' -test.cpu 1 -test.benchtime 2000000x |
 		awk '/^BenchmarkDecodeAggregate/ { for (i = 1; i < NF; i++) if ($(i+1) == "reports/cpu-s") printf "%.1f", 1e9 / $i }')
-	rv=$("$dir/$1.test" -test.run '^$' -test.bench 'ReceiveVsNull$' -test.benchtime 100000x |
-		awk '/^BenchmarkReceiveVsNull/ { for (i = 1; i < NF; i++) { if ($(i+1) == "cpu/null") c = $i; if ($(i+1) == "recv/null") r = $i }; printf "%s %s", c, r }')
+	rv=$("$dir/$1.test" -test.run '^$' -test.bench 'ReceiveVsNull(Datagrams)?$' -test.benchtime 100000x |
+		awk '/^BenchmarkReceiveVsNull-/ { for (i = 1; i < NF; i++) { if ($(i+1) == "cpu/null") c = $i; if ($(i+1) == "recv/null") r = $i } }
+			/^BenchmarkReceiveVsNullDatagrams-/ { for (i = 1; i < NF; i++) { if ($(i+1) == "cpu/null") dc = $i; if ($(i+1) == "recv/null") dr = $i } }
+			END { if (dc == "") { dc = "-"; dr = "-" }; printf "%s %s %s %s", c, r, dc, dr }')
 	echo "$ns $rv $load" >>"$dir/$1"
-	echo "round $2 $1: decode+aggregate $ns cpu-ns/report; receive cpu/null ${rv% *}, recv/null ${rv#* }; load $load"
+	set -- "$1" "$2" $rv
+	echo "round $2 $1: decode+aggregate $ns cpu-ns/report; receive cpu/null $3, recv/null $4; datagrams cpu/null $5, recv/null $6; load $load"
 }
 i=1
 while [ "$i" -le "$rounds" ]; do
@@ -45,13 +50,14 @@ while [ "$i" -le "$rounds" ]; do
 	i=$((i + 1))
 done
 
-# med FILE COLUMN: median (min-max) of a column.
+# med FILE COLUMN: median (min-max) of a column ("-" if it has none).
 med() {
-	cut -d' ' -f"$2" "$1" | sort -g | awk '{ v[NR] = $1 } END { printf "%.3g (%.3g-%.3g)", v[int((NR + 1) / 2)], v[1], v[NR] }'
+	cut -d' ' -f"$2" "$1" | grep -v '^-$' | sort -g |
+		awk '{ v[NR] = $1 } END { if (NR == 0) printf "-"; else printf "%.3g (%.3g-%.3g)", v[int((NR + 1) / 2)], v[1], v[NR] }'
 }
-paste -d' ' "$dir/tree" "$dir/base" | awk '{ print $1 / $5, $2 / $6, $3 / $7 }' >"$dir/ratio"
+paste -d' ' "$dir/tree" "$dir/base" | awk '{ print $1 / $7, $2 / $8, $3 / $9 }' >"$dir/ratio"
 for v in base tree; do
-	echo "$v: decode+aggregate $(med "$dir/$v" 1) cpu-ns/report; receive cpu/null $(med "$dir/$v" 2), recv/null $(med "$dir/$v" 3)"
+	echo "$v: decode+aggregate $(med "$dir/$v" 1) cpu-ns/report; receive cpu/null $(med "$dir/$v" 2), recv/null $(med "$dir/$v" 3); datagrams cpu/null $(med "$dir/$v" 4), recv/null $(med "$dir/$v" 5)"
 done
 echo "tree/base per round: decode+aggregate cpu-ns $(med "$dir/ratio" 1); cpu/null $(med "$dir/ratio" 2); recv/null $(med "$dir/ratio" 3)"
-echo "load average $(cut -d' ' -f4 "$dir/base" "$dir/tree" | sort -g | awk '{ v[NR] = $1 } END { printf "%s-%s", v[1], v[NR] }')"
+echo "load average $(cut -d' ' -f6 "$dir/base" "$dir/tree" | sort -g | awk '{ v[NR] = $1 } END { printf "%s-%s", v[1], v[NR] }')"

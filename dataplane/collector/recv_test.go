@@ -176,7 +176,7 @@ func readGroup(rs []*Receiver) map[netip.Addr]map[int]int {
 func BenchmarkReceiveLoopback(b *testing.B) {
 	b.ReportAllocs()
 	cpu0 := cpuTime()
-	m := receiveRound(b, b.N, true, true)
+	m := receiveRound(b, b.N, 32, true, true)
 	cpu := cpuTime() - cpu0
 	b.ReportMetric(m.reports/m.wall.Seconds(), "reports/s")
 	b.ReportMetric(m.reports/m.cpu.Seconds(), "recv-reports/cpu-s")
@@ -195,7 +195,16 @@ func BenchmarkReceiveLoopback(b *testing.B) {
 // and the same ratio of the receiving thread's CPU time per report
 // (cpu/null, cpu/null-gro), each as the median with the minimum and
 // maximum, and the 1-minute load average.
-func BenchmarkReceiveVsNull(b *testing.B) {
+func BenchmarkReceiveVsNull(b *testing.B) { benchVsNull(b, 32) }
+
+// BenchmarkReceiveVsNullDatagrams is BenchmarkReceiveVsNull with a
+// sender that sends every datagram on its own (sendmmsg of 64 messages,
+// no GSO), as intd does: on loopback nothing coalesces them, so GRO
+// cannot help and each datagram costs its own trip through recvmmsg.
+func BenchmarkReceiveVsNullDatagrams(b *testing.B) { benchVsNull(b, 1) }
+
+// benchVsNull is BenchmarkReceiveVsNull with seg datagrams per message.
+func benchVsNull(b *testing.B, seg int) {
 	const rounds = 5
 	var rate, cpu, rateGRO, cpuGRO []float64
 	b.ReportAllocs()
@@ -203,7 +212,7 @@ func BenchmarkReceiveVsNull(b *testing.B) {
 		var m [3]recvMeasure
 		for k := 0; k < 3; k++ { // null, null with GRO, collector; rotating
 			v := (i + k) % 3
-			m[v] = receiveRound(b, b.N, v == 2, v != 0)
+			m[v] = receiveRound(b, b.N, seg, v == 2, v != 0)
 		}
 		null, nullGRO, coll := m[0], m[1], m[2]
 		rate = append(rate, coll.reports/coll.wall.Seconds()/(null.reports/null.wall.Seconds()))
@@ -244,9 +253,11 @@ type recvMeasure struct {
 // receiveRound sends n datagrams of benchPer reports to a fresh receiver
 // (the collector's, with UDP GRO where the kernel has it, when gro is
 // set; a plain recvmmsg receiver otherwise) and reads them, handing them
-// to a collector when handle is set (the null receiver otherwise).
-func receiveRound(b *testing.B, n int, handle, gro bool) recvMeasure {
-	const burst = 8 // messages per sendmmsg
+// to a collector when handle is set (the null receiver otherwise). The
+// sender sends messages of seg datagrams (UDP GSO when seg > 1), 256
+// datagrams per sendmmsg.
+func receiveRound(b *testing.B, n, seg int, handle, gro bool) recvMeasure {
+	burst := 256 / seg // messages per sendmmsg
 	r, err := Listen("127.0.0.1:0", DefaultBatch)
 	if !gro {
 		r, err = listenPlain("127.0.0.1:0")
@@ -269,7 +280,6 @@ func receiveRound(b *testing.B, n int, handle, gro bool) recvMeasure {
 	// Each message is a UDP GSO super-datagram of seg copies of pkt: the
 	// kernel segments it into seg datagrams, so the sender pays for one
 	// trip through the stack per message instead of per datagram.
-	const seg = 32
 	super := bytes.Repeat(pkt, seg)
 	iov := unix.Iovec{Base: &super[0]}
 	iov.SetLen(len(super))
@@ -282,8 +292,10 @@ func receiveRound(b *testing.B, n int, handle, gro bool) recvMeasure {
 	for i := range msgs {
 		msgs[i].Hdr.Iov = &iov
 		msgs[i].Hdr.SetIovlen(1)
-		msgs[i].Hdr.Control = &oob[0]
-		msgs[i].Hdr.SetControllen(len(oob))
+		if seg > 1 {
+			msgs[i].Hdr.Control = &oob[0]
+			msgs[i].Hdr.SetControllen(len(oob))
+		}
 	}
 	b.ResetTimer()
 	// The sender keeps at most window datagrams in flight (sent and not
@@ -297,7 +309,7 @@ func receiveRound(b *testing.B, n int, handle, gro bool) recvMeasure {
 	go func() {
 		defer close(sent)
 		for sent := 0; sent < n && !stop.Load(); {
-			for int64(sent)-read.Load() > window-burst*seg && !stop.Load() {
+			for int64(sent)-read.Load() > int64(window-burst*seg) && !stop.Load() {
 				time.Sleep(20 * time.Microsecond)
 			}
 			k := min(burst, (n-sent+seg-1)/seg)
