@@ -22,6 +22,7 @@ func TestHelpAndVersion(t *testing.T) {
 	}{
 		{[]string{"-h"}, 0, []string{"intcollector decode", "intcollector query", "intcollector version", "-listen", "-nats", "-allow", "-receivers"}},
 		{[]string{"--receivers", "0"}, 2, []string{"--receivers: the range is 1 to 64"}},
+		{[]string{"--batch", "1025"}, 2, []string{"--batch: the range is 1 to 1024"}},
 		{[]string{"--help"}, 0, []string{"intcollector decode"}},
 		{[]string{"decode", "-h"}, 0, []string{"FILE.pcap", "-int-geneve-option-class"}},
 		{[]string{"query", "-h"}, 0, []string{"-latency-above", "-node"}},

@@ -188,6 +188,9 @@ func TestServeLogs(t *testing.T) {
 			t.Errorf("listening line lacks the %s address: %v", k, rs[0])
 		}
 	}
+	if rs[0]["udp_gro"] != true {
+		t.Errorf("listening line: udp_gro %v, want true (UDP GRO on the report socket)", rs[0]["udp_gro"])
+	}
 
 	// An address it cannot use: an error record, exit status 1.
 	out, err := exec.Command(bin, "--log-format", "json", "--listen", "127.0.0.1:0", "--metrics", "", "--gnmi", "256.0.0.1:1").CombinedOutput()

@@ -78,7 +78,7 @@ func serveMain(args []string) int {
 	fs.IntVar(&cfg.maxFlows, "max-flows", 65536, "flow table size (least recently updated flows are evicted)")
 	fs.IntVar(&cfg.exportFlows, "export-flows", 1000, "most recently updated flows exported over gNMI")
 	fs.IntVar(&cfg.flowMetrics, "flow-metrics", 0, fmt.Sprintf("flows with the most reports given their own /metrics series (0-%d; 0: none)", metrics.MaxFlowSeries))
-	fs.IntVar(&cfg.batch, "batch", collector.DefaultBatch, "datagrams read per recvmmsg call")
+	fs.IntVar(&cfg.batch, "batch", collector.DefaultBatch, "recvmmsg slots per call (1-1024): a datagram each, or with UDP GRO a run of one sender's datagrams (64 kB per slot)")
 	fs.IntVar(&cfg.receivers, "receivers", 1, "sockets receiving reports on --listen's port (SO_REUSEPORT), each read on its own thread; each sending address reaches one of them")
 	cfg.marking.flags(fs)
 	fs.Func("allow", "accept reports only from these comma-separated addresses or prefixes (e.g. 10.0.0.0/24,2001:db8::1); default: from anywhere", func(v string) error {
@@ -100,6 +100,10 @@ func serveMain(args []string) int {
 	fs.Parse(args)
 	if cfg.seqWindow == 0 || cfg.seqWindow > 1<<20 {
 		fmt.Fprintln(os.Stderr, "intcollector: --seq-window: the range is 1 to 1048576")
+		return 2
+	}
+	if cfg.batch < 1 || cfg.batch > 1024 { // recvmmsg reads at most 1024 (UIO_MAXIOV)
+		fmt.Fprintln(os.Stderr, "intcollector: --batch: the range is 1 to 1024")
 		return 2
 	}
 	if cfg.receivers < 1 || cfg.receivers > 64 {
