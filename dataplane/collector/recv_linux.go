@@ -56,9 +56,12 @@ const groSlot = 1 << 16
 // groOOB is the control message space of a GRO slot (one int).
 var groOOB = unix.CmsgSpace(4)
 
-// Listen opens a UDP socket on addr (for example ":32766") reading up to
-// batch datagrams of at most 9216 bytes per call.
-func Listen(addr string, batch int) (*Receiver, error) {
+// Listen opens a UDP socket on addr (for example ":32766") with UDP GRO
+// where the kernel has it, reading up to batch slots per call.
+func Listen(addr string, batch int) (*Receiver, error) { return listen(addr, batch, true) }
+
+// listen is Listen, with UDP GRO only if gro is set.
+func listen(addr string, batch int, gro bool) (*Receiver, error) {
 	ua, err := net.ResolveUDPAddr("udp", addr)
 	if err != nil {
 		return nil, err
@@ -73,7 +76,9 @@ func Listen(addr string, batch int) (*Receiver, error) {
 		conn.Close()
 		return nil, err
 	}
-	r.setGRO()
+	if gro {
+		r.setGRO()
+	}
 	return r, nil
 }
 

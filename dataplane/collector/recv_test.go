@@ -371,17 +371,21 @@ func threadCPU() time.Duration {
 }
 
 // listenPlain is a receiver without UDP GRO: one datagram per slot.
-func listenPlain(addr string) (*Receiver, error) {
-	ua, err := net.ResolveUDPAddr("udp", addr)
+func listenPlain(addr string) (*Receiver, error) { return listen(addr, DefaultBatch, false) }
+
+// listenGRO is a receiver with UDP GRO on 127.0.0.1, closed when the
+// test ends; it skips the test when the kernel has no UDP GRO.
+func listenGRO(t *testing.T, batch int) *Receiver {
+	t.Helper()
+	r, err := Listen("127.0.0.1:0", batch)
 	if err != nil {
-		return nil, err
+		t.Fatal(err)
 	}
-	conn, err := net.ListenUDP("udp", ua)
-	if err != nil {
-		return nil, err
+	t.Cleanup(func() { r.Close() })
+	if !r.GRO() {
+		t.Skip("the kernel refuses UDP_GRO (Linux before 5.0)")
 	}
-	setReadBuffer(conn, 8<<20)
-	return NewReceiver(conn, DefaultBatch)
+	return r
 }
 
 // sendGSO sends segs (all of the first one's size but the last, which
@@ -440,14 +444,7 @@ func readAll(t *testing.T, r *Receiver) ([]received, int) {
 // another sender, exactly as a plain receiver (one datagram per slot)
 // gets them.
 func TestReceiverGRO(t *testing.T) {
-	gro, err := Listen("127.0.0.1:0", 8)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gro.Close()
-	if !gro.GRO() {
-		t.Skip("the kernel refuses UDP_GRO (Linux before 5.0)")
-	}
+	gro := listenGRO(t, 8)
 	plain, err := listenPlain("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -501,14 +498,7 @@ func TestReceiverGRO(t *testing.T) {
 // every report of coalesced datagrams, with no sequence number lost or
 // reordered, and reads its datagrams without allocating.
 func TestReceiverGROCollector(t *testing.T) {
-	r, err := Listen("127.0.0.1:0", 4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !r.GRO() {
-		r.Close()
-		t.Skip("the kernel refuses UDP_GRO (Linux before 5.0)")
-	}
+	r := listenGRO(t, 4)
 	c := New(Config{})
 	done := make(chan error, 1)
 	go func() { done <- c.Serve(r) }()
@@ -549,14 +539,7 @@ func TestReceiverGROCollector(t *testing.T) {
 
 // TestSplitGRO cuts slots by the segment size in their control messages.
 func TestSplitGRO(t *testing.T) {
-	r, err := Listen("127.0.0.1:0", 4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	if !r.GRO() {
-		t.Skip("the kernel refuses UDP_GRO (Linux before 5.0)")
-	}
+	r := listenGRO(t, 4)
 	cmsg := func(slot int, size int32) {
 		b := r.oob[slot*groOOB : (slot+1)*groOOB]
 		h := (*unix.Cmsghdr)(unsafe.Pointer(&b[0]))
