@@ -27,11 +27,13 @@ func (s *Stat) add(v uint64) {
 	if s.Count == 0 || v < s.Min {
 		s.Min = v
 	}
-	if v > s.Max {
-		s.Max = v
-	}
+	// WindowMax never exceeds Max (Summaries only lowers it): a sample
+	// at most WindowMax leaves both alone, one compare.
 	if v > s.WindowMax {
 		s.WindowMax = v
+		if v > s.Max {
+			s.Max = v
+		}
 	}
 	s.Last = v
 	s.Sum += v
@@ -513,7 +515,45 @@ func (c *Collector) mdPathRaw(f *FlowState, r *Report) {
 	i := 0
 	// The hops bottom of stack first: at walks back from the last one.
 	at := n * hl
-	for stack := min(total, n); i < stack; i++ {
+	stack := min(total, n)
+	if l.inst&quadInst == quadInst {
+		// Node, ports, latency and queue at fixed offsets (0, 4, 8, 12):
+		// no per-field layout checks. A hop whose latency is unavailable
+		// takes the general hop decode (its timestamps may give one).
+		for ; i < stack; i++ {
+			at -= hl
+			q := unsafe.Add(p, at)
+			node := be32(q, 0)
+			h := &f.Path[i]
+			if i >= f.NHops || h.NodeID != node {
+				changed = true
+				*h = HopState{NodeID: node}
+			}
+			h.byStack = true
+			x := be32(q, 8)
+			if x == wire.Unavailable32 {
+				e2e += c.rawHop(h, l, q, now)
+				continue
+			}
+			if y := be32(q, 4); y != wire.Unavailable32 {
+				h.IngressPort, h.EgressPort = uint16(y>>16), uint16(y)
+			}
+			lat := uint64(x)
+			h.Latency.add(lat)
+			if nd := h.node; nd != nil {
+				nd.HopLatency.observe(lat)
+			} else {
+				c.nodeLatency(h, lat)
+			}
+			if y := be32(q, 12); y != wire.Unavailable32 {
+				h.QueueID = uint8(y >> 24)
+				h.Queue.add(uint64(y & 0xffffff))
+			}
+			h.LastSeen = now
+			e2e += lat
+		}
+	}
+	for ; i < stack; i++ {
 		at -= hl
 		q := unsafe.Add(p, at)
 		node := be32(q, l.node)
@@ -523,50 +563,7 @@ func (c *Collector) mdPathRaw(f *FlowState, r *Report) {
 			*h = HopState{NodeID: node}
 		}
 		h.byStack = true
-		var lat uint64
-		hasLat := false
-		if o := l.lat; o >= 0 {
-			if x := be32(q, o); x != wire.Unavailable32 {
-				lat, hasLat = uint64(x), true
-			}
-		}
-		if !hasLat && (l.its >= 0 || l.ets >= 0) {
-			var its, ets uint64
-			itsOK, etsOK := false, false
-			if o := l.its; o >= 0 {
-				its = be64(q, o)
-				itsOK = its != wire.Unavailable64
-			}
-			if o := l.ets; o >= 0 {
-				ets = be64(q, o)
-				etsOK = ets != wire.Unavailable64
-			}
-			if itsOK && etsOK && ets >= its {
-				lat = ets - its
-			}
-			hasLat = itsOK && etsOK // one timestamp alone is no latency
-		}
-		if o := l.l1; o >= 0 {
-			if x := be32(q, o); x != wire.Unavailable32 {
-				h.IngressPort, h.EgressPort = uint16(x>>16), uint16(x)
-			}
-		}
-		if hasLat { // the hop's Stat and its node's histogram, in line
-			h.Latency.add(lat)
-			if nd := h.node; nd != nil {
-				nd.HopLatency.observe(lat)
-			} else {
-				c.nodeLatency(h, lat)
-			}
-		}
-		if o := l.q; o >= 0 {
-			if x := be32(q, o); x != wire.Unavailable32 {
-				h.QueueID = uint8(x >> 24)
-				h.Queue.add(uint64(x & 0xffffff))
-			}
-		}
-		h.LastSeen = now
-		e2e += lat
+		e2e += c.rawHop(h, l, q, now)
 	}
 	if i < total { // the sink's own hop
 		h := &f.Path[i]
@@ -586,6 +583,56 @@ func (c *Collector) mdPathRaw(f *FlowState, r *Report) {
 	}
 	f.NHops, f.PathComplete = total, true
 	c.pathLatency(f, e2e)
+}
+
+// quadInst selects the first four hop fields, which then lie at fixed
+// offsets: node ID, ports, hop latency and queue.
+const quadInst = spec.InstNodeID | spec.InstL1Interfaces | spec.InstHopLatency | spec.InstQueue
+
+// rawHop adds the metadata of the stack hop at q (laid out as l) to h and
+// returns its latency (0 when it has none), with the validity rules of
+// hopLayout.decode.
+func (c *Collector) rawHop(h *HopState, l *hopLayout, q unsafe.Pointer, now int64) uint64 {
+	var lat uint64
+	hasLat := false
+	if o := l.lat; o >= 0 {
+		if x := be32(q, o); x != wire.Unavailable32 {
+			lat, hasLat = uint64(x), true
+		}
+	}
+	if !hasLat && (l.its >= 0 || l.ets >= 0) {
+		var its, ets uint64
+		itsOK, etsOK := false, false
+		if o := l.its; o >= 0 {
+			its = be64(q, o)
+			itsOK = its != wire.Unavailable64
+		}
+		if o := l.ets; o >= 0 {
+			ets = be64(q, o)
+			etsOK = ets != wire.Unavailable64
+		}
+		if itsOK && etsOK && ets >= its {
+			lat = ets - its
+		}
+		hasLat = itsOK && etsOK // one timestamp alone is no latency
+	}
+	if o := l.l1; o >= 0 {
+		if x := be32(q, o); x != wire.Unavailable32 {
+			h.IngressPort, h.EgressPort = uint16(x>>16), uint16(x)
+		}
+	}
+	if hasLat {
+		h.Latency.add(lat)
+		c.nodeLatency(h, lat)
+	}
+	if o := l.q; o >= 0 {
+		if x := be32(q, o); x != wire.Unavailable32 {
+			h.QueueID = uint8(x >> 24)
+			h.Queue.add(uint64(x & 0xffffff))
+		}
+	}
+	h.LastSeen = now
+	return lat
 }
 
 // partialPath handles an INT-MD report from a transit node (I set) or a
