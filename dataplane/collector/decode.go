@@ -215,6 +215,9 @@ func (d *Decoder) decodeV2(payload []byte, h Handler) (int, error) {
 	b := payload[wire.GroupHeaderLen:]
 	n := 0
 	r := &d.rep
+	// The collector's own receive path calls HandleReport directly, not
+	// through the interface.
+	c, _ := h.(*Collector)
 	for len(b) > 0 {
 		if len(b) < wire.ReportHeaderLen {
 			return n, wire.ErrTruncated
@@ -270,14 +273,19 @@ func (d *Decoder) decodeV2(payload []byte, h Handler) (int, error) {
 		}
 		r.Inner = body
 		switch inType {
-		case spec.InEthernet:
-			d.decodeInner(r, body, true, true)
-		case spec.InIPv4, spec.InIPv6:
-			d.decodeInner(r, body, false, true)
+		case spec.InEthernet, spec.InIPv4, spec.InIPv6:
+			eth := inType == spec.InEthernet
+			if d.noFast || !d.innerFast(r, body, eth) {
+				d.decodeInnerGeneral(r, body, eth, true)
+			}
 		default:
 			d.resetInner(r)
 		}
-		deliver(h, r)
+		if c != nil {
+			c.HandleReport(r)
+		} else {
+			h.HandleReport(r)
+		}
 		n++
 	}
 	return n, nil
@@ -396,6 +404,11 @@ func (d *Decoder) decodeInner(r *Report, buf []byte, ethernet, fromReport bool) 
 	if !d.noFast && fromReport && d.innerFast(r, buf, ethernet) {
 		return
 	}
+	d.decodeInnerGeneral(r, buf, ethernet, fromReport)
+}
+
+// decodeInnerGeneral is decodeInner without innerFast.
+func (d *Decoder) decodeInnerGeneral(r *Report, buf []byte, ethernet, fromReport bool) {
 	d.resetInner(r)
 	d.decodePacket(r, buf, ethernet, fromReport)
 	// INT carried in the tunnel header (VXLAN-GPE, Geneve, GRE) too: the

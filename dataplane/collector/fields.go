@@ -37,8 +37,9 @@ type hopLayout struct {
 	node, l1, lat, q, its, ets, l2, tx, b int
 	fixed                                 int // bytes of bits 0-14
 	words                                 int // fixed / 4
-	// sel is the fields of bits 0-8 the layout selects.
-	sel wire.Instructions
+	// sel is the fields of bits 0-8 the layout selects; repValid, the
+	// Valid of report metadata laid out so (sel and the reserved bits).
+	sel, repValid wire.Instructions
 }
 
 func (l *hopLayout) set(inst wire.Instructions) {
@@ -64,6 +65,7 @@ func (l *hopLayout) set(inst wire.Instructions) {
 	l.fixed = off + 4*bits.OnesCount16(uint16(inst&spec.InstReserved))
 	l.words = l.fixed / 4
 	l.sel = inst &^ (spec.InstReserved | spec.InstChecksumComplement)
+	l.repValid = l.sel | inst&spec.InstReserved
 }
 
 // fields reads the fields of bits 0-8 that the layout selects from p
@@ -135,8 +137,8 @@ func (l *hopLayout) decodeReport(b []byte, m *wire.HopMetadata) int {
 	if l.fixed > len(b) {
 		panic("collector: report metadata shorter than its bitmap")
 	}
-	// The reserved bits' words are skipped, but valid.
-	m.Valid = l.fields(unsafe.Pointer(unsafe.SliceData(b)), m, false) | l.inst&spec.InstReserved
+	l.fields(unsafe.Pointer(unsafe.SliceData(b)), m, false)
+	m.Valid = l.repValid // the reserved bits' words are skipped, but valid
 	return l.fixed
 }
 

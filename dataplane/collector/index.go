@@ -55,6 +55,11 @@ func (x *flowIndex) hash(kb *flowKeyBits, k *wire.FlowKey) uint64 {
 	if kb.rest&keyNot4 == 0 {
 		return x.hash4(kb.addrs, kb.rest, kb.tag)
 	}
+	return x.hash16(kb, k)
+}
+
+// hash16 is hash for a key that is not IPv4.
+func (x *flowIndex) hash16(kb *flowKeyBits, k *wire.FlowKey) uint64 {
 	s, d := k.Src.As16(), k.Dst.As16()
 	hi, lo := bits.Mul64(binary.LittleEndian.Uint64(s[:8])^x.seed, binary.LittleEndian.Uint64(s[8:])^0xe7037ed1a0b428db)
 	a := hi ^ lo
