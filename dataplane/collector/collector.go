@@ -825,11 +825,24 @@ func (c *Collector) flow(kb *flowKeyBits, k *wire.FlowKey, tun wire.TunnelKind, 
 }
 
 func (c *Collector) touch(i int32) {
-	if c.head == i {
+	h := c.head
+	if h == i {
 		return
 	}
-	c.unlink(i)
-	c.pushFront(i)
+	// i is in the list and not its head: it has a previous flow, and the
+	// head is another flow. unlink and pushFront, without their checks.
+	lru := c.lru
+	l := &lru[i]
+	prev, next := l.prev, l.next
+	lru[prev].next = next
+	if next >= 0 {
+		lru[next].prev = prev
+	} else {
+		c.tail = prev
+	}
+	l.prev, l.next = -1, h
+	lru[h].prev = i
+	c.head = i
 }
 
 func (c *Collector) unlink(i int32) {

@@ -2,6 +2,8 @@ package collector
 
 import (
 	"bytes"
+	"encoding/binary"
+	"math/rand/v2"
 	"net/netip"
 	"slices"
 	"syscall"
@@ -99,6 +101,42 @@ func TestEviction(t *testing.T) {
 	for i, f := range s.Flows {
 		if want := uint16(40000&0xff00 | (9 - i)); f.Key.SrcPort != want {
 			t.Errorf("flow %d port %d want %d", i, f.Key.SrcPort, want)
+		}
+	}
+}
+
+// TestFlowLRUOrder: the flow table's recency order (Snapshot's) and its
+// evictions follow a plain most-recent-first list, over random runs of
+// reports from more flows than the table holds, one to three per packet.
+func TestFlowLRUOrder(t *testing.T) {
+	const maxFlows, ports = 5, 12
+	c := New(Config{MaxFlows: maxFlows})
+	rng := rand.New(rand.NewPCG(3, 4))
+	var want []uint16 // most recent first
+	evicted := uint64(0)
+	for step := 0; step < 2000; step++ {
+		b, _ := wire.AppendGroupHeader(nil, wire.GroupHeader{Version: 2, Seq: uint32(step), NodeID: 4})
+		for k := rng.IntN(3); k >= 0; k-- {
+			port := uint16(rng.IntN(ports))
+			frame := mdFrame(t, testHops(), testInst, 0)
+			binary.BigEndian.PutUint16(frame[wire.EthernetLen+wire.IPv4MinLen:], port)
+			b, _ = wire.AppendReport(b, &wire.ReportHeader{Type: spec.RepInnerOnly, InType: spec.InEthernet}, nil, nil, frame)
+			if i := slices.Index(want, port); i >= 0 {
+				want = slices.Delete(want, i, i+1)
+			}
+			want = slices.Insert(want, 0, port)
+			if len(want) > maxFlows {
+				want, evicted = want[:maxFlows], evicted+1
+			}
+		}
+		c.HandlePacket(b, int64(step))
+		s := c.Snapshot(0)
+		var got []uint16
+		for _, f := range s.Flows {
+			got = append(got, f.Key.SrcPort)
+		}
+		if !slices.Equal(got, want) || s.Counters.FlowsEvicted != evicted {
+			t.Fatalf("step %d: order %v evicted %d, want %v evicted %d", step, got, s.Counters.FlowsEvicted, want, evicted)
 		}
 	}
 }
