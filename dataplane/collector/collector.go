@@ -582,7 +582,16 @@ func (c *Collector) mdPathRaw(f *FlowState, r *Report) {
 		c.pathChanged(f, r.NodeID)
 	}
 	f.NHops, f.PathComplete = total, true
-	c.pathLatency(f, e2e)
+	// pathLatency, in line: total is at least 1.
+	f.E2E.add(e2e)
+	if c.OnEvent != nil {
+		c.latencyBand(f, e2e)
+	}
+	if h := &f.Path[total-1]; h.node != nil {
+		h.node.PathLatency.observe(e2e)
+	} else {
+		c.pathNodeLatency(h, e2e)
+	}
 }
 
 // quadInst selects the first four hop fields, which then lie at fixed

@@ -149,7 +149,13 @@ func (c *Collector) pathLatency(f *FlowState, lat uint64) {
 	if f.NHops == 0 {
 		return
 	}
-	if n := c.hopNode(&f.Path[f.NHops-1]); n != nil {
+	c.pathNodeLatency(&f.Path[f.NHops-1], lat)
+}
+
+// pathNodeLatency adds an end-to-end latency sample to the histogram of
+// h's node, the path's last.
+func (c *Collector) pathNodeLatency(h *HopState, lat uint64) {
+	if n := c.hopNode(h); n != nil {
 		n.PathLatency.observe(lat)
 	}
 }
