@@ -156,6 +156,10 @@ type Decoder struct {
 	// holds, when mdLazy is set.
 	lazy, mdLazy bool
 	mdInst       wire.Instructions
+	// intHeld is set while Report.INT is v21.st and Report.raw's layout,
+	// hopLen and n the cached header's: innerFast's cached-header path
+	// set them, and nothing wrote either since (resetHead leaves them).
+	intHeld bool
 }
 
 // DefaultDSCP and DefaultDSCPMask are intd's default INT v2.1 DSCP
@@ -218,6 +222,9 @@ func (d *Decoder) decodeV2(payload []byte, h Handler) (int, error) {
 	// The collector's own receive path calls HandleReport directly, not
 	// through the interface.
 	c, _ := h.(*Collector)
+	// Reports cleared whole, or by resetHead, which leaves the group
+	// header's fields as the packet's first report set them.
+	full := !d.rawHops || d.fullReset
 	for len(b) > 0 {
 		if len(b) < wire.ReportHeaderLen {
 			return n, wire.ErrTruncated
@@ -249,12 +256,15 @@ func (d *Decoder) decodeV2(payload []byte, h Handler) (int, error) {
 			md = body[:wire.INTReportFixedLen+mdLen]
 			body = body[wire.INTReportFixedLen+mdLen:]
 		}
-		if d.rawHops && !d.fullReset {
-			d.resetHead(r, typ == spec.RepINT)
-		} else {
+		if full {
 			d.resetReport(r)
+		} else {
+			d.resetHead(r, typ == spec.RepINT)
 		}
-		r.Version, r.HWID, r.Seq, r.NodeID, r.Index = g.Version, g.HWID, g.Seq, g.NodeID, n
+		if full || n == 0 {
+			r.Version, r.HWID, r.Seq, r.NodeID = g.Version, g.HWID, g.Seq, g.NodeID
+		}
+		r.Index = n
 		r.RepType, r.InType = typ, inType
 		r.D, r.Q, r.F, r.I = flags&0x80 != 0, flags&0x40 != 0, flags&0x20 != 0, flags&0x10 != 0
 		if typ == spec.RepINT {
@@ -305,7 +315,7 @@ func deliver(h Handler, r *Report) {
 func (d *Decoder) resetReport(r *Report) {
 	*r = Report{}
 	r.INT.Hops = d.hops[:0]
-	d.lazy, d.mdLazy = false, false
+	d.lazy, d.mdLazy, d.intHeld = false, false, false
 }
 
 // resetHead is resetReport for a v2.0 report of the collector's own
@@ -346,7 +356,7 @@ func (d *Decoder) resetINT(r *Report) {
 	}
 	r.INT = INTStack{Hops: d.hops[:0]}
 	r.raw = rawStack{}
-	d.lazy = false
+	d.lazy, d.intHeld = false, false
 }
 
 func (d *Decoder) decodeTR05(payload []byte, h Handler) (int, error) {
@@ -568,6 +578,7 @@ func looksV21Shim(b []byte) bool {
 // decodeV21 decodes the INT v2.1 header and stack b (of type typ, carried
 // as encap) into st, which is r.INT.
 func (d *Decoder) decodeV21(r *Report, st *INTStack, b []byte, encap spec.Encap, typ spec.HeaderType) error {
+	d.intHeld = false
 	st.Present, st.Format, st.Encap, st.Type = true, INTv21, encap, typ
 	if typ == spec.TypeMX {
 		h, err := wire.DecodeMXHeader(b)

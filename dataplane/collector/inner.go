@@ -97,9 +97,13 @@ func (d *Decoder) innerFast(r *Report, b []byte, ethernet bool) bool {
 		if v.npt1 {
 			r.setDstPort(v.port)
 		}
-		r.INT = v.st
 		n, hl, at := v.n, v.hl, off+wire.ShimLen+wire.MDHeaderLen
-		r.raw.layout, r.raw.b, r.raw.hopLen, r.raw.n = &d.layout, b[at:at+n*hl:at+n*hl], hl, n
+		if !d.intHeld { // the previous report's, when it took this path too
+			r.INT = v.st
+			r.raw.layout, r.raw.hopLen, r.raw.n = &d.layout, hl, n
+			d.intHeld = true
+		}
+		r.raw.b = b[at : at+n*hl : at+n*hl]
 		d.lazy = false
 		return true
 	}
