@@ -516,18 +516,19 @@ func (c *Collector) mdPathRaw(f *FlowState, r *Report) {
 	// The hops bottom of stack first: at walks back from the last one.
 	at := n * hl
 	stack := min(total, n)
+	nh := f.NHops
+	path := f.Path[:stack:stack]
 	if l.inst&quadInst == quadInst {
 		// Node, ports, latency and queue at fixed offsets (0, 4, 8, 12):
 		// no per-field layout checks. A hop whose latency is unavailable
 		// takes the general hop decode (its timestamps may give one).
-		for ; i < stack; i++ {
+		for ; i < len(path); i++ {
+			h := &path[i]
 			at -= hl
 			q := unsafe.Add(p, at)
-			node := be32(q, 0)
-			h := &f.Path[i]
-			if i >= f.NHops || h.NodeID != node {
+			if node := be32(q, 0); i >= nh || h.NodeID != node {
 				changed = true
-				*h = HopState{NodeID: node}
+				newHop(h, node)
 			}
 			h.byStack = true
 			x := be32(q, 8)
@@ -553,14 +554,13 @@ func (c *Collector) mdPathRaw(f *FlowState, r *Report) {
 			e2e += lat
 		}
 	}
-	for ; i < stack; i++ {
+	for ; i < len(path); i++ {
+		h := &path[i]
 		at -= hl
 		q := unsafe.Add(p, at)
-		node := be32(q, l.node)
-		h := &f.Path[i]
-		if i >= f.NHops || h.NodeID != node {
+		if node := be32(q, l.node); i >= nh || h.NodeID != node {
 			changed = true
-			*h = HopState{NodeID: node}
+			newHop(h, node)
 		}
 		h.byStack = true
 		e2e += c.rawHop(h, l, q, now)
@@ -593,6 +593,12 @@ func (c *Collector) mdPathRaw(f *FlowState, r *Report) {
 		c.pathNodeLatency(h, e2e)
 	}
 }
+
+// newHop clears h for node, out of line: a path keeps its nodes, so
+// the fused path's loop rarely calls it.
+//
+//go:noinline
+func newHop(h *HopState, node uint32) { *h = HopState{NodeID: node} }
 
 // quadInst selects the first four hop fields, which then lie at fixed
 // offsets: node ID, ports, hop latency and queue.
