@@ -533,7 +533,7 @@ func (c *Collector) mdPathRaw(f *FlowState, r *Report) {
 			h.byStack = true
 			x := be32(q, 8)
 			if x == wire.Unavailable32 {
-				e2e += c.rawHop(h, l, q, now)
+				e2e += c.rawHop(h, l, q, now, true)
 				continue
 			}
 			if y := be32(q, 4); y != wire.Unavailable32 {
@@ -563,7 +563,7 @@ func (c *Collector) mdPathRaw(f *FlowState, r *Report) {
 			newHop(h, node)
 		}
 		h.byStack = true
-		e2e += c.rawHop(h, l, q, now)
+		e2e += c.rawHop(h, l, q, now, true)
 	}
 	if i < total { // the sink's own hop
 		h := &f.Path[i]
@@ -572,9 +572,13 @@ func (c *Collector) mdPathRaw(f *FlowState, r *Report) {
 			*h = HopState{NodeID: r.NodeID}
 		}
 		h.byStack = true
-		lat := hopLatency(&r.MD)
-		c.updateLat(h, &r.MD, lat)
-		e2e += lat
+		if r.mdp != nil { // the report metadata left in place
+			e2e += c.rawHop(h, &c.dec.repLayout, r.mdp, now, false)
+		} else {
+			lat := hopLatency(&r.MD)
+			c.updateLat(h, &r.MD, lat)
+			e2e += lat
+		}
 	}
 	if changed && f.PathComplete && f.NHops != 0 {
 		f.PathChanges++
@@ -604,14 +608,16 @@ func newHop(h *HopState, node uint32) { *h = HopState{NodeID: node} }
 // offsets: node ID, ports, hop latency and queue.
 const quadInst = spec.InstNodeID | spec.InstL1Interfaces | spec.InstHopLatency | spec.InstQueue
 
-// rawHop adds the metadata of the stack hop at q (laid out as l) to h and
-// returns its latency (0 when it has none), with the validity rules of
-// hopLayout.decode.
-func (c *Collector) rawHop(h *HopState, l *hopLayout, q unsafe.Pointer, now int64) uint64 {
+// rawHop adds the metadata at q (laid out as l) to h and returns its
+// latency (0 when it has none), as updateLat with hopLatency: for a stack
+// hop (unavail) with the validity rules of hopLayout.decode, for report
+// metadata (!unavail) every selected field valid, as decodeReport.
+func (c *Collector) rawHop(h *HopState, l *hopLayout, q unsafe.Pointer, now int64, unavail bool) uint64 {
+	ok32 := func(x uint32) bool { return !unavail || x != wire.Unavailable32 }
 	var lat uint64
 	hasLat := false
 	if o := l.lat; o >= 0 {
-		if x := be32(q, o); x != wire.Unavailable32 {
+		if x := be32(q, o); ok32(x) {
 			lat, hasLat = uint64(x), true
 		}
 	}
@@ -620,11 +626,11 @@ func (c *Collector) rawHop(h *HopState, l *hopLayout, q unsafe.Pointer, now int6
 		itsOK, etsOK := false, false
 		if o := l.its; o >= 0 {
 			its = be64(q, o)
-			itsOK = its != wire.Unavailable64
+			itsOK = !unavail || its != wire.Unavailable64
 		}
 		if o := l.ets; o >= 0 {
 			ets = be64(q, o)
-			etsOK = ets != wire.Unavailable64
+			etsOK = !unavail || ets != wire.Unavailable64
 		}
 		if itsOK && etsOK && ets >= its {
 			lat = ets - its
@@ -632,16 +638,20 @@ func (c *Collector) rawHop(h *HopState, l *hopLayout, q unsafe.Pointer, now int6
 		hasLat = itsOK && etsOK // one timestamp alone is no latency
 	}
 	if o := l.l1; o >= 0 {
-		if x := be32(q, o); x != wire.Unavailable32 {
+		if x := be32(q, o); ok32(x) {
 			h.IngressPort, h.EgressPort = uint16(x>>16), uint16(x)
 		}
 	}
 	if hasLat {
 		h.Latency.add(lat)
-		c.nodeLatency(h, lat)
+		if nd := h.node; nd != nil {
+			nd.HopLatency.observe(lat)
+		} else {
+			c.nodeLatency(h, lat)
+		}
 	}
 	if o := l.q; o >= 0 {
-		if x := be32(q, o); x != wire.Unavailable32 {
+		if x := be32(q, o); ok32(x) {
 			h.QueueID = uint8(x >> 24)
 			h.Queue.add(uint64(x & 0xffffff))
 		}

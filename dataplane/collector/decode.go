@@ -3,6 +3,7 @@ package collector
 import (
 	"encoding/binary"
 	"errors"
+	"unsafe"
 
 	"github.com/intd-project/intd/dataplane/wire"
 	"github.com/intd-project/intd/sai/spec"
@@ -102,6 +103,10 @@ type Report struct {
 	// the packet; otherwise the collector derives it from Flow).
 	key    flowKeyBits
 	hasKey bool
+	// mdp, when set, holds the report metadata in place (laid out as
+	// Decoder.repLayout) instead of MD: a sink report the collector
+	// aggregates with mdPathRaw, which alone reads it (see decodeV2).
+	mdp unsafe.Pointer
 }
 
 // rawStack is an INT-MD stack left in the packet: n whole hops of hopLen
@@ -225,6 +230,11 @@ func (d *Decoder) decodeV2(payload []byte, h Handler) (int, error) {
 	// Reports cleared whole, or by resetHead, which leaves the group
 	// header's fields as the packet's first report set them.
 	full := !d.rawHops || d.fullReset
+	// For the collector's own decoding the metadata of a sink report that
+	// takes the fused path (Report.raw, no drop) is left in place
+	// (Report.mdp) for mdPathRaw: nothing else reads it, the Report is
+	// seen by no one else.
+	pend := c != nil && !full && c.dec == d
 	for len(b) > 0 {
 		if len(b) < wire.ReportHeaderLen {
 			return n, wire.ErrTruncated
@@ -259,7 +269,7 @@ func (d *Decoder) decodeV2(payload []byte, h Handler) (int, error) {
 		if full {
 			d.resetReport(r)
 		} else {
-			d.resetHead(r, typ == spec.RepINT)
+			d.resetHead(r, typ == spec.RepINT, pend)
 		}
 		if full || n == 0 {
 			r.Version, r.HWID, r.Seq, r.NodeID = g.Version, g.HWID, g.Seq, g.NodeID
@@ -272,13 +282,13 @@ func (d *Decoder) decodeV2(payload []byte, h Handler) (int, error) {
 			r.DomainID, r.DSMdBits, r.DSStatus = uint16(fx>>32), uint16(fx>>16), uint16(fx)
 			md = md[wire.INTReportFixedLen:len(md):len(md)]
 			r.HasMD = true
-			off := d.repLayout.decodeReport(md, &r.MD)
-			d.mdLazy, d.mdInst = d.lazy, d.repLayout.inst
+			if !pend {
+				d.reportMD(r, md, d.lazy)
+			}
 			if repMdBits&wire.RepDrop != 0 {
-				w := binary.BigEndian.Uint32(md[off:])
+				w := binary.BigEndian.Uint32(md[d.repLayout.fixed:])
 				r.HasDrop, r.DropQueueID, r.DropReason = true, uint8(w>>24), uint8(w>>16)
 			}
-			r.MD.Valid &^= spec.InstNodeID // reserved: the node is in the group header
 			r.DS = md[d.repLayout.repMdWords(repMdBits)*4:]
 		}
 		r.Inner = body
@@ -290,6 +300,18 @@ func (d *Decoder) decodeV2(payload []byte, h Handler) (int, error) {
 			}
 		default:
 			d.resetInner(r)
+		}
+		if pend && typ == spec.RepINT {
+			if r.raw.layout != nil && !r.HasDrop {
+				r.mdp = unsafe.Pointer(unsafe.SliceData(md)) // at least repLayout.fixed bytes
+			} else {
+				// Cleared as resetHead would have, unless the bitmap's
+				// fields alone are there (mdLazy).
+				if !d.mdLazy || d.mdInst != d.repLayout.inst {
+					r.MD = wire.HopMetadata{}
+				}
+				d.reportMD(r, md, true)
+			}
 		}
 		if c != nil {
 			c.HandleReport(r)
@@ -311,6 +333,14 @@ func deliver(h Handler, r *Report) {
 	h.HandleReport(r)
 }
 
+// reportMD decodes the report metadata md (at least repLayout.fixed
+// bytes) into r.MD; lazy says r was cleared by resetHead.
+func (d *Decoder) reportMD(r *Report, md []byte, lazy bool) {
+	d.repLayout.decodeReport(md, &r.MD)
+	d.mdLazy, d.mdInst = lazy, d.repLayout.inst
+	r.MD.Valid &^= spec.InstNodeID // reserved: the node is in the group header
+}
+
 // resetReport clears r for the next report.
 func (d *Decoder) resetReport(r *Report) {
 	*r = Report{}
@@ -324,15 +354,17 @@ func (d *Decoder) resetReport(r *Report) {
 // takes innerFast's cached-header path, which sets every field of the
 // inner packet, so those are cleared by resetInner where another path
 // runs; the metadata, which the same bitmap fills field for field, only
-// when the bitmap changes (intRep: the report carries metadata).
-func (d *Decoder) resetHead(r *Report, intRep bool) {
+// when the bitmap changes (intRep: the report carries metadata), or,
+// with pend, later (decodeV2 may leave it in place).
+func (d *Decoder) resetHead(r *Report, intRep, pend bool) {
 	r.HasMD = false
 	r.HasDrop, r.DropQueueID, r.DropReason = false, 0, 0
 	r.DomainID, r.DSMdBits, r.DSStatus = 0, 0, 0
 	r.DS, r.InnerErr = nil, nil
 	r.NoPorts, r.Tunnel, r.TunnelID = false, wire.TunnelNone, 0
 	r.Outer = wire.FlowKey{}
-	if !intRep || !d.mdLazy || d.mdInst != d.repLayout.inst {
+	r.mdp = nil
+	if !intRep || !pend && (!d.mdLazy || d.mdInst != d.repLayout.inst) {
 		r.MD = wire.HopMetadata{}
 		d.mdLazy = false
 	}

@@ -104,10 +104,16 @@ func fastPathInputs(t *testing.T) [][]byte {
 			}
 			b, err := wire.AppendGroupHeader(nil, wire.GroupHeader{Version: 2, HWID: 1, Seq: uint32(k*6 + variant), NodeID: 4})
 			must(t, err)
-			for rep := 0; rep < 3; rep++ {
+			for rep := 0; rep < 5; rep++ {
 				h := wire.ReportHeader{Type: spec.RepINT, InType: spec.InEthernet, TrackedFlow: true,
-					RepMdBits: []uint16{wire.RepL1Ports | wire.RepHopLatency | wire.RepQueue, 0, wire.RepIngressTimestamp | wire.RepEgressTimestamp}[rep]}
+					RepMdBits: []uint16{wire.RepL1Ports | wire.RepHopLatency | wire.RepQueue, 0, wire.RepIngressTimestamp | wire.RepEgressTimestamp,
+						wire.RepL1Ports | wire.RepHopLatency | wire.RepQueue, wire.RepIngressTimestamp | wire.RepEgressTimestamp}[rep]}
 				md := wire.ReportMetadata{IngressPort: 1, EgressPort: 9, HopLatency: 4000, QueueOccupancy: 40, IngressTimestamp: 7, EgressTimestamp: 99}
+				if rep >= 3 {
+					// All ones: report metadata has no unavailable value.
+					md = wire.ReportMetadata{IngressPort: 0xffff, EgressPort: 0xffff, HopLatency: un32, QueueID: 0xff, QueueOccupancy: 0xffffff,
+						IngressTimestamp: un64 - uint64(k), EgressTimestamp: un64}
+				}
 				b, err = wire.AppendReport(b, &h, &md, nil, frame)
 				must(t, err)
 			}
