@@ -572,8 +572,29 @@ func (c *Collector) mdPathRaw(f *FlowState, r *Report) {
 			*h = HopState{NodeID: r.NodeID}
 		}
 		h.byStack = true
-		if r.mdp != nil { // the report metadata left in place
-			e2e += c.rawHop(h, &c.dec.repLayout, r.mdp, now, false)
+		if p := r.mdp; p != nil { // the report metadata left in place
+			rl := &c.dec.repLayout
+			if rl.inst&tripleInst != tripleInst {
+				e2e += c.rawHop(h, rl, p, now, false)
+			} else {
+				// Ports, latency and queue, one word each in a row; every
+				// field of report metadata is valid.
+				o := rl.l1
+				x := be32(p, o)
+				h.IngressPort, h.EgressPort = uint16(x>>16), uint16(x)
+				lat := uint64(be32(p, o+4))
+				h.Latency.add(lat)
+				if nd := h.node; nd != nil {
+					nd.HopLatency.observe(lat)
+				} else {
+					c.nodeLatency(h, lat)
+				}
+				x = be32(p, o+8)
+				h.QueueID = uint8(x >> 24)
+				h.Queue.add(uint64(x & 0xffffff))
+				h.LastSeen = now
+				e2e += lat
+			}
 		} else {
 			lat := hopLatency(&r.MD)
 			c.updateLat(h, &r.MD, lat)
@@ -607,6 +628,9 @@ func newHop(h *HopState, node uint32) { *h = HopState{NodeID: node} }
 // quadInst selects the first four hop fields, which then lie at fixed
 // offsets: node ID, ports, hop latency and queue.
 const quadInst = spec.InstNodeID | spec.InstL1Interfaces | spec.InstHopLatency | spec.InstQueue
+
+// tripleInst selects ports, hop latency and queue: three words in a row.
+const tripleInst = spec.InstL1Interfaces | spec.InstHopLatency | spec.InstQueue
 
 // rawHop adds the metadata at q (laid out as l) to h and returns its
 // latency (0 when it has none), as updateLat with hopLatency: for a stack
