@@ -242,14 +242,16 @@ type Collector struct {
 	// keys and lru run parallel to flows: what the index compares and
 	// the LRU list, kept out of the large FlowState so that a lookup and
 	// a touch read and write a few small lines.
-	keys    []flowKeyBits
-	lru     []lruLinks
-	index   flowIndex
-	// recent holds, by recentSlot of a key, the position plus one of the
-	// flow last found with a key of that slot: a lookup that finds its key
-	// there skips the index. A position is checked against keys, so an
-	// evicted flow's slot needs no clearing (positions are never removed).
-	recent  [256]int32
+	keys  []flowKeyBits
+	lru   []lruLinks
+	index flowIndex
+	// recent holds, by recentHash of a key (its top 8 bits), the position
+	// plus one of the flow last found with a key of that slot, under 32
+	// more bits of the hash: a lookup that finds its key there skips the
+	// index. The tag spares reading keys on a mismatch; a position is
+	// checked against keys, so an evicted flow's slot needs no clearing
+	// (positions are never removed).
+	recent  [256]uint64
 	head    int32 // most recently updated
 	tail    int32 // least recently updated
 	sources sourceTable
@@ -852,14 +854,17 @@ func (c *Collector) flow(kb *flowKeyBits, k *wire.FlowKey, tun wire.TunnelKind, 
 	if i := c.head; i >= 0 && sameKey(c.keys, c.flows, i, kb, k) {
 		return &c.flows[i]
 	}
-	slot := &c.recent[recentSlot(kb)]
-	if i := *slot - 1; i >= 0 && sameKey(c.keys, c.flows, i, kb, k) {
-		c.touch(i)
-		return &c.flows[i]
+	m := recentHash(kb)
+	slot, tag := &c.recent[m>>56], m<<8>>32<<32
+	if s := *slot; s&^0xffffffff == tag {
+		if i := int32(uint32(s)) - 1; i >= 0 && sameKey(c.keys, c.flows, i, kb, k) {
+			c.touch(i)
+			return &c.flows[i]
+		}
 	}
 	h := c.index.hash(kb, k)
 	if i := c.index.find(c.keys, c.flows, kb, k, h); i >= 0 {
-		*slot = i + 1
+		*slot = tag | uint64(i+1)
 		c.touch(i)
 		return &c.flows[i]
 	}
@@ -881,15 +886,14 @@ func (c *Collector) flow(kb *flowKeyBits, k *wire.FlowKey, tun wire.TunnelKind, 
 	c.keys[i] = *kb
 	c.index.insert(h, i)
 	c.pushFront(i)
-	*slot = i + 1
+	*slot = tag | uint64(i+1)
 	return f
 }
 
-// recentSlot is kb's slot in Collector.recent: one multiply of its
-// words, the top bits. A collision costs a lookup in the index, nothing
-// else.
-func recentSlot(kb *flowKeyBits) uint8 {
-	return uint8((kb.addrs ^ kb.rest<<8 ^ kb.tag) * 0x9e3779b97f4a7c15 >> 56)
+// recentHash is the hash of kb for Collector.recent: one multiply of its
+// words. A collision costs a lookup in the index, nothing else.
+func recentHash(kb *flowKeyBits) uint64 {
+	return (kb.addrs ^ kb.rest<<8 ^ kb.tag) * 0x9e3779b97f4a7c15
 }
 
 func (c *Collector) touch(i int32) {

@@ -305,6 +305,37 @@ func BenchmarkDecodeAggregate(b *testing.B) { benchDecodeAggregate(b, 8) }
 // transfer.
 func BenchmarkDecodeAggregateOneFlow(b *testing.B) { benchDecodeAggregate(b, 1) }
 
+// BenchmarkDecodeAggregateManyFlows is BenchmarkDecodeAggregate over
+// 4096 flows (512 packets of 8 reports, each of its own flow, in turn):
+// most lookups miss the recent-flow cache and take the index.
+func BenchmarkDecodeAggregateManyFlows(b *testing.B) {
+	const per, packets = 8, 512
+	c := New(Config{})
+	pkts := make([][]byte, packets)
+	for j := range pkts {
+		pkts[j] = benchPayloadFlows(b, per, per, uint32(j))
+		// Source ports j*8+i: rewrite each report's in place.
+		for i, at := 0, wire.GroupHeaderLen; i < per; i++ {
+			l := wire.ReportHeaderLen + int(pkts[j][at+1])*4
+			inner := at + wire.ReportHeaderLen + wire.INTReportFixedLen + int(pkts[j][at+2])*4
+			binary.BigEndian.PutUint16(pkts[j][inner+wire.EthernetLen+wire.IPv4MinLen:], uint16(10000+j*per+i))
+			at += l
+		}
+		c.HandlePacket(pkts[j], 0)
+	}
+	if n := len(c.Snapshot(0).Flows); n != per*packets {
+		b.Fatalf("%d flows", n)
+	}
+	b.ReportAllocs()
+	cpu0 := cpuTime()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		c.handlePacketLocked(pkts[i%packets], int64(i))
+	}
+	b.StopTimer()
+	reportRate(b, b.N*per, cpuTime()-cpu0)
+}
+
 func benchDecodeAggregate(b *testing.B, flows int) {
 	const per = 8
 	c := New(Config{})
