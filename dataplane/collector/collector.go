@@ -527,32 +527,25 @@ func (c *Collector) mdPathRaw(f *FlowState, r *Report) {
 	path := f.Path[:stack:stack]
 	if l.inst&quadInst == quadInst {
 		// Node, ports, latency and queue at fixed offsets (0, 4, 8, 12):
-		// no per-field layout checks. A hop whose latency is unavailable
-		// takes the general hop decode (its timestamps may give one).
+		// no per-field layout checks, and no call. A hop that needs one
+		// (a new node, an unavailable latency, its node's stats not yet
+		// looked up) ends this loop; the general one below takes it and
+		// the rest.
 		for ; i < len(path); i++ {
 			h := &path[i]
+			q := unsafe.Add(p, at-hl)
+			x, nd := be32(q, 8), h.node
+			if i >= nh || h.NodeID != be32(q, 0) || x == wire.Unavailable32 || nd == nil {
+				break
+			}
 			at -= hl
-			q := unsafe.Add(p, at)
-			if node := be32(q, 0); i >= nh || h.NodeID != node {
-				changed = true
-				newHop(h, node)
-			}
 			h.byStack = true
-			x := be32(q, 8)
-			if x == wire.Unavailable32 {
-				e2e += c.rawHop(h, l, q, now, true)
-				continue
-			}
 			if y := be32(q, 4); y != wire.Unavailable32 {
 				h.IngressPort, h.EgressPort = uint16(y>>16), uint16(y)
 			}
 			lat := uint64(x)
 			h.Latency.add(lat)
-			if nd := h.node; nd != nil {
-				nd.HopLatency.observe(lat)
-			} else {
-				c.nodeLatency(h, lat)
-			}
+			nd.HopLatency.observe(lat)
 			if y := be32(q, 12); y != wire.Unavailable32 {
 				h.QueueID = uint8(y >> 24)
 				h.Queue.add(uint64(y & 0xffffff))
