@@ -17,6 +17,8 @@ const (
 	modeVnetFwdFrames = "AF_PACKET forwarder, h1 sends frames"
 	modeSoftOffFrames = "intd soft, INT off, h1 sends frames"
 	modeSoftOnFrames  = "intd soft, INT on, h1 sends frames"
+	// The same four intd modes with the binaries of INTD_SOFT_BASELINE.
+	baselinePrefix = "baseline "
 )
 
 // TestBenchSoft measures iperf3 TCP throughput h1 -> h2 across three
@@ -28,6 +30,10 @@ const (
 // modes interleaved round by round. With INTD_BENCH=1 (make bench-soft) it runs
 // INTD_BENCH_ROUNDS rounds of INTD_BENCH_SECS seconds and prints the
 // ratios; otherwise one one-second round checks that it measures.
+// INTD_SOFT_BASELINE names a directory with other intd and intcollector
+// binaries (say, built from main): their soft switch then runs in the
+// same rounds on a fabric of its own, and each intd mode is compared
+// with it.
 func TestBenchSoft(t *testing.T) {
 	rounds, secs, full := benchParams()
 	kernel := buildFabric(t, false, 0)
@@ -80,6 +86,26 @@ func TestBenchSoft(t *testing.T) {
 	}
 	ratios := [][2]string{{modeSoftOff, modeVnetFwd}, {modeSoftOff, modeLinux}, {modeSoftOn, modeSoftOff},
 		{modeSoftOffFrames, modeVnetFwdFrames}, {modeSoftOnFrames, modeSoftOffFrames}, {modeVnetFwd, modeLinux}}
+	if dir := os.Getenv("INTD_SOFT_BASELINE"); dir != "" {
+		base := buildFabric(t, false, 0)
+		base.bin = dir
+		base.startNodes(t, "soft")
+		base.configure(t, false)
+		baseWatched := false
+		for _, m := range []struct {
+			name   string
+			on, fr bool
+		}{{modeSoftOff, false, false}, {modeSoftOn, true, false}, {modeSoftOffFrames, false, true}, {modeSoftOnFrames, true, true}} {
+			modes = append(modes, benchMode{name: baselinePrefix + m.name, setup: func(t *testing.T) {
+				if baseWatched != m.on {
+					base.configure(t, m.on)
+					baseWatched = m.on
+				}
+				setFrames(base, m.fr)
+			}, run: func(t *testing.T) float64 { return base.iperf3(t, secs) }})
+			ratios = append(ratios, [2]string{m.name, baselinePrefix + m.name})
+		}
+	}
 	r := interleave(t, rounds, modes)
 	r.checkShape(t, rounds, ratios)
 	if full {
