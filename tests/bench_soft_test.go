@@ -10,6 +10,9 @@ import (
 const (
 	modeLinux   = "Linux forwarding"
 	modeVnetFwd = "AF_PACKET forwarder, vnet headers"
+	// The forwarder with INT-MD in a VXLAN-GPE tunnel s1 -> s3, sent
+	// through TAPs with UDP tunnel GSO (tunfwd_test.go).
+	modeTunFwd  = "AF_PACKET forwarder, INT-MD tunnel via TAP"
 	modeSoftOff = "intd soft, INT off"
 	modeSoftOn  = "intd soft, INT on"
 	// h1 sends MSS-sized frames (gso_max_segs 1 on its veth), so both
@@ -47,7 +50,21 @@ func TestBenchSoft(t *testing.T) {
 		if i < len(switches)-1 {
 			right = [2]string{switches[i+1], "p1"}
 		}
-		startVnetFwd(t, fwd.lab, s, [2]string{"p1", "p2"}, [2][6]byte{macOf(t, fwd.lab, left[0], left[1]), macOf(t, fwd.lab, right[0], right[1])})
+		startVnetFwd(t, fwd.lab, s, [2]string{"p1", "p2"}, [2][6]byte{macOf(t, fwd.lab, left[0], left[1]), macOf(t, fwd.lab, right[0], right[1])}, tunPlain)
+	}
+	// The same forwarders carrying INT-MD in a VXLAN-GPE tunnel from s1
+	// to s3 through TAPs with UDP tunnel GSO.
+	tun := buildFabric(t, false, 0)
+	for i, s := range switches {
+		tun.sh(s, "echo 0 > /proc/sys/net/ipv4/ip_forward")
+		left, right := [2]string{"h1", "eth0"}, [2]string{"h2", "eth0"}
+		if i > 0 {
+			left = [2]string{switches[i-1], "p2"}
+		}
+		if i < len(switches)-1 {
+			right = [2]string{switches[i+1], "p1"}
+		}
+		startVnetFwd(t, tun.lab, s, [2]string{"p1", "p2"}, [2][6]byte{macOf(t, tun.lab, left[0], left[1]), macOf(t, tun.lab, right[0], right[1])}, tunSource+i)
 	}
 	soft := buildFabric(t, true, 0)
 	soft.configure(t, false)
@@ -78,6 +95,7 @@ func TestBenchSoft(t *testing.T) {
 	modes := []benchMode{
 		{name: modeLinux, run: func(t *testing.T) float64 { return kernel.iperf3(t, secs) }},
 		{name: modeVnetFwd, setup: func(*testing.T) { setFrames(fwd, false) }, run: func(t *testing.T) float64 { return fwd.iperf3(t, secs) }},
+		{name: modeTunFwd, run: func(t *testing.T) float64 { return tun.iperf3(t, secs) }},
 		{name: modeVnetFwdFrames, setup: func(*testing.T) { setFrames(fwd, true) }, run: func(t *testing.T) float64 { return fwd.iperf3(t, secs) }},
 		{name: modeSoftOff, setup: setSoft(false, false), run: run},
 		{name: modeSoftOn, setup: setSoft(true, false), run: run},
@@ -85,7 +103,7 @@ func TestBenchSoft(t *testing.T) {
 		{name: modeSoftOnFrames, setup: setSoft(true, true), run: run},
 	}
 	ratios := [][2]string{{modeSoftOff, modeVnetFwd}, {modeSoftOff, modeLinux}, {modeSoftOn, modeSoftOff},
-		{modeSoftOffFrames, modeVnetFwdFrames}, {modeSoftOnFrames, modeSoftOffFrames}, {modeVnetFwd, modeLinux}}
+		{modeSoftOffFrames, modeVnetFwdFrames}, {modeSoftOnFrames, modeSoftOffFrames}, {modeVnetFwd, modeLinux}, {modeTunFwd, modeVnetFwd}}
 	if dir := os.Getenv("INTD_SOFT_BASELINE"); dir != "" {
 		base := buildFabric(t, false, 0)
 		base.bin = dir

@@ -23,16 +23,24 @@ type vnetFwd struct {
 	mac   [2][6]byte // the ports' MACs
 	peer  [2][6]byte // the neighbour's MAC on each port
 	local map[[4]byte]bool
-	stop  chan struct{}
-	wg    sync.WaitGroup
+	// tunRole is what the forwarder does from its first port to its
+	// second (tunPlain, tunSource, tunTransit, tunSink; tunfwd_test.go),
+	// tap where source and transit send.
+	tunRole int
+	tap     int
+	stop    chan struct{}
+	wg      sync.WaitGroup
 }
 
 // startVnetFwd runs a vnetFwd in namespace ns between ports[0] and
 // ports[1] (peers: the MAC of the other end of each port's veth) until
 // the test ends.
-func startVnetFwd(t *testing.T, l *lab, ns string, ports [2]string, peers [2][6]byte) {
+func startVnetFwd(t *testing.T, l *lab, ns string, ports [2]string, peers [2][6]byte, role int) {
 	t.Helper()
-	f := &vnetFwd{peer: peers, local: map[[4]byte]bool{}, stop: make(chan struct{})}
+	f := &vnetFwd{peer: peers, local: map[[4]byte]bool{}, stop: make(chan struct{}), tunRole: role}
+	if role == tunSource || role == tunTransit {
+		f.tap = openTunTAP(t, l, ns, "tun-"+ports[1], ports[1])
+	}
 	l.in(ns, func() error {
 		addrs, err := net.InterfaceAddrs()
 		if err != nil {
@@ -72,10 +80,13 @@ func startVnetFwd(t *testing.T, l *lab, ns string, ports [2]string, peers [2][6]
 		}
 		return nil
 	})
-	for i := range 2 {
-		f.wg.Add(1)
-		go f.loop(i, 1-i)
+	f.wg.Add(2)
+	if role == tunPlain {
+		go f.loop(0, 1)
+	} else {
+		go f.tunnelLoop()
 	}
+	go f.loop(1, 0)
 	t.Cleanup(func() {
 		close(f.stop)
 		f.wg.Wait()
