@@ -40,32 +40,10 @@ const (
 func TestBenchSoft(t *testing.T) {
 	rounds, secs, full := benchParams()
 	kernel := buildFabric(t, false, 0)
-	fwd := buildFabric(t, false, 0)
-	for i, s := range switches {
-		fwd.sh(s, "echo 0 > /proc/sys/net/ipv4/ip_forward")
-		left, right := [2]string{"h1", "eth0"}, [2]string{"h2", "eth0"}
-		if i > 0 {
-			left = [2]string{switches[i-1], "p2"}
-		}
-		if i < len(switches)-1 {
-			right = [2]string{switches[i+1], "p1"}
-		}
-		startVnetFwd(t, fwd.lab, s, [2]string{"p1", "p2"}, [2][6]byte{macOf(t, fwd.lab, left[0], left[1]), macOf(t, fwd.lab, right[0], right[1])}, tunPlain)
-	}
+	fwd := forwarderFabric(t, false)
 	// The same forwarders carrying INT-MD in a VXLAN-GPE tunnel from s1
 	// to s3 through TAPs with UDP tunnel GSO.
-	tun := buildFabric(t, false, 0)
-	for i, s := range switches {
-		tun.sh(s, "echo 0 > /proc/sys/net/ipv4/ip_forward")
-		left, right := [2]string{"h1", "eth0"}, [2]string{"h2", "eth0"}
-		if i > 0 {
-			left = [2]string{switches[i-1], "p2"}
-		}
-		if i < len(switches)-1 {
-			right = [2]string{switches[i+1], "p1"}
-		}
-		startVnetFwd(t, tun.lab, s, [2]string{"p1", "p2"}, [2][6]byte{macOf(t, tun.lab, left[0], left[1]), macOf(t, tun.lab, right[0], right[1])}, tunSource+i)
-	}
+	tun := forwarderFabric(t, true)
 	soft := buildFabric(t, true, 0)
 	soft.configure(t, false)
 	// h1's veth hands TCP super-packets (gso_max_segs 65535, the
@@ -129,6 +107,29 @@ func TestBenchSoft(t *testing.T) {
 	if full {
 		r.print(os.Stdout, "bench-soft: iperf3 TCP h1 -> h2 across 3 switches, MSS 1340, hosts' TSO/GSO on", "Mbit/s", 1e6, ratios)
 	}
+}
+
+// forwarderFabric builds the 3-switch lab with a vnetFwd in every switch
+// (IP forwarding off), plain or, with tunnel, as the tunnel's source,
+// transit and sink.
+func forwarderFabric(t *testing.T, tunnel bool) *fabric {
+	f := buildFabric(t, false, 0)
+	for i, s := range switches {
+		f.sh(s, "echo 0 > /proc/sys/net/ipv4/ip_forward")
+		left, right := [2]string{"h1", "eth0"}, [2]string{"h2", "eth0"}
+		if i > 0 {
+			left = [2]string{switches[i-1], "p2"}
+		}
+		if i < len(switches)-1 {
+			right = [2]string{switches[i+1], "p1"}
+		}
+		role := tunPlain
+		if tunnel {
+			role = tunSource + i
+		}
+		startVnetFwd(t, f.lab, s, [2]string{"p1", "p2"}, [2][6]byte{macOf(t, f.lab, left[0], left[1]), macOf(t, f.lab, right[0], right[1])}, role)
+	}
+	return f
 }
 
 // macOf returns the MAC of interface dev in namespace n.

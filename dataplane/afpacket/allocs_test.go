@@ -19,11 +19,7 @@ import (
 // runtime, netlink updates of the kernel tables) stays far below one
 // allocation per packet.
 func TestNodeAllocs(t *testing.T) {
-	r, _ := testNS(t)
-	h1, _ := testNS(t)
-	h2, _ := testNS(t)
-	link(t, h1, "e1", "10.0.1.1/24", r, "s1", "10.0.1.254/24")
-	link(t, h2, "e2", "10.0.2.1/24", r, "s2", "10.0.2.254/24")
+	r, h1, _ := routerBetween(t, "10.0.1.", "10.0.2.")
 	d, _ := startDataplane(t, r, "s1", "s2")
 	var src *Port
 	inNS(t, h1, func() (err error) {

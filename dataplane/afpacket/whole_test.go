@@ -20,11 +20,7 @@ import (
 // super-packets whole (none segmented in userspace) and every byte must
 // arrive as sent.
 func TestWholeSuperPackets(t *testing.T) {
-	r, _ := testNS(t)
-	h1, _ := testNS(t)
-	h2, _ := testNS(t)
-	link(t, h1, "e1", "10.1.0.1/24", r, "s1", "10.1.0.254/24")
-	link(t, h2, "e2", "10.2.0.1/24", r, "s2", "10.2.0.254/24")
+	r, h1, h2 := routerBetween(t, "10.1.0.", "10.2.0.")
 	for _, a := range []struct {
 		ns        netns.NsHandle
 		dev, cidr string
@@ -85,6 +81,19 @@ func TestWholeSuperPackets(t *testing.T) {
 			t.Errorf("%s: s2: %d frames refused", fam.network, out.TxErrors)
 		}
 	}
+}
+
+// routerBetween makes namespaces h1 - r - h2 joined by veths e1 - s1
+// and s2 - e2, addresses net1+"1" (e1), net1+"254" (s1), net2+"254"
+// (s2) and net2+"1" (e2), all /24.
+func routerBetween(t *testing.T, net1, net2 string) (r, h1, h2 netns.NsHandle) {
+	t.Helper()
+	r, _ = testNS(t)
+	h1, _ = testNS(t)
+	h2, _ = testNS(t)
+	link(t, h1, "e1", net1+"1/24", r, "s1", net1+"254/24")
+	link(t, h2, "e2", net2+"1/24", r, "s2", net2+"254/24")
+	return r, h1, h2
 }
 
 // acceptAll accepts one connection on ln and sends what it read until
