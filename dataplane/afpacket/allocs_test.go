@@ -36,10 +36,26 @@ func TestNodeAllocs(t *testing.T) {
 	vh.Put(off[:])
 
 	forwarded := func() uint64 { return d.Node().Stats()[1].TxFrames }
-	// send sends n frames (every 8th a super-packet) and waits until the
-	// switch has sent as many on s2, or wait.
-	send := func(n int, wait time.Duration) int {
+	// send sends n frames (every 8th a super-packet), about 1024 at
+	// most ahead of what the switch has sent on s2 (so no socket
+	// overflows on a loaded machine), and waits until it has sent all or
+	// 100 ms pass without one.
+	send := func(n int) int {
 		before := forwarded()
+		// reached waits until the switch has sent k (or stalls) and says
+		// whether it has.
+		reached := func(k int) bool {
+			last := forwarded()
+			for idle := 0; int(last-before) < k && idle < 100; {
+				time.Sleep(time.Millisecond)
+				if f := forwarded(); f != last {
+					last, idle = f, 0
+				} else {
+					idle++
+				}
+			}
+			return int(last-before) >= k
+		}
 		for i := 0; i < n; i++ {
 			if i%8 == 7 {
 				src.TransmitWhole(super, &off)
@@ -49,23 +65,25 @@ func TestNodeAllocs(t *testing.T) {
 			}
 			if i%64 == 63 {
 				src.Flush()
-				time.Sleep(200 * time.Microsecond) // not faster than the switch drains
+			}
+			// Stats allocate a copy: look every 512 packets.
+			if i%512 == 511 && !reached(i+1-512) {
+				break
 			}
 		}
 		src.Flush()
-		end := time.Now().Add(wait)
-		for forwarded()-before < uint64(n) && time.Now().Before(end) {
-			time.Sleep(20 * time.Millisecond)
-		}
+		reached(n)
 		return int(forwarded() - before)
 	}
 	// The first frames wait for h2's address to resolve and warm caches.
-	send(200, time.Second)
+	send(200)
 	const n = 50000
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
-	got := send(n, 10*time.Second)
+	t0 := time.Now()
+	got := send(n)
 	runtime.ReadMemStats(&m1)
+	took := time.Since(t0)
 	allocs := m1.Mallocs - m0.Mallocs
 	st := d.Node().Stats()
 	t.Logf("%d of %d packets forwarded (%d super-packets whole on s1), %d allocations in the process (%.4f per packet)",
@@ -76,7 +94,11 @@ func TestNodeAllocs(t *testing.T) {
 	if st[0].RxWhole == 0 {
 		t.Errorf("no super-packet forwarded whole")
 	}
-	if float64(allocs) > 0.05*float64(n) {
-		t.Errorf("%d allocations for %d packets: the forwarding loop allocates", allocs, n)
+	// The process allocates a few hundred times a second when idle
+	// (netlink updates of the kernel tables, the runtime), so the
+	// allowance grows with the time the packets took: one allocation per
+	// packet exceeds it unless they took over a minute.
+	if allowed := n/20 + int(500*took.Seconds()); int(allocs) > allowed {
+		t.Errorf("%d allocations for %d packets in %v (allowed %d): the forwarding loop allocates", allocs, n, took, allowed)
 	}
 }
