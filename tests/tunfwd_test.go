@@ -2,12 +2,13 @@ package tests
 
 import (
 	"encoding/binary"
-	"fmt"
 	"testing"
 	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/intd-project/intd/dataplane/afpacket"
 )
 
 // The tunnel roles of a vnetFwd in the direction from its first port to
@@ -29,49 +30,23 @@ const (
 // interface ids, hop latency, queue occupancy, ingress and egress
 // timestamps of 8 bytes).
 const (
-	tunOuter   = 20 + 8 + 8 // IPv4, UDP, VXLAN-GPE
-	tunShimMD  = 4 + 12
-	tunHop     = 32
-	tunHead    = 256 // headroom before a received frame for headers pushed
-	tunHdrLen  = 24  // struct virtio_net_hdr_v1_hash_tunnel
-	tunGSOIPv4 = 0x20
+	tunOuter  = 20 + 8 + 8 // IPv4, UDP, VXLAN-GPE
+	tunShimMD = 4 + 12
+	tunHop    = 32
+	tunHead   = 256 // headroom before a received frame for headers pushed
 )
 
-// openTunTAP creates a TAP with UDP tunnel GSO in the calling namespace,
-// whose ingress tc redirects to port, and returns its fd.
-func openTunTAP(t *testing.T, l *lab, ns, name, port string) int {
+// openTunnelOut sets up f's tunnelled output through port (a TAP with
+// UDP tunnel GSO redirected to the port, afpacket.TunnelOut).
+func openTunnelOut(t *testing.T, l *lab, ns, port string) *afpacket.TunnelOut {
 	t.Helper()
-	fd := -1
-	l.in(ns, func() error {
-		var err error
-		fd, err = unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return err
-		}
-		ifr, err := unix.NewIfreq(name)
-		if err != nil {
-			return err
-		}
-		ifr.SetUint16(unix.IFF_TAP | unix.IFF_NO_PI | unix.IFF_VNET_HDR)
-		if err := unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr); err != nil {
-			return fmt.Errorf("TUNSETIFF: %w", err)
-		}
-		if err := unix.IoctlSetPointerInt(fd, unix.TUNSETVNETHDRSZ, tunHdrLen); err != nil {
-			return fmt.Errorf("TUNSETVNETHDRSZ: %w", err)
-		}
-		// TUN_F_UDP_TUNNEL_GSO (0x80) and its _CSUM variant (0x100).
-		if err := unix.IoctlSetInt(fd, unix.TUNSETOFFLOAD, unix.TUN_F_CSUM|unix.TUN_F_TSO4|unix.TUN_F_TSO6|0x80|0x100); err != nil {
-			return fmt.Errorf("TUNSETOFFLOAD: %w", err)
-		}
-		return nil
+	var o *afpacket.TunnelOut
+	l.in(ns, func() (err error) {
+		o, err = afpacket.OpenTunnelOut(port)
+		return err
 	})
-	t.Cleanup(func() { unix.Close(fd) })
-	l.ip("-n", l.ns(ns), "link", "set", name, "up")
-	l.sh(ns, "tc qdisc add dev "+name+" clsact && tc filter add dev "+name+
-		" ingress prio 1 protocol all u32 match u32 0 0 action mirred egress redirect dev "+port)
-	// The port hands tunnelled super-packets to its peer whole.
-	l.sh(ns, "ethtool -K "+port+" tx-udp_tnl-segmentation on tx-udp_tnl-csum-segmentation on")
-	return fd
+	t.Cleanup(func() { l.in(ns, o.Close) })
+	return o
 }
 
 // tunnelLoop forwards from port 0 to port 1 in f's tunnel role: frames
@@ -86,7 +61,6 @@ func (f *vnetFwd) tunnelLoop() {
 		rxIov [2 * batch]unix.Iovec
 		rx    [batch]unix.Mmsghdr
 		txIov [2]unix.Iovec
-		th    [tunHdrLen]byte
 	)
 	for i := range bufs {
 		bufs[i] = make([]byte, tunHead+size)
@@ -97,12 +71,11 @@ func (f *vnetFwd) tunnelLoop() {
 		rx[i].Hdr.Iov = &rxIov[2*i]
 		rx[i].Hdr.SetIovlen(2)
 	}
-	send := func(fd int, hdr []byte, frame []byte) {
+	send := func(fd int, hdr, frame []byte) {
 		txIov[0].Base, txIov[1].Base = &hdr[0], &frame[0]
 		txIov[0].SetLen(len(hdr))
 		txIov[1].SetLen(len(frame))
 		for {
-			// writev: a TAP is no socket.
 			_, _, e := unix.Syscall(unix.SYS_WRITEV, uintptr(fd), uintptr(unsafe.Pointer(&txIov[0])), 2)
 			if e != unix.EINTR && e != unix.EAGAIN {
 				return
@@ -132,11 +105,11 @@ func (f *vnetFwd) tunnelLoop() {
 			switch {
 			case f.tunRole == tunSource && frame[14+9] == unix.IPPROTO_TCP && !f.local[[4]byte(frame[30:34])] &&
 				int(binary.BigEndian.Uint16(frame[16:]))+tunOuter+tunShimMD+tunHop <= 65535:
-				frame = f.encap(bufs[i], n, vh, th[:])
-				send(f.tap, th[:], frame)
+				frame, th := f.encap(bufs[i], n, vh)
+				_ = f.tap.Send(frame, th)
 			case f.tunRole == tunTransit && isTunnel(frame):
-				frame = f.pushHop(bufs[i], n, vh, th[:])
-				send(f.tap, th[:], frame)
+				frame, th := f.pushHop(bufs[i], n, vh)
+				_ = f.tap.Send(frame, th)
 			case f.tunRole == tunSink && isTunnel(frame):
 				frame = f.decap(frame, vh)
 				send(f.fd[1], vh, frame)
@@ -156,28 +129,26 @@ func isTunnel(f []byte) bool {
 		binary.BigEndian.Uint16(f[34+2:]) == 4790 && f[42+3] == 0x82
 }
 
-// tunVnet writes the tunnel virtio_net_hdr for a frame whose inner packet
+// tunVnet returns the tunnel header for a frame whose inner packet
 // starts at innerNH, shifted by shift bytes from where the received
-// header (vh) put it.
-func tunVnet(th, vh []byte, shift, innerNH int) {
-	clear(th)
-	copy(th, vh)
-	if th[1] != 0 {
-		th[1] |= tunGSOIPv4
+// virtio_net_hdr vh put it.
+func tunVnet(vh []byte, shift, innerNH int) afpacket.TunnelHdr {
+	h := afpacket.ParseVnetHdr(vh)
+	if h.GSOType != afpacket.GSONone {
+		h.GSOType |= afpacket.GSOUDPTunnelIPv4
 	}
-	if vh[0]&1 != 0 { // NEEDS_CSUM: the inner L4 checksum moved
-		binary.LittleEndian.PutUint16(th[6:], uint16(int(binary.LittleEndian.Uint16(vh[6:]))+shift))
+	if h.Flags&afpacket.VnetNeedsCsum != 0 { // the inner L4 checksum moved
+		h.CsumStart += uint16(shift)
 	}
-	if hl := binary.LittleEndian.Uint16(vh[2:]); hl != 0 {
-		binary.LittleEndian.PutUint16(th[2:], uint16(int(hl)+shift))
+	if h.HdrLen != 0 {
+		h.HdrLen += uint16(shift)
 	}
-	binary.LittleEndian.PutUint16(th[20:], 14+20)
-	binary.LittleEndian.PutUint16(th[22:], uint16(innerNH))
+	return afpacket.TunnelHdr{Vnet: h, OuterTransport: 14 + 20, InnerNetwork: uint16(innerNH)}
 }
 
 // encap wraps the n-byte frame at buf[tunHead:] in the tunnel with the
 // source's hop and returns the new frame (starting in the headroom).
-func (f *vnetFwd) encap(buf []byte, n int, vh, th []byte) []byte {
+func (f *vnetFwd) encap(buf []byte, n int, vh []byte) ([]byte, afpacket.TunnelHdr) {
 	add := tunOuter + tunShimMD + tunHop
 	s := tunHead - add
 	fr := buf[s : tunHead+n]
@@ -210,13 +181,12 @@ func (f *vnetFwd) encap(buf []byte, n int, vh, th []byte) []byte {
 	md[6], md[7] = 8, 7                                          // hop metadata length (words), remaining hop count
 	binary.BigEndian.PutUint32(md[16:], 1)                       // node id
 	binary.BigEndian.PutUint64(md[32:], uint64(time.Now().UnixNano()))
-	tunVnet(th, vh, add, 14+add)
-	return fr
+	return fr, tunVnet(vh, add, 14+add)
 }
 
 // pushHop pushes a 32-byte hop onto the INT stack of the tunnelled
 // n-byte frame at buf[tunHead:] and returns the new frame.
-func (f *vnetFwd) pushHop(buf []byte, n int, vh, th []byte) []byte {
+func (f *vnetFwd) pushHop(buf []byte, n int, vh []byte) ([]byte, afpacket.TunnelHdr) {
 	s := tunHead - tunHop
 	fr := buf[s : tunHead+n]
 	hl := 14 + tunOuter + tunShimMD // headers before the stack move down
@@ -234,8 +204,7 @@ func (f *vnetFwd) pushHop(buf []byte, n int, vh, th []byte) []byte {
 	binary.BigEndian.PutUint16(fr[38:], uint16(len(fr)-34))
 	fr[51] += tunHop / 4
 	fr[50+6+1]--
-	tunVnet(th, vh, tunHop, 14+tunOuter+int(fr[51])*4)
-	return fr
+	return fr, tunVnet(vh, tunHop, 14+tunOuter+int(fr[51])*4)
 }
 
 // decap removes the tunnel from frame and adjusts vh (a plain
@@ -252,7 +221,7 @@ func (f *vnetFwd) decap(frame []byte, vh []byte) []byte {
 	if hl := binary.LittleEndian.Uint16(vh[2:]); hl > uint16(cut) {
 		binary.LittleEndian.PutUint16(vh[2:], hl-uint16(cut))
 	}
-	vh[1] &^= tunGSOIPv4
+	vh[1] &^= afpacket.GSOUDPTunnelIPv4
 	return fr
 }
 

@@ -9,6 +9,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/intd-project/intd/dataplane/afpacket"
 )
 
 // vnetFwd is the smallest useful AF_PACKET forwarder, the baseline the
@@ -27,7 +29,7 @@ type vnetFwd struct {
 	// second (tunPlain, tunSource, tunTransit, tunSink; tunfwd_test.go),
 	// tap where source and transit send.
 	tunRole int
-	tap     int
+	tap     *afpacket.TunnelOut
 	stop    chan struct{}
 	wg      sync.WaitGroup
 }
@@ -39,7 +41,7 @@ func startVnetFwd(t *testing.T, l *lab, ns string, ports [2]string, peers [2][6]
 	t.Helper()
 	f := &vnetFwd{peer: peers, local: map[[4]byte]bool{}, stop: make(chan struct{}), tunRole: role}
 	if role == tunSource || role == tunTransit {
-		f.tap = openTunTAP(t, l, ns, "tun-"+ports[1], ports[1])
+		f.tap = openTunnelOut(t, l, ns, ports[1])
 	}
 	l.in(ns, func() error {
 		addrs, err := net.InterfaceAddrs()

@@ -10,15 +10,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// virtio 1.4 UDP tunnel GSO: gso_type bit of an IPv4 outer header, and
-// the size of struct virtio_net_hdr_v1_hash_tunnel (the v1 header, hash
-// value, report and padding, then the outer transport and inner network
-// header offsets).
-const (
-	gsoUDPTunnelIPv4 = 0x20
-	vnetTunnelHdrLen = 24
-)
-
 // TestTunnelGSORefused checks what the soft dataplane's refusal of INT
 // session tunnels rests on: AF_PACKET (Linux 6.18) takes no UDP tunnel
 // GSO. PACKET_VNET_HDR_SZ has no size with the tunnel offsets, and a
@@ -46,8 +37,8 @@ func TestTunnelGSORefused(t *testing.T) {
 	})
 	defer unix.Close(fd)
 
-	if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_VNET_HDR_SZ, vnetTunnelHdrLen); !errors.Is(err, unix.EINVAL) {
-		t.Errorf("PACKET_VNET_HDR_SZ %d: %v, want EINVAL: the kernel may now take tunnel offsets", vnetTunnelHdrLen, err)
+	if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_VNET_HDR_SZ, TunnelHdrLen); !errors.Is(err, unix.EINVAL) {
+		t.Errorf("PACKET_VNET_HDR_SZ %d: %v, want EINVAL: the kernel may now take tunnel offsets", TunnelHdrLen, err)
 	}
 
 	inner, vh := superPacket(20*1400, 1400)
@@ -62,9 +53,20 @@ func TestTunnelGSORefused(t *testing.T) {
 		t.Fatalf("TCPv4 super-packet: %v", err)
 	}
 
-	// Ethernet, IPv4 (UDP), UDP to 4790, VXLAN-GPE (I and P flags, next
-	// protocol IPv4), then the inner packet from its IP header on.
-	const outer = 14 + 20 + 8 + 8
+	f, th := gpeFrame(inner, vh, 0)
+	tv := th.Vnet
+	if err := send(tv, f); !errors.Is(err, unix.EINVAL) {
+		t.Errorf("VXLAN-GPE super-packet with UDP tunnel GSO: %v, want EINVAL: the kernel may now take it", err)
+	}
+}
+
+// gpeFrame wraps the TCP super-packet inner (Ethernet frame, GSO header
+// vh) in Ethernet (inner's addresses), IPv4 10.9.0.1 -> 10.9.0.2, UDP to
+// 4790 and VXLAN-GPE, with intLen bytes (0xa0, 0xa1, ...) between
+// VXLAN-GPE and the inner IP header, and returns it with its tunnel
+// header.
+func gpeFrame(inner []byte, vh VnetHdr, intLen int) ([]byte, TunnelHdr) {
+	outer := 14 + 20 + 8 + 8 + intLen
 	f := make([]byte, outer+len(inner)-14)
 	copy(f, inner[:12])
 	binary.BigEndian.PutUint16(f[12:], unix.ETH_P_IP)
@@ -77,12 +79,13 @@ func TestTunnelGSORefused(t *testing.T) {
 	binary.BigEndian.PutUint16(udp[0:], 49152)
 	binary.BigEndian.PutUint16(udp[2:], 4790)
 	binary.BigEndian.PutUint16(udp[4:], uint16(len(f)-34))
-	udp[8], udp[11] = 0x0c, 0x01
-	copy(f[outer:], inner[14:])
-	tv := vh
-	tv.GSOType |= gsoUDPTunnelIPv4
-	tv.CsumStart += outer - 14
-	if err := send(tv, f); !errors.Is(err, unix.EINVAL) {
-		t.Errorf("VXLAN-GPE super-packet with UDP tunnel GSO: %v, want EINVAL: the kernel may now take it", err)
+	udp[8], udp[11] = 0x0c, 0x01 // I and P flags, next protocol IPv4
+	for i := range intLen {
+		f[50+i] = byte(0xa0 + i)
 	}
+	copy(f[outer:], inner[14:])
+	vh.GSOType |= GSOUDPTunnelIPv4
+	vh.CsumStart += uint16(outer - 14)
+	vh.HdrLen = 0
+	return f, TunnelHdr{Vnet: vh, OuterTransport: 34, InnerNetwork: uint16(outer)}
 }
