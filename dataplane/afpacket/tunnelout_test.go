@@ -16,9 +16,10 @@ import (
 // the tunnel header and the inner TCP packet through a TunnelOut on one
 // end of a veth pair and reads it at the other with a Port: whole while
 // the port's UDP tunnel segmentation is on (TunnelOut turns it on, from
-// off), and as MSS-sized frames with the outer headers and the 16 bytes on each,
-// valid TCP checksums and consecutive sequence numbers, when it is off.
-// Close removes the TAP and turns the feature off again.
+// off), and when it is off as MSS-sized frames with the outer headers
+// and the 16 bytes on each, valid TCP checksums and consecutive
+// sequence numbers. Close removes the TAP and turns the feature off
+// again.
 func TestTunnelOut(t *testing.T) {
 	ns, h := testNS(t)
 	addVeth(t, h, "va", "vb")
@@ -41,7 +42,7 @@ func TestTunnelOut(t *testing.T) {
 	defer in.Close()
 	frame, th := gpeFrame(inner, vh, intLen)
 
-	// whole reads frames at vb for a while, UDP to 4790 only.
+	// read reads frames at vb for a while, UDP to 4790 only.
 	read := func() [][]byte {
 		var got [][]byte
 		for end := time.Now().Add(500 * time.Millisecond); time.Now().Before(end); {
