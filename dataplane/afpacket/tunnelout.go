@@ -54,6 +54,10 @@ func (h TunnelHdr) Put(b []byte) {
 	binary.LittleEndian.PutUint16(b[22:], h.InnerNetwork)
 }
 
+// ErrNoTunnelGSO is returned (wrapped) by OpenTunnelOut on kernels whose
+// TAP takes no UDP tunnel GSO (before Linux 6.17).
+var ErrNoTunnelGSO = errors.New("the kernel's TAP takes no UDP tunnel GSO (Linux 6.17 or later needed)")
+
 // tunnelFeatures are the port features that let a UDP-tunnelled
 // super-packet leave whole (a veth hands it to its peer so; a device
 // without them segments it in software).
@@ -107,7 +111,10 @@ func OpenTunnelOut(port string) (*TunnelOut, error) {
 	const tunFUDPTunnelGSO, tunFUDPTunnelGSOCsum = 0x80, 0x100
 	if err := unix.IoctlSetInt(o.fd, unix.TUNSETOFFLOAD, unix.TUN_F_CSUM|unix.TUN_F_TSO4|unix.TUN_F_TSO6|
 		tunFUDPTunnelGSO|tunFUDPTunnelGSOCsum); err != nil {
-		return fail("TUNSETOFFLOAD (UDP tunnel GSO needs Linux 6.17)", err)
+		if errors.Is(err, unix.EINVAL) {
+			err = fmt.Errorf("%w: %w", ErrNoTunnelGSO, err)
+		}
+		return fail("TUNSETOFFLOAD", err)
 	}
 	tl, err := netlink.LinkByName(o.tap)
 	if err != nil {
