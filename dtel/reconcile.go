@@ -240,7 +240,13 @@ func (o *Orchestrator) execute(p *plan) error {
 			// The dataplane refuses this configuration (beyond what its
 			// capabilities say): the client's problem, reported with
 			// the configuration path.
-			err = &InvalidError{Path: step.inst.path, Msg: fmt.Sprintf("the dataplane refused to %v the %v: %v", step.kind, step.inst.key.t, err), Err: err}
+			var ae *sai.AttrError
+			if errors.As(err, &ae) && ae.Attr != sai.AttrNone {
+				// It names the attribute at fault: its leaf.
+				err = o.attrError(&object{key: step.inst.key, path: step.inst.path, attrs: step.inst.attrs}, err)
+			} else {
+				err = &InvalidError{Path: step.inst.path, Msg: fmt.Sprintf("the dataplane refused to %v the %v: %v", step.kind, step.inst.key.t, err), Err: err}
+			}
 		} else {
 			err = fmt.Errorf("dtel: step %d of %d: %v %v (%s): %w", i+1, len(p.ops), step.kind, step.inst.key, step.inst.path, err)
 		}

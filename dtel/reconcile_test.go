@@ -419,3 +419,23 @@ func TestBackendRefusal(t *testing.T) {
 		t.Errorf("Apply = %v", err)
 	}
 }
+
+// TestBackendRefusalOfAttr: a dataplane refusal naming the attribute at
+// fault (a *sai.AttrError) is reported at that attribute's leaf.
+func TestBackendRefusalOfAttr(t *testing.T) {
+	o, b := newTest(t)
+	b.FailWhen(func(op saitest.Op) error {
+		if op.Kind == saitest.OpCreate && op.Type == sai.ObjectTypeDTel {
+			return &sai.AttrError{Object: sai.ObjectTypeDTel, Attr: sai.AttrDTelTunnelAddress, Index: -1, Msg: "tunnels here are not supported", Err: sai.ErrUnsupported}
+		}
+		return nil
+	})
+	err := o.Apply(context.Background(), full(t))
+	b.FailWhen(nil)
+	if !errors.Is(err, ErrInvalid) || !errors.Is(err, sai.ErrUnsupported) {
+		t.Fatalf("Apply = %v, want ErrInvalid wrapping sai.ErrUnsupported", err)
+	}
+	if want := "/int/node/config/tunnel-address: tunnels here are not supported by the dataplane"; err.Error() != want {
+		t.Errorf("error %q, want %q", err, want)
+	}
+}

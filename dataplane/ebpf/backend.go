@@ -64,6 +64,9 @@ func (d *Dataplane) checkAttrs(self sai.OID, a sai.Attrs) error {
 				return errf(sai.ErrNotFound, "sink port %q", p)
 			}
 		}
+		if err := d.checkTunnelSinks(a); err != nil {
+			return err
+		}
 	case sai.IntSessionAttrs:
 		if self.IsNull() && d.store.Len(sai.ObjectTypeIntSession) >= maxSessions {
 			return errf(sai.ErrUnsupported, "more than %d INT sessions", maxSessions)

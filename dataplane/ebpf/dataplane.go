@@ -87,6 +87,7 @@ type iface struct {
 	slot    int
 	txqs    int   // tx queues of the device
 	veth    bool  // a veth: its peer gets GSO packets whole
+	tnlTSO  bool  // segments UDP tunnel super-packets itself (tx-udp_tnl-segmentation), when added
 	speed   int64 // link speed, bits/s (0: unknown)
 	// tx utilisation: the device's tx bytes at the last poll
 	txBytes  uint64
@@ -117,6 +118,7 @@ type Dataplane struct {
 	log        *slog.Logger
 	timeOff    uint64
 	netns      uint32 // inode of the network namespace New ran in
+	decapL4UDP bool   // bpf_skb_adjust_room clears a UDP tunnel's GSO state on decapsulation
 
 	store     *sai.Store
 	sessIdx   map[sai.OID]int
@@ -168,6 +170,7 @@ func New(cfg Config) (*Dataplane, error) {
 		return nil, fmt.Errorf("ebpf: load (%s): %w", requirements, err)
 	}
 	d.timeOff = timeOffset()
+	d.decapL4UDP = decapClearsUDPTunnel()
 	nl, err := netlink.NewHandle()
 	if err != nil {
 		d.objs.Close()
@@ -442,6 +445,9 @@ func (d *Dataplane) AddInterface(cfg Interface) error {
 	}
 	if i.speed, err = ethtool.Speed(cfg.Name); err != nil {
 		i.speed = 0
+	}
+	if f, err := ethtool.ActiveFeatures(cfg.Name); err == nil {
+		i.tnlTSO = f["tx-udp_tnl-segmentation"] || f["tx-udp_tnl-csum-segmentation"]
 	}
 	if err := d.objs.TxUtil.Put(uint32(slot), uint32(utilUnknown)); err != nil {
 		return fmt.Errorf("ebpf: interface %q: %w", cfg.Name, err)

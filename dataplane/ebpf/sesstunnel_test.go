@@ -11,8 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/intd-project/intd/dataplane/internal/ethtool"
 	"github.com/intd-project/intd/dataplane/wire"
 	"github.com/intd-project/intd/dataplane/wire/wiretest"
+	"github.com/intd-project/intd/dtel"
+	"github.com/intd-project/intd/gen"
 	"github.com/intd-project/intd/sai"
 	"github.com/intd-project/intd/sai/spec"
 )
@@ -30,6 +33,20 @@ func sessionTunnelConfig(node int, sink string, source bool, tun, dst string) st
 		c = strings.Replace(c, `"remaining-hop-count": 8}`, `"remaining-hop-count": 8, "encapsulation": "VXLAN_GPE", "tunnel-destination": "`+dst+`"}`, 1)
 	}
 	return c
+}
+
+// noTunnelTSO turns UDP tunnel segmentation off on the session tunnel
+// labs' sink interfaces, r1-h1 and r3-h2: a node refuses a tunnel address
+// while a sink interface has it on (checkTunnelSinks).
+func (l *lab) noTunnelTSO(t testing.TB) {
+	t.Helper()
+	for _, s := range [][2]string{{"r1", "r1-h1"}, {"r3", "r3-h2"}} {
+		if err := l.in(s[0], func() error {
+			return ethtool.SetFeatures(s[1], func(f string) bool { return strings.HasPrefix(f, "tx-udp_tnl") }, false)
+		}); err != nil {
+			t.Fatalf("%s: %v", s[1], err)
+		}
+	}
 }
 
 // innerTCP is a captured IPv4 TCP frame from 10.0.1.2 to 10.0.2.2 at
@@ -76,6 +93,7 @@ func TestSessionTunnel(t *testing.T) {
 	atR2 := l.capture(t, "r2", "r2-r1")
 	atR3 := l.capture(t, "r3", "r3-r2")
 	atH2 := l.capture(t, "h2", "h2-r3")
+	l.noTunnelTSO(t)
 	var r [3]*Dataplane
 	r[0] = l.router(t, "r1", []string{"r1-h1", "r1-r2"}, nil, sessionTunnelConfig(1, "r1-h1", true, "10.0.12.1", "10.0.23.2"))
 	r[1] = l.router(t, "r2", []string{"r2-r1", "r2-r3"}, nil, sessionTunnelConfig(2, "", false, "", ""))
@@ -410,6 +428,7 @@ func TestSessionTunnelIPv6(t *testing.T) {
 	atR2 := l.capture(t, "r2", "r2-r1")
 	atR3 := l.capture(t, "r3", "r3-r2")
 	atH2 := l.capture(t, "h2", "h2-r3")
+	l.noTunnelTSO(t)
 	var r [3]*Dataplane
 	r[0] = l.router(t, "r1", []string{"r1-h1", "r1-r2"}, nil, v6(sessionTunnelConfig(1, "r1-h1", true, "", ""), "fd00:12::1", "fd00:23::2"))
 	r[1] = l.router(t, "r2", []string{"r2-r1", "r2-r3"}, nil, sessionTunnelConfig(2, "", false, "", ""))
@@ -551,5 +570,75 @@ func TestSessionTunnelClampBothFamilies(t *testing.T) {
 	want := 1500 - 20 - 20 - (20 + 8 + 8 + 4 + 12 + int(sess.MaxHopCount)*3*4)
 	if got := tcpMSS(out[in:]); got != want {
 		t.Errorf("source: SYN's MSS %d, want %d", got, want)
+	}
+}
+
+// TestDecapProbe: the probe's frame and program are valid (the kernel
+// removes the tunnel with the DECAP_L3 flag alone), so its answer with
+// BPF_F_ADJ_ROOM_DECAP_L4_UDP is the kernel's word on that flag.
+func TestDecapProbe(t *testing.T) {
+	needRoot(t)
+	if !decapTakes(adjRoomDecapIPv4) {
+		t.Fatal("bpf_skb_adjust_room refused to remove outer IPv4, UDP and VXLAN-GPE with DECAP_L3_IPV4")
+	}
+	t.Logf("BPF_F_ADJ_ROOM_DECAP_L4_UDP known: %v", decapClearsUDPTunnel())
+}
+
+// TestSessionTunnelTunnelTSOSink: on a kernel without
+// BPF_F_ADJ_ROOM_DECAP_L4_UDP the sink leaves a decapsulated super-packet
+// marked as a UDP tunnel, so a node refuses a tunnel-address while a sink
+// interface segments UDP tunnels itself (a veth does, as by default): the
+// error names the YANG path and the interface, and the tunnel address does
+// not reach the program. With the offload off the same configuration
+// applies.
+func TestSessionTunnelTunnelTSOSink(t *testing.T) {
+	if decapClearsUDPTunnel() {
+		t.Skip("this kernel clears a UDP tunnel's GSO state on decapsulation: nothing to refuse")
+	}
+	l := newLab(t)
+	var d *Dataplane
+	if err := l.in("r3", func() (err error) {
+		d, err = New(Config{Interfaces: []Interface{{Name: "r3-r2"}, {Name: "r3-h2"}}, NoAttach: true})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	dev := &gen.Device{}
+	if err := gen.Unmarshal([]byte(sessionTunnelConfig(3, "r3-h2", false, "10.0.23.2", "")), dev); err != nil {
+		t.Fatal(err)
+	}
+	tunAddr := func() uint32 {
+		var c intdCfg
+		if err := d.objs.CfgMap.Lookup(uint32(0), &c); err != nil {
+			t.Fatal(err)
+		}
+		return c.TunAddr
+	}
+	err := dtel.New(d).Apply(context.Background(), dev)
+	t.Logf("with tx-udp_tnl-segmentation on r3-h2: %v", err)
+	if err == nil || !strings.Contains(err.Error(), "/int/node/config/tunnel-address") || !strings.Contains(err.Error(), `"r3-h2"`) ||
+		!strings.Contains(err.Error(), "tx-udp_tnl-segmentation") {
+		t.Fatalf("apply with a sink interface segmenting UDP tunnels: %v, want an error naming /int/node/config/tunnel-address and r3-h2", err)
+	}
+	if a := tunAddr(); a != 0 {
+		t.Fatalf("refused tunnel address reached the program: %#x", a)
+	}
+
+	l.noTunnelTSO(t)
+	var d2 *Dataplane
+	if err := l.in("r3", func() (err error) {
+		d2, err = New(Config{Interfaces: []Interface{{Name: "r3-r2"}, {Name: "r3-h2"}}, NoAttach: true})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d2.Close() })
+	if err := dtel.New(d2).Apply(context.Background(), dev); err != nil {
+		t.Fatalf("apply with UDP tunnel segmentation off on r3-h2: %v", err)
+	}
+	d = d2
+	if a := tunAddr(); a == 0 {
+		t.Fatal("tunnel address not in the program")
 	}
 }
