@@ -8,8 +8,11 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/intd-project/intd/dataplane/internal/ethtool"
 	"github.com/intd-project/intd/dataplane/wire"
@@ -640,5 +643,239 @@ func TestSessionTunnelTunnelTSOSink(t *testing.T) {
 	d = d2
 	if a := tunAddr(); a == 0 {
 		t.Fatal("tunnel address not in the program")
+	}
+}
+
+// tunOffloads are TUNSETOFFLOAD's flags for a tap that takes checksum,
+// TCP, UDP and UDP tunnel segmentation offloads, as a VM's virtio NIC
+// that negotiated them does (uapi linux/if_tun.h).
+const tunOffloads = 0x01 | 0x02 | 0x04 | 0x20 | 0x40 | 0x80 | 0x100
+
+// tunnelTSOTap opens tap tp0 in namespace ns with a virtio-net header on
+// every frame (24 bytes: the one with the UDP tunnel offsets) and the
+// offloads above: a device that segments UDP tunnels itself, whose
+// "hardware" is the test reading what the kernel asks it to do.
+func (l *lab) tunnelTSOTap(t *testing.T, ns string) int {
+	t.Helper()
+	fd := -1
+	err := l.in(ns, func() error {
+		var err error
+		if fd, err = unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_CLOEXEC, 0); err != nil {
+			return err
+		}
+		ifr, err := unix.NewIfreq("tp0")
+		if err != nil {
+			return err
+		}
+		ifr.SetUint16(unix.IFF_TAP | unix.IFF_NO_PI | unix.IFF_VNET_HDR)
+		if err := unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr); err != nil {
+			return err
+		}
+		if err := unix.IoctlSetPointerInt(fd, unix.TUNSETVNETHDRSZ, 24); err != nil {
+			return err
+		}
+		return unix.IoctlSetInt(fd, unix.TUNSETOFFLOAD, tunOffloads)
+	})
+	if fd >= 0 {
+		t.Cleanup(func() { unix.Close(fd) })
+	}
+	if err != nil {
+		t.Skipf("no tap with UDP tunnel segmentation offload here: %v", err)
+	}
+	return fd
+}
+
+// TestSessionTunnelToTunnelTSODevice: what leaves r3's sink interface
+// for h2 is mirrored at h2's ingress to a tap that segments UDP tunnels
+// itself (a VM's virtio NIC that negotiated it; the test reads what the
+// kernel asks it to do), as a bridge would pass it on. r3 must first
+// refuse its tunnel-address while its sink interface r3-h2 passes UDP
+// tunnel super-packets whole (Linux 6.18 cannot clear the tunnel's
+// segmentation state at decapsulation), then take it with that offload
+// off. The session's TCP flow (1 MiB echoed) and UDP datagrams that h1
+// sends as GSO super-packets must arrive intact at h2, and the tap must
+// never be asked to segment a UDP tunnel that the frame does not have.
+func TestSessionTunnelToTunnelTSODevice(t *testing.T) {
+	l := newLab(t)
+	tap := l.tunnelTSOTap(t, "h2")
+	l.exec(t, "h2", "ip", "link", "set", "tp0", "up")
+	if err := l.in("h2", func() error {
+		f, err := ethtool.ActiveFeatures("tp0")
+		if err == nil && !f["tx-udp_tnl-segmentation"] {
+			err = fmt.Errorf("tp0 features %v", f)
+		}
+		return err
+	}); err != nil {
+		t.Skipf("tap without UDP tunnel segmentation: %v", err)
+	}
+	for _, c := range []string{
+		"tc qdisc add dev h2-r3 clsact",
+		"tc filter add dev h2-r3 ingress protocol all u32 match u32 0 0 action mirred egress mirror dev tp0",
+	} {
+		l.exec(t, "h2", strings.Fields(c)...)
+	}
+	if err := l.in("r1", func() error {
+		return ethtool.SetFeatures("r1-h1", func(f string) bool { return strings.HasPrefix(f, "tx-udp_tnl") }, false)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var r [3]*Dataplane
+	r[0] = l.router(t, "r1", []string{"r1-h1", "r1-r2"}, nil, sessionTunnelConfig(1, "r1-h1", true, "10.0.12.1", "10.0.23.2"))
+	r[1] = l.router(t, "r2", []string{"r2-r1", "r2-r3"}, nil, sessionTunnelConfig(2, "", false, "", ""))
+	r3 := func() error {
+		var d *Dataplane
+		if err := l.in("r3", func() (err error) {
+			d, err = New(Config{Interfaces: []Interface{{Name: "r3-r2"}, {Name: "r3-h2"}}})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		dev := &gen.Device{}
+		if err := gen.Unmarshal([]byte(sessionTunnelConfig(3, "r3-h2", false, "10.0.23.2", "")), dev); err != nil {
+			t.Fatal(err)
+		}
+		if err := dtel.New(d).Apply(context.Background(), dev); err != nil {
+			_ = l.in("r3", d.Close)
+			return err
+		}
+		r[2] = d
+		t.Cleanup(func() { _ = l.in("r3", d.Close) })
+		return nil
+	}
+	if err := r3(); err != nil {
+		t.Logf("r3 with UDP tunnel segmentation on r3-h2: %v", err)
+		if !strings.Contains(err.Error(), "/int/node/config/tunnel-address") || !strings.Contains(err.Error(), `"r3-h2"`) {
+			t.Fatalf("r3 refused with %v, want /int/node/config/tunnel-address and r3-h2 named", err)
+		}
+		l.noTunnelTSO(t)
+		if err := r3(); err != nil {
+			t.Fatalf("r3 with UDP tunnel segmentation off on r3-h2: %v", err)
+		}
+	} else if !decapClearsUDPTunnel() {
+		t.Error("r3 took a tunnel-address with UDP tunnel segmentation on its sink interface r3-h2")
+	}
+
+	var mu sync.Mutex
+	var bad []string
+	frames, super := 0, 0
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 1<<17)
+		_ = unix.SetNonblock(tap, true)
+		for {
+			n, err := unix.Read(tap, buf)
+			if err != nil {
+				select {
+				case <-stop:
+					return
+				case <-time.After(time.Millisecond):
+				}
+				continue
+			}
+			h, f := buf[:24], buf[24:n]
+			if len(f) < 34 || binary.BigEndian.Uint16(f[12:]) != 0x0800 || !bytes.Equal(f[26:30], []byte{10, 0, 1, 2}) {
+				continue
+			}
+			mu.Lock()
+			frames++
+			if h[1] != 0 {
+				super++
+			}
+			// A UDP tunnel (VIRTIO_NET_HDR_GSO_UDP_TUNNEL_IPV4 or _IPV6):
+			// an outer UDP header, then the inner IP header.
+			outerTH, innerNH := int(binary.LittleEndian.Uint16(h[20:])), int(binary.LittleEndian.Uint16(h[22:]))
+			if h[1]&0x60 != 0 && (f[23] != wire.ProtoUDP || outerTH != 14+int(f[14]&0xf)*4 || innerNH < outerTH+8) {
+				bad = append(bad, fmt.Sprintf("gso type %#x, outer transport at %d, inner IP at %d: %x", h[1], outerTH, innerNH, f[:min(len(f), 60)]))
+			}
+			mu.Unlock()
+		}
+	}()
+
+	l.tcpEcho(t, "tcp4", "10.0.2.2:9998", r)
+	detoured := func() uint64 {
+		return r[0].rawCounters(0)[intdCounterC_GSO] + r[0].rawCounters(1)[intdCounterC_GSO] + r[0].rawCounters(2)[intdCounterC_GSO]
+	}
+	tcpDetoured := detoured()
+	l.udpGSO(t)
+	// UDP super-packets go into the tunnel segmented (the detour), TCP
+	// ones whole.
+	if tcpDetoured != 0 || detoured() == 0 {
+		t.Errorf("r1 detoured %d super-packets of the TCP flow and %d of the UDP one, want none and some", tcpDetoured, detoured()-tcpDetoured)
+	}
+	time.Sleep(100 * time.Millisecond)
+	close(stop)
+	<-done
+	t.Logf("tap: %d frames of h1's flows, %d of them GSO super-packets", frames, super)
+	for _, b := range bad[:min(len(bad), 5)] {
+		t.Errorf("the tap was asked to segment a UDP tunnel the frame does not have: %s", b)
+	}
+	if len(bad) > 5 {
+		t.Errorf("... %d such frames in all", len(bad))
+	}
+	if frames == 0 {
+		t.Fatal("the tap got no frame of h1's flows")
+	}
+}
+
+// udpGSO sends 8 datagrams of 1000 bytes from h1 to h2 as one GSO
+// super-packet (UDP_SEGMENT), ten times, and fails unless h2 receives
+// them all intact.
+func (l *lab) udpGSO(t *testing.T) {
+	t.Helper()
+	var rx *net.UDPConn
+	if err := l.in("h2", func() (err error) {
+		rx, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(10, 0, 2, 2), Port: 9999})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer rx.Close()
+	_ = rx.SetReadBuffer(4 << 20)
+	var tx *net.UDPConn
+	if err := l.in("h1", func() (err error) {
+		tx, err = net.DialUDP("udp4", nil, &net.UDPAddr{IP: net.IPv4(10, 0, 2, 2), Port: 9999})
+		if err != nil {
+			return err
+		}
+		raw, err := tx.SyscallConn()
+		if err != nil {
+			return err
+		}
+		var serr error
+		if err := raw.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.SOL_UDP, unix.UDP_SEGMENT, 1000) }); err != nil {
+			return err
+		}
+		return serr
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Close()
+	const writes = 10
+	msg := make([]byte, 8*1000)
+	for i := range msg {
+		msg[i] = byte(i/1000 + 1)
+	}
+	for range writes {
+		if _, err := tx.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	got := 0
+	buf := make([]byte, 2000)
+	_ = rx.SetReadDeadline(time.Now().Add(2 * time.Second))
+	for got < writes*8 {
+		n, err := rx.Read(buf)
+		if err != nil {
+			break
+		}
+		if n == 1000 && bytes.Count(buf[:n], buf[:1]) == n {
+			got++
+		}
+	}
+	if got != writes*8 {
+		t.Fatalf("h2 received %d of %d datagrams h1 sent as GSO super-packets", got, writes*8)
 	}
 }

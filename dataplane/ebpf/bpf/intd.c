@@ -3105,28 +3105,30 @@ GLOBAL int tun_source(struct __sk_buff *skb, struct scratch *s)
 	__u32 n = ohl + STUN_UDP_GPE + STUN_INT + hopb;
 	if (hopb > 31 * 4)
 		goto unsupported;
+	if (skb->gso_size && p->ipproto != IPPROTO_TCP) {
+		/* Not whole into the tunnel: the sink's decapsulation leaves
+		 * the UDP tunnel GSO state on a kernel without
+		 * BPF_F_ADJ_ROOM_DECAP_L4_UDP, and UDP segmentation then takes
+		 * the packet's own UDP header for the tunnel's and drops it.
+		 * Segmented first (the detour), each datagram gets the
+		 * tunnel. */
+		return detour(skb, s, se, ss, n - hopb);
+	}
 	if (skb->gso_size) {
 		/* Segments must fit the egress MTU with the tunnel and
 		 * max_hops hops: the SYN's MSS clamp usually left the room;
-		 * else TCP segments are made smaller. UDP's GSO size delimits
-		 * datagrams: kept, and without room the packet leaves as it
-		 * is. */
+		 * else TCP segments are made smaller. */
 		__u32 reserve = n + (se->max_hops > 1 ? (__u32)(se->max_hops - 1) * hopb : 0);
 		__u32 hdrs = p->l4 - L3 + p->l4len;
 		if (mtu < hdrs + reserve + 256)
 			goto no_room;
 		__u32 want = mtu - hdrs - reserve;
 		if (skb->gso_size > want) {
-			if (p->ipproto != IPPROTO_TCP) {
-				if (skb->gso_size + hdrs + n > mtu)
-					goto no_room;
-			} else {
-				int r = lower_gso(skb, skb->gso_size - want);
-				if (r == -2)
-					return TC_ACT_SHOT;
-				if (r)
-					goto no_room;
-			}
+			int r = lower_gso(skb, skb->gso_size - want);
+			if (r == -2)
+				return TC_ACT_SHOT;
+			if (r)
+				goto no_room;
 		}
 	} else if (p->ip_len + n > mtu) {
 		goto no_room;
