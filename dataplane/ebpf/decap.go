@@ -58,7 +58,8 @@ func decapTakes(flags int64) bool {
 // that leaves a decapsulated super-packet marked as a UDP tunnel while a
 // sink interface segments UDP tunnels itself: handed whole to that offload,
 // the packet would be cut by headers it no longer has. Without the offload
-// the kernel segments such a packet in software, correctly.
+// the kernel segments such a (TCP) packet in software, correctly; UDP
+// super-packets enter the tunnel already segmented (tun_source).
 func (d *Dataplane) checkTunnelSinks(a sai.DTelAttrs) error {
 	attr := sai.AttrDTelTunnelAddress
 	switch {
