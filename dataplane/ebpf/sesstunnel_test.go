@@ -52,6 +52,26 @@ func (l *lab) noTunnelTSO(t testing.TB) {
 	}
 }
 
+// tunnelSinkR3 starts a dataplane on r3's interfaces (attached unless
+// noAttach; closed at cleanup) and applies r3's session tunnel sink
+// configuration: the dataplane and the error of the apply.
+func (l *lab) tunnelSinkR3(t *testing.T, noAttach bool) (*Dataplane, error) {
+	t.Helper()
+	var d *Dataplane
+	if err := l.in("r3", func() (err error) {
+		d, err = New(Config{Interfaces: []Interface{{Name: "r3-r2"}, {Name: "r3-h2"}}, NoAttach: noAttach})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.in("r3", d.Close) })
+	dev := &gen.Device{}
+	if err := gen.Unmarshal([]byte(sessionTunnelConfig(3, "r3-h2", false, "10.0.23.2", "")), dev); err != nil {
+		t.Fatal(err)
+	}
+	return d, dtel.New(d).Apply(context.Background(), dev)
+}
+
 // innerTCP is a captured IPv4 TCP frame from 10.0.1.2 to 10.0.2.2 at
 // off (the inner IP header of a tunnel frame).
 func innerTCP(f []byte, off int) bool {
@@ -599,18 +619,7 @@ func TestSessionTunnelTunnelTSOSink(t *testing.T) {
 		t.Skip("this kernel clears a UDP tunnel's GSO state on decapsulation: nothing to refuse")
 	}
 	l := newLab(t)
-	var d *Dataplane
-	if err := l.in("r3", func() (err error) {
-		d, err = New(Config{Interfaces: []Interface{{Name: "r3-r2"}, {Name: "r3-h2"}}, NoAttach: true})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	dev := &gen.Device{}
-	if err := gen.Unmarshal([]byte(sessionTunnelConfig(3, "r3-h2", false, "10.0.23.2", "")), dev); err != nil {
-		t.Fatal(err)
-	}
+	d, err := l.tunnelSinkR3(t, true)
 	tunAddr := func() uint32 {
 		var c intdCfg
 		if err := d.objs.CfgMap.Lookup(uint32(0), &c); err != nil {
@@ -618,7 +627,6 @@ func TestSessionTunnelTunnelTSOSink(t *testing.T) {
 		}
 		return c.TunAddr
 	}
-	err := dtel.New(d).Apply(context.Background(), dev)
 	t.Logf("with tx-udp_tnl-segmentation on r3-h2: %v", err)
 	if err == nil || !strings.Contains(err.Error(), "/int/node/config/tunnel-address") || !strings.Contains(err.Error(), `"r3-h2"`) ||
 		!strings.Contains(err.Error(), "tx-udp_tnl-segmentation") {
@@ -629,18 +637,9 @@ func TestSessionTunnelTunnelTSOSink(t *testing.T) {
 	}
 
 	l.noTunnelTSO(t)
-	var d2 *Dataplane
-	if err := l.in("r3", func() (err error) {
-		d2, err = New(Config{Interfaces: []Interface{{Name: "r3-r2"}, {Name: "r3-h2"}}, NoAttach: true})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d2.Close() })
-	if err := dtel.New(d2).Apply(context.Background(), dev); err != nil {
+	if d, err = l.tunnelSinkR3(t, true); err != nil {
 		t.Fatalf("apply with UDP tunnel segmentation off on r3-h2: %v", err)
 	}
-	d = d2
 	if a := tunAddr(); a == 0 {
 		t.Fatal("tunnel address not in the program")
 	}
@@ -723,24 +722,12 @@ func TestSessionTunnelToTunnelTSODevice(t *testing.T) {
 	r[0] = l.router(t, "r1", []string{"r1-h1", "r1-r2"}, nil, sessionTunnelConfig(1, "r1-h1", true, "10.0.12.1", "10.0.23.2"))
 	r[1] = l.router(t, "r2", []string{"r2-r1", "r2-r3"}, nil, sessionTunnelConfig(2, "", false, "", ""))
 	r3 := func() error {
-		var d *Dataplane
-		if err := l.in("r3", func() (err error) {
-			d, err = New(Config{Interfaces: []Interface{{Name: "r3-r2"}, {Name: "r3-h2"}}})
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-		dev := &gen.Device{}
-		if err := gen.Unmarshal([]byte(sessionTunnelConfig(3, "r3-h2", false, "10.0.23.2", "")), dev); err != nil {
-			t.Fatal(err)
-		}
-		if err := dtel.New(d).Apply(context.Background(), dev); err != nil {
-			_ = l.in("r3", d.Close)
-			return err
+		d, err := l.tunnelSinkR3(t, false)
+		if err != nil {
+			_ = l.in("r3", d.Close) // its interfaces, for the next
 		}
 		r[2] = d
-		t.Cleanup(func() { _ = l.in("r3", d.Close) })
-		return nil
+		return err
 	}
 	if err := r3(); err != nil {
 		t.Logf("r3 with UDP tunnel segmentation on r3-h2: %v", err)
