@@ -91,7 +91,9 @@ func timedRun(p *ebpf.Program, frame []byte, in uint32) (time.Duration, error) {
 // With INTD_PROGRAM_BASELINE naming another build of intd_bpfel.o (git
 // show REV:dataplane/ebpf/intd_bpfel.o > old.o), every role runs that
 // build's intd_egress too, on the same maps (those whose layout is
-// unchanged), in the same rounds: before and after side by side.
+// unchanged), in the same rounds: before and after side by side, and
+// after/before, the ratio of their costs over the empty program round by
+// round.
 //
 //	sudo go test ./dataplane/ebpf -run '^$' -bench 'Program$' -benchtime 20000x
 func BenchmarkProgram(b *testing.B) {
@@ -172,6 +174,14 @@ func BenchmarkProgram(b *testing.B) {
 		}
 		return medRange(d)
 	}
+	// ratio is name's cost over base against old's, round by round.
+	ratio := func(m map[string][]float64, name, old, base string) ratioSpread {
+		d := make([]float64, rounds)
+		for r := range d {
+			d[r] = (m[name][r] - m[base][r]) / (m[old][r] - m[base][r])
+		}
+		return ratioSpread(medRange(d))
+	}
 	// The probe run (b.N 1) measures nothing worth a line.
 	logf := func(format string, args ...any) {
 		if b.N > 1 {
@@ -192,7 +202,9 @@ func BenchmarkProgram(b *testing.B) {
 		b.ReportMetric(oi.med, "iq-ns-over-"+c.over+"-"+c.name)
 		line := fmt.Sprintf("%-13s %s ns/pkt, over %s %s, interquartile %s", c.name, m, c.over, o, oi)
 		if _, ok := mean["old-"+c.name]; ok {
-			line += fmt.Sprintf("; baseline over %s %s, interquartile %s", c.over, over(mean, "old-"+c.name, c.over), over(iq, "old-"+c.name, c.over))
+			old := "old-" + c.name
+			line += fmt.Sprintf("; baseline over %s %s, interquartile %s; after/before %s, interquartile %s", c.over,
+				over(mean, old, c.over), over(iq, old, c.over), ratio(mean, c.name, old, c.over), ratio(iq, c.name, old, c.over))
 		}
 		logf("%s", line)
 	}
@@ -242,6 +254,11 @@ func loadBaseline(b *testing.B, n *bpfNode, path string) *ebpf.Program {
 type spread struct{ med, min, max float64 }
 
 func (s spread) String() string { return fmt.Sprintf("%.0f (%.0f-%.0f)", s.med, s.min, s.max) }
+
+// ratioSpread is a spread of ratios.
+type ratioSpread spread
+
+func (s ratioSpread) String() string { return fmt.Sprintf("%.3f (%.3f-%.3f)", s.med, s.min, s.max) }
 
 // medRange is the median (min-max) of v.
 func medRange(v []float64) spread {
