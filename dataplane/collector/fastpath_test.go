@@ -229,7 +229,15 @@ func TestInnerFastMatchesReference(t *testing.T) {
 	tcp := append([]byte(nil), frame...)
 	tcp[wire.EthernetLen+9] = wire.ProtoTCP
 	tcp[wire.EthernetLen+wire.IPv4MinLen+12] = 5 << 4
-	for _, f := range [][]byte{frame, tcp} {
+	// The v2.1 marking (DSCP 0x17) with an INT 0.5 shim and header where
+	// the v2.1 shim would be: INT 0.5 when its marking matches too.
+	int05 := append([]byte(nil), frame...)
+	at := wire.EthernetLen + wire.IPv4MinLen + wire.UDPLen
+	int05[at], int05[at+1], int05[at+2], int05[at+4] = wire.INT05TypeHopByHop, 0, 3, 0
+	if !looksINT05(int05[at:]) {
+		t.Fatal("crafted INT 0.5 header does not look like one")
+	}
+	for _, f := range [][]byte{frame, tcp, int05} {
 		inner = append(inner, f, f[wire.EthernetLen:])
 		eth = append(eth, true, false)
 	}

@@ -51,10 +51,6 @@ func (d *Decoder) innerFast(r *Report, b []byte, ethernet bool) bool {
 		}
 	}
 	off := l4 + l4Len
-	// INT 0.5 by DSCP: left to the general path.
-	if d.int05Marked(h, b, off) {
-		return false
-	}
 	// INT marked by DSCP: here only when a whole, consistent stack is
 	// where the parser would look; the rest (errors, truncation) is the
 	// parser's.
@@ -67,6 +63,12 @@ func (d *Decoder) innerFast(r *Report, b []byte, ethernet bool) bool {
 		if hit = d.v21.match(b[off:end]); !hit && !looksV21Shim(b[off:end]) {
 			return false
 		}
+		// A v2.1 shim here (type MD or MX: first byte 0x10 or more) is
+		// no INT 0.5 shim (types 1 to 3), whatever the INT 0.5 marking:
+		// the INT 0.5 check below could not match.
+	} else if d.int05Marked(h, b, off) {
+		// INT 0.5 by DSCP: left to the general path.
+		return false
 	}
 	r.HasFlow = true
 	// Field by field: a composite literal goes through a stack temporary
