@@ -404,7 +404,11 @@ func (c *Collector) HandleReport(r *Report) {
 	if !r.hasKey {
 		r.key = keyBits(&r.Flow, tunnelTag(r.Tunnel, r.TunnelID))
 	}
-	f := c.flow(&r.key, &r.Flow, r.Tunnel, r.TunnelID)
+	k := &r.Flow
+	if r.flowInKey {
+		k = nil // the key bits hold it (flow makes it for a new flow)
+	}
+	f := c.flow(&r.key, k, r.Tunnel, r.TunnelID)
 	// Only a tunnel's report has an outer flow, and a flow is keyed by
 	// its tunnel: a flow outside tunnels keeps its zero Outer (unless
 	// OnReport changed the report).
@@ -838,7 +842,8 @@ func (f *FlowState) lastHopsLatency() uint64 {
 // head; -1 at the ends).
 type lruLinks struct{ prev, next int32 }
 
-// flow returns the state of k (kb its key bits) in tunnel tun with id,
+// flow returns the state of k (kb its key bits; k nil when kb is an IPv4
+// key outside tunnels, which holds it whole) in tunnel tun with id,
 // creating it (and evicting the least recently updated flow when the
 // table is full).
 func (c *Collector) flow(kb *flowKeyBits, k *wire.FlowKey, tun wire.TunnelKind, id uint32) *FlowState {
@@ -875,7 +880,12 @@ func (c *Collector) flow(kb *flowKeyBits, k *wire.FlowKey, tun wire.TunnelKind, 
 	}
 	c.c.FlowsCreated++
 	f := &c.flows[i]
-	*f = FlowState{Key: *k, Tunnel: tun, TunnelID: id, FirstSeen: c.now, LastSeen: c.now}
+	*f = FlowState{Tunnel: tun, TunnelID: id, FirstSeen: c.now, LastSeen: c.now}
+	if k != nil {
+		f.Key = *k
+	} else {
+		f.Key = ipv4Key(kb)
+	}
 	c.keys[i] = *kb
 	c.index.insert(h, i)
 	c.pushFront(i)

@@ -103,6 +103,10 @@ type Report struct {
 	// the packet; otherwise the collector derives it from Flow).
 	key    flowKeyBits
 	hasKey bool
+	// flowInKey is set when innerFast left Flow unset for the
+	// collector's own decoding (Decoder.keyOnly): key, IPv4 outside
+	// tunnels, holds it whole.
+	flowInKey bool
 	// mdp, when set, holds the report metadata in place (laid out as
 	// Decoder.repLayout) instead of MD: a sink report the collector
 	// aggregates with mdPathRaw, which alone reads it (see decodeV2).
@@ -154,6 +158,10 @@ type Decoder struct {
 	noFast bool
 	// fullReset turns resetHead off (tests compare it with resetReport).
 	fullReset bool
+	// keyOnly is set for a packet the collector decodes for itself with
+	// resetHead (decodeV2's pend): innerFast then leaves Report.Flow to
+	// the key bits, which find an existing flow alone.
+	keyOnly bool
 	// lazy is set while the report being decoded was cleared by
 	// resetHead: its inner packet's fields are still the previous
 	// report's until resetInner or innerFast's cached-header path
@@ -235,6 +243,7 @@ func (d *Decoder) decodeV2(payload []byte, h Handler) (int, error) {
 	// (Report.mdp) for mdPathRaw: nothing else reads it, the Report is
 	// seen by no one else.
 	pend := c != nil && !full && c.dec == d
+	d.keyOnly = pend
 	for len(b) > 0 {
 		if len(b) < wire.ReportHeaderLen {
 			return n, wire.ErrTruncated
@@ -292,6 +301,7 @@ func (d *Decoder) decodeV2(payload []byte, h Handler) (int, error) {
 			r.DS = md[d.repLayout.repMdWords(repMdBits)*4:]
 		}
 		r.Inner = body
+		r.flowInKey = false
 		switch inType {
 		case spec.InEthernet, spec.InIPv4, spec.InIPv6:
 			eth := inType == spec.InEthernet

@@ -3,6 +3,7 @@ package collector
 import (
 	"encoding/binary"
 	"math/bits"
+	"net/netip"
 
 	"github.com/intd-project/intd/dataplane/wire"
 )
@@ -45,6 +46,16 @@ func keyBits(k *wire.FlowKey, tag uint64) flowKeyBits {
 		return flowKeyBits{uint64(binary.BigEndian.Uint32(s[:]))<<32 | uint64(binary.BigEndian.Uint32(d[:])), rest, tag}
 	}
 	return flowKeyBits{0, rest | keyNot4, tag}
+}
+
+// ipv4Key is the IPv4 key whose flowKeyBits (outside tunnels) are kb:
+// keyBits undone.
+func ipv4Key(kb *flowKeyBits) wire.FlowKey {
+	var s, d [4]byte
+	binary.BigEndian.PutUint32(s[:], uint32(kb.addrs>>32))
+	binary.BigEndian.PutUint32(d[:], uint32(kb.addrs))
+	return wire.FlowKey{Src: netip.AddrFrom4(s), Dst: netip.AddrFrom4(d),
+		SrcPort: uint16(kb.rest >> 32), DstPort: uint16(kb.rest >> 16), Proto: uint8(kb.rest)}
 }
 
 // hash is a wyhash-style hash of the key (kb, and k for keys that are not

@@ -68,3 +68,20 @@ func TestFlowIndex(t *testing.T) {
 		t.Errorf("%d slots used, %d flows", n, len(ref))
 	}
 }
+
+// TestIPv4KeyUndoesKeyBits: the flow a new flow made from key bits alone
+// gets is the one its key bits came from.
+func TestIPv4KeyUndoesKeyBits(t *testing.T) {
+	rng := rand.New(rand.NewSource(2))
+	for i := 0; i < 1000; i++ {
+		var s, d [4]byte
+		rng.Read(s[:])
+		rng.Read(d[:])
+		k := wire.FlowKey{Src: netip.AddrFrom4(s), Dst: netip.AddrFrom4(d),
+			SrcPort: uint16(rng.Uint32()), DstPort: uint16(rng.Uint32()), Proto: uint8(rng.Uint32())}
+		kb := keyBits(&k, 0)
+		if got := ipv4Key(&kb); got != k {
+			t.Fatalf("key %+v: from its bits %+v", k, got)
+		}
+	}
+}

@@ -71,11 +71,17 @@ func (d *Decoder) innerFast(r *Report, b []byte, ethernet bool) bool {
 		return false
 	}
 	r.HasFlow = true
-	// Field by field: a composite literal goes through a stack temporary
-	// whose copy stalls on store forwarding.
-	f := &r.Flow
-	f.Src, f.Dst = netip.AddrFrom4([4]byte(h[12:16])), netip.AddrFrom4([4]byte(h[16:20]))
-	f.SrcPort, f.DstPort, f.Proto = uint16(ports>>16), dport, proto
+	if d.keyOnly {
+		// The key bits below are the flow: HandleReport makes the key
+		// only for a new flow.
+		r.flowInKey = true
+	} else {
+		// Field by field: a composite literal goes through a stack
+		// temporary whose copy stalls on store forwarding.
+		f := &r.Flow
+		f.Src, f.Dst = netip.AddrFrom4([4]byte(h[12:16])), netip.AddrFrom4([4]byte(h[16:20]))
+		f.SrcPort, f.DstPort, f.Proto = uint16(ports>>16), dport, proto
+	}
 	r.TTL = h[8]
 	// The index key from the same bytes (no tunnel: tag 0).
 	r.key.addrs, r.key.rest, r.key.tag = binary.BigEndian.Uint64(h[12:20]), uint64(ports)<<16|uint64(proto), 0
