@@ -119,6 +119,10 @@ type dest struct {
 	refusedN atomic.Uint64
 	cap      int
 	sent     [sentRing]sentPkt // worker only
+	// The worker's batch of queued packets, and their results.
+	batch [maxBatch]*pktBuf
+	pkts  [maxBatch]*Packet
+	errs  [maxBatch]error
 }
 
 type pktBuf struct {
@@ -371,44 +375,84 @@ func (p *Pipeline) startDest(a netip.AddrPort, payload int) *dest {
 
 func (p *Pipeline) worker(d *dest) {
 	defer p.wg.Done()
+	bs, _ := p.sender.(BatchSender)
 	for pb := range d.queue {
-		err := p.sender.Send(&pb.pkt)
-		if err != nil {
-			d.sendErr.Add(1)
-			pb.ctr.sendErr.Add(1)
+		// With a BatchSender, take what else is queued now (never wait
+		// for more): the packets go out together, in order.
+		n := 1
+		d.batch[0] = pb
+	drain:
+		for bs != nil && n < maxBatch {
+			select {
+			case q, ok := <-d.queue:
+				if !ok {
+					break drain
+				}
+				d.batch[n] = q
+				n++
+			default:
+				break drain
+			}
+		}
+		if n == 1 {
+			d.errs[0] = p.sender.Send(&pb.pkt)
 		} else {
-			d.packets.Add(1)
-			d.bytes.Add(uint64(len(pb.pkt.Payload)))
-			d.lastSeq.Store(pb.pkt.Seq)
-			pb.ctr.packets.Add(1)
-			pb.ctr.bytes.Add(uint64(len(pb.pkt.Payload)))
-		}
-		for t, n := range pb.types {
-			if n == 0 {
-				continue
+			for i, q := range d.batch[:n] {
+				d.pkts[i] = &q.pkt
 			}
-			if err != nil {
-				p.byType[t].dropped.Add(uint64(n))
-				pb.ctr.byType[t].dropped.Add(uint64(n))
-			} else {
-				p.byType[t].sent.Add(uint64(n))
-				pb.ctr.byType[t].sent.Add(uint64(n))
-			}
+			bs.SendBatch(d.pkts[:n], d.errs[:n])
 		}
-		pb.pkt.Payload = nil
+		for i, q := range d.batch[:n] {
+			p.sent(d, q, d.errs[i])
+		}
 		if r, ok := p.sender.(Refuser); ok {
 			r.Refused(d.addr, func(seq uint32) { p.refused(d, seq) })
 		}
-		if err == nil {
-			d.remember(pb)
+		for i, q := range d.batch[:n] {
+			d.batch[i], d.pkts[i], d.errs[i] = nil, nil, nil
+			d.free <- q
 		}
-		d.free <- pb
+	}
+}
+
+// maxBatch is the most queued packets a collector's goroutine hands a
+// BatchSender at once (no more than sentRing/2, so that a batch does not
+// push the previous one out of the ring before its refusals are read).
+const maxBatch = 64
+
+// sent counts packet pb as sent (err nil) or not, and remembers it.
+func (p *Pipeline) sent(d *dest, pb *pktBuf, err error) {
+	if err != nil {
+		d.sendErr.Add(1)
+		pb.ctr.sendErr.Add(1)
+	} else {
+		d.packets.Add(1)
+		d.bytes.Add(uint64(len(pb.pkt.Payload)))
+		d.lastSeq.Store(pb.pkt.Seq)
+		pb.ctr.packets.Add(1)
+		pb.ctr.bytes.Add(uint64(len(pb.pkt.Payload)))
+	}
+	for t, n := range pb.types {
+		if n == 0 {
+			continue
+		}
+		if err != nil {
+			p.byType[t].dropped.Add(uint64(n))
+			pb.ctr.byType[t].dropped.Add(uint64(n))
+		} else {
+			p.byType[t].sent.Add(uint64(n))
+			pb.ctr.byType[t].sent.Add(uint64(n))
+		}
+	}
+	pb.pkt.Payload = nil
+	if err == nil {
+		d.remember(pb)
 	}
 }
 
 // sentRing is how many sent packets a collector remembers, to move a
 // packet refused after the fact from sent to dropped.
-const sentRing = 64
+const sentRing = 2 * maxBatch
 
 type sentPkt struct {
 	seq   uint32

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -108,13 +109,15 @@ type Refuser interface {
 // from the address the connected socket would use.
 type UDPSender struct {
 	mu       sync.Mutex
-	conns    map[udpKey]*net.UDPConn
+	conns    map[udpKey]*udpConn
 	notLocal map[netip.Addr]bool
 	refused  map[netip.AddrPort][]uint32
 
 	raw4, raw6 rawSock
 	raws       map[udpKey]*rawDest
 	rawDsts    map[netip.AddrPort]bool
+
+	gsoLogged atomic.Bool // the kernel's refusal of UDP_SEGMENT was logged
 }
 
 type udpKey struct {
@@ -127,7 +130,7 @@ type udpKey struct {
 // NewUDPSender returns a sender with no UDP sockets open yet, and the raw
 // sockets of chosen source ports open if the process may (CAP_NET_RAW).
 func NewUDPSender() *UDPSender {
-	return &UDPSender{conns: map[udpKey]*net.UDPConn{}, notLocal: map[netip.Addr]bool{}, refused: map[netip.AddrPort][]uint32{},
+	return &UDPSender{conns: map[udpKey]*udpConn{}, notLocal: map[netip.Addr]bool{}, refused: map[netip.AddrPort][]uint32{},
 		raw4: openRaw(false), raw6: openRaw(true), raws: map[udpKey]*rawDest{}, rawDsts: map[netip.AddrPort]bool{}}
 }
 
@@ -146,7 +149,7 @@ func (u *UDPSender) Send(p *Packet) error {
 }
 
 // conn is the connected socket for k, dialled on first use.
-func (u *UDPSender) conn(k udpKey) (*net.UDPConn, error) {
+func (u *UDPSender) conn(k udpKey) (*udpConn, error) {
 	u.mu.Lock()
 	c := u.conns[k]
 	u.mu.Unlock()
@@ -160,8 +163,8 @@ func (u *UDPSender) conn(k udpKey) (*net.UDPConn, error) {
 // comes with the start of the datagram that caused it, whose sequence
 // number is recorded as refused. Reading the queue also clears the
 // pending error, so the next Write is not failed for an earlier packet.
-func (u *UDPSender) readErrors(c *net.UDPConn, dst netip.AddrPort) {
-	rc, err := c.SyscallConn()
+func (u *UDPSender) readErrors(c *udpConn, dst netip.AddrPort) {
+	rc, err := c.SyscallConn() // concrete here: the closure stays on the stack
 	if err != nil {
 		return
 	}
@@ -210,7 +213,7 @@ func (u *UDPSender) Refused(dst netip.AddrPort, fn func(seq uint32)) {
 	}
 }
 
-func (u *UDPSender) dial(k udpKey) (*net.UDPConn, error) {
+func (u *UDPSender) dial(k udpKey) (*udpConn, error) {
 	v6 := !k.dst.Addr().Unmap().Is4()
 	control := func(_, _ string, rc syscall.RawConn) error {
 		var serr error
@@ -267,7 +270,11 @@ func (u *UDPSender) dial(k udpKey) (*net.UDPConn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("report: socket to %v: %w", k.dst, err)
 	}
-	c := conn.(*net.UDPConn)
+	c, err := newUDPConn(conn.(*net.UDPConn))
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("report: socket to %v: %w", k.dst, err)
+	}
 	u.mu.Lock()
 	if old := u.conns[k]; old != nil {
 		u.mu.Unlock()
