@@ -51,6 +51,30 @@ type udpConn struct {
 	// once, so that a send allocates nothing).
 	errno   unix.Errno
 	writeFn func(fd uintptr) bool
+	// The sequence numbers of the last messages of several datagrams: a
+	// message delivered whole (to a port of this host) draws one ICMP
+	// error, quoting its first datagram, for all of them.
+	runs    [8]gsoRun
+	nextRun int
+}
+
+type gsoRun struct {
+	n    int
+	seqs [maxSegments]uint32
+}
+
+// runOf calls fn with each sequence number of the message whose first
+// datagram had seq, or with seq alone.
+func (c *udpConn) runOf(seq uint32, fn func(uint32)) {
+	for i := range c.runs {
+		if r := &c.runs[i]; r.n > 1 && r.seqs[0] == seq {
+			for _, s := range r.seqs[:r.n] {
+				fn(s)
+			}
+			return
+		}
+	}
+	fn(seq)
 }
 
 func newUDPConn(c *net.UDPConn) (*udpConn, error) {
@@ -161,6 +185,12 @@ func (u *UDPSender) sendRun(c *udpConn, k udpKey, ps []*Packet, errs []error, i 
 	err := c.sendGSO(ps[i:j], size)
 	if err == nil {
 		c.gso = gsoOn
+		r := &c.runs[c.nextRun]
+		c.nextRun = (c.nextRun + 1) % len(c.runs)
+		r.n = j - i
+		for m, q := range ps[i:j] {
+			r.seqs[m] = q.Seq
+		}
 	}
 	if resendAlone(err) {
 		// Refused before anything was sent: send the run one by one, so

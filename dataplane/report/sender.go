@@ -143,8 +143,10 @@ func (u *UDPSender) Send(p *Packet) error {
 	if err != nil {
 		return err
 	}
+	c.mu.Lock()
 	u.readErrors(c, p.Dst)
 	_, err = c.Write(p.Payload)
+	c.mu.Unlock()
 	return err
 }
 
@@ -161,7 +163,8 @@ func (u *UDPSender) conn(k udpKey) (*udpConn, error) {
 
 // readErrors takes the socket's queued ICMP errors (IP_RECVERR): each
 // comes with the start of the datagram that caused it, whose sequence
-// number is recorded as refused. Reading the queue also clears the
+// number is recorded as refused (with the rest of its UDP GSO message,
+// see udpConn.runs). The caller holds c.mu. Reading the queue also clears the
 // pending error, so the next Write is not failed for an earlier packet.
 func (u *UDPSender) readErrors(c *udpConn, dst netip.AddrPort) {
 	rc, err := c.SyscallConn() // concrete here: the closure stays on the stack
@@ -180,7 +183,7 @@ func (u *UDPSender) readErrors(c *udpConn, dst netip.AddrPort) {
 				continue
 			}
 			u.mu.Lock()
-			u.refused[dst] = append(u.refused[dst], seq)
+			c.runOf(seq, func(s uint32) { u.refused[dst] = append(u.refused[dst], s) })
 			u.mu.Unlock()
 		}
 	})

@@ -1,0 +1,298 @@
+package report
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/intd-project/intd/sai/spec"
+)
+
+// gsoPacket is a v2.0 report packet to dst of size bytes with sequence
+// number seq (the rest of its bytes derived from seq, so a mix-up shows).
+func gsoPacket(dst netip.AddrPort, seq uint32, size int) *Packet {
+	b := groupHeaderWithSeq(seq)
+	for len(b) < size {
+		b = append(b, byte(seq*7+uint32(len(b))))
+	}
+	return &Packet{Src: netip.MustParseAddr("127.0.0.1"), Dst: dst, Seq: seq, Payload: b[:size]}
+}
+
+// gsoSizes is a queued run of mixed sizes, and the UDP GSO messages it
+// must go out as: runs of one size, a shorter packet ending its run, a
+// larger one starting a new one, at most 64 datagrams and 64 kB each.
+var (
+	gsoSizes = func() []int {
+		s := []int{100, 100, 100, 100, 100, 60, 100, 100, 100, 200, 200, 50, 50, 50}
+		for i := 0; i < 70; i++ {
+			s = append(s, 80)
+		}
+		for i := 0; i < 40; i++ {
+			s = append(s, 2000)
+		}
+		return append(s, 3000) // larger: a datagram of its own
+	}()
+	// {segment size, datagrams} per message; size 0: no segmentation.
+	gsoMessages = [][2]int{{100, 6}, {100, 3}, {200, 3}, {50, 2}, {80, 64}, {80, 6}, {2000, 32}, {2000, 8}}
+)
+
+// udpListen is a UDP socket on 127.0.0.1 with an 8 MB receive buffer,
+// UDP GRO on when gro is set, closed when the test ends.
+func udpListen(t *testing.T, gro bool) *net.UDPConn {
+	t.Helper()
+	ln, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Skip("no loopback UDP:", err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	rc, _ := ln.SyscallConn()
+	var serr error
+	rc.Control(func(fd uintptr) {
+		if unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 8<<20) != nil {
+			unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, 8<<20)
+		}
+		if gro {
+			serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_UDP, unix.UDP_GRO, 1)
+		}
+	})
+	if serr != nil {
+		t.Skip("the kernel has no UDP GRO:", serr)
+	}
+	return ln
+}
+
+// readMessages reads ln until it is quiet for 300 ms: each message's
+// payload and its segment size (UDP GRO's control message; 0 without).
+func readMessages(t *testing.T, ln *net.UDPConn) (payloads [][]byte, segs []int) {
+	t.Helper()
+	buf, oob := make([]byte, 1<<16), make([]byte, 256)
+	for {
+		ln.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+		n, oobn, _, _, err := ln.ReadMsgUDP(buf, oob)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return payloads, segs
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		seg := 0
+		cms, _ := unix.ParseSocketControlMessage(oob[:oobn])
+		for _, m := range cms {
+			if m.Header.Level == unix.IPPROTO_UDP && m.Header.Type == unix.UDP_GRO && len(m.Data) >= 2 {
+				seg = int(binary.NativeEndian.Uint16(m.Data))
+			}
+		}
+		payloads = append(payloads, append([]byte(nil), buf[:n]...))
+		segs = append(segs, seg)
+	}
+}
+
+func gsoBatch(dst netip.AddrPort) []*Packet {
+	var ps []*Packet
+	for i, n := range gsoSizes {
+		ps = append(ps, gsoPacket(dst, uint32(i), n))
+	}
+	return ps
+}
+
+// TestSendBatchGSO: a queued run of mixed sizes goes out as UDP GSO
+// messages (a receiver with GRO on loopback gets each message whole, cut
+// where the sizes and the kernel's limits require) and a receiver without
+// GRO gets every datagram byte for byte, in order, with its own size.
+func TestSendBatchGSO(t *testing.T) {
+	snd := NewUDPSender()
+	defer snd.Close()
+	plain, gro := udpListen(t, false), udpListen(t, true)
+	for _, ln := range []*net.UDPConn{plain, gro} {
+		ps := gsoBatch(ln.LocalAddr().(*net.UDPAddr).AddrPort())
+		errs := make([]error, len(ps))
+		snd.SendBatch(ps, errs)
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("packet %d: %v", i, err)
+			}
+		}
+	}
+	got, _ := readMessages(t, plain)
+	want := gsoBatch(netip.AddrPort{})
+	if len(got) != len(want) {
+		t.Fatalf("receiver without GRO: %d datagrams, want %d", len(got), len(want))
+	}
+	for i, p := range want {
+		if !bytes.Equal(got[i], p.Payload) {
+			t.Fatalf("datagram %d: %d bytes %x..., want %d bytes %x...", i, len(got[i]), got[i][:8], len(p.Payload), p.Payload[:8])
+		}
+	}
+	msgs, segs := readMessages(t, gro)
+	var gotMsgs [][2]int
+	at := 0
+	for i, m := range msgs {
+		k := 1
+		if segs[i] != 0 {
+			k = (len(m) + segs[i] - 1) / segs[i]
+		}
+		gotMsgs = append(gotMsgs, [2]int{segs[i], k})
+		var joined []byte
+		for _, p := range want[at:min(at+k, len(want))] {
+			joined = append(joined, p.Payload...)
+		}
+		if !bytes.Equal(m, joined) {
+			t.Fatalf("message %d (%d bytes, segments of %d) is not packets %d-%d", i, len(m), segs[i], at, at+k-1)
+		}
+		at += k
+	}
+	wantMsgs := append(append([][2]int(nil), gsoMessages...), [2]int{0, 1})
+	if fmt.Sprint(gotMsgs) != fmt.Sprint(wantMsgs) {
+		t.Errorf("messages {segment size, datagrams} %v, want %v", gotMsgs, wantMsgs)
+	}
+}
+
+// TestSendBatchAllocs: sending a batch allocates nothing once the
+// collector's socket exists.
+func TestSendBatchAllocs(t *testing.T) {
+	ln := udpListen(t, false)
+	go func() {
+		buf := make([]byte, 1<<16)
+		for {
+			if _, err := ln.Read(buf); err != nil {
+				return
+			}
+		}
+	}()
+	snd := NewUDPSender()
+	defer snd.Close()
+	dst := ln.LocalAddr().(*net.UDPAddr).AddrPort()
+	ps := []*Packet{gsoPacket(dst, 1, 500), gsoPacket(dst, 2, 500), gsoPacket(dst, 3, 500), gsoPacket(dst, 4, 90)}
+	errs := make([]error, len(ps))
+	snd.SendBatch(ps, errs)
+	if n := testing.AllocsPerRun(100, func() { snd.SendBatch(ps, errs) }); n != 0 || errs[0] != nil {
+		t.Errorf("%v allocations per batch (err %v)", n, errs[0])
+	}
+}
+
+// gate is a UDPSender whose first Send waits for open: the reports queued
+// meanwhile reach the collector's goroutine together.
+type gate struct {
+	*UDPSender
+	open chan struct{}
+	once bool
+}
+
+func (g *gate) Send(p *Packet) error {
+	if !g.once {
+		g.once = true
+		<-g.open
+	}
+	return g.UDPSender.Send(p)
+}
+
+// TestPipelineBatchRefused: packets queued together and sent as UDP GSO
+// messages to a closed port are each refused by sequence number: every
+// one counts as a send error, none as sent.
+func TestPipelineBatchRefused(t *testing.T) {
+	ln, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Skip("no loopback UDP:", err)
+	}
+	dst := ln.LocalAddr().(*net.UDPAddr).AddrPort()
+	ln.Close() // the port is now closed
+	g := &gate{UDPSender: NewUDPSender(), open: make(chan struct{})}
+	defer g.Close()
+	cfg := baseConfig(1)
+	cfg.Sessions[0].Src = netip.MustParseAddr("127.0.0.1")
+	cfg.Sessions[0].Collectors = []Collector{{dst}}
+	cfg.Events[spec.EventFlowReportAllPackets] = Route{Session: "s"}
+	p, err := New(cfg, Options{Sender: g, TickInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFrame(1, []uint32{1}, []uint32{1})
+	var ev Event
+	const n = 40 // within the kernel's burst of ICMP errors (50)
+	for i := 0; i < n; i++ {
+		f.event(&ev, int64(i), 10)
+		ev.ReportAll = true
+		p.Report(&ev)
+	}
+	close(g.open)
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if c := p.Stats().Sessions["s"].Collectors[0]; c.Queued == 0 && c.Packets+c.SendErrors >= n {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // the ICMP errors come back
+	// One more send reads them.
+	f.event(&ev, n, 10)
+	ev.ReportAll = true
+	p.Report(&ev)
+	p.Close()
+	c := p.Stats().Sessions["s"].Collectors[0]
+	if c.QueueFull != 0 || c.SendErrors < n || c.Refused < n-1 || c.Packets > 1 {
+		t.Errorf("collector %+v: want the %d packets queued together refused one by one", c, n)
+	}
+}
+
+// TestSendBatchFallback: a socket on which the kernel refuses
+// UDP_SEGMENT at its first message (EINVAL here: a socket without UDP
+// checksums; EIO where the device has no checksum offload, before Linux
+// 6.11) gets each packet of the run on its own, is logged once, and sends
+// one datagram per sendmsg from then on.
+func TestSendBatchFallback(t *testing.T) {
+	ln := udpListen(t, false)
+	var logs bytes.Buffer
+	old := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&logs, nil)))
+	defer slog.SetDefault(old)
+	snd := NewUDPSender()
+	defer snd.Close()
+	dst := ln.LocalAddr().(*net.UDPAddr).AddrPort()
+	src := netip.MustParseAddr("127.0.0.1")
+	c, err := snd.conn(udpKey{src, dst, 0, ""})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, _ := c.SyscallConn()
+	rc.Control(func(fd uintptr) { err = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_NO_CHECK, 1) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []*Packet
+	for round := uint32(0); round < 3; round++ {
+		ps := []*Packet{gsoPacket(dst, 4*round, 300), gsoPacket(dst, 4*round+1, 300), gsoPacket(dst, 4*round+2, 300), gsoPacket(dst, 4*round+3, 120)}
+		errs := make([]error, len(ps))
+		snd.SendBatch(ps, errs)
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("round %d packet %d: %v", round, i, err)
+			}
+		}
+		want = append(want, ps...)
+	}
+	got, _ := readMessages(t, ln)
+	if len(got) != len(want) {
+		t.Fatalf("%d datagrams, want %d", len(got), len(want))
+	}
+	for i, p := range want {
+		if !bytes.Equal(got[i], p.Payload) {
+			t.Errorf("datagram %d: %d bytes, want %d bytes of packet %d", i, len(got[i]), len(p.Payload), p.Seq)
+		}
+	}
+	if c.gso != gsoOff {
+		t.Errorf("UDP_SEGMENT state %d, want off after the kernel refused it", c.gso)
+	}
+	if n := strings.Count(logs.String(), "UDP_SEGMENT"); n != 1 {
+		t.Errorf("%d log lines about UDP_SEGMENT, want 1:\n%s", n, logs.String())
+	}
+}
