@@ -8,7 +8,8 @@
 # receive path against a null receiver (BenchmarkReceiveVsNull: medians
 # of its own interleaved rounds, by CPU per report and by rate; with
 # BenchmarkReceiveVsNullDatagrams too where the tree has it: a sender
-# without GSO, "-" otherwise). Prints each figure per round with the
+# without GSO, "-" otherwise; and BenchmarkReceiveVsNullIntd: one UDP GSO
+# message of up to 64 datagrams per sendmsg, as intd's report sender). Prints each figure per round with the
 # 1-minute load average, then the median (min-max) per variant and of the
 # work tree / BASE ratios.
 #
@@ -36,13 +37,14 @@ run() {
 	load=$(cut -d' ' -f1 /proc/loadavg)
 	ns=$("$dir/$1.test" -test.run '^$' -test.bench 'DecodeAggregate$' -test.cpu 1 -test.benchtime 2000000x |
 		awk '/^BenchmarkDecodeAggregate/ { for (i = 1; i < NF; i++) if ($(i+1) == "reports/cpu-s") printf "%.1f", 1e9 / $i }')
-	rv=$("$dir/$1.test" -test.run '^$' -test.bench 'ReceiveVsNull(Datagrams)?$' -test.benchtime 100000x |
+	rv=$("$dir/$1.test" -test.run '^$' -test.bench 'ReceiveVsNull(Datagrams|Intd)?$' -test.benchtime 100000x |
 		awk '/^BenchmarkReceiveVsNull-/ { for (i = 1; i < NF; i++) { if ($(i+1) == "cpu/null") c = $i; if ($(i+1) == "recv/null") r = $i; if ($(i+1) == "recv/null-min") m = $i } }
 			/^BenchmarkReceiveVsNullDatagrams-/ { for (i = 1; i < NF; i++) { if ($(i+1) == "cpu/null") dc = $i; if ($(i+1) == "recv/null") dr = $i } }
-			END { if (dc == "") { dc = "-"; dr = "-" }; printf "%s %s %s %s %s", c, r, dc, dr, m }')
+			/^BenchmarkReceiveVsNullIntd-/ { for (i = 1; i < NF; i++) { if ($(i+1) == "cpu/null") ic = $i; if ($(i+1) == "recv/null") ir = $i } }
+			END { if (dc == "") { dc = "-"; dr = "-" }; if (ic == "") { ic = "-"; ir = "-" }; printf "%s %s %s %s %s %s %s", c, r, dc, dr, m, ic, ir }')
 	set -- "$1" "$2" $rv
-	echo "$ns $3 $4 $5 $6 $load $7" >>"$dir/$1"
-	echo "round $2 $1: decode+aggregate $ns cpu-ns/report; receive cpu/null $3, recv/null $4 (lowest inner round $7); datagrams cpu/null $5, recv/null $6; load $load"
+	echo "$ns $3 $4 $5 $6 $load $7 $8 $9" >>"$dir/$1"
+	echo "round $2 $1: decode+aggregate $ns cpu-ns/report; receive cpu/null $3, recv/null $4 (lowest inner round $7); datagrams cpu/null $5, recv/null $6; intd-like cpu/null $8, recv/null $9; load $load"
 }
 i=1
 while [ "$i" -le "$rounds" ]; do
@@ -55,9 +57,9 @@ med() {
 	cut -d' ' -f"$2" "$1" | grep -v '^-$' | sort -g |
 		awk '{ v[NR] = $1 } END { if (NR == 0) printf "-"; else printf "%.3g (%.3g-%.3g)", v[int((NR + 1) / 2)], v[1], v[NR] }'
 }
-paste -d' ' "$dir/tree" "$dir/base" | awk '{ print $1 / $8, $2 / $9, $3 / $10 }' >"$dir/ratio"
+paste -d' ' "$dir/tree" "$dir/base" | awk '{ h = NF / 2; print $1 / $(1 + h), $2 / $(2 + h), $3 / $(3 + h) }' >"$dir/ratio"
 for v in base tree; do
-	echo "$v: decode+aggregate $(med "$dir/$v" 1) cpu-ns/report; receive cpu/null $(med "$dir/$v" 2), recv/null $(med "$dir/$v" 3), lowest inner round $(med "$dir/$v" 7); datagrams cpu/null $(med "$dir/$v" 4), recv/null $(med "$dir/$v" 5)"
+	echo "$v: decode+aggregate $(med "$dir/$v" 1) cpu-ns/report; receive cpu/null $(med "$dir/$v" 2), recv/null $(med "$dir/$v" 3), lowest inner round $(med "$dir/$v" 7); datagrams cpu/null $(med "$dir/$v" 4), recv/null $(med "$dir/$v" 5); intd-like cpu/null $(med "$dir/$v" 8), recv/null $(med "$dir/$v" 9)"
 done
 echo "tree/base per round: decode+aggregate cpu-ns $(med "$dir/ratio" 1); cpu/null $(med "$dir/ratio" 2); recv/null $(med "$dir/ratio" 3)"
 echo "load average $(cut -d' ' -f6 "$dir/base" "$dir/tree" | sort -g | awk '{ v[NR] = $1 } END { printf "%s-%s", v[1], v[NR] }')"

@@ -176,7 +176,7 @@ func readGroup(rs []*Receiver) map[netip.Addr]map[int]int {
 func BenchmarkReceiveLoopback(b *testing.B) {
 	b.ReportAllocs()
 	cpu0 := cpuTime()
-	m := receiveRound(b, b.N, 32, true, true)
+	m := receiveRound(b, b.N, 32, 256/32, true, true)
 	cpu := cpuTime() - cpu0
 	b.ReportMetric(m.reports/m.wall.Seconds(), "reports/s")
 	b.ReportMetric(m.reports/m.cpu.Seconds(), "recv-reports/cpu-s")
@@ -195,16 +195,26 @@ func BenchmarkReceiveLoopback(b *testing.B) {
 // and the same ratio of the receiving thread's CPU time per report
 // (cpu/null, cpu/null-gro), each as the median with the minimum and
 // maximum, and the 1-minute load average.
-func BenchmarkReceiveVsNull(b *testing.B) { benchVsNull(b, 32) }
+func BenchmarkReceiveVsNull(b *testing.B) { benchVsNull(b, 32, 256/32) }
 
 // BenchmarkReceiveVsNullDatagrams is BenchmarkReceiveVsNull with a
 // sender that sends every datagram on its own (sendmmsg of 64 messages,
 // no GSO), as intd does: on loopback nothing coalesces them, so GRO
 // cannot help and each datagram costs its own trip through recvmmsg.
-func BenchmarkReceiveVsNullDatagrams(b *testing.B) { benchVsNull(b, 1) }
+func BenchmarkReceiveVsNullDatagrams(b *testing.B) { benchVsNull(b, 1, 256) }
 
-// benchVsNull is BenchmarkReceiveVsNull with seg datagrams per message.
-func benchVsNull(b *testing.B, seg int) {
+// BenchmarkReceiveVsNullIntd is BenchmarkReceiveVsNull with a sender that
+// sends as intd's report sender does when its queue to the collector is
+// full: one UDP GSO message per sendmsg, as many datagrams as the kernel
+// takes in one (64, and 64 kB).
+func BenchmarkReceiveVsNullIntd(b *testing.B) {
+	seg := min(64, (0xffff-48)/len(benchPayload(b, benchPer, 0)))
+	benchVsNull(b, seg, 1)
+}
+
+// benchVsNull is BenchmarkReceiveVsNull with seg datagrams per message,
+// burst messages per sendmmsg.
+func benchVsNull(b *testing.B, seg, burst int) {
 	const rounds = 5
 	var rate, cpu, rateGRO, cpuGRO []float64
 	b.ReportAllocs()
@@ -212,7 +222,7 @@ func benchVsNull(b *testing.B, seg int) {
 		var m [3]recvMeasure
 		for k := 0; k < 3; k++ { // null, null with GRO, collector; rotating
 			v := (i + k) % 3
-			m[v] = receiveRound(b, b.N, seg, v == 2, v != 0)
+			m[v] = receiveRound(b, b.N, seg, burst, v == 2, v != 0)
 		}
 		null, nullGRO, coll := m[0], m[1], m[2]
 		rate = append(rate, coll.reports/coll.wall.Seconds()/(null.reports/null.wall.Seconds()))
@@ -254,10 +264,9 @@ type recvMeasure struct {
 // (the collector's, with UDP GRO where the kernel has it, when gro is
 // set; a plain recvmmsg receiver otherwise) and reads them, handing them
 // to a collector when handle is set (the null receiver otherwise). The
-// sender sends messages of seg datagrams (UDP GSO when seg > 1), 256
-// datagrams per sendmmsg.
-func receiveRound(b *testing.B, n, seg int, handle, gro bool) recvMeasure {
-	burst := 256 / seg // messages per sendmmsg
+// sender sends messages of seg datagrams (UDP GSO when seg > 1), burst
+// messages per sendmmsg.
+func receiveRound(b *testing.B, n, seg, burst int, handle, gro bool) recvMeasure {
 	r, err := Listen("127.0.0.1:0", DefaultBatch)
 	if !gro {
 		r, err = listenPlain("127.0.0.1:0")
