@@ -198,9 +198,10 @@ func BenchmarkReceiveLoopback(b *testing.B) {
 func BenchmarkReceiveVsNull(b *testing.B) { benchVsNull(b, 32, 256/32) }
 
 // BenchmarkReceiveVsNullDatagrams is BenchmarkReceiveVsNull with a
-// sender that sends every datagram on its own (sendmmsg of 64 messages,
-// no GSO), as intd does: on loopback nothing coalesces them, so GRO
-// cannot help and each datagram costs its own trip through recvmmsg.
+// sender that sends every datagram on its own (sendmmsg of 256 messages,
+// no GSO; intd with one packet queued): on loopback nothing coalesces
+// them, so GRO cannot help and each datagram costs its own trip through
+// recvmmsg.
 func BenchmarkReceiveVsNullDatagrams(b *testing.B) { benchVsNull(b, 1, 256) }
 
 // BenchmarkReceiveVsNullIntd is BenchmarkReceiveVsNull with a sender that
