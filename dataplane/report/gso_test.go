@@ -17,8 +17,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/intd-project/intd/sai/spec"
 )
 
 // gsoPacket is a v2.0 report packet to dst of size bytes with sequence
@@ -211,11 +209,7 @@ func TestPipelineBatchRefused(t *testing.T) {
 	ln.Close() // the port is now closed
 	g := &gate{UDPSender: NewUDPSender(), open: make(chan struct{})}
 	defer g.Close()
-	cfg := baseConfig(1)
-	cfg.Sessions[0].Src = netip.MustParseAddr("127.0.0.1")
-	cfg.Sessions[0].Collectors = []Collector{{dst}}
-	cfg.Events[spec.EventFlowReportAllPackets] = Route{Session: "s"}
-	p, err := New(cfg, Options{Sender: g, TickInterval: -1})
+	p, err := New(udpConfig(1, "127.0.0.1", dst), Options{Sender: g, TickInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,11 +349,8 @@ func sendRound(b *testing.B, n int, batched bool) float64 {
 	if !batched {
 		s = SenderFunc(snd.Send) // not a BatchSender
 	}
-	cfg := baseConfig(8)
-	cfg.Sessions[0].Src = netip.MustParseAddr("127.0.0.1")
-	cfg.Sessions[0].Collectors = []Collector{{ln.LocalAddr().(*net.UDPAddr).AddrPort()}}
+	cfg := udpConfig(8, "127.0.0.1", ln.LocalAddr().(*net.UDPAddr).AddrPort())
 	cfg.Sessions[0].MaxDelay = 0 // packets of 8 reports (the clock is the report index)
-	cfg.Events[spec.EventFlowReportAllPackets] = Route{Session: "s"}
 	p, err := New(cfg, Options{Sender: s, TickInterval: -1, QueueLen: 256})
 	if err != nil {
 		b.Fatal(err)

@@ -167,6 +167,16 @@ func baseConfig(maxReports int) Config {
 	return cfg
 }
 
+// udpConfig is baseConfig(maxReports) with report-all flow events sent
+// from src to one collector dst.
+func udpConfig(maxReports int, src string, dst netip.AddrPort) Config {
+	cfg := baseConfig(maxReports)
+	cfg.Sessions[0].Src = netip.MustParseAddr(src)
+	cfg.Sessions[0].Collectors = []Collector{{dst}}
+	cfg.Events[spec.EventFlowReportAllPackets] = Route{Session: "s"}
+	return cfg
+}
+
 // newTest returns a pipeline with a manual clock and a capturing sender.
 func newTest(t testing.TB, cfg Config) (*Pipeline, *Capture) {
 	t.Helper()

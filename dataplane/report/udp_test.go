@@ -110,11 +110,7 @@ func TestUDPCollectorDown(t *testing.T) {
 		dst := ln.LocalAddr().(*net.UDPAddr).AddrPort()
 		ln.Close() // the port is now closed
 		snd := NewUDPSender()
-		cfg := baseConfig(1)
-		cfg.Sessions[0].Src = netip.MustParseAddr(fam)
-		cfg.Sessions[0].Collectors = []Collector{{dst}}
-		cfg.Events[spec.EventFlowReportAllPackets] = Route{Session: "s"}
-		p, err := New(cfg, Options{Sender: snd, TickInterval: -1})
+		p, err := New(udpConfig(1, fam, dst), Options{Sender: snd, TickInterval: -1})
 		if err != nil {
 			t.Fatal(err)
 		}
