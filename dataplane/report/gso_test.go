@@ -26,7 +26,11 @@ func gsoPacket(dst netip.AddrPort, seq uint32, size int) *Packet {
 	for len(b) < size {
 		b = append(b, byte(seq*7+uint32(len(b))))
 	}
-	return &Packet{Src: netip.MustParseAddr("127.0.0.1"), Dst: dst, Seq: seq, Payload: b[:size]}
+	src := netip.MustParseAddr("127.0.0.1")
+	if dst.Addr().Is6() {
+		src = netip.IPv6Loopback()
+	}
+	return &Packet{Src: src, Dst: dst, Seq: seq, Payload: b[:size]}
 }
 
 // gsoSizes is a queued run of mixed sizes, and the UDP GSO messages it
@@ -47,11 +51,15 @@ var (
 	gsoMessages = [][2]int{{100, 6}, {100, 3}, {200, 3}, {50, 2}, {80, 64}, {80, 6}, {2000, 32}, {2000, 8}}
 )
 
-// udpListen is a UDP socket on 127.0.0.1 with an 8 MB receive buffer,
-// UDP GRO on when gro is set, closed when the test ends.
-func udpListen(t *testing.T, gro bool) *net.UDPConn {
+// udpListen is a UDP socket on 127.0.0.1 (::1 with v6) with an 8 MB
+// receive buffer, UDP GRO on when gro is set, closed when the test ends.
+func udpListen(t *testing.T, gro bool, v6 ...bool) *net.UDPConn {
 	t.Helper()
-	ln, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	ip := net.IPv4(127, 0, 0, 1)
+	if len(v6) > 0 && v6[0] {
+		ip = net.IPv6loopback
+	}
+	ln, err := net.ListenUDP("udp", &net.UDPAddr{IP: ip})
 	if err != nil {
 		t.Skip("no loopback UDP:", err)
 	}
@@ -109,11 +117,18 @@ func gsoBatch(dst netip.AddrPort) []*Packet {
 // TestSendBatchGSO: a queued run of mixed sizes goes out as UDP GSO
 // messages (a receiver with GRO on loopback gets each message whole, cut
 // where the sizes and the kernel's limits require) and a receiver without
-// GRO gets every datagram byte for byte, in order, with its own size.
+// GRO gets every datagram byte for byte, in order, with its own size;
+// over IPv4 and IPv6.
 func TestSendBatchGSO(t *testing.T) {
+	for _, v6 := range []bool{false, true} {
+		t.Run(fmt.Sprintf("v6=%v", v6), func(t *testing.T) { testSendBatchGSO(t, v6) })
+	}
+}
+
+func testSendBatchGSO(t *testing.T, v6 bool) {
 	snd := NewUDPSender()
 	defer snd.Close()
-	plain, gro := udpListen(t, false), udpListen(t, true)
+	plain, gro := udpListen(t, false, v6), udpListen(t, true, v6)
 	for _, ln := range []*net.UDPConn{plain, gro} {
 		ps := gsoBatch(ln.LocalAddr().(*net.UDPAddr).AddrPort())
 		errs := make([]error, len(ps))
