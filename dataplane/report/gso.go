@@ -130,19 +130,26 @@ func (c *udpConn) sendGSO(ps []*Packet, size int) error {
 // through one socket (same source, DSCP and VRF, the kernel's source
 // port) of equal payload sizes, the last possibly shorter, goes as one
 // UDP GSO message (UDP_SEGMENT, up to 64 datagrams and 64 kB). Packets
-// from a chosen source port go one by one through the raw socket, which
-// cannot segment. A socket whose kernel or route refuses UDP_SEGMENT at
+// from a chosen source port go through the raw socket, which cannot
+// segment, a run of them in one sendmmsg. A socket whose kernel or route refuses UDP_SEGMENT at
 // first use (EIO: no checksum offload on the route's device; EINVAL)
 // sends one datagram per sendmsg from then on.
 func (u *UDPSender) SendBatch(ps []*Packet, errs []error) {
 	for i := 0; i < len(ps); {
 		p := ps[i]
+		k := udpKey{p.Src, p.Dst, p.DSCP, p.VRF}
 		if p.SrcPort != 0 {
-			errs[i] = u.sendRaw(p)
-			i++
+			// A raw socket cannot segment: the run of packets from chosen
+			// ports goes in one sendmmsg instead.
+			j := i + 1
+			for j < len(ps) && j-i < maxSegments && ps[j].SrcPort != 0 &&
+				ps[j].Dst == k.dst && ps[j].Src == k.src && ps[j].DSCP == k.dscp && ps[j].VRF == k.vrf {
+				j++
+			}
+			u.sendRawRun(k, ps[i:j], errs[i:j])
+			i = j
 			continue
 		}
-		k := udpKey{p.Src, p.Dst, p.DSCP, p.VRF}
 		c, err := u.conn(k)
 		if err != nil {
 			errs[i] = err

@@ -173,8 +173,8 @@ func testSendBatchGSO(t *testing.T, v6 bool) {
 	}
 }
 
-// TestSendBatchAllocs: sending a batch allocates nothing once the
-// collector's socket exists.
+// TestSendBatchAllocs: sending a batch, from the kernel's port or from
+// chosen ones, allocates nothing once the collector's socket exists.
 func TestSendBatchAllocs(t *testing.T) {
 	ln := udpListen(t, false)
 	go func() {
@@ -193,6 +193,16 @@ func TestSendBatchAllocs(t *testing.T) {
 	snd.SendBatch(ps, errs)
 	if n := testing.AllocsPerRun(100, func() { snd.SendBatch(ps, errs) }); n != 0 || errs[0] != nil {
 		t.Errorf("%v allocations per batch (err %v)", n, errs[0])
+	}
+	if os.Geteuid() != 0 {
+		return // no raw socket
+	}
+	for i, p := range ps {
+		p.SrcPort = uint16(30000 + i)
+	}
+	snd.SendBatch(ps, errs)
+	if n := testing.AllocsPerRun(100, func() { snd.SendBatch(ps, errs) }); n != 0 || errs[0] != nil {
+		t.Errorf("from chosen ports: %v allocations per batch (err %v)", n, errs[0])
 	}
 }
 
@@ -426,4 +436,46 @@ func processCPU() time.Duration {
 	var ru unix.Rusage
 	unix.Getrusage(unix.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// TestSendBatchRaw: a batch mixing packets from chosen source ports (the
+// raw socket, a run of them in one sendmmsg) and from the kernel's port
+// (UDP GSO) reaches a receiver in order, byte for byte, each from its
+// port and with a valid UDP checksum (the receiving kernel checks it).
+func TestSendBatchRaw(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("raw sockets need CAP_NET_RAW: run as root")
+	}
+	for _, v6 := range []bool{false, true} {
+		ln := udpListen(t, false, v6)
+		dst := ln.LocalAddr().(*net.UDPAddr).AddrPort()
+		snd := NewUDPSender()
+		defer snd.Close()
+		var ps []*Packet
+		for i := 0; i < 200; i++ {
+			p := gsoPacket(dst, uint32(i), 100+i%3)
+			if i%100 < 80 { // runs of 80 from chosen ports: 64 and 16
+				p.SrcPort = uint16(20000 + i)
+			}
+			ps = append(ps, p)
+		}
+		errs := make([]error, len(ps))
+		snd.SendBatch(ps, errs)
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("v6 %v packet %d: %v", v6, i, err)
+			}
+		}
+		buf := make([]byte, 1<<16)
+		for i, p := range ps {
+			ln.SetReadDeadline(time.Now().Add(2 * time.Second))
+			n, from, err := ln.ReadFromUDPAddrPort(buf)
+			if err != nil {
+				t.Fatalf("v6 %v: %d of %d datagrams: %v", v6, i, len(ps), err)
+			}
+			if !bytes.Equal(buf[:n], p.Payload) || p.SrcPort != 0 && from.Port() != p.SrcPort {
+				t.Fatalf("v6 %v datagram %d: %d bytes from %v, want packet %d (%d bytes, port %d)", v6, i, n, from, p.Seq, len(p.Payload), p.SrcPort)
+			}
+		}
+	}
 }

@@ -63,6 +63,14 @@ type rawDest struct {
 	oob    []byte // source address (and VRF) and traffic class
 	pseudo uint32 // pseudo-header sum but the length
 	buf    []byte
+	// For sendRawRun: the destination as the kernel takes it, and per
+	// message a UDP header and the iovecs of header and payload.
+	rawTo unix.RawSockaddrInet6 // or a RawSockaddrInet4 in its first bytes
+	toLen uint32
+	hdrs  [maxSegments][udpHeaderLen]byte
+	iovs  [maxSegments][2]unix.Iovec
+	msgs  [maxSegments]unix.Mmsghdr
+	idx   [maxSegments]int // the packet of each message
 }
 
 // SourcePorts reports whether the sender can send from a chosen UDP
@@ -118,6 +126,81 @@ func (u *UDPSender) sendRaw(p *Packet) error {
 	return nil
 }
 
+// sendRawRun sends ps, all of key k and each from its SrcPort, through
+// the raw socket with sendmmsg: one system call for the run, a result per
+// packet in errs (the kernel stops at a packet it fails; the rest go in
+// the next call).
+func (u *UDPSender) sendRawRun(k udpKey, ps []*Packet, errs []error) {
+	u.mu.Lock()
+	d := u.raws[k]
+	u.mu.Unlock()
+	if d == nil {
+		var err error
+		if d, err = u.rawDest(k); err != nil {
+			for i := range ps {
+				errs[i] = err
+			}
+			return
+		}
+	}
+	r := u.raw4
+	if d.v6 {
+		r = u.raw6
+	}
+	if r.fd < 0 {
+		err := u.SourcePorts(d.v6)
+		for i := range ps {
+			errs[i] = err
+		}
+		return
+	}
+	u.readRawErrors(r.fd, d.v6)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	m := 0
+	for i, p := range ps {
+		n := udpHeaderLen + len(p.Payload)
+		if n > 0xffff || len(p.Payload) == 0 {
+			errs[i] = fmt.Errorf("report: %d-byte datagram to %v", n, p.Dst)
+			continue
+		}
+		errs[i] = nil
+		h := &d.hdrs[m]
+		binary.BigEndian.PutUint16(h[0:], p.SrcPort)
+		binary.BigEndian.PutUint16(h[2:], p.Dst.Port())
+		binary.BigEndian.PutUint16(h[4:], uint16(n))
+		c := ^wire.Fold(wire.Sum(wire.Sum(d.pseudo+uint32(n), h[:6]), p.Payload))
+		if c == 0 {
+			c = 0xffff
+		}
+		binary.BigEndian.PutUint16(h[6:], c)
+		d.iovs[m][0].Base, d.iovs[m][1].Base = &h[0], &p.Payload[0]
+		d.iovs[m][0].SetLen(udpHeaderLen)
+		d.iovs[m][1].SetLen(len(p.Payload))
+		hdr := &d.msgs[m].Hdr
+		hdr.Name, hdr.Namelen = (*byte)(unsafe.Pointer(&d.rawTo)), d.toLen
+		hdr.Iov = &d.iovs[m][0]
+		hdr.SetIovlen(2)
+		hdr.Control = &d.oob[0]
+		hdr.SetControllen(len(d.oob))
+		d.idx[m] = i
+		m++
+	}
+	for at := 0; at < m; {
+		n, _, e := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(r.fd), uintptr(unsafe.Pointer(&d.msgs[at])), uintptr(m-at), 0, 0, 0)
+		if e != 0 {
+			i := d.idx[at]
+			errs[i] = fmt.Errorf("report: send to %v: %w", ps[i].Dst, e)
+			at++
+			continue
+		}
+		at += int(n)
+	}
+	for i := 0; i < m; i++ {
+		d.iovs[i][1].Base = nil // keep no payload reachable
+	}
+}
+
 // rawDest finds the source address the kernel uses for k (the address of
 // the connected UDP socket Send would use, so that a source that is not
 // local is replaced alike) and prepares the control messages.
@@ -139,6 +222,13 @@ func (u *UDPSender) rawDest(k udpKey) (*rawDest, error) {
 	}
 	s16, d16 := src.AsSlice(), dst.AsSlice()
 	d.pseudo = wire.PseudoHeaderSum(s16, d16, unix.IPPROTO_UDP)
+	if d.v6 {
+		d.rawTo = unix.RawSockaddrInet6{Family: unix.AF_INET6, Addr: dst.As16()}
+		d.toLen = unix.SizeofSockaddrInet6
+	} else {
+		*(*unix.RawSockaddrInet4)(unsafe.Pointer(&d.rawTo)) = unix.RawSockaddrInet4{Family: unix.AF_INET, Addr: dst.As4()}
+		d.toLen = unix.SizeofSockaddrInet4
+	}
 	if d.v6 {
 		d.to = &unix.SockaddrInet6{Addr: dst.As16()}
 		d.oob = append(unix.PktInfo6(&unix.Inet6Pktinfo{Addr: src.As16(), Ifindex: uint32(ifindex)}),
