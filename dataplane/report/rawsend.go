@@ -86,16 +86,16 @@ func (u *UDPSender) SourcePorts(v6 bool) error {
 	return nil
 }
 
-// sendRaw sends p from p.SrcPort through the raw socket.
-func (u *UDPSender) sendRaw(p *Packet) error {
-	k := udpKey{p.Src, p.Dst, p.DSCP, p.VRF}
+// rawFor is what sending to k from a chosen port needs: the destination
+// and the raw socket of its family.
+func (u *UDPSender) rawFor(k udpKey) (*rawDest, rawSock, error) {
 	u.mu.Lock()
 	d := u.raws[k]
 	u.mu.Unlock()
 	if d == nil {
 		var err error
 		if d, err = u.rawDest(k); err != nil {
-			return err
+			return nil, rawSock{}, err
 		}
 	}
 	r := u.raw4
@@ -103,7 +103,16 @@ func (u *UDPSender) sendRaw(p *Packet) error {
 		r = u.raw6
 	}
 	if r.fd < 0 {
-		return u.SourcePorts(d.v6)
+		return nil, rawSock{}, u.SourcePorts(d.v6)
+	}
+	return d, r, nil
+}
+
+// sendRaw sends p from p.SrcPort through the raw socket.
+func (u *UDPSender) sendRaw(p *Packet) error {
+	d, r, err := u.rawFor(udpKey{p.Src, p.Dst, p.DSCP, p.VRF})
+	if err != nil {
+		return err
 	}
 	u.readRawErrors(r.fd, d.v6)
 	d.mu.Lock()
@@ -119,7 +128,7 @@ func (u *UDPSender) sendRaw(p *Packet) error {
 	binary.BigEndian.PutUint16(b[4:], uint16(n))
 	binary.BigEndian.PutUint16(b[6:], wire.UDPChecksum(d.pseudo, b))
 	d.buf = b
-	_, err := unix.SendmsgN(r.fd, b, d.oob, d.to, 0)
+	_, err = unix.SendmsgN(r.fd, b, d.oob, d.to, 0)
 	if err != nil {
 		return fmt.Errorf("report: send to %v: %w", p.Dst, err)
 	}
@@ -131,24 +140,8 @@ func (u *UDPSender) sendRaw(p *Packet) error {
 // packet in errs (the kernel stops at a packet it fails; the rest go in
 // the next call).
 func (u *UDPSender) sendRawRun(k udpKey, ps []*Packet, errs []error) {
-	u.mu.Lock()
-	d := u.raws[k]
-	u.mu.Unlock()
-	if d == nil {
-		var err error
-		if d, err = u.rawDest(k); err != nil {
-			for i := range ps {
-				errs[i] = err
-			}
-			return
-		}
-	}
-	r := u.raw4
-	if d.v6 {
-		r = u.raw6
-	}
-	if r.fd < 0 {
-		err := u.SourcePorts(d.v6)
+	d, r, err := u.rawFor(k)
+	if err != nil {
 		for i := range ps {
 			errs[i] = err
 		}
