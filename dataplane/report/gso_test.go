@@ -268,8 +268,8 @@ func TestPipelineBatchRefused(t *testing.T) {
 
 // TestSendBatchFallback: a socket on which the kernel refuses
 // UDP_SEGMENT at its first message (EINVAL here: a socket without UDP
-// checksums; EIO where the device has no checksum offload, before Linux
-// 6.11) gets each packet of the run on its own, is logged once, and sends
+// checksums; EIO on kernels that refuse it where the device has no
+// checksum offload: this one, 6.18, accepted that) gets each packet of the run on its own, is logged once, and sends
 // one datagram per sendmsg from then on.
 func TestSendBatchFallback(t *testing.T) {
 	ln := udpListen(t, false)
