@@ -199,7 +199,7 @@ func (u *UDPSender) sendRun(c *udpConn, k udpKey, ps []*Packet, errs []error, i 
 			r.seqs[m] = q.Seq
 		}
 	}
-	if resendAlone(err) {
+	if err != nil && resendAlone(err) {
 		// Refused before anything was sent: send the run one by one, so
 		// that each packet gets its own result (a segment larger than
 		// the path MTU fails with EINVAL, a datagram with EMSGSIZE; an
