@@ -3888,8 +3888,10 @@ static __always_inline int sink(struct __sk_buff *skb, struct scratch *s)
 	if (s->p.itype == INT_TYPE_MD && s->p.rhc == 0)
 		cnt(s, C_EBIT);
 	flow_event(skb, s, EVF_SINK);
-	/* A session tunnel goes whole, leaving the packet the source sent. */
-	int tun = tun_end(skb, s);
+	/* A session tunnel goes whole, leaving the packet the source sent.
+	 * Only VXLAN-GPE INT can be one (tun_ends): other packets skip the
+	 * call. */
+	int tun = s->p.encap == ENC_VXLAN_GPE ? tun_end(skb, s) : 0;
 	if (tun < 0 || (!tun && strip(skb, s))) {
 		cnt(s, C_MALFORMED);
 		cnt_drop(s, 0);
