@@ -154,9 +154,11 @@ func TestSessionTunnel(t *testing.T) {
 
 	// r2 -> r3: packets forwarded one by one carry r2's hop too; one of
 	// them, a bare ACK, is checked byte by byte.
-	orig := map[string][]byte{} // h1's frames by TCP sequence, ack, flags and length
+	// h1's frames by IP ID, TCP sequence, ack, flags and length (the ID
+	// tells apart duplicate ACKs, which differ only in window and SACK).
+	orig := map[string][]byte{}
 	key := func(f []byte, ip int) string {
-		return fmt.Sprintf("%x/%x/%d", f[ip+24:ip+32], f[ip+33], binary.BigEndian.Uint16(f[ip+2:]))
+		return fmt.Sprintf("%x/%x/%x/%d", f[ip+4:ip+6], f[ip+24:ip+32], f[ip+33], binary.BigEndian.Uint16(f[ip+2:]))
 	}
 	for _, f := range atH1.got() {
 		if innerTCP(f, 14) {
