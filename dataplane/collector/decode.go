@@ -173,6 +173,10 @@ type Decoder struct {
 	// hopLen and n the cached header's: innerFast's cached-header path
 	// set them, and nothing wrote either since (resetHead leaves them).
 	intHeld bool
+	// sink is set while innerFast runs for a v2.0 report whose stack the
+	// collector may leave raw (rawHops, I, D and Q clear): the cached
+	// header's path is taken only then.
+	sink bool
 }
 
 // DefaultDSCP and DefaultDSCPMask are intd's default INT v2.1 DSCP
@@ -286,6 +290,7 @@ func (d *Decoder) decodeV2(payload []byte, h Handler) (int, error) {
 		r.Index = n
 		r.RepType, r.InType = typ, inType
 		r.D, r.Q, r.F, r.I = flags&0x80 != 0, flags&0x40 != 0, flags&0x20 != 0, flags&0x10 != 0
+		d.sink = d.rawHops && flags&0xd0 == 0 // D, Q and I in one test
 		if typ == spec.RepINT {
 			fx := binary.BigEndian.Uint64(md) // the fixed part, one load
 			r.DomainID, r.DSMdBits, r.DSStatus = uint16(fx>>32), uint16(fx>>16), uint16(fx)
@@ -356,6 +361,7 @@ func (d *Decoder) resetReport(r *Report) {
 	*r = Report{}
 	r.INT.Hops = d.hops[:0]
 	d.lazy, d.mdLazy, d.intHeld = false, false, false
+	d.sink = false // set by decodeV2 per report; TR 0.5 takes decodeV21
 }
 
 // resetHead is resetReport for a v2.0 report of the collector's own
@@ -661,6 +667,9 @@ func (d *Decoder) decodeV21(r *Report, st *INTStack, b []byte, encap spec.Encap,
 	st.Hops = d.hops[:n]
 	if d.layout.inst != inst || d.layout.fixed == 0 {
 		d.layout.set(inst)
+		// The cached header's stack is left raw with the layout it
+		// had: a new one ends it.
+		d.v21.ok = false
 	}
 	if d.rawHops && n > 0 && d.layout.node >= 0 && !r.I && !r.D && !r.Q && !st.Cut {
 		// A sink report for the collector: hops decoded with the path.

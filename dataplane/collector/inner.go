@@ -99,8 +99,10 @@ func (d *Decoder) innerFast(r *Report, b []byte, ethernet bool) bool {
 			return true
 		}
 	}
-	if hit && d.rawHops && !r.I && !r.D && !r.Q && d.layout.inst == d.v21.st.Instructions && d.layout.fixed != 0 {
-		// What the shim and decodeV21 give, known from the same bytes.
+	if hit && d.sink {
+		// What the shim and decodeV21 give, known from the same bytes:
+		// the header is cached only when its stack was left raw, and
+		// d.layout is still its layout (a new one clears the cache).
 		v := &d.v21
 		if v.npt1 {
 			r.setDstPort(v.port)
@@ -170,7 +172,8 @@ func (r *Report) setDstPort(p uint16) {
 }
 
 // v21Cache is the last INT v2.1 shim and MD header (16 bytes) that
-// innerFast found consistent and decodeV21 left as a raw stack: the same
+// innerFast found consistent and decodeV21 left as a raw stack, while
+// Decoder.layout is that stack's: the same
 // bytes pass the same checks and give the same INTStack, so the next
 // report with them (most of a sink's) skips both; its hops are decoded
 // with the path.
