@@ -505,12 +505,13 @@ func (c *Collector) mdPath(f *FlowState, r *Report) {
 // mdPathRaw is mdPath for a report whose hops were left in r.raw: each hop
 // is decoded into the path directly (only the fields mdPath uses, with the
 // same validity rules as hopLayout.decode).
+//
+// The decoder sets r.raw only as decodeV21 checks it, once per INT header
+// (innerFast's cached header reuses it): n > 0 whole hops of hopLen bytes
+// in b, a node ID in the layout and its fields within a hop.
 func (c *Collector) mdPathRaw(f *FlowState, r *Report) {
 	l, hl := r.raw.layout, r.raw.hopLen
 	n := r.raw.n
-	if n == 0 || n*hl != len(r.raw.b) || l.node < 0 || l.fixed > hl {
-		panic("collector: bad raw INT stack")
-	}
 	p := unsafe.Pointer(unsafe.SliceData(r.raw.b))
 	top := be32(p, l.node)
 	sinkInStack := top != wire.Unavailable32 && top == r.NodeID

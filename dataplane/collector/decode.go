@@ -115,7 +115,8 @@ type Report struct {
 
 // rawStack is an INT-MD stack left in the packet: n whole hops of hopLen
 // bytes, top of stack first, laid out as layout (which selects the node
-// ID).
+// ID). decodeV21 sets it only with n > 0, len(b) == n*hopLen and the
+// layout's fields within hopLen bytes; mdPathRaw reads it unchecked.
 type rawStack struct {
 	layout    *hopLayout
 	b         []byte
@@ -672,7 +673,11 @@ func (d *Decoder) decodeV21(r *Report, st *INTStack, b []byte, encap spec.Encap,
 		d.v21.ok = false
 	}
 	if d.rawHops && n > 0 && d.layout.node >= 0 && !r.I && !r.D && !r.Q && !st.Cut {
-		// A sink report for the collector: hops decoded with the path.
+		// A sink report for the collector: hops decoded with the path,
+		// which reads them unchecked (as rawStack says).
+		if d.layout.fixed > hl {
+			panic("collector: INT hop layout beyond its hop length")
+		}
 		st.Hops = d.hops[:0]
 		// Field by field: a composite literal goes through a stack
 		// temporary whose copy stalls on store forwarding.

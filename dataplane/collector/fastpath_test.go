@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/intd-project/intd/dataplane/wire"
 	"github.com/intd-project/intd/dataplane/wire/wiretest"
@@ -455,4 +456,34 @@ func sameBytes(a, b []byte) bool {
 		return len(a) == len(b)
 	}
 	return len(a) == len(b) && &a[0] == &b[0]
+}
+
+// TestRawStackChecked: every raw stack the decoder hands over (the
+// cached header's included) is as mdPathRaw, which reads it unchecked,
+// needs: whole hops inside the report's inner packet, a node ID in the
+// layout of the stack's bitmap, its fields within a hop.
+func TestRawStackChecked(t *testing.T) {
+	in := mutated(fastPathInputs(t), rand.New(rand.NewPCG(9, 10)), 30, 4)
+	raw := 0
+	d := NewDecoder()
+	h := handlerFunc(func(r *Report) {
+		s := &r.raw
+		if s.layout == nil {
+			return
+		}
+		raw++
+		inner := uintptr(unsafe.Pointer(unsafe.SliceData(r.Inner)))
+		at := uintptr(unsafe.Pointer(unsafe.SliceData(s.b)))
+		if s.n <= 0 || len(s.b) != s.n*s.hopLen || at < inner || at+uintptr(len(s.b)) > inner+uintptr(len(r.Inner)) ||
+			s.layout != &d.layout || s.layout.inst != r.INT.Instructions || s.layout.node < 0 || s.layout.fixed > s.hopLen ||
+			r.I || r.D || r.Q {
+			t.Fatalf("report %d: bad raw stack %d hops of %d bytes (%d), layout %+v, stack %+v", r.Index, s.n, s.hopLen, len(s.b), *s.layout, r.INT)
+		}
+	})
+	for _, b := range in {
+		d.decodeRaw(b, h, true)
+	}
+	if raw < 100 {
+		t.Fatalf("only %d raw stacks", raw)
+	}
 }
