@@ -238,7 +238,15 @@ func TestInnerFastMatchesReference(t *testing.T) {
 	if !looksINT05(int05[at:]) {
 		t.Fatal("crafted INT 0.5 header does not look like one")
 	}
-	for _, f := range [][]byte{frame, tcp, int05} {
+	// A shim with NPT 1 (the original destination port), unmarked and
+	// then marked: the marked one must not take the header the unmarked
+	// one left cached (the DSCP marking allows NPT 0 only).
+	npt := append([]byte(nil), frame...)
+	npt[at] |= 1 << 2
+	npt[at+2], npt[at+3] = 0x15, 0xb3
+	nptMarked := append([]byte(nil), npt...)
+	npt[wire.EthernetLen+1] = 0
+	for _, f := range [][]byte{frame, tcp, int05, npt, nptMarked} {
 		inner = append(inner, f, f[wire.EthernetLen:])
 		eth = append(eth, true, false)
 	}
@@ -273,11 +281,13 @@ func TestInnerFastMatchesReference(t *testing.T) {
 				rf, rr := &fast.rep, &ref.rep
 				fast.resetReport(rf)
 				ref.resetReport(rr)
+				fast.sink, ref.sink = raw, raw // as decodeV2 for a sink's report
 				rf.NodeID, rr.NodeID = 4, 4
 				if fast.innerFast(rf, b, eth[i]) {
 					taken++
 				}
 				fast.resetReport(rf)
+				fast.sink = raw
 				rf.NodeID = 4
 				fast.decodeInner(rf, b, eth[i], true)
 				ref.decodeInner(rr, b, eth[i], true)

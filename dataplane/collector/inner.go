@@ -57,10 +57,13 @@ func (d *Decoder) innerFast(r *Report, b []byte, ethernet bool) bool {
 	marked := c.DSCPMask != 0 && (h[1]>>2)&c.DSCPMask == c.DSCP
 	hit := false // the header is the cached one (v21Cache)
 	if marked {
-		if c.TCPBeforeOptions && proto == wire.ProtoTCP || off+4 > end || b[off]&0x0c != 0 {
-			return false
-		}
-		if hit = d.v21.match(b[off:end]); !hit && !looksV21Shim(b[off:end]) {
+		// The cached header first: it holds the shim's NPT (bits 2-3 of
+		// its first byte, the low byte of the word) and is 16 bytes.
+		if hit = d.v21.match(b[off:end]); hit {
+			if c.TCPBeforeOptions && proto == wire.ProtoTCP || d.v21.shim&0x0c != 0 {
+				return false
+			}
+		} else if c.TCPBeforeOptions && proto == wire.ProtoTCP || off+4 > end || b[off]&0x0c != 0 || !looksV21Shim(b[off:end]) {
 			return false
 		}
 		// A v2.1 shim here (type MD or MX: first byte 0x10 or more) is
