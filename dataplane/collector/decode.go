@@ -246,7 +246,8 @@ func (d *Decoder) decodeV2(payload []byte, h Handler) (int, error) {
 	// For the collector's own decoding the metadata of a sink report that
 	// takes the fused path (Report.raw, no drop) is left in place
 	// (Report.mdp) for mdPathRaw: nothing else reads it, the Report is
-	// seen by no one else.
+	// seen by no one else. Nor are the fields HandleReport does not read
+	// (Inner, DS, DomainID, DSMdBits, DSStatus) set then.
 	pend := c != nil && !full && c.dec == d
 	d.keyOnly = pend
 	for len(b) > 0 {
@@ -293,20 +294,26 @@ func (d *Decoder) decodeV2(payload []byte, h Handler) (int, error) {
 		r.D, r.Q, r.F, r.I = flags&0x80 != 0, flags&0x40 != 0, flags&0x20 != 0, flags&0x10 != 0
 		d.sink = d.rawHops && flags&0xd0 == 0 // D, Q and I in one test
 		if typ == spec.RepINT {
-			fx := binary.BigEndian.Uint64(md) // the fixed part, one load
-			r.DomainID, r.DSMdBits, r.DSStatus = uint16(fx>>32), uint16(fx>>16), uint16(fx)
+			fixed := md
 			md = md[wire.INTReportFixedLen:len(md):len(md)]
 			r.HasMD = true
 			if !pend {
+				// The fixed part (one load), the metadata and the
+				// domain-specific part, which the collector's own
+				// decoding (pend) does not read.
+				fx := binary.BigEndian.Uint64(fixed)
+				r.DomainID, r.DSMdBits, r.DSStatus = uint16(fx>>32), uint16(fx>>16), uint16(fx)
 				d.reportMD(r, md, d.lazy)
+				r.DS = md[d.repLayout.repMdWords(repMdBits)*4:]
 			}
 			if repMdBits&wire.RepDrop != 0 {
 				w := binary.BigEndian.Uint32(md[d.repLayout.fixed:])
 				r.HasDrop, r.DropQueueID, r.DropReason = true, uint8(w>>24), uint8(w>>16)
 			}
-			r.DS = md[d.repLayout.repMdWords(repMdBits)*4:]
 		}
-		r.Inner = body
+		if !pend {
+			r.Inner = body // innerFast and the general path take body
+		}
 		r.flowInKey = false
 		switch inType {
 		case spec.InEthernet, spec.InIPv4, spec.InIPv6:
