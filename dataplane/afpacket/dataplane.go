@@ -124,11 +124,33 @@ func New(cfg Config) (_ *Dataplane, err error) {
 	if d.host, err = takeOver(cfg.Interfaces, d.log); err != nil {
 		return nil, err
 	}
+	// Session tunnels leave whole through a TAP per port (TunnelOut).
+	noTunnels := ""
+	for _, p := range d.ports {
+		o, err := OpenTunnelOut(p.Name)
+		if err != nil {
+			if !errors.Is(err, ErrNoTunnelGSO) {
+				return nil, err
+			}
+			noTunnels = ErrNoTunnelGSO.Error()
+			break
+		}
+		p.Tunnel = o
+	}
+	if noTunnels != "" {
+		for _, p := range d.ports {
+			if p.Tunnel != nil {
+				_ = p.Tunnel.Close()
+				p.Tunnel = nil
+			}
+		}
+	}
 	clk := soft.NewRealClock()
 	if d.pipe, err = report.New(report.Config{}, report.Options{Clock: clk.Now}); err != nil {
 		return nil, err
 	}
-	if d.Switch, err = soft.New(soft.Config{Name: cfg.Name, Ports: pcs, Clock: clk, Reporter: d.pipe}); err != nil {
+	if d.Switch, err = soft.New(soft.Config{Name: cfg.Name, Ports: pcs, Clock: clk, Reporter: d.pipe,
+		NoSessionTunnels: noTunnels}); err != nil {
 		return nil, err
 	}
 	d.kernel = NewKernel(d.Switch, d.ports, d.log)
@@ -241,6 +263,10 @@ func (d *Dataplane) release() error {
 		errs = append(errs, d.pipe.Close())
 	}
 	for _, p := range d.ports {
+		if p.Tunnel != nil {
+			errs = append(errs, p.Tunnel.Close())
+			p.Tunnel = nil
+		}
 		errs = append(errs, p.Close())
 	}
 	errs = append(errs, d.host.restore())

@@ -34,6 +34,9 @@ type Kernel struct {
 	asked   map[netip.Addr]time.Time // last resolution request per address
 	routes  atomic.Int64             // routes installed by the last Sync
 	synced  func()                   // called after every Sync (Node's wake-up)
+	// tunnelEnd says whether a local address is the switch's end of
+	// session tunnels.
+	tunnelEnd func(netip.Addr) bool
 }
 
 // Verdict is what Classify decides for a received frame.
@@ -123,6 +126,9 @@ func NewKernel(sw *soft.Switch, ports []*Port, log *slog.Logger) *Kernel {
 	}
 	k := &Kernel{sw: sw, ports: ports, byIndex: map[int]int{}, log: log,
 		resolve: make(chan resolveReq, 64), asked: map[netip.Addr]time.Time{}}
+	if sw != nil {
+		k.tunnelEnd = sw.IsTunnelEnd
+	}
 	for i, p := range ports {
 		k.byIndex[p.Index] = i
 	}
@@ -430,7 +436,16 @@ func (k *Kernel) Classify(port int, f []byte) (Verdict, netip.Addr) {
 	}
 	v := k.view.Load()
 	if v.local[dst] {
-		return ToKernel, netip.Addr{}
+		// A session tunnel ending at this node goes by its inner
+		// destination (the switch takes it out at the sink port).
+		in, ok := sessionTunnelInner(f, off)
+		if !ok || k.tunnelEnd == nil || !k.tunnelEnd(dst) {
+			return ToKernel, netip.Addr{}
+		}
+		dst = in
+		if v.local[dst] {
+			return ToKernel, netip.Addr{}
+		}
 	}
 	t := &v.v4
 	if dst.Is6() {

@@ -253,6 +253,9 @@ func (n *Node) whole(p *Port, i, j int) bool {
 	f := p.Frame(j)
 	seg := segmentIPLen(vh, f)
 	if seg <= 0 {
+		seg = tunnelSegmentIPLen(vh, f)
+	}
+	if seg <= 0 {
 		return false
 	}
 	vh.Put(n.offload[:])

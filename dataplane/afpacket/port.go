@@ -49,6 +49,7 @@ type PortStats struct {
 	RxVLANRestored               uint64 // VLAN tags put back from PACKET_AUXDATA
 	TxFrames, TxBytes, TxBatches uint64
 	TxErrors                     uint64 // frames the kernel refused (e.g. larger than the MTU)
+	TxTunnel                     uint64 // super-packets sent whole in a UDP tunnel (TransmitTunnel)
 	// Counted by Node:
 	HeldFrames  uint64 // frames (segments) held while their next hop was resolved
 	HoldDrops   uint64 // held frames dropped: next hop not resolved in HoldTimeout, or the hold queue full
@@ -79,6 +80,9 @@ type Port struct {
 	Index int
 	MAC   [6]byte
 	MTU   int
+	// Tunnel sends the port's UDP-tunnelled super-packets whole
+	// (TransmitTunnel); nil: none.
+	Tunnel *TunnelOut
 
 	fd       int
 	maxFrame int

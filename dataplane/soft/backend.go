@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net/netip"
 	"math/bits"
 	"slices"
 	"time"
@@ -48,6 +49,7 @@ func (s *Switch) Capabilities() sai.Capabilities {
 		LastHopReport:       sai.LastHopEmbeddedInt,
 		DropReasonReference: sai.SDFabricDropReasonsURL,
 		MaxQueueReports:     0,
+		SessionTunnel:       true,
 	}
 }
 
@@ -70,6 +72,15 @@ func (s *Switch) checkAttrs(_ sai.OID, a sai.Attrs) error {
 		}
 		if a.GeneveOptionClass != 0 && a.GeneveOptionClass != spec.GeneveClassINT {
 			return errf(sai.ErrUnsupported, "Geneve option class %#x (only %#x)", a.GeneveOptionClass, spec.GeneveClassINT)
+		}
+		for _, t := range []struct {
+			a    netip.Addr
+			attr sai.AttrID
+		}{{a.TunnelAddress, sai.AttrDTelTunnelAddress}, {a.TunnelAddress6, sai.AttrDTelTunnelAddress6}} {
+			if t.a.IsValid() && s.noTunnels != "" {
+				return &sai.AttrError{Object: sai.ObjectTypeDTel, Attr: t.attr, Index: -1, Err: sai.ErrUnsupported,
+					Msg: "INT session tunnels (VXLAN-GPE added by the source; " + s.noTunnels + ") are not supported"}
+			}
 		}
 	case sai.ReportSessionAttrs:
 		return saireport.CheckReportSession(s.reporter, a)
@@ -218,6 +229,9 @@ func (s *Switch) recompile(t sai.ObjectType) {
 		c.dscp = d.IntL4DSCP
 		c.remark, c.remarkDSCP = d.IntEndpointEnable && d.IntL4DSCP.Mask != 0, d.IntL4DSCPRemark
 		c.malformedDrop = d.MalformedAction == sai.MalformedDrop
+		if d.IntEndpointEnable && c.parser.VXLANGPEPort != 0 {
+			c.tunAddr4, c.tunAddr6 = d.TunnelAddress, d.TunnelAddress6
+		}
 		switch {
 		case d.IntL4DSCP.Mask != 0:
 			c.src = wire.SourceOptions{Encap: spec.EncapDSCP, DSCP: d.IntL4DSCP.Value, Mask: d.IntL4DSCP.Mask}
@@ -238,6 +252,14 @@ func (s *Switch) recompile(t sai.ObjectType) {
 					typ = spec.TypeMX
 				}
 				se.clamp = wire.TCPSourceOverhead(typ, int(a.MaxHopCount), se.hopML, &c.src)
+			}
+			if se.tunnel {
+				se.dst4, se.dst6 = a.TunnelDestination, a.TunnelDestination6
+				if a.ClampTCPMSS {
+					// clampFor adds the outer IP header of the
+					// packet's family.
+					se.clamp = wire.SessionTunnelLen + int(a.MaxHopCount)*se.hopML*4
+				}
 			}
 			sessions[oid] = se
 		case sai.ReportSessionAttrs:
@@ -291,6 +313,19 @@ type session struct {
 	// clamp is the INT a full-sized TCP segment gets at MaxHopCount hops
 	// (ClampTCPMSS; 0: off): SYN MSS options leave room for it.
 	clamp int
+	// tunnel: INT-MD in a session tunnel to dst4 (IPv4 packets) or dst6
+	// (IPv6), invalid when none of that family.
+	tunnel     bool
+	dst4, dst6 netip.Addr
+}
+
+// clampFor is what SYNs of IP version ipv leave room for (clamp, with a
+// session tunnel's outer IP header).
+func (se *session) clampFor(ipv uint8) int {
+	if se.tunnel {
+		return wire.SessionTunnelOverhead(ipv, 0) - wire.SessionTunnelLen + se.clamp
+	}
+	return se.clamp
 }
 
 func newSession(oid sai.OID, a sai.IntSessionAttrs, st *sai.IntSessionStats) *session {
@@ -298,5 +333,6 @@ func newSession(oid sai.OID, a sai.IntSessionAttrs, st *sai.IntSessionStats) *se
 	// This node knows no domain but the default one: it assumes one word
 	// per DS instruction bit and fills them with all ones.
 	ds := bits.OnesCount16(a.DSInstruction)
-	return &session{oid: oid, a: a, inst: inst, dsWords: ds, hopML: inst.Words() + ds, stats: st}
+	return &session{oid: oid, a: a, inst: inst, dsWords: ds, hopML: inst.Words() + ds, stats: st,
+		tunnel: a.Encapsulation == sai.SessionEncapVXLANGPE}
 }

@@ -29,6 +29,30 @@ type WholeLink interface {
 	TransmitWhole(frame []byte, o *Offload)
 }
 
+// TunnelLink is a Link that can also send TCP super-packets in a UDP
+// tunnel whole (an INT session tunnel), for the kernel to cut into
+// segments with everything up to the inner IP header copied onto each.
+type TunnelLink interface {
+	Link
+	// CanTunnel says whether TransmitTunnel works on this link.
+	CanTunnel() bool
+	// TransmitTunnel sends frame, whose outer UDP header is at outerL4
+	// and inner IP header at innerL3, as segments of mss bytes of TCP
+	// payload. The inner TCP checksum holds its pseudo-header sum (as
+	// received from a sender that left it to the device). Frame is only
+	// valid during the call.
+	TransmitTunnel(frame []byte, outerL4, innerL3, mss int)
+}
+
+// TCPLink is a Link that sends a TCP super-packet (IP at l3, its TCP
+// checksum holding the pseudo-header sum) whole with fresh offload
+// state, as segments of mss payload bytes. Frame must stay as it is
+// until the next flush, as for WholeLink.
+type TCPLink interface {
+	Link
+	TransmitTCP(frame []byte, l3, mss int)
+}
+
 // LinkFunc adapts a function to Link.
 type LinkFunc func(frame []byte)
 
@@ -96,6 +120,9 @@ type Config struct {
 	// FlowCacheSize is the number of flow cache slots, rounded up to a
 	// power of two (default 4096).
 	FlowCacheSize int
+	// NoSessionTunnels, when set, says why INT session tunnels cannot be
+	// configured (a node tunnel address is refused with it).
+	NoSessionTunnels string
 }
 
 const (
@@ -109,5 +136,5 @@ const (
 	// of payload behind Ethernet, two VLAN tags and up to 128 bytes of
 	// IPv6 and TCP headers.
 	maxWhole = 65535 + 14 + 8 + 40 + 128
-	intRoom  = 512 // buffer room for INT headers and metadata
+	intRoom  = 512 // buffer room for INT headers and metadata (and a session tunnel)
 )

@@ -2,6 +2,7 @@ package soft
 
 import (
 	"encoding/binary"
+	"net/netip"
 
 	"github.com/intd-project/intd/dataplane/report"
 	"github.com/intd-project/intd/dataplane/wire"
@@ -31,7 +32,14 @@ func (s *Switch) transit(b *pbuf, c *compiled, p *port, t int64) {
 		return
 	}
 	s.fillHop(b, c, t, &s.hop)
-	limit := len(b.data) + mtuRoom(b, p)
+	room := mtuRoom(b, p)
+	if b.whole {
+		// Every segment grows by the hop (the session tunnel's source
+		// sized them for its hops).
+		room = max(0, p.cfg.MTU-b.segIP)
+		b.tunOut = true
+	}
+	limit := len(b.data) + room
 	limit = min(limit, len(b.store))
 	out, err := wire.PushHop(b.data[:len(b.data):limit], &b.pkt, &s.hop, wire.PushOptions{})
 	b.setData(out)
@@ -109,7 +117,23 @@ func (s *Switch) sink(b *pbuf, c *compiled, p *port, t int64) bool {
 		ev.Hop = s.hop
 		s.emit(ev)
 	}
-	out, err := wire.Strip(b.data, &b.pkt, wire.SinkOptions{RestoreDSCP: b.pkt.Encap == spec.EncapDSCP})
+	var out []byte
+	var err error
+	if dst, ok := wire.SessionTunnelInner(b.data, &b.pkt); ok && dst == b.pkt.Flow.Dst && c.tunnelAddr(s.tunnelEnd(&b.pkt, c)) {
+		// A session tunnel ends here: all of it goes.
+		l3 := b.pkt.L3
+		b.data = wire.DecapSessionTunnel(b.data, &b.pkt)
+		b.pkt.L3 = l3
+		b.tcpOut = b.whole
+		p.ctr.IntStripped++
+		s.node.IntStripped++
+		if discard {
+			p.ctr.IntDiscarded++
+			s.node.IntDiscarded++
+		}
+		return !discard
+	}
+	out, err = wire.Strip(b.data, &b.pkt, wire.SinkOptions{RestoreDSCP: b.pkt.Encap == spec.EncapDSCP})
 	if err != nil {
 		s.node.IntMalformedDrop++
 		p.ctr.IntMalformedDrop++
@@ -124,6 +148,89 @@ func (s *Switch) sink(b *pbuf, c *compiled, p *port, t int64) bool {
 		s.node.IntDiscarded++
 	}
 	return !discard
+}
+
+// tunnelEnd is this node's session tunnel end of p's IP version.
+func (s *Switch) tunnelEnd(p *wire.Packet, c *compiled) netip.Addr {
+	if p.IPVersion == 6 {
+		return c.tunAddr6
+	}
+	return c.tunAddr4
+}
+
+// tunnelSource says whether TCP super-packet b, matched by ent with flow
+// op INT, goes whole into a session tunnel through port out: ent's
+// session has one for its IP version, and the port's link sends them.
+func (s *Switch) tunnelSource(c *compiled, b *pbuf, ent *wlEntry, out int) bool {
+	if ent == nil || ent.sess == nil || !ent.sess.tunnel || ent.act.FlowOp != sai.FlowOpInt ||
+		!c.endpoint || out < 0 || c.sink[out] || ent.sess.a.Mode != sai.IntModeMD {
+		return false
+	}
+	pk := &b.pkt
+	if pk.Proto != wire.ProtoTCP || pk.L4 < 0 || pk.Tunnel >= 0 || pk.INT >= 0 || !s.tunnelEnd(pk, c).IsValid() ||
+		!ent.sess.dst(pk.IPVersion).IsValid() {
+		return false
+	}
+	l := s.ports[out].tun
+	return l != nil && l.CanTunnel()
+}
+
+// dst is the session's tunnel destination for IP version ipv.
+func (se *session) dst(ipv uint8) netip.Addr {
+	if ipv == 6 {
+		return se.dst6
+	}
+	return se.dst4
+}
+
+// tunSource is the source step of a session tunnel's packet: INT-MD with
+// this node's hop in a VXLAN-GPE tunnel to the session's destination
+// (wire.EncapSessionTunnel). A super-packet's segments are made small
+// enough for the tunnel and MaxHopCount hops. A packet that cannot be
+// encapsulated leaves untouched, counted as not initiated.
+func (s *Switch) tunSource(b *pbuf, c *compiled, p *port, t int64) {
+	se := b.entry.sess
+	pk := &b.pkt
+	src, dst := s.tunnelEnd(pk, c), se.dst(pk.IPVersion)
+	if se.a.Mode != sai.IntModeMD || pk.L3 < 0 || !src.IsValid() || !dst.IsValid() || pk.Tunnel >= 0 ||
+		pk.IPVersion == 6 && pk.IPHeaderLen != wire.IPv6Len || pk.End != len(b.data) || se.hopML > 31 {
+		se.stats.NotInitiatedUnsupported++
+		return
+	}
+	hopb := se.hopML * 4
+	n := wire.SessionTunnelOverhead(pk.IPVersion, hopb)
+	if b.whole {
+		reserve := n + max(int(se.a.MaxHopCount)-1, 0)*hopb
+		hdrs := b.segIP - b.mss
+		if p.cfg.MTU < hdrs+reserve+256 {
+			se.stats.NotInitiatedNoRoom++
+			return
+		}
+		b.mss = min(b.mss, p.cfg.MTU-hdrs-reserve)
+	} else if pk.End-pk.L3+n > p.cfg.MTU {
+		se.stats.NotInitiatedNoRoom++
+		return
+	}
+	if b.whole {
+		b.data = b.store[:copy(b.store, b.data)] // from the receive buffer
+	}
+	hdr := s.hdr[:]
+	h := wire.MDHeader{Version: wire.Version2, Discard: se.a.Discard, HopML: uint8(se.hopML),
+		RemainingHops: se.a.MaxHopCount - 1, Instructions: se.inst,
+		DomainID: se.a.DomainSpecificID, DSInstructions: se.a.DSInstruction, DSFlags: se.a.DSFlags}
+	_ = h.Put(hdr)
+	s.fillHop(b, c, t, &s.hop)
+	m, _ := wire.PutHop(hdr[wire.MDHeaderLen:], se.inst, se.dsWords, &s.hop)
+	out, err := wire.EncapSessionTunnel(b.data[:len(b.data):len(b.store)], pk, src, dst, hdr[:wire.MDHeaderLen+m])
+	if err != nil {
+		se.stats.NotInitiatedUnsupported++
+		return
+	}
+	b.setData(out)
+	b.tunOut = b.whole
+	se.stats.PacketsInitiated++
+	p.ctr.IntInserted++
+	s.node.IntInserted++
 }
 
 // tunnelKind says which INT tunnel encapsulation the source can use for b,
@@ -154,6 +261,10 @@ func tunnelKind(b *pbuf, c *compiled) spec.Encap {
 // source is the INT source step for a watched flow with flow op INT.
 func (s *Switch) source(b *pbuf, c *compiled, p *port, t int64) {
 	se := b.entry.sess
+	if se.tunnel {
+		s.tunSource(b, c, p, t)
+		return
+	}
 	tun := tunnelKind(b, c)
 	opt := c.src
 	fixed := wire.ShimLen + wire.MDHeaderLen

@@ -10,12 +10,13 @@ import (
 	"github.com/intd-project/intd/sai"
 )
 
-// TestSessionTunnelRefused: the software dataplane cannot add the
-// VXLAN-GPE tunnel of an INT session with encapsulation VXLAN_GPE (no
-// tunnel GSO on its sockets): configuration asking for it is refused with
-// the YANG path, and nothing of it is applied.
+// TestSessionTunnelRefused: a switch told that its links cannot send
+// tunnel super-packets (Config.NoSessionTunnels, as the AF_PACKET
+// dataplane says on a kernel whose TAP takes no UDP tunnel GSO) refuses
+// a node tunnel address with the YANG path and the reason, and nothing
+// of the configuration is applied.
 func TestSessionTunnelRefused(t *testing.T) {
-	sw, err := New(Config{Name: "s1", Ports: []PortConfig{{Name: "p1", ID: 1}}})
+	sw, err := New(Config{Name: "s1", Ports: []PortConfig{{Name: "p1", ID: 1}}, NoSessionTunnels: "no TAP tunnel GSO"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +29,7 @@ func TestSessionTunnelRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = dtel.New(sw).Apply(context.Background(), dev)
-	const want = "/int/node/config/tunnel-address: INT session tunnels (VXLAN-GPE added by the source) are not supported by the dataplane"
+	const want = "/int/node/config/tunnel-address: INT session tunnels (VXLAN-GPE added by the source; no TAP tunnel GSO) are not supported by the dataplane"
 	if !errors.Is(err, sai.ErrUnsupported) || err.Error() != want {
 		t.Fatalf("Apply = %v, want %s", err, want)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"net/netip"
 	"slices"
 	"sync"
 
@@ -30,6 +31,7 @@ type Switch struct {
 	routes     []cRoute
 	noTTL      bool
 	maxFrame   int
+	noTunnels  string // why session tunnels cannot be configured, "" if they can
 
 	// sai objects
 	store     *sai.Store
@@ -65,6 +67,8 @@ type port struct {
 	cfg   PortConfig
 	link  Link
 	whole WholeLink // link, when it sends super-packets whole
+	tun   TunnelLink // link, when it sends UDP-tunnelled super-packets whole
+	tcp   TCPLink    // link, when it sends TCP super-packets with fresh offload state
 	ctr   sai.Counters
 	qs    []queue // by queue id
 	// The packet being sent (dequeued, still counted in its queue) and
@@ -105,6 +109,11 @@ type pbuf struct {
 	segIP   int // IP length of its largest segment
 	// unsampled: a peeking lookup found the packet sampled out
 	unsampled bool
+	// A super-packet leaving through a TunnelLink (tunOut: in a session
+	// tunnel) or a TCPLink (tcpOut: taken out of one), in segments of
+	// mss bytes of TCP payload.
+	tunOut, tcpOut bool
+	mss            int
 }
 
 // New builds a switch from cfg. Port names must be unique and non-empty,
@@ -115,6 +124,7 @@ func New(cfg Config) (*Switch, error) {
 		clock:      cfg.Clock,
 		portByName: map[string]int{},
 		noTTL:      cfg.NoTTLDecrement,
+		noTunnels:  cfg.NoSessionTunnels,
 		maxFrame:   cfg.MaxFrame,
 		wlStats:    map[sai.OID]*sai.WatchlistEntryStats{},
 		sessStats:  map[sai.OID]*sai.IntSessionStats{},
@@ -210,6 +220,16 @@ func (s *Switch) SetLink(i int, l Link) {
 func (p *port) setLink(l Link) {
 	p.link = l
 	p.whole, _ = l.(WholeLink)
+	p.tun, _ = l.(TunnelLink)
+	p.tcp, _ = l.(TCPLink)
+}
+
+// IsTunnelEnd says whether a is this switch's end of INT session tunnels
+// (a node tunnel address, INT endpoint on).
+func (s *Switch) IsTunnelEnd(a netip.Addr) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cfg.tunnelAddr(a)
 }
 
 // SetRoutes replaces the static routes.
@@ -275,7 +295,7 @@ func (s *Switch) allocWhole() *pbuf {
 		s.freeWhole = s.freeWhole[:n-1]
 		return b
 	}
-	return &pbuf{store: make([]byte, maxWhole), whole: true}
+	return &pbuf{store: make([]byte, maxWhole+intRoom), whole: true}
 }
 
 func (s *Switch) release(b *pbuf) {
@@ -412,6 +432,7 @@ func (s *Switch) process(in int, frame []byte, b *pbuf, rx, now int64) bool {
 		copy(b.data, frame)
 	}
 	b.in, b.tIn, b.out, b.queue = in, rx, -1, 0
+	b.tunOut, b.tcpOut = false, false
 	// A packet from outside the INT domain (through a sink port) is never
 	// INT, whatever its DSCP or ports say.
 	edge := c.sink[in]
@@ -432,7 +453,23 @@ func (s *Switch) process(in int, frame []byte, b *pbuf, rx, now int64) bool {
 		// options are bad; from outside the domain, a plain packet.
 		bad = !edge
 	}
-	if b.whole && b.pkt.INT >= 0 {
+	tunPkt := false
+	if b.pkt.INT >= 0 && c.dtel != nil {
+		if dst, ok := wire.SessionTunnelInner(b.data, &b.pkt); ok {
+			tunPkt = true
+			if b.whole {
+				// INT is pushed or removed: worked on in its buffer,
+				// the frame stays as it came should it be refused.
+				b.data = b.store[:copy(b.store, frame)]
+			}
+			if !edge && c.tunnelAddr(b.pkt.Flow.Dst) {
+				// A session tunnel ending here: routed by the inner
+				// packet, towards the sink port where it is removed.
+				wire.SetSessionTunnelDst(b.data, &b.pkt, dst)
+			}
+		}
+	}
+	if b.whole && b.pkt.INT >= 0 && !tunPkt {
 		return false
 	}
 	if b.pkt.INT >= 0 && b.pkt.INTType == spec.TypeMD && c.dtel != nil {
@@ -465,7 +502,11 @@ func (s *Switch) process(in int, frame []byte, b *pbuf, rx, now int64) bool {
 		ent, op, rt, out = s.lookup(c, b, b.whole)
 	}
 	if b.whole {
-		if op != sai.FlowOpNop || rt < 0 || !s.wholeOut(out, len(frame), b.segIP) {
+		if op == sai.FlowOpInt && s.tunnelSource(c, b, ent, out) {
+			// Counted as sampled now (the lookup above only peeked).
+			ent, op, rt, out = s.lookup(c, b, false)
+		}
+		if rt < 0 || !s.wholeFits(c, b, ent, op, out, len(frame)) {
 			return false
 		}
 		s.ports[in].ctr.InPackets++
@@ -511,6 +552,74 @@ func (s *Switch) wholeOut(out, n, segIP int) bool {
 	}
 	p := &s.ports[out]
 	return p.whole != nil && 4*n <= p.cfg.QueueBytes && segIP > 0 && segIP <= p.cfg.MTU
+}
+
+// wholeFits says whether super-packet b of n bytes, with flow op op,
+// can leave whole through port out: plain (wholeOut), into a session
+// tunnel at its source (tunnelSource), or in one at a transit node or
+// out of it at its sink.
+func (s *Switch) wholeFits(c *compiled, b *pbuf, ent *wlEntry, op sai.FlowOp, out, n int) bool {
+	if out < 0 || out >= len(s.ports) {
+		return false
+	}
+	p := &s.ports[out]
+	if 4*n > p.cfg.QueueBytes || b.segIP <= 0 {
+		return false
+	}
+	pk := &b.pkt
+	switch {
+	case pk.INT < 0 && op == sai.FlowOpNop:
+		return s.wholeOut(out, n, b.segIP)
+	case pk.INT < 0 && op == sai.FlowOpInt:
+		if !s.tunnelSource(c, b, ent, out) {
+			return false
+		}
+		// The source lowers the segment size to fit the tunnel.
+		return s.setMSS(b, pk.L3, pk.L4)
+	case pk.INT >= 0 && op == sai.FlowOpNop && c.sink[out] && c.endpoint:
+		dst, ok := wire.SessionTunnelInner(b.data, pk)
+		if !ok || dst != pk.Flow.Dst || p.tcp == nil || !s.setMSS(b, pk.Next, -1) {
+			return false
+		}
+		// Out of the tunnel, its segments are smaller.
+		return b.segIP-(pk.Next-pk.L3) <= p.cfg.MTU
+	case pk.INT >= 0 && op == sai.FlowOpNop && c.transit && !c.sink[out]:
+		return p.tun != nil && p.tun.CanTunnel() && s.setMSS(b, pk.Next, -1)
+	}
+	return false
+}
+
+// setMSS sets b.mss, the TCP payload of b's segments, from the IP length
+// of its largest one (b.segIP): the headers up to the end of the TCP
+// header of the IP packet at ip (its TCP header at l4, or found when -1)
+// taken off. False when that is no TCP packet.
+func (s *Switch) setMSS(b *pbuf, ip, l4 int) bool {
+	d := b.data
+	if l4 < 0 {
+		if ip+40 > len(d) {
+			return false
+		}
+		switch d[ip] >> 4 {
+		case 4:
+			if d[ip+9] != wire.ProtoTCP {
+				return false
+			}
+			l4 = ip + int(d[ip]&15)*4
+		case 6:
+			if d[ip+6] != wire.ProtoTCP {
+				return false
+			}
+			l4 = ip + wire.IPv6Len
+		default:
+			return false
+		}
+	}
+	if l4+20 > len(d) {
+		return false
+	}
+	end := l4 + int(d[l4+12]>>4)*4
+	b.mss = b.segIP - (end - b.pkt.L3)
+	return b.mss > 0 && end <= len(d)
 }
 
 // malformed handles a packet from inside the domain that carries the INT
@@ -896,7 +1005,7 @@ func (s *Switch) egress(b *pbuf) {
 		// The flow's SYNs are clamped whether or not this packet is
 		// sampled: every segment that gets INT later needs the room.
 		if se := b.entry.sess; se.clamp > 0 && b.pkt.Proto == wire.ProtoTCP {
-			wire.ClampMSS(b.data, b.pkt.L4, wire.MSSFor(p.cfg.MTU, b.pkt.IPVersion, se.clamp))
+			wire.ClampMSS(b.data, b.pkt.L4, wire.MSSFor(p.cfg.MTU, b.pkt.IPVersion, se.clampFor(b.pkt.IPVersion)))
 		}
 		if b.op == sai.FlowOpInt {
 			s.source(b, c, p, t)
@@ -922,6 +1031,10 @@ func (s *Switch) egress(b *pbuf) {
 		p.ctr.OutPackets++
 		s.node.OutPackets++
 		switch {
+		case b.tunOut:
+			p.tun.TransmitTunnel(b.data, b.pkt.L4, b.pkt.Next, b.mss)
+		case b.tcpOut:
+			p.tcp.TransmitTCP(b.data, b.pkt.L3, b.mss)
 		case b.whole:
 			p.whole.TransmitWhole(b.data, &b.offload)
 		case p.link != nil:
@@ -945,7 +1058,7 @@ func (s *Switch) clampReply(b *pbuf, c *compiled) {
 	if e == nil || e.act.FlowOp != sai.FlowOpInt || e.sess == nil || e.sess.clamp == 0 {
 		return
 	}
-	wire.ClampMSS(b.data, b.pkt.L4, wire.MSSFor(s.ports[b.in].cfg.MTU, b.pkt.IPVersion, e.sess.clamp))
+	wire.ClampMSS(b.data, b.pkt.L4, wire.MSSFor(s.ports[b.in].cfg.MTU, b.pkt.IPVersion, e.sess.clampFor(b.pkt.IPVersion)))
 }
 
 func (s *Switch) queueReport(b *pbuf, c *compiled, q *qrState, t int64) {

@@ -35,9 +35,17 @@ type compiled struct {
 	remarkDSCP    uint8
 	dscp          sai.DSCPMatch
 	malformedDrop bool
+	// tunAddr4, tunAddr6: this node's ends of session tunnels (invalid:
+	// none).
+	tunAddr4, tunAddr6 netip.Addr
 	// telemetry holds the collectors (report session destinations):
 	// report packets to them are never watched.
 	telemetry map[collector]struct{}
+}
+
+// tunnelAddr says whether a is one of this node's session tunnel ends.
+func (c *compiled) tunnelAddr(a netip.Addr) bool {
+	return a.IsValid() && (a == c.tunAddr4 || a == c.tunAddr6)
 }
 
 // collector is a report destination: address and UDP port.

@@ -1,0 +1,379 @@
+//go:build linux
+
+package afpacket
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netns"
+
+	"github.com/intd-project/intd/dataplane/wire"
+	"github.com/intd-project/intd/dtel"
+	"github.com/intd-project/intd/gen"
+	"github.com/intd-project/intd/sai/spec"
+)
+
+// tunnelNodeConfig is the INT configuration of node id of the session
+// tunnel lab: DSCP marking off, INT recognised in VXLAN-GPE, the node's
+// tunnel-address tun (none when empty), sink interface sink, a session
+// in a VXLAN-GPE tunnel to dst watching 10.0.1.0/24 -> 10.0.2.0/24 when
+// dst is set, and reports to collector port col on the loopback.
+func tunnelNodeConfig(id int, tun, sink, dst string, col int) string {
+	node := fmt.Sprintf(`"enabled": true, "node-id": %d, "int-endpoint": true, "int-transit": true`, id)
+	if tun != "" {
+		node += `, "tunnel-address": "` + tun + `"`
+	}
+	extra := ""
+	if sink != "" {
+		extra += fmt.Sprintf(`"interfaces": {"interface": [{"name": %q, "config": {"name": %q, "int-sink": true}}]},`, sink, sink)
+	}
+	sess := ""
+	if dst != "" {
+		sess = `, "encapsulation": "VXLAN_GPE", "tunnel-destination": "` + dst + `", "clamp-tcp-mss": true`
+		extra += `"watchlist": {"entries": {"entry": [{"sequence-id": 10, "config": {"sequence-id": 10},
+			"match": {"config": {"source-prefix": "10.0.1.0/24", "destination-prefix": "10.0.2.0/24"}},
+			"actions": {"config": {"flow-op": "INT", "int-session": "md", "sample-percent": 100}}}]}},`
+	}
+	return fmt.Sprintf(`{"intd-int:int": {
+	"node": {"config": {%s}},
+	"marking": {"config": {"l4-marking": "DSCP", "dscp-value": 23, "dscp-mask": 63}},
+	%s
+	"int-sessions": {"int-session": [{"name": "md", "config": {"name": "md", "mode": "INT_MD",
+		"instructions": ["intd-int-metadata-semantics:METADATA_FIELD_NODE_ID",
+			"intd-int-metadata-semantics:METADATA_FIELD_LEVEL_1_INTERFACE_IDS",
+			"intd-int-metadata-semantics:METADATA_FIELD_HOP_LATENCY"],
+		"remaining-hop-count": 8%s}}]},
+	"report-sessions": {"report-session": [{"name": "c",
+		"config": {"name": "c", "source-address": "127.0.0.1", "report-format": "TELEMETRY_REPORT_V2_0", "truncate-size": 512},
+		"collectors": {"collector": [{"address": "127.0.0.1", "port": %d, "config": {"address": "127.0.0.1", "port": %d}}]}}]},
+	"events": {"event": [{"type": "FLOW_STATE", "config": {"type": "FLOW_STATE", "report-session": "c"}}]}
+}}`, node, extra, sess, col, col)
+}
+
+// tunnelLab is h1 - s1 - s2 - s3 - h2 in namespaces, the soft dataplane
+// on s1 (10.0.1.1, 10.0.12.1), s2 (10.0.12.2, 10.0.23.1) and s3
+// (10.0.23.2, 10.0.2.1), hosts 10.0.1.2 and 10.0.2.2 with their default
+// offloads (TSO on).
+type tunnelLab struct {
+	h1, s1, s2, s3, h2 netns.NsHandle
+	d                  [3]*Dataplane
+}
+
+func newTunnelLab(t *testing.T) *tunnelLab {
+	l := &tunnelLab{}
+	for _, ns := range []*netns.NsHandle{&l.h1, &l.s1, &l.s2, &l.s3, &l.h2} {
+		*ns, _ = testNS(t)
+	}
+	link(t, l.h1, "h1-s1", "10.0.1.2/24", l.s1, "s1-h1", "10.0.1.1/24")
+	link(t, l.s1, "s1-s2", "10.0.12.1/24", l.s2, "s2-s1", "10.0.12.2/24")
+	link(t, l.s2, "s2-s3", "10.0.23.1/24", l.s3, "s3-s2", "10.0.23.2/24")
+	link(t, l.s3, "s3-h2", "10.0.2.1/24", l.h2, "h2-s3", "10.0.2.2/24")
+	route(t, l.h1, "0.0.0.0/0", "10.0.1.1")
+	route(t, l.h2, "0.0.0.0/0", "10.0.2.1")
+	route(t, l.s1, "10.0.2.0/24", "10.0.12.2")
+	route(t, l.s1, "10.0.23.0/24", "10.0.12.2")
+	route(t, l.s2, "10.0.1.0/24", "10.0.12.1")
+	route(t, l.s2, "10.0.2.0/24", "10.0.23.2")
+	route(t, l.s3, "10.0.1.0/24", "10.0.23.1")
+	route(t, l.s3, "10.0.12.0/24", "10.0.23.1")
+	return l
+}
+
+// start runs the three dataplanes, skipping the test on a kernel whose
+// TAP takes no UDP tunnel GSO.
+func (l *tunnelLab) start(t *testing.T) {
+	for i, s := range []struct {
+		ns     netns.NsHandle
+		ifaces []string
+	}{{l.s1, []string{"s1-h1", "s1-s2"}}, {l.s2, []string{"s2-s1", "s2-s3"}}, {l.s3, []string{"s3-s2", "s3-h2"}}} {
+		l.d[i], _ = startDataplane(t, s.ns, s.ifaces...)
+		if !l.d[i].ports[0].CanTunnel() {
+			t.Skip(ErrNoTunnelGSO)
+		}
+	}
+}
+
+// apply configures dataplane i in its namespace (where its report
+// sockets are made).
+func (l *tunnelLab) apply(t *testing.T, i int, cfg string) error {
+	dev := &gen.Device{}
+	if err := gen.Unmarshal([]byte(cfg), dev); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	inNS(t, []netns.NsHandle{l.s1, l.s2, l.s3}[i], func() error {
+		err = dtel.New(l.d[i]).Apply(context.Background(), dev)
+		return nil
+	})
+	return err
+}
+
+// reportPaths receives telemetry reports on conn and records the node
+// id path of each INT-MD one.
+type reportPaths struct {
+	mu    sync.Mutex
+	paths []string
+}
+
+func (r *reportPaths) run(conn net.PacketConn) {
+	buf := make([]byte, 9000)
+	pr := wire.Parser{VXLANGPEPort: spec.PortVXLANGPE, AllowTruncated: true}
+	for {
+		n, _, err := conn.ReadFrom(buf)
+		if err != nil {
+			return
+		}
+		_, rr, err := wire.NewReportReader(buf[:n])
+		if err != nil {
+			continue
+		}
+		var rep wire.Report
+		for rr.Next(&rep) {
+			var p wire.Packet
+			if pr.Parse(rep.Inner, &p) != nil || p.INT < 0 || p.INT+p.INTLen > len(rep.Inner) {
+				continue
+			}
+			inst := wire.Instructions(binary.BigEndian.Uint16(rep.Inner[p.INT+4:]))
+			_, st, err := wire.DecodeMD(rep.Inner[p.INT:p.INT+p.INTLen], 0)
+			if err != nil {
+				continue
+			}
+			var ids []string
+			for i := 0; i < st.Count(); i++ {
+				var m wire.HopMetadata
+				if wire.DecodeHop(st.Hop(i), inst, &m) == nil {
+					ids = append(ids, fmt.Sprint(m.NodeID))
+				}
+			}
+			r.mu.Lock()
+			r.paths = append(r.paths, strings.Join(ids, ","))
+			r.mu.Unlock()
+		}
+	}
+}
+
+func (r *reportPaths) got() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.paths...)
+}
+
+// frameLog reads the frames arriving on an interface (a second
+// AF_PACKET port on it) until stopped.
+type frameLog struct {
+	mu     sync.Mutex
+	frames [][]byte
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+func logFrames(t *testing.T, ns netns.NsHandle, dev string) *frameLog {
+	var p *Port
+	inNS(t, ns, func() (err error) {
+		p, err = Open(dev, PortConfig{Promiscuous: true, SocketBuffer: 64 << 20})
+		return err
+	})
+	c := &frameLog{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		defer p.Close()
+		for {
+			select {
+			case <-c.stop:
+				return
+			default:
+			}
+			n, err := p.Read()
+			if err != nil {
+				return
+			}
+			if n == 0 {
+				time.Sleep(200 * time.Microsecond)
+			}
+			c.mu.Lock()
+			for i := 0; i < n; i++ {
+				c.frames = append(c.frames, bytes.Clone(p.Frame(i)))
+			}
+			c.mu.Unlock()
+		}
+	}()
+	t.Cleanup(c.end)
+	return c
+}
+
+func (c *frameLog) end() {
+	select {
+	case <-c.stop:
+	default:
+		close(c.stop)
+	}
+	<-c.done
+}
+
+func (c *frameLog) got() [][]byte {
+	c.end()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.frames
+}
+
+// h1h2 says whether f holds an IPv4 TCP packet 10.0.1.2 -> 10.0.2.2 with
+// payload at off (its IP header).
+func h1h2(f []byte, off int) bool {
+	return len(f) >= off+40 && f[off]>>4 == 4 && f[off+9] == wire.ProtoTCP &&
+		bytes.Equal(f[off+12:off+20], []byte{10, 0, 1, 2, 10, 0, 2, 2}) &&
+		int(binary.BigEndian.Uint16(f[off+2:])) > int(f[off]&15)*4+int(f[off+int(f[off]&15)*4+12]>>4)*4
+}
+
+// tunnelHops returns the inner IP header offset and the hop count of a
+// session tunnel frame 10.0.12.1 -> 10.0.23.2 (as it reaches s3), -1
+// when f is none.
+func tunnelHops(f []byte) (int, int) {
+	if len(f) < 14+36+16 || binary.BigEndian.Uint16(f[12:]) != 0x0800 || f[23] != wire.ProtoUDP ||
+		!bytes.Equal(f[26:34], []byte{10, 0, 12, 1, 10, 0, 23, 2}) || binary.BigEndian.Uint16(f[36:]) != spec.PortVXLANGPE {
+		return -1, 0
+	}
+	shim := 14 + 36
+	words, hopML := int(f[shim+1]), int(f[shim+6]&0x1f)
+	if hopML == 0 || words < 3 || (words-3)%hopML != 0 {
+		return -1, 0
+	}
+	return shim + 4 + words*4, (words - 3) / hopML
+}
+
+// TestSessionTunnelSoft: s1's INT session puts the TCP flow h1 -> h2
+// into a VXLAN-GPE tunnel to s3 (tunnel-address 10.0.23.2), TSO on at
+// the hosts. A 1 MiB echo h1 -> h2 -> h1 comes back byte for byte; s1
+// sends the flow's super-packets whole in the tunnel (through its
+// TunnelOut, none cut in userspace), s2 pushes its hop onto them whole,
+// every data frame of the flow arriving at s3 is in the tunnel with both
+// hops, super-packets among them; h2 receives no tunnel frame; the
+// collector's reports show the path 3, 2, 1 only.
+func TestSessionTunnelSoft(t *testing.T) {
+	l := newTunnelLab(t)
+	l.start(t)
+	// The report pipeline's sockets are made by its own goroutines, in
+	// the test's namespace: the collector listens there, on a free port.
+	conn, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	col := &reportPaths{}
+	go col.run(conn)
+	port := conn.LocalAddr().(*net.UDPAddr).Port
+	for i, c := range []string{
+		tunnelNodeConfig(1, "10.0.12.1", "s1-h1", "10.0.23.2", port),
+		tunnelNodeConfig(2, "", "", "", port),
+		tunnelNodeConfig(3, "10.0.23.2", "s3-h2", "", port),
+	} {
+		if err := l.apply(t, i, c); err != nil {
+			t.Fatalf("s%d: %v", i+1, err)
+		}
+	}
+	atS3 := logFrames(t, l.s3, "s3-s2")
+	atH2 := logFrames(t, l.h2, "h2-s3")
+
+	data := payloadBytes(1 << 20)
+	var ln net.Listener
+	inNS(t, l.h2, func() (err error) {
+		ln, err = net.Listen("tcp4", "10.0.2.2:7000")
+		return err
+	})
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(20 * time.Second))
+		_, _ = io.Copy(c, c)
+	}()
+	var c net.Conn
+	inNS(t, l.h1, func() (err error) {
+		c, err = net.DialTimeout("tcp4", "10.0.2.2:7000", 5*time.Second)
+		return err
+	})
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	back := make(chan []byte, 1)
+	go func() {
+		b := make([]byte, len(data))
+		n, _ := io.ReadFull(c, b)
+		back <- b[:n]
+	}()
+	if _, err := c.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	got := <-back
+	c.Close()
+	if !bytes.Equal(got, data) {
+		t.Fatalf("echo: %d bytes back, want the %d sent, byte for byte", len(got), len(data))
+	}
+	time.Sleep(100 * time.Millisecond)
+
+	st := l.d[0].Node().Stats()
+	t.Logf("s1: from h1 %d super-packets, %d whole, %d segments made; to s2 %d whole in the tunnel, %d errors",
+		st[0].RxGSO, st[0].RxWhole, st[0].RxSegments, st[1].TxTunnel, st[1].TxErrors)
+	if st[1].TxTunnel == 0 || st[0].RxSegments != 0 || st[1].TxErrors != 0 {
+		t.Errorf("s1: %d super-packets sent whole in the tunnel, %d segments cut, %d refused; want whole only",
+			st[1].TxTunnel, st[0].RxSegments, st[1].TxErrors)
+	}
+	st2 := l.d[1].Node().Stats()
+	if st2[1].TxTunnel == 0 || st2[0].RxGSOErrors != 0 {
+		t.Errorf("s2: %d super-packets sent whole in the tunnel, %d dropped", st2[1].TxTunnel, st2[0].RxGSOErrors)
+	}
+
+	var tun, super, plain, wrong int
+	for _, f := range atS3.got() {
+		if h1h2(f, 14) {
+			plain++
+			continue
+		}
+		in, hops := tunnelHops(f)
+		if in < 0 || !h1h2(f, in) {
+			continue
+		}
+		tun++
+		if len(f)-14 > 1500 {
+			super++
+		}
+		if hops != 2 {
+			wrong++
+		}
+	}
+	t.Logf("s2 -> s3: %d data frames in the tunnel (%d super-packets), %d plain, %d without 2 hops", tun, super, plain, wrong)
+	if tun == 0 || super == 0 || plain != 0 || wrong != 0 {
+		t.Errorf("s2 -> s3: %d data frames in the tunnel, %d super-packets, %d plain, %d without 2 hops: want all in the tunnel with 2 hops",
+			tun, super, plain, wrong)
+	}
+	for _, f := range atH2.got() {
+		if _, h := tunnelHops(f); h > 0 || len(f) > 42 && f[23] == wire.ProtoUDP && binary.BigEndian.Uint16(f[36:]) == spec.PortVXLANGPE {
+			t.Fatalf("h2 received a tunnel frame: %x", f[:min(len(f), 80)])
+		}
+	}
+
+	var paths []string
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end) && len(paths) == 0; time.Sleep(20 * time.Millisecond) {
+		paths = col.got()
+	}
+	for _, p := range paths {
+		if p != "3,2,1" {
+			t.Fatalf("report paths %v, want 3,2,1 only", paths)
+		}
+	}
+	s, _ := l.d[2].Stats(context.Background())
+	if len(paths) == 0 {
+		t.Fatalf("no reports; s3: %+v %+v", s.Node, s.Reports)
+	}
+	t.Logf("%d reports; s3 stripped %d", len(paths), s.Node.IntStripped)
+}

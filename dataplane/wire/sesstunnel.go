@@ -1,0 +1,186 @@
+package wire
+
+import (
+	"encoding/binary"
+	"net/netip"
+
+	"github.com/intd-project/intd/sai/spec"
+)
+
+// SessionTunnelLen is what an INT session tunnel adds after its outer IP
+// header: UDP, VXLAN-GPE, the INT shim and the INT-MD header (the hops
+// come on top).
+const SessionTunnelLen = UDPLen + VXLANLen + ShimLen + MDHeaderLen
+
+// SessionTunnelOverhead is the whole encapsulation of a session tunnel
+// of IP version ipv carrying hop bytes of INT-MD stack.
+func SessionTunnelOverhead(ipv uint8, hop int) int {
+	if ipv == 6 {
+		return IPv6Len + SessionTunnelLen + hop
+	}
+	return IPv4MinLen + SessionTunnelLen + hop
+}
+
+// EncapSessionTunnel puts the IP packet p (parsed from pkt, no IPv6
+// extension headers) behind the encapsulation of an INT session tunnel
+// from src to dst (of the packet's IP version): outer IP (the inner
+// DSCP and ECN; IPv4 with DF, identification 0, TTL 64; IPv6 flow label
+// 0, hop limit 64), UDP (source port the inner flow's entropy port,
+// destination 4790, checksum 0), VXLAN-GPE (flags I and P, next protocol
+// INT, VNI 0), the INT shim (next protocol IPv4 or IPv6) and md, the
+// INT-MD header and stack. pkt must have the room in its capacity; p
+// then describes the tunnel packet (Reparse not needed for lengths: L4,
+// Shim, INT, Next and End are set).
+func EncapSessionTunnel(pkt []byte, p *Packet, src, dst netip.Addr, md []byte) ([]byte, error) {
+	if p.L3 < 0 || len(md) < MDHeaderLen || len(md)%4 != 0 || len(md)/4 > 0xff {
+		return pkt, ErrUnsupported
+	}
+	v6 := p.IPVersion == 6
+	if src.Is4() == v6 || dst.Is4() == v6 || p.End > len(pkt) {
+		return pkt, ErrUnsupported
+	}
+	ohl := IPv4MinLen
+	if v6 {
+		ohl = IPv6Len
+	}
+	n := ohl + UDPLen + VXLANLen + ShimLen + len(md)
+	if cap(pkt)-p.End < n {
+		return pkt, ErrNoRoom
+	}
+	l3 := p.L3
+	inner := p.End - l3
+	pkt = pkt[:p.End+n]
+	copy(pkt[l3+n:], pkt[l3:p.End])
+	h := pkt[l3 : l3+n]
+	clear(h[:ohl+UDPLen+VXLANLen+ShimLen])
+	ih := pkt[l3+n:]
+	var tos byte
+	total := inner + n
+	if v6 {
+		tos = ih[0]<<4 | ih[1]>>4
+		h[0], h[1] = 0x60|tos>>4, tos<<4
+		binary.BigEndian.PutUint16(h[4:], uint16(total-IPv6Len))
+		h[6], h[7] = ProtoUDP, 64
+		a, b := src.As16(), dst.As16()
+		copy(h[8:], a[:])
+		copy(h[24:], b[:])
+	} else {
+		tos = ih[1]
+		h[0], h[1] = 0x45, tos
+		binary.BigEndian.PutUint16(h[2:], uint16(total))
+		h[6], h[8], h[9] = 0x40, 64, ProtoUDP
+		a, b := src.As4(), dst.As4()
+		copy(h[12:], a[:])
+		copy(h[16:], b[:])
+		binary.BigEndian.PutUint16(h[10:], ^Fold(Sum(0, h[:IPv4MinLen])))
+	}
+	u := h[ohl:]
+	binary.BigEndian.PutUint16(u[0:], p.Flow.EntropyPort())
+	binary.BigEndian.PutUint16(u[2:], spec.PortVXLANGPE)
+	binary.BigEndian.PutUint16(u[4:], uint16(total-ohl))
+	u[8] = GPEFlagI | GPEFlagP
+	u[11] = spec.VXLANGPENextProtoINT
+	next := byte(1)
+	if v6 {
+		next = 2
+	}
+	s := u[UDPLen+VXLANLen:]
+	s[0], s[1], s[3] = byte(spec.TypeMD)<<4, byte(len(md)/4), next
+	copy(s[ShimLen:], md)
+	// The outer header is IPv4 with options, or the inner one was: the
+	// parse below names the outer header's fields.
+	p.L4 = l3 + ohl
+	p.Tunnel = p.L4 + UDPLen
+	p.Shim = p.Tunnel + VXLANLen
+	p.INT = p.Shim + ShimLen
+	p.INTType, p.INTLen, p.Encap = spec.TypeMD, len(md), spec.EncapVXLANGPE
+	p.Next = p.INT + len(md)
+	p.End += n
+	p.Proto = ProtoUDP
+	p.IPHeaderLen = ohl
+	return pkt, nil
+}
+
+// SessionTunnelInner says whether p (parsed from pkt) is a session tunnel
+// packet: VXLAN-GPE INT-MD straight after an outer IP header without
+// options or extension headers, the inner packet of the same IP version
+// straight after the INT stack. inner is the inner packet's destination.
+func SessionTunnelInner(pkt []byte, p *Packet) (inner netip.Addr, ok bool) {
+	if p.L3 < 0 || p.Encap != spec.EncapVXLANGPE || p.INTType != spec.TypeMD || p.Proto != ProtoUDP {
+		return inner, false
+	}
+	ohl, next := IPv4MinLen, byte(1)
+	if p.IPVersion == 6 {
+		ohl, next = IPv6Len, 2
+	}
+	if p.L4 != p.L3+ohl || p.Shim != p.L4+UDPLen+VXLANLen || pkt[p.Shim+3] != next {
+		return inner, false
+	}
+	in := p.Next
+	if p.IPVersion == 6 {
+		if p.End < in+IPv6Len || pkt[in]>>4 != 6 {
+			return inner, false
+		}
+		return netip.AddrFrom16([16]byte(pkt[in+24 : in+40])), true
+	}
+	if p.End < in+IPv4MinLen || pkt[in]>>4 != 4 {
+		return inner, false
+	}
+	return netip.AddrFrom4([4]byte(pkt[in+16 : in+20])), true
+}
+
+// SetSessionTunnelDst gives a session tunnel packet (SessionTunnelInner)
+// the outer destination dst, its inner one, so that it is routed by the
+// inner packet; the IPv4 header checksum and a UDP checksum are updated.
+func SetSessionTunnelDst(pkt []byte, p *Packet, dst netip.Addr) {
+	l3 := p.L3
+	var old, nw []byte
+	if p.IPVersion == 6 {
+		a := dst.As16()
+		old, nw = pkt[l3+24:l3+40], a[:]
+	} else {
+		a := dst.As4()
+		old, nw = pkt[l3+16:l3+20], a[:]
+	}
+	// One's complement: subtract the old words, add the new ones.
+	delta := Sum(0, nw) + uint32(^Fold(Sum(0, old)))
+	copy(old, nw)
+	if p.IPVersion == 4 {
+		binary.BigEndian.PutUint16(pkt[l3+10:], AdjustChecksum(binary.BigEndian.Uint16(pkt[l3+10:]), delta))
+	}
+	if ck := binary.BigEndian.Uint16(pkt[p.L4+6:]); ck != 0 {
+		ck = AdjustChecksum(ck, delta)
+		if ck == 0 {
+			ck = 0xffff
+		}
+		binary.BigEndian.PutUint16(pkt[p.L4+6:], ck)
+	}
+	p.Flow.Dst = dst
+}
+
+// DecapSessionTunnel removes a session tunnel's encapsulation
+// (SessionTunnelInner) from pkt: outer IP, UDP, VXLAN-GPE and INT, what
+// comes before the outer IP header (Ethernet) moved up to the inner
+// packet. A congestion mark (CE) of the outer header is copied to an
+// ECN-capable inner packet (RFC 6040). It returns the frame, a suffix of
+// pkt; p no longer describes it.
+func DecapSessionTunnel(pkt []byte, p *Packet) []byte {
+	in := p.Next
+	outer := pkt[p.L3]<<4 | pkt[p.L3+1]>>4 // IPv6 traffic class
+	if p.IPVersion == 4 {
+		outer = pkt[p.L3+1]
+	}
+	if outer&3 == 3 {
+		if p.IPVersion == 6 {
+			if w := binary.BigEndian.Uint16(pkt[in:]); w&0x30 != 0 {
+				binary.BigEndian.PutUint16(pkt[in:], w|0x30)
+			}
+		} else if w := binary.BigEndian.Uint16(pkt[in:]); w&3 != 0 && w&3 != 3 {
+			binary.BigEndian.PutUint16(pkt[in:], w|3)
+			binary.BigEndian.PutUint16(pkt[in+10:], UpdateChecksum(binary.BigEndian.Uint16(pkt[in+10:]), w, w|3))
+		}
+	}
+	n := in - p.L3
+	copy(pkt[n:in], pkt[:p.L3])
+	return pkt[n:p.End]
+}
