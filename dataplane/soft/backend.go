@@ -5,8 +5,8 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"net/netip"
 	"math/bits"
+	"net/netip"
 	"slices"
 	"time"
 

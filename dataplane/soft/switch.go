@@ -66,7 +66,7 @@ type Switch struct {
 type port struct {
 	cfg   PortConfig
 	link  Link
-	whole WholeLink // link, when it sends super-packets whole
+	whole WholeLink  // link, when it sends super-packets whole
 	tun   TunnelLink // link, when it sends UDP-tunnelled super-packets whole
 	tcp   TCPLink    // link, when it sends TCP super-packets with fresh offload state
 	ctr   sai.Counters
