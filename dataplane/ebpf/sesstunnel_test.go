@@ -893,3 +893,73 @@ func (l *lab) udpGSO(t *testing.T) {
 		t.Errorf("h2 received %d of %d datagrams h1 sent as GSO super-packets", got, writes*8)
 	}
 }
+
+// TestSessionTunnelBothBackends: the soft dataplane's session tunnel
+// steps on single frames give the eBPF dataplane's bytes. The source
+// (ECT(0) inner packet, one that does not fit): the same tunnel frame
+// and the same refusal. The sink, given the frame as it arrives: the soft
+// switch takes the tunnel to its tunnel-address and rewrites the outer
+// destination itself (the eBPF program under test starts at egress, so
+// its frame is rewritten as intd_ingress does), and both return the
+// original packet, CE of the tunnel copied to an ECN-capable one only.
+func TestSessionTunnelBothBackends(t *testing.T) {
+	sess := sai.DefaultIntSessionAttrs()
+	sess.Instructions = detInst
+	sess.Encapsulation, sess.TunnelDestination = sai.SessionEncapVXLANGPE, netip.MustParseAddr("10.0.23.2")
+	src := nodes(t, setup{sess: &sess, match: port80(), mtu: 1500,
+		dt: func(a *sai.DTelAttrs) { a.TunnelAddress = netip.MustParseAddr("10.0.12.1") }})
+	orig := tcpFrame("10.0.1.1", "10.0.2.1", 1234, 80, 0, []byte("inside the tunnel"))
+	setTOS(orig, 14, 0x02)
+	big := tcpFrame("10.0.1.1", "10.0.2.1", 1234, 80, 0, make([]byte, 1500-40-40))
+	var tunnelled []byte
+	for _, frame := range [][]byte{orig, big} {
+		var outs [2][]byte
+		for i, n := range src {
+			outs[i] = n.process(t, bytes.Clone(frame))
+		}
+		if !bytes.Equal(outs[0], outs[1]) {
+			t.Fatalf("source, %d-byte frame:\n soft %x\n eBPF %x", len(frame), outs[0], outs[1])
+		}
+		if len(frame) == len(orig) {
+			tunnelled = outs[0]
+		}
+	}
+	if in, hops := tunnelFrame(tunnelled); in < 0 || hops != 1 || !bytes.Equal(tunnelled[in:], orig[14:]) {
+		t.Fatalf("source: %x is not the original in the tunnel", tunnelled)
+	}
+	for i, n := range src {
+		st, _ := n.Stats(context.Background())
+		for _, s := range st.IntSessions {
+			if s.PacketsInitiated != 1 || s.NotInitiatedNoRoom != 1 {
+				t.Errorf("%s source: session stats %+v, want 1 initiated, 1 without room", []string{"soft", "eBPF"}[i], s)
+			}
+		}
+	}
+
+	sink := nodes(t, setup{sink: true, dt: func(a *sai.DTelAttrs) { a.TunnelAddress = netip.MustParseAddr("10.0.23.2") }})
+	in, _ := tunnelFrame(tunnelled)
+	ce := bytes.Clone(orig)
+	setTOS(ce, 14, 0x03)
+	notECT := bytes.Clone(tunnelled)
+	setTOS(notECT, in, 0)
+	plain := bytes.Clone(orig)
+	setTOS(plain, 14, 0)
+	for _, c := range []struct {
+		name     string
+		f        []byte
+		outerTOS byte
+		want     []byte
+	}{{"ECT(0)", tunnelled, 0x02, orig}, {"tunnel CE", tunnelled, 0x03, ce}, {"tunnel CE, inner not ECN-capable", notECT, 0x03, plain}} {
+		for i, n := range sink {
+			f := bytes.Clone(c.f)
+			setTOS(f, 14, c.outerTOS)
+			if i == 1 {
+				copy(f[30:34], f[in+16:in+20]) // intd_ingress: the inner destination
+				setTOS(f, 14, c.outerTOS)
+			}
+			if got := n.process(t, f); !bytes.Equal(got, c.want) {
+				t.Errorf("%s sink, %s: %x\nwant %x", n.name(), c.name, got, c.want)
+			}
+		}
+	}
+}
