@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"encoding/json"
 	"net"
 	"os"
 	"testing"
@@ -15,6 +16,8 @@ const (
 	modeTunFwd  = "AF_PACKET forwarder, INT-MD tunnel via TAP"
 	modeSoftOff = "intd soft, INT off"
 	modeSoftOn  = "intd soft, INT on"
+	// INT-MD in a VXLAN-GPE session tunnel s1 -> s3 (sessionTunnelConfig).
+	modeSoftTunnel = "intd soft, INT on, session tunnel"
 	// h1 sends MSS-sized frames (gso_max_segs 1 on its veth), so both
 	// cross the switches segment by segment: INT's own cost.
 	modeVnetFwdFrames = "AF_PACKET forwarder, h1 sends frames"
@@ -59,15 +62,27 @@ func TestBenchSoft(t *testing.T) {
 			segs[f] = fr
 		}
 	}
-	watched := false
-	setSoft := func(on, fr bool) func(t *testing.T) {
+	// What soft is configured with: INT off, on, on in a session tunnel.
+	const off, on, tunnel = 0, 1, 2
+	watched := off
+	setSoftTo := func(to int, fr bool) func(t *testing.T) {
 		return func(t *testing.T) {
-			if watched != on {
-				soft.configure(t, on)
-				watched = on
+			if watched != to {
+				if to == tunnel {
+					soft.configureWith(t, sessionTunnelConfig)
+				} else {
+					soft.configure(t, to == on)
+				}
+				watched = to
 			}
 			setFrames(soft, fr)
 		}
+	}
+	setSoft := func(w, fr bool) func(t *testing.T) {
+		if w {
+			return setSoftTo(on, fr)
+		}
+		return setSoftTo(off, fr)
 	}
 	run := func(t *testing.T) float64 { return soft.iperf3(t, secs) }
 	modes := []benchMode{
@@ -77,10 +92,11 @@ func TestBenchSoft(t *testing.T) {
 		{name: modeVnetFwdFrames, setup: func(*testing.T) { setFrames(fwd, true) }, run: func(t *testing.T) float64 { return fwd.iperf3(t, secs) }},
 		{name: modeSoftOff, setup: setSoft(false, false), run: run},
 		{name: modeSoftOn, setup: setSoft(true, false), run: run},
+		{name: modeSoftTunnel, setup: setSoftTo(tunnel, false), run: run},
 		{name: modeSoftOffFrames, setup: setSoft(false, true), run: run},
 		{name: modeSoftOnFrames, setup: setSoft(true, true), run: run},
 	}
-	ratios := [][2]string{{modeSoftOff, modeVnetFwd}, {modeSoftOff, modeLinux}, {modeSoftOn, modeSoftOff},
+	ratios := [][2]string{{modeSoftOff, modeVnetFwd}, {modeSoftOff, modeLinux}, {modeSoftOn, modeSoftOff}, {modeSoftTunnel, modeSoftOff},
 		{modeSoftOffFrames, modeVnetFwdFrames}, {modeSoftOnFrames, modeSoftOffFrames}, {modeVnetFwd, modeLinux}, {modeTunFwd, modeVnetFwd}}
 	if dir := os.Getenv("INTD_SOFT_BASELINE"); dir != "" {
 		base := buildFabric(t, false, 0)
@@ -143,4 +159,25 @@ func macOf(t *testing.T, l *lab, n, dev string) (mac [6]byte) {
 		return err
 	})
 	return mac
+}
+
+// sessionTunnelConfig is intConfig with the watched flow's INT-MD in a
+// VXLAN-GPE session tunnel from s1 (tunnel-address 10.0.12.1) to s3
+// (10.0.23.3), MSS clamped for it.
+func sessionTunnelConfig(n int) []byte {
+	var cfg map[string]any
+	if err := json.Unmarshal(intConfig(n, true), &cfg); err != nil {
+		panic(err)
+	}
+	node := cfg["node"].(map[string]any)["config"].(map[string]any)
+	switch n {
+	case 1:
+		node["tunnel-address"] = "10.0.12.1"
+		s := cfg["int-sessions"].(map[string]any)["int-session"].([]any)[0].(map[string]any)["config"].(map[string]any)
+		s["encapsulation"], s["tunnel-destination"], s["clamp-tcp-mss"] = "VXLAN_GPE", "10.0.23.3", true
+	case 3:
+		node["tunnel-address"] = "10.0.23.3"
+	}
+	b, _ := json.Marshal(cfg)
+	return b
 }
