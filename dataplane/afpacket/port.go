@@ -62,6 +62,11 @@ const vnetHdrLen = 10
 
 const vlanRoom = 4 // headroom to put a VLAN tag back
 
+// growRoom is room behind every receive buffer (beyond what the kernel
+// may fill) for the switch to grow a super-packet in place: INT, a
+// session tunnel, without copying 64 KB first.
+const growRoom = 512
+
 // defaultMaxGSO is the default PortConfig.MaxGSO: a 64 KB IPv6 payload
 // behind two VLAN tags.
 const defaultMaxGSO = 14 + 8 + 40 + 65535 + 67
@@ -187,7 +192,7 @@ func Open(name string, cfg PortConfig) (*Port, error) {
 		// Room for a GSO super-packet; one spare byte detects longer
 		// frames (MSG_TRUNC is set on them too). Pages beyond what the
 		// largest frame so far touched stay unused.
-		p.rxStore[i] = make([]byte, vlanRoom+cfg.MaxGSO+1)
+		p.rxStore[i] = make([]byte, vlanRoom+cfg.MaxGSO+1, vlanRoom+cfg.MaxGSO+1+growRoom)
 		p.rxCtrl[i] = make([]byte, ctrlLen)
 		p.txStore[i] = make([]byte, cfg.MaxFrame+vlanRoom)
 		p.txIov[2*i].Base = &p.zeroHdr[0]

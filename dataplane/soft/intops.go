@@ -16,8 +16,9 @@ func mtuRoom(b *pbuf, p *port) int {
 	return max(0, p.cfg.MTU-(b.pkt.End-b.pkt.L3))
 }
 
-// setData points b.data at the frame out returned by a wire edit.
-func (b *pbuf) setData(out []byte) { b.data = b.store[:len(out)] }
+// setData points b.data at the frame out returned by a wire edit (in
+// b.store, or in place in the receive buffer of a super-packet).
+func (b *pbuf) setData(out []byte) { b.data = out }
 
 // transit is the INT transit hop step.
 func (s *Switch) transit(b *pbuf, c *compiled, p *port, t int64) {
@@ -40,7 +41,7 @@ func (s *Switch) transit(b *pbuf, c *compiled, p *port, t int64) {
 		b.tunOut = true
 	}
 	limit := len(b.data) + room
-	limit = min(limit, len(b.store))
+	limit = min(limit, cap(b.data))
 	out, err := wire.PushHop(b.data[:len(b.data):limit], &b.pkt, &s.hop, wire.PushOptions{})
 	b.setData(out)
 	switch err {
@@ -211,9 +212,6 @@ func (s *Switch) tunSource(b *pbuf, c *compiled, p *port, t int64) {
 		se.stats.NotInitiatedNoRoom++
 		return
 	}
-	if b.whole {
-		b.data = b.store[:copy(b.store, b.data)] // from the receive buffer
-	}
 	hdr := s.hdr[:]
 	h := wire.MDHeader{Version: wire.Version2, Discard: se.a.Discard, HopML: uint8(se.hopML),
 		RemainingHops: se.a.MaxHopCount - 1, Instructions: se.inst,
@@ -221,7 +219,7 @@ func (s *Switch) tunSource(b *pbuf, c *compiled, p *port, t int64) {
 	_ = h.Put(hdr)
 	s.fillHop(b, c, t, &s.hop)
 	m, _ := wire.PutHop(hdr[wire.MDHeaderLen:], se.inst, se.dsWords, &s.hop)
-	out, err := wire.EncapSessionTunnel(b.data[:len(b.data):len(b.store)], pk, src, dst, hdr[:wire.MDHeaderLen+m])
+	out, err := wire.EncapSessionTunnel(b.data, pk, src, dst, hdr[:wire.MDHeaderLen+m])
 	if err != nil {
 		se.stats.NotInitiatedUnsupported++
 		return

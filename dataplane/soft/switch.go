@@ -338,7 +338,12 @@ func (s *Switch) ReceiveAt(in int, frame []byte, rx int64) {
 // INT (or a postcard, a queue report) is one on the wire. Counters count
 // a super-packet forwarded whole as one packet, as the kernel's
 // interface counters do. Unlike ReceiveAt, it rewrites frame in place
-// (headers) when it returns true: the caller is done with it.
+// (headers) when it returns true: the caller is done with it. A
+// super-packet of an INT session tunnel (TunnelLink, TCPLink) goes
+// whole too: into the tunnel at its source, with a hop pushed at transit
+// nodes, out of it at its sink; frame then grows in place into its
+// capacity, and one in a tunnel may be changed even when refused (it
+// cannot be cut into segments).
 func (s *Switch) ReceiveWhole(in int, frame []byte, rx int64, o *Offload, segIP int) bool {
 	if len(frame) > maxWhole {
 		return false
@@ -456,12 +461,10 @@ func (s *Switch) process(in int, frame []byte, b *pbuf, rx, now int64) bool {
 	tunPkt := false
 	if b.pkt.INT >= 0 && c.dtel != nil {
 		if dst, ok := wire.SessionTunnelInner(b.data, &b.pkt); ok {
+			// A super-packet in a tunnel is worked on in place (the
+			// caller's receive buffer has room to grow it): refused,
+			// it could not be cut into segments anyway.
 			tunPkt = true
-			if b.whole {
-				// INT is pushed or removed: worked on in its buffer,
-				// the frame stays as it came should it be refused.
-				b.data = b.store[:copy(b.store, frame)]
-			}
 			if !edge && c.tunnelAddr(b.pkt.Flow.Dst) {
 				// A session tunnel ending here: routed by the inner
 				// packet, towards the sink port where it is removed.
@@ -571,22 +574,29 @@ func (s *Switch) wholeFits(c *compiled, b *pbuf, ent *wlEntry, op sai.FlowOp, ou
 	case pk.INT < 0 && op == sai.FlowOpNop:
 		return s.wholeOut(out, n, b.segIP)
 	case pk.INT < 0 && op == sai.FlowOpInt:
-		if !s.tunnelSource(c, b, ent, out) {
+		if !s.tunnelSource(c, b, ent, out) ||
+			cap(b.data)-len(b.data) < wire.SessionTunnelOverhead(pk.IPVersion, ent.sess.hopML*4) {
 			return false
 		}
 		// The source lowers the segment size to fit the tunnel.
 		return s.setMSS(b, pk.L3, pk.L4)
 	case pk.INT >= 0 && op == sai.FlowOpNop && c.sink[out] && c.endpoint:
 		dst, ok := wire.SessionTunnelInner(b.data, pk)
-		if !ok || dst != pk.Flow.Dst || p.tcp == nil || !s.setMSS(b, pk.Next, -1) {
+		if !ok || dst != pk.Flow.Dst || p.tcp == nil || !s.setMSS(b, pk.Next, -1) || !s.hopRoom(b) {
 			return false
 		}
 		// Out of the tunnel, its segments are smaller.
 		return b.segIP-(pk.Next-pk.L3) <= p.cfg.MTU
 	case pk.INT >= 0 && op == sai.FlowOpNop && c.transit && !c.sink[out]:
-		return p.tun != nil && p.tun.CanTunnel() && s.setMSS(b, pk.Next, -1)
+		return p.tun != nil && p.tun.CanTunnel() && s.setMSS(b, pk.Next, -1) && s.hopRoom(b)
 	}
 	return false
+}
+
+// hopRoom says whether INT packet b has the room in its buffer for a hop
+// of its stack's size.
+func (s *Switch) hopRoom(b *pbuf) bool {
+	return b.pkt.INT >= 0 && cap(b.data)-len(b.data) >= int(b.data[b.pkt.INT+2]&0x1f)*4
 }
 
 // setMSS sets b.mss, the TCP payload of b's segments, from the IP length
