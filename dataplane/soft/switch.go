@@ -574,7 +574,9 @@ func (s *Switch) wholeFits(c *compiled, b *pbuf, ent *wlEntry, op sai.FlowOp, ou
 	case pk.INT < 0 && op == sai.FlowOpNop:
 		return s.wholeOut(out, n, b.segIP)
 	case pk.INT < 0 && op == sai.FlowOpInt:
-		if !s.tunnelSource(c, b, ent, out) ||
+		// Segments fit the MTU as they came, should the source find
+		// no room for the tunnel after all.
+		if !s.tunnelSource(c, b, ent, out) || b.segIP > p.cfg.MTU ||
 			cap(b.data)-len(b.data) < wire.SessionTunnelOverhead(pk.IPVersion, ent.sess.hopML*4) {
 			return false
 		}
