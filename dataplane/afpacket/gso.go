@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/intd-project/intd/dataplane/wire"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // VnetHdr is struct virtio_net_hdr, what PACKET_VNET_HDR puts before every
@@ -119,6 +120,16 @@ func Segment(h VnetHdr, frame []byte, emit func(seg []byte)) (int, error) {
 		return 0, ErrGSOType
 	}
 	hd, ok := parseHeaders(frame)
+	// A TCP super-packet in a session tunnel, which AF_PACKET reports as
+	// TCP (the tunnel flag lost): cut by its inner headers, the outer
+	// ones fixed on every segment as well.
+	var outer headers
+	tunnel := false
+	if ok && proto == 6 && hd.proto == 17 && h.Flags&VnetNeedsCsum != 0 {
+		if in, iok := tunnelInnerHeaders(frame, hd, int(h.CsumStart)); iok {
+			outer, hd, tunnel = hd, in, true
+		}
+	}
 	if !ok || hd.proto != proto || (gt == GSOTCPv4 || gt == GSOUDP) && !hd.v4 || gt == GSOTCPv6 && hd.v4 {
 		return 0, ErrGSOFrame
 	}
@@ -155,6 +166,7 @@ func Segment(h VnetHdr, frame []byte, emit func(seg []byte)) (int, error) {
 	l3, l4 := hd.l3, hd.l4
 	addrs := addrSum(frame, hd)
 	id := binary.BigEndian.Uint16(frame[l3+4:])
+	oid := binary.BigEndian.Uint16(frame[outer.l3+4:])
 	seq := binary.BigEndian.Uint32(frame[l4+4:])
 	for i := 0; i < nseg; i++ {
 		start := hlen + i*mss
@@ -183,6 +195,9 @@ func Segment(h VnetHdr, frame []byte, emit func(seg []byte)) (int, error) {
 			}
 			seg[l4+16], seg[l4+17] = 0, 0
 			binary.BigEndian.PutUint16(seg[l4+16:], ^wire.Fold64(wire.Sum64(sum, seg[l4:])))
+			if tunnel {
+				fixOuter(seg, outer, oid+uint16(i))
+			}
 		} else {
 			binary.BigEndian.PutUint16(seg[l4+4:], uint16(l4len))
 			seg[l4+6], seg[l4+7] = 0, 0
@@ -195,6 +210,60 @@ func Segment(h VnetHdr, frame []byte, emit func(seg []byte)) (int, error) {
 		emit(seg)
 	}
 	return nseg, nil
+}
+
+// tunnelInnerHeaders finds the inner IP and TCP headers of a TCP packet
+// in a session tunnel (outer headers hd: UDP to 4790, VXLAN-GPE with an
+// INT shim whose next protocol is IPv4 or IPv6, no IPv6 extension
+// headers inside) whose TCP header is at l4.
+func tunnelInnerHeaders(f []byte, hd headers, l4 int) (headers, bool) {
+	var in headers
+	s := hd.l4 + wire.UDPLen + wire.VXLANLen
+	if len(f) < s+wire.ShimLen || binary.BigEndian.Uint16(f[hd.l4+2:]) != spec.PortVXLANGPE ||
+		f[hd.l4+11] != spec.VXLANGPENextProtoINT {
+		return in, false
+	}
+	in.l3 = s + wire.ShimLen + int(f[s+1])*4
+	switch {
+	case f[s+3] == 1 && len(f) >= in.l3+20 && f[in.l3]>>4 == 4:
+		in.v4, in.proto = true, f[in.l3+9]
+		if in.l3+int(f[in.l3]&15)*4 != l4 {
+			return in, false
+		}
+	case f[s+3] == 2 && len(f) >= in.l3+40 && f[in.l3]>>4 == 6:
+		in.proto = f[in.l3+6]
+		if in.l3+40 != l4 {
+			return in, false
+		}
+	default:
+		return in, false
+	}
+	in.l4 = l4
+	return in, in.proto == 6 && len(f) >= l4+20
+}
+
+// fixOuter sets the outer IP and UDP lengths of a segment of a tunnel
+// super-packet (outer headers o), the IPv4 identification and header
+// checksum, and a UDP checksum that is not 0.
+func fixOuter(seg []byte, o headers, id uint16) {
+	if o.v4 {
+		binary.BigEndian.PutUint16(seg[o.l3+2:], uint16(len(seg)-o.l3))
+		binary.BigEndian.PutUint16(seg[o.l3+4:], id)
+		seg[o.l3+10], seg[o.l3+11] = 0, 0
+		binary.BigEndian.PutUint16(seg[o.l3+10:], ^wire.Fold64(wire.Sum64(0, seg[o.l3:o.l4])))
+	} else {
+		binary.BigEndian.PutUint16(seg[o.l3+4:], uint16(len(seg)-o.l3-40))
+	}
+	ulen := len(seg) - o.l4
+	binary.BigEndian.PutUint16(seg[o.l4+4:], uint16(ulen))
+	if seg[o.l4+6]|seg[o.l4+7] != 0 {
+		seg[o.l4+6], seg[o.l4+7] = 0, 0
+		c := ^wire.Fold64(wire.Sum64(addrSum(seg, o)+17+uint64(ulen), seg[o.l4:]))
+		if c == 0 {
+			c = 0xffff
+		}
+		binary.BigEndian.PutUint16(seg[o.l4+6:], c)
+	}
 }
 
 // TCP flags in byte 13 of the header.

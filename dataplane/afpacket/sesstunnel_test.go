@@ -9,28 +9,33 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 
 	"github.com/intd-project/intd/dataplane/wire"
 	"github.com/intd-project/intd/dtel"
 	"github.com/intd-project/intd/gen"
+	"github.com/intd-project/intd/sai"
 	"github.com/intd-project/intd/sai/spec"
 )
 
 // tunnelNodeConfig is the INT configuration of node id of the session
-// tunnel lab: DSCP marking off, INT recognised in VXLAN-GPE, the node's
-// tunnel-address tun (none when empty), sink interface sink, a session
-// in a VXLAN-GPE tunnel to dst watching 10.0.1.0/24 -> 10.0.2.0/24 when
-// dst is set, and reports to collector port col on the loopback.
-func tunnelNodeConfig(id int, tun, sink, dst string, col int) string {
+// tunnel lab: DSCP marking, INT recognised in VXLAN-GPE, the node's
+// tunnel-address tun (IPv4) and tun6 (none when empty), sink interface
+// sink, a session in a VXLAN-GPE tunnel to dst (IPv4) and dst6
+// watching h1 -> h2 of both families when dst is set, and reports to
+// collector port col on the loopback.
+func tunnelNodeConfig(id int, tun, tun6, sink, dst, dst6 string, col int) string {
 	node := fmt.Sprintf(`"enabled": true, "node-id": %d, "int-endpoint": true, "int-transit": true`, id)
 	if tun != "" {
-		node += `, "tunnel-address": "` + tun + `"`
+		node += `, "tunnel-address": "` + tun + `", "tunnel-address-ipv6": "` + tun6 + `"`
 	}
 	extra := ""
 	if sink != "" {
@@ -38,9 +43,12 @@ func tunnelNodeConfig(id int, tun, sink, dst string, col int) string {
 	}
 	sess := ""
 	if dst != "" {
-		sess = `, "encapsulation": "VXLAN_GPE", "tunnel-destination": "` + dst + `", "clamp-tcp-mss": true`
+		sess = `, "encapsulation": "VXLAN_GPE", "tunnel-destination": "` + dst + `", "tunnel-destination-ipv6": "` + dst6 + `", "clamp-tcp-mss": true`
 		extra += `"watchlist": {"entries": {"entry": [{"sequence-id": 10, "config": {"sequence-id": 10},
 			"match": {"config": {"source-prefix": "10.0.1.0/24", "destination-prefix": "10.0.2.0/24"}},
+			"actions": {"config": {"flow-op": "INT", "int-session": "md", "sample-percent": 100}}},
+			{"sequence-id": 20, "config": {"sequence-id": 20},
+			"match": {"config": {"source-prefix": "fd00:1::/64", "destination-prefix": "fd00:2::/64"}},
 			"actions": {"config": {"flow-op": "INT", "int-session": "md", "sample-percent": 100}}}]}},`
 	}
 	return fmt.Sprintf(`{"intd-int:int": {
@@ -62,7 +70,7 @@ func tunnelNodeConfig(id int, tun, sink, dst string, col int) string {
 // tunnelLab is h1 - s1 - s2 - s3 - h2 in namespaces, the soft dataplane
 // on s1 (10.0.1.1, 10.0.12.1), s2 (10.0.12.2, 10.0.23.1) and s3
 // (10.0.23.2, 10.0.2.1), hosts 10.0.1.2 and 10.0.2.2 with their default
-// offloads (TSO on).
+// offloads (TSO on); IPv6 fd00:N::x for 10.0.N.x.
 type tunnelLab struct {
 	h1, s1, s2, s3, h2 netns.NsHandle
 	d                  [3]*Dataplane
@@ -85,6 +93,30 @@ func newTunnelLab(t *testing.T) *tunnelLab {
 	route(t, l.s2, "10.0.2.0/24", "10.0.23.2")
 	route(t, l.s3, "10.0.1.0/24", "10.0.23.1")
 	route(t, l.s3, "10.0.12.0/24", "10.0.23.1")
+	for _, a := range []struct {
+		ns        netns.NsHandle
+		dev, cidr string
+	}{{l.h1, "h1-s1", "fd00:1::2/64"}, {l.s1, "s1-h1", "fd00:1::1/64"}, {l.s1, "s1-s2", "fd00:12::1/64"},
+		{l.s2, "s2-s1", "fd00:12::2/64"}, {l.s2, "s2-s3", "fd00:23::1/64"}, {l.s3, "s3-s2", "fd00:23::2/64"},
+		{l.s3, "s3-h2", "fd00:2::1/64"}, {l.h2, "h2-s3", "fd00:2::2/64"}} {
+		inNS(t, a.ns, func() error {
+			ln, err := netlink.LinkByName(a.dev)
+			if err != nil {
+				return err
+			}
+			ad, _ := netlink.ParseAddr(a.cidr)
+			ad.Flags = unix.IFA_F_NODAD
+			return netlink.AddrAdd(ln, ad)
+		})
+	}
+	route(t, l.h1, "::/0", "fd00:1::1")
+	route(t, l.h2, "::/0", "fd00:2::1")
+	route(t, l.s1, "fd00:2::/64", "fd00:12::2")
+	route(t, l.s1, "fd00:23::/64", "fd00:12::2")
+	route(t, l.s2, "fd00:1::/64", "fd00:12::1")
+	route(t, l.s2, "fd00:2::/64", "fd00:23::2")
+	route(t, l.s3, "fd00:1::/64", "fd00:23::1")
+	route(t, l.s3, "fd00:12::/64", "fd00:23::1")
 	return l
 }
 
@@ -226,23 +258,39 @@ func (c *frameLog) got() [][]byte {
 	return c.frames
 }
 
-// h1h2 says whether f holds an IPv4 TCP packet 10.0.1.2 -> 10.0.2.2 with
-// payload at off (its IP header).
+// h1h2 says whether f holds a TCP packet h1 -> h2 with payload at off
+// (its IP header).
 func h1h2(f []byte, off int) bool {
+	if len(f) >= off+60 && f[off]>>4 == 6 {
+		return f[off+6] == wire.ProtoTCP && netip.AddrFrom16([16]byte(f[off+8:off+24])) == netip.MustParseAddr("fd00:1::2") &&
+			netip.AddrFrom16([16]byte(f[off+24:off+40])) == netip.MustParseAddr("fd00:2::2") &&
+			int(binary.BigEndian.Uint16(f[off+4:])) > int(f[off+40+12]>>4)*4
+	}
 	return len(f) >= off+40 && f[off]>>4 == 4 && f[off+9] == wire.ProtoTCP &&
 		bytes.Equal(f[off+12:off+20], []byte{10, 0, 1, 2, 10, 0, 2, 2}) &&
 		int(binary.BigEndian.Uint16(f[off+2:])) > int(f[off]&15)*4+int(f[off+int(f[off]&15)*4+12]>>4)*4
 }
 
 // tunnelHops returns the inner IP header offset and the hop count of a
-// session tunnel frame 10.0.12.1 -> 10.0.23.2 (as it reaches s3), -1
-// when f is none.
+// session tunnel frame s1 -> s3 (10.0.12.1 -> 10.0.23.2, IPv6
+// fd00:12::1 -> fd00:23::2, as it reaches s3), -1 when f is none.
 func tunnelHops(f []byte) (int, int) {
-	if len(f) < 14+36+16 || binary.BigEndian.Uint16(f[12:]) != 0x0800 || f[23] != wire.ProtoUDP ||
-		!bytes.Equal(f[26:34], []byte{10, 0, 12, 1, 10, 0, 23, 2}) || binary.BigEndian.Uint16(f[36:]) != spec.PortVXLANGPE {
+	ip := 14
+	switch {
+	case len(f) >= 14+20 && binary.BigEndian.Uint16(f[12:]) == 0x0800 && f[23] == wire.ProtoUDP &&
+		bytes.Equal(f[26:34], []byte{10, 0, 12, 1, 10, 0, 23, 2}):
+		ip += 20
+	case len(f) >= 14+40 && binary.BigEndian.Uint16(f[12:]) == 0x86dd && f[20] == wire.ProtoUDP &&
+		netip.AddrFrom16([16]byte(f[22:38])) == netip.MustParseAddr("fd00:12::1") &&
+		netip.AddrFrom16([16]byte(f[38:54])) == netip.MustParseAddr("fd00:23::2"):
+		ip += 40
+	default:
 		return -1, 0
 	}
-	shim := 14 + 36
+	if len(f) < ip+16+12 || binary.BigEndian.Uint16(f[ip+2:]) != spec.PortVXLANGPE {
+		return -1, 0
+	}
+	shim := ip + 16
 	words, hopML := int(f[shim+1]), int(f[shim+6]&0x1f)
 	if hopML == 0 || words < 3 || (words-3)%hopML != 0 {
 		return -1, 0
@@ -272,21 +320,34 @@ func TestSessionTunnelSoft(t *testing.T) {
 	go col.run(conn)
 	port := conn.LocalAddr().(*net.UDPAddr).Port
 	for i, c := range []string{
-		tunnelNodeConfig(1, "10.0.12.1", "s1-h1", "10.0.23.2", port),
-		tunnelNodeConfig(2, "", "", "", port),
-		tunnelNodeConfig(3, "10.0.23.2", "s3-h2", "", port),
+		tunnelNodeConfig(1, "10.0.12.1", "fd00:12::1", "s1-h1", "10.0.23.2", "fd00:23::2", port),
+		tunnelNodeConfig(2, "", "", "", "", "", port),
+		tunnelNodeConfig(3, "10.0.23.2", "fd00:23::2", "s3-h2", "", "", port),
 	} {
 		if err := l.apply(t, i, c); err != nil {
 			t.Fatalf("s%d: %v", i+1, err)
 		}
 	}
+	for _, fam := range []struct{ network, addr string }{{"tcp4", "10.0.2.2:7000"}, {"tcp6", "[fd00:2::2]:7000"}} {
+		t.Run(fam.network, func(t *testing.T) { l.echoInTunnel(t, col, fam.network, fam.addr) })
+	}
+}
+
+// echoInTunnel runs TestSessionTunnelSoft's echo over network to addr
+// and checks what it says.
+func (l *tunnelLab) echoInTunnel(t *testing.T, col *reportPaths, network, addr string) {
+	before := [3][]PortStats{l.d[0].Node().Stats(), l.d[1].Node().Stats()}
+	col.mu.Lock()
+	col.paths = nil
+	col.mu.Unlock()
+	sess0 := l.sessionStats(t)
 	atS3 := logFrames(t, l.s3, "s3-s2")
 	atH2 := logFrames(t, l.h2, "h2-s3")
 
 	data := payloadBytes(1 << 20)
 	var ln net.Listener
 	inNS(t, l.h2, func() (err error) {
-		ln, err = net.Listen("tcp4", "10.0.2.2:7000")
+		ln, err = net.Listen(network, addr)
 		return err
 	})
 	defer ln.Close()
@@ -301,7 +362,7 @@ func TestSessionTunnelSoft(t *testing.T) {
 	}()
 	var c net.Conn
 	inNS(t, l.h1, func() (err error) {
-		c, err = net.DialTimeout("tcp4", "10.0.2.2:7000", 5*time.Second)
+		c, err = net.DialTimeout(network, addr, 5*time.Second)
 		return err
 	})
 	c.SetDeadline(time.Now().Add(20 * time.Second))
@@ -321,16 +382,22 @@ func TestSessionTunnelSoft(t *testing.T) {
 	}
 	time.Sleep(100 * time.Millisecond)
 
-	st := l.d[0].Node().Stats()
-	t.Logf("s1: from h1 %d super-packets, %d whole, %d segments made; to s2 %d whole in the tunnel, %d errors",
-		st[0].RxGSO, st[0].RxWhole, st[0].RxSegments, st[1].TxTunnel, st[1].TxErrors)
-	if st[1].TxTunnel == 0 || st[0].RxSegments != 0 || st[1].TxErrors != 0 {
-		t.Errorf("s1: %d super-packets sent whole in the tunnel, %d segments cut, %d refused; want whole only",
-			st[1].TxTunnel, st[0].RxSegments, st[1].TxErrors)
+	st, st2 := l.d[0].Node().Stats(), l.d[1].Node().Stats()
+	rxGSO, rxWhole, rxSegs := st[0].RxGSO-before[0][0].RxGSO, st[0].RxWhole-before[0][0].RxWhole, st[0].RxSegments-before[0][0].RxSegments
+	tx1, err1 := st[1].TxTunnel-before[0][1].TxTunnel, st[1].TxErrors-before[0][1].TxErrors
+	tx2, err2 := st2[1].TxTunnel-before[1][1].TxTunnel, st2[0].RxGSOErrors-before[1][0].RxGSOErrors
+	t.Logf("s1: from h1 %d super-packets, %d whole, %d segments made; to s2 %d whole in the tunnel, %d errors; s2: %d on whole",
+		rxGSO, rxWhole, rxSegs, tx1, err1, tx2)
+	if tx1 == 0 || rxSegs != 0 || err1 != 0 {
+		t.Errorf("s1: %d super-packets sent whole in the tunnel, %d segments cut, %d refused; want whole only", tx1, rxSegs, err1)
 	}
-	st2 := l.d[1].Node().Stats()
-	if st2[1].TxTunnel == 0 || st2[0].RxGSOErrors != 0 {
-		t.Errorf("s2: %d super-packets sent whole in the tunnel, %d dropped", st2[1].TxTunnel, st2[0].RxGSOErrors)
+	if tx2 == 0 || err2 != 0 {
+		t.Errorf("s2: %d super-packets sent whole in the tunnel, %d dropped", tx2, err2)
+	}
+	sess := l.sessionStats(t)
+	sess.PacketsInitiated -= sess0.PacketsInitiated
+	if sess.PacketsInitiated == 0 || sess != (sai.IntSessionStats{PacketsInitiated: sess.PacketsInitiated}) {
+		t.Errorf("s1's session: %+v (this transfer), want packets initiated only", sess)
 	}
 
 	var tun, super, plain, wrong int
@@ -364,6 +431,7 @@ func TestSessionTunnelSoft(t *testing.T) {
 
 	var paths []string
 	for end := time.Now().Add(3 * time.Second); time.Now().Before(end) && len(paths) == 0; time.Sleep(20 * time.Millisecond) {
+		l.d[2].pipe.Flush()
 		paths = col.got()
 	}
 	for _, p := range paths {
@@ -376,4 +444,76 @@ func TestSessionTunnelSoft(t *testing.T) {
 		t.Fatalf("no reports; s3: %+v %+v", s.Node, s.Reports)
 	}
 	t.Logf("%d reports; s3 stripped %d", len(paths), s.Node.IntStripped)
+}
+
+// sessionStats returns the counters of s1's INT session (not initiated
+// ones added up where they differ from 0).
+func (l *tunnelLab) sessionStats(t *testing.T) sai.IntSessionStats {
+	st, err := l.d[0].Stats(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range st.IntSessions {
+		return s
+	}
+	t.Fatal("s1 has no INT session")
+	return sai.IntSessionStats{}
+}
+
+// TestSegmentSessionTunnel: a TCP super-packet in a session tunnel (as
+// AF_PACKET reports one: TCPv4, the checksum starting at the inner TCP
+// header) is cut as the kernel cuts a UDP tunnel: every segment has the
+// outer headers and INT, outer IPv4 and UDP lengths of its own, valid
+// outer and inner IPv4 and TCP checksums, consecutive sequence numbers
+// and its share of the payload. A transit or sink switch that cannot
+// send it on whole hands it on so.
+func TestSegmentSessionTunnel(t *testing.T) {
+	const mss, segs = 1000, 7
+	inner, vh := superPacket(segs*mss-300, mss)
+	var p wire.Packet
+	if err := (&wire.Parser{}).Parse(inner, &p); err != nil {
+		t.Fatal(err)
+	}
+	md := make([]byte, wire.MDHeaderLen+4)
+	_ = wire.MDHeader{Version: wire.Version2, HopML: 1, RemainingHops: 7, Instructions: wire.Instructions(spec.InstNodeID)}.Put(md)
+	binary.BigEndian.PutUint32(md[wire.MDHeaderLen:], 1)
+	f, err := wire.EncapSessionTunnel(append(inner[:len(inner):len(inner)], make([]byte, 128)...)[:len(inner)], &p,
+		netip.MustParseAddr("10.0.12.1"), netip.MustParseAddr("10.0.23.2"), md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := p.Next - p.L3 // what the tunnel added
+	vh.CsumStart += uint16(n)
+	orig := bytes.Clone(f)
+	hl := p.Next + 20 + 32 // inner IPv4, TCP with 12 bytes of options
+	var got [][]byte
+	k, err := Segment(vh, f, func(s []byte) { got = append(got, bytes.Clone(s)) })
+	if err != nil || k != segs || len(got) != segs {
+		t.Fatalf("Segment: %d segments, %v; want %d", k, err, segs)
+	}
+	pr := wire.Parser{VXLANGPEPort: spec.PortVXLANGPE}
+	for i, s := range got {
+		want := min(mss, len(orig)-hl-i*mss)
+		var q wire.Packet
+		if len(s) != hl+want || pr.Parse(s, &q) != nil || q.INT < 0 || !bytes.Equal(s[14+20+8:p.Next], orig[14+20+8:p.Next]) {
+			t.Fatalf("segment %d: %d bytes, want %d with the tunnel and INT: %x", i, len(s), hl+want, s[:min(len(s), hl)])
+		}
+		if int(binary.BigEndian.Uint16(s[16:])) != len(s)-14 || int(binary.BigEndian.Uint16(s[38:])) != len(s)-34 ||
+			int(binary.BigEndian.Uint16(s[p.Next+2:])) != len(s)-p.Next {
+			t.Errorf("segment %d: outer IP, UDP or inner IP length wrong: %x", i, s[:hl])
+		}
+		if sum16(s[14:34], 0) != 0xffff || sum16(s[p.Next:p.Next+20], 0) != 0xffff {
+			t.Errorf("segment %d: IPv4 header checksum wrong", i)
+		}
+		ip, tcp := s[p.Next:], s[p.Next+20:]
+		if sum16(tcp, uint32(sum16(ip[12:20], 0))+6+uint32(len(tcp))) != 0xffff {
+			t.Errorf("segment %d: TCP checksum wrong", i)
+		}
+		if seq, first := binary.BigEndian.Uint32(tcp[4:]), binary.BigEndian.Uint32(orig[p.Next+24:]); seq != first+uint32(i*mss) {
+			t.Errorf("segment %d: sequence number %d, want %d", i, seq, first+uint32(i*mss))
+		}
+		if !bytes.Equal(tcp[32:], orig[hl+i*mss:hl+i*mss+want]) {
+			t.Errorf("segment %d: payload differs", i)
+		}
+	}
 }
