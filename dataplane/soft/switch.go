@@ -458,21 +458,7 @@ func (s *Switch) process(in int, frame []byte, b *pbuf, rx, now int64) bool {
 		// options are bad; from outside the domain, a plain packet.
 		bad = !edge
 	}
-	tunPkt := false
-	if b.pkt.INT >= 0 && c.dtel != nil {
-		if dst, ok := wire.SessionTunnelInner(b.data, &b.pkt); ok {
-			// A super-packet in a tunnel is worked on in place (the
-			// caller's receive buffer has room to grow it): refused,
-			// it could not be cut into segments anyway.
-			tunPkt = true
-			if !edge && c.tunnelAddr(b.pkt.Flow.Dst) {
-				// A session tunnel ending here: routed by the inner
-				// packet, towards the sink port where it is removed.
-				wire.SetSessionTunnelDst(b.data, &b.pkt, dst)
-			}
-		}
-	}
-	if b.whole && b.pkt.INT >= 0 && !tunPkt {
+	if !s.arrive(b, c, edge) {
 		return false
 	}
 	if b.pkt.INT >= 0 && b.pkt.INTType == spec.TypeMD && c.dtel != nil {
@@ -555,6 +541,27 @@ func (s *Switch) wholeOut(out, n, segIP int) bool {
 	}
 	p := &s.ports[out]
 	return p.whole != nil && 4*n <= p.cfg.QueueBytes && segIP > 0 && segIP <= p.cfg.MTU
+}
+
+// arrive handles a session tunnel packet on arrival: one to this node's
+// tunnel address from inside the domain is routed by its inner packet,
+// towards the sink port where the tunnel is removed. A super-packet in a
+// tunnel is worked on in place (the caller's receive buffer has room to
+// grow it): refused, it could not be cut into segments anyway. It
+// returns false for a super-packet with INT in no session tunnel, which
+// is not taken whole.
+func (s *Switch) arrive(b *pbuf, c *compiled, edge bool) bool {
+	if b.pkt.INT < 0 {
+		return true
+	}
+	if c.dtel == nil {
+		return !b.whole
+	}
+	dst, ok := wire.SessionTunnelInner(b.data, &b.pkt)
+	if ok && !edge && c.tunnelAddr(b.pkt.Flow.Dst) {
+		wire.SetSessionTunnelDst(b.data, &b.pkt, dst)
+	}
+	return ok || !b.whole
 }
 
 // wholeFits says whether super-packet b of n bytes, with flow op op,
