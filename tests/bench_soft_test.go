@@ -1,10 +1,16 @@
 package tests
 
 import (
+	"context"
 	"encoding/json"
 	"net"
 	"os"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
+
+	gpb "github.com/openconfig/gnmi/proto/gnmi"
 )
 
 // Soft-switch benchmark modes.
@@ -92,7 +98,12 @@ func TestBenchSoft(t *testing.T) {
 		{name: modeVnetFwdFrames, setup: func(*testing.T) { setFrames(fwd, true) }, run: func(t *testing.T) float64 { return fwd.iperf3(t, secs) }},
 		{name: modeSoftOff, setup: setSoft(false, false), run: run},
 		{name: modeSoftOn, setup: setSoft(true, false), run: run},
-		{name: modeSoftTunnel, setup: setSoftTo(tunnel, false), run: run},
+		{name: modeSoftTunnel, setup: setSoftTo(tunnel, false), run: func(t *testing.T) float64 {
+			before := sessionCounters(t, soft)
+			v := run(t)
+			sessionTunnelCovered(t, before, sessionCounters(t, soft))
+			return v
+		}},
 		{name: modeSoftOffFrames, setup: setSoft(false, true), run: run},
 		{name: modeSoftOnFrames, setup: setSoft(true, true), run: run},
 	}
@@ -180,4 +191,50 @@ func sessionTunnelConfig(n int) []byte {
 	}
 	b, _ := json.Marshal(cfg)
 	return b
+}
+
+// sessionCounters reads the counters of s1's INT session md over gNMI.
+func sessionCounters(t *testing.T, f *fabric) map[string]uint64 {
+	t.Helper()
+	p := &gpb.Path{Elem: []*gpb.PathElem{{Name: "int"}, {Name: "int-sessions"},
+		{Name: "int-session", Key: map[string]string{"name": "md"}}, {Name: "state"}, {Name: "counters"}}}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	r, err := f.sw["s1"].Get(ctx, &gpb.GetRequest{Prefix: &gpb.Path{Target: "s1"}, Path: []*gpb.Path{p}, Encoding: gpb.Encoding_JSON_IETF})
+	if err != nil {
+		t.Fatalf("gNMI Get of s1's session counters: %v", err)
+	}
+	c := map[string]uint64{}
+	for _, n := range r.GetNotification() {
+		for _, u := range n.GetUpdate() {
+			var m map[string]any
+			if json.Unmarshal(u.GetVal().GetJsonIetfVal(), &m) != nil {
+				continue
+			}
+			for k, v := range m {
+				if _, name, ok := strings.Cut(k, ":"); ok {
+					k = name
+				}
+				switch v := v.(type) {
+				case string: // counter64 in JSON_IETF
+					c[k], _ = strconv.ParseUint(v, 10, 64)
+				case float64:
+					c[k] = uint64(v)
+				}
+			}
+		}
+	}
+	return c
+}
+
+// sessionTunnelCovered fails unless s1 put the run's packets into the
+// session tunnel: some initiated, at most 1 % left without INT.
+func sessionTunnelCovered(t *testing.T, before, after map[string]uint64) {
+	t.Helper()
+	in := after["packets-initiated"] - before["packets-initiated"]
+	out := after["packets-not-initiated"] - before["packets-not-initiated"]
+	t.Logf("s1's session tunnel: %d packets (super-packets counted once) initiated, %d not", in, out)
+	if in == 0 || out*100 > in+out {
+		t.Errorf("s1's session tunnel: %d packets initiated, %d not (counters %v): want INT on >= 99 %%", in, out, after)
+	}
 }
