@@ -41,6 +41,12 @@
 //     `ethtool -K <port> gro off lro off`: a router forwards frames as
 //     they were received, never merged beyond the MTU. (Merged frames
 //     would still be cut again by Segments, at a cost.)
+//   - INT session tunnels: every port gets a TunnelOut (a TAP named
+//     intd-tnl<ifindex> whose tc ingress redirects to the port, gone with
+//     the process) and UDP tunnel segmentation
+//     (tx-udp_tnl-segmentation, tx-udp_tnl-csum-segmentation) on, put
+//     back as it was at Close; on a kernel whose TAP takes no UDP tunnel
+//     GSO there is none, and the switch refuses tunnel addresses.
 //
 // Nothing else is changed: addresses, routes, neighbours, qdiscs and
 // sysctls are the operator's.

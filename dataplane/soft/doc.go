@@ -15,6 +15,16 @@
 // the caller cuts it into segments for Receive. A super-packet forwarded
 // whole leaves as soon as nothing is queued ahead of it.
 //
+// INT session tunnels (sessions with encapsulation VXLAN-GPE): the source
+// puts a watched packet behind outer IP, UDP, VXLAN-GPE and INT-MD
+// (wire.EncapSessionTunnel), a TCP super-packet whole when its egress
+// Link is a TunnelLink that can tunnel (the kernel then copies all of it
+// onto every segment); transit nodes push their hop onto tunnel
+// super-packets whole; the sink routes a tunnel to its tunnel address by
+// the inner destination and removes the whole encapsulation, sending a
+// super-packet through a TCPLink. Config.NoSessionTunnels makes the
+// switch refuse tunnel addresses.
+//
 // Pipeline: parse (wire.Parser from the DTel markings) -> watchlist
 // (priority-ordered entries with prefix, range, DSCP, TCP flag, in-port and
 // VXLAN inner matches; a direct-mapped flow cache keyed by everything the
