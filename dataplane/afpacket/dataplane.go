@@ -136,6 +136,9 @@ func New(cfg Config) (_ *Dataplane, err error) {
 			break
 		}
 		p.Tunnel = o
+		d.log.Info("host setting changed; restored at exit", "interface", p.Name, "setting", "session tunnel output",
+			"added", "TAP "+o.tap+" redirected to the port, tx-udp_tnl-segmentation on",
+			"why", "INT session tunnels leave whole through it")
 	}
 	if noTunnels != "" {
 		for _, p := range d.ports {
@@ -264,7 +267,11 @@ func (d *Dataplane) release() error {
 	}
 	for _, p := range d.ports {
 		if p.Tunnel != nil {
-			errs = append(errs, p.Tunnel.Close())
+			err := p.Tunnel.Close()
+			if err == nil {
+				d.log.Info("host setting restored", "interface", p.Name, "setting", "session tunnel output", "removed", "TAP "+p.Tunnel.tap)
+			}
+			errs = append(errs, err)
 			p.Tunnel = nil
 		}
 		errs = append(errs, p.Close())
