@@ -120,7 +120,7 @@ func (s *Switch) sink(b *pbuf, c *compiled, p *port, t int64) bool {
 	}
 	var out []byte
 	var err error
-	if dst, ok := wire.SessionTunnelInner(b.data, &b.pkt); ok && dst == b.pkt.Flow.Dst && c.tunnelAddr(s.tunnelEnd(&b.pkt, c)) {
+	if s.tunnelEndsHere(b, c) {
 		// A session tunnel ends here: all of it goes.
 		l3 := b.pkt.L3
 		b.data = wire.DecapSessionTunnel(b.data, &b.pkt)
@@ -159,6 +159,14 @@ func (s *Switch) tunnelEnd(p *wire.Packet, c *compiled) netip.Addr {
 	return c.tunAddr4
 }
 
+// tunnelEndsHere says whether INT packet b is a session tunnel that ends
+// at this node: its outer destination is the inner one (given on
+// arrival) and the node has a tunnel address of its IP version.
+func (s *Switch) tunnelEndsHere(b *pbuf, c *compiled) bool {
+	dst, ok := wire.SessionTunnelInner(b.data, &b.pkt)
+	return ok && dst == b.pkt.Flow.Dst && c.tunnelAddr(s.tunnelEnd(&b.pkt, c))
+}
+
 // tunnelSource says whether TCP super-packet b, matched by ent with flow
 // op INT, goes whole into a session tunnel through port out: ent's
 // session has one for its IP version, and the port's link sends them.
@@ -193,7 +201,7 @@ func (s *Switch) tunSource(b *pbuf, c *compiled, p *port, t int64) {
 	se := b.entry.sess
 	pk := &b.pkt
 	src, dst := s.tunnelEnd(pk, c), se.dst(pk.IPVersion)
-	if se.a.Mode != sai.IntModeMD || pk.L3 < 0 || !src.IsValid() || !dst.IsValid() || pk.Tunnel >= 0 ||
+	if se.a.Mode != sai.IntModeMD || pk.L3 < 0 || !src.IsValid() || !dst.IsValid() ||
 		pk.IPVersion == 6 && pk.IPHeaderLen != wire.IPv6Len || pk.End != len(b.data) || se.hopML > 31 {
 		se.stats.NotInitiatedUnsupported++
 		return

@@ -590,8 +590,7 @@ func (s *Switch) wholeFits(c *compiled, b *pbuf, ent *wlEntry, op sai.FlowOp, ou
 		// The source lowers the segment size to fit the tunnel.
 		return s.setMSS(b, pk.L3, pk.L4)
 	case pk.INT >= 0 && op == sai.FlowOpNop && c.sink[out] && c.endpoint:
-		dst, ok := wire.SessionTunnelInner(b.data, pk)
-		if !ok || dst != pk.Flow.Dst || p.tcp == nil || !s.setMSS(b, pk.Next, -1) || !s.hopRoom(b) {
+		if !s.tunnelEndsHere(b, c) || p.tcp == nil || !s.setMSS(b, pk.Next, -1) || !s.hopRoom(b) {
 			return false
 		}
 		// Out of the tunnel, its segments are smaller.
