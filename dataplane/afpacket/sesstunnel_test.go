@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/intd-project/intd/dataplane/wire"
+	"github.com/intd-project/intd/dataplane/wire/wiretest"
 	"github.com/intd-project/intd/dtel"
 	"github.com/intd-project/intd/gen"
 	"github.com/intd-project/intd/sai"
@@ -85,14 +86,6 @@ func newTunnelLab(t *testing.T) *tunnelLab {
 	link(t, l.s1, "s1-s2", "10.0.12.1/24", l.s2, "s2-s1", "10.0.12.2/24")
 	link(t, l.s2, "s2-s3", "10.0.23.1/24", l.s3, "s3-s2", "10.0.23.2/24")
 	link(t, l.s3, "s3-h2", "10.0.2.1/24", l.h2, "h2-s3", "10.0.2.2/24")
-	route(t, l.h1, "0.0.0.0/0", "10.0.1.1")
-	route(t, l.h2, "0.0.0.0/0", "10.0.2.1")
-	route(t, l.s1, "10.0.2.0/24", "10.0.12.2")
-	route(t, l.s1, "10.0.23.0/24", "10.0.12.2")
-	route(t, l.s2, "10.0.1.0/24", "10.0.12.1")
-	route(t, l.s2, "10.0.2.0/24", "10.0.23.2")
-	route(t, l.s3, "10.0.1.0/24", "10.0.23.1")
-	route(t, l.s3, "10.0.12.0/24", "10.0.23.1")
 	for _, a := range []struct {
 		ns        netns.NsHandle
 		dev, cidr string
@@ -109,14 +102,21 @@ func newTunnelLab(t *testing.T) *tunnelLab {
 			return netlink.AddrAdd(ln, ad)
 		})
 	}
-	route(t, l.h1, "::/0", "fd00:1::1")
-	route(t, l.h2, "::/0", "fd00:2::1")
-	route(t, l.s1, "fd00:2::/64", "fd00:12::2")
-	route(t, l.s1, "fd00:23::/64", "fd00:12::2")
-	route(t, l.s2, "fd00:1::/64", "fd00:12::1")
-	route(t, l.s2, "fd00:2::/64", "fd00:23::2")
-	route(t, l.s3, "fd00:1::/64", "fd00:23::1")
-	route(t, l.s3, "fd00:12::/64", "fd00:23::1")
+	// Routes of both families: 10.0.N.0/24 and fd00:N::/64 via 10.0.M.x
+	// and fd00:M::x.
+	for _, r := range []struct {
+		ns           netns.NsHandle
+		dst, via, gw string
+	}{{l.h1, "0", "1", "1"}, {l.h2, "0", "2", "1"}, {l.s1, "2", "12", "2"}, {l.s1, "23", "12", "2"},
+		{l.s2, "1", "12", "1"}, {l.s2, "2", "23", "2"}, {l.s3, "1", "23", "1"}, {l.s3, "12", "23", "1"}} {
+		if r.dst == "0" {
+			route(t, r.ns, "0.0.0.0/0", "10.0."+r.via+"."+r.gw)
+			route(t, r.ns, "::/0", "fd00:"+r.via+"::"+r.gw)
+			continue
+		}
+		route(t, r.ns, "10.0."+r.dst+".0/24", "10.0."+r.via+"."+r.gw)
+		route(t, r.ns, "fd00:"+r.dst+"::/64", "fd00:"+r.via+"::"+r.gw)
+	}
 	return l
 }
 
@@ -164,30 +164,9 @@ func (r *reportPaths) run(conn net.PacketConn) {
 		if err != nil {
 			return
 		}
-		_, rr, err := wire.NewReportReader(buf[:n])
-		if err != nil {
-			continue
-		}
-		var rep wire.Report
-		for rr.Next(&rep) {
-			var p wire.Packet
-			if pr.Parse(rep.Inner, &p) != nil || p.INT < 0 || p.INT+p.INTLen > len(rep.Inner) {
-				continue
-			}
-			inst := wire.Instructions(binary.BigEndian.Uint16(rep.Inner[p.INT+4:]))
-			_, st, err := wire.DecodeMD(rep.Inner[p.INT:p.INT+p.INTLen], 0)
-			if err != nil {
-				continue
-			}
-			var ids []string
-			for i := 0; i < st.Count(); i++ {
-				var m wire.HopMetadata
-				if wire.DecodeHop(st.Hop(i), inst, &m) == nil {
-					ids = append(ids, fmt.Sprint(m.NodeID))
-				}
-			}
+		for _, p := range wiretest.ReportPaths(buf[:n], &pr) {
 			r.mu.Lock()
-			r.paths = append(r.paths, strings.Join(ids, ","))
+			r.paths = append(r.paths, strings.Trim(strings.Join(strings.Fields(fmt.Sprint(p)), ","), "[]"))
 			r.mu.Unlock()
 		}
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/intd-project/intd/dataplane/internal/ethtool"
 	"github.com/intd-project/intd/dataplane/report"
 	"github.com/intd-project/intd/dataplane/wire"
+	"github.com/intd-project/intd/dataplane/wire/wiretest"
 	"github.com/intd-project/intd/dtel"
 	"github.com/intd-project/intd/gen"
 )
@@ -218,24 +219,10 @@ func (c *collector) run() {
 		if err != nil {
 			return
 		}
-		_, rr, err := wire.NewReportReader(buf[:n])
-		if err != nil {
-			continue
-		}
-		var r wire.Report
-		for rr.Next(&r) {
-			var p wire.Packet
-			if pr.Parse(r.Inner, &p) != nil || p.INT < 0 || p.INT+p.INTLen > len(r.Inner) {
-				continue
-			}
-			path, err := nodePath(r.Inner, p.INT, p.INTLen)
-			if err != nil {
-				continue
-			}
-			c.mu.Lock()
-			c.paths = append(c.paths, path)
-			c.mu.Unlock()
-		}
+		paths := wiretest.ReportPaths(buf[:n], pr)
+		c.mu.Lock()
+		c.paths = append(c.paths, paths...)
+		c.mu.Unlock()
 	}
 }
 

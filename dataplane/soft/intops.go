@@ -118,30 +118,22 @@ func (s *Switch) sink(b *pbuf, c *compiled, p *port, t int64) bool {
 		ev.Hop = s.hop
 		s.emit(ev)
 	}
-	var out []byte
-	var err error
 	if s.tunnelEndsHere(b, c) {
 		// A session tunnel ends here: all of it goes.
 		l3 := b.pkt.L3
 		b.data = wire.DecapSessionTunnel(b.data, &b.pkt)
 		b.pkt.L3 = l3
 		b.tcpOut = b.whole
-		p.ctr.IntStripped++
-		s.node.IntStripped++
-		if discard {
-			p.ctr.IntDiscarded++
-			s.node.IntDiscarded++
+	} else {
+		out, err := wire.Strip(b.data, &b.pkt, wire.SinkOptions{RestoreDSCP: b.pkt.Encap == spec.EncapDSCP})
+		if err != nil {
+			s.node.IntMalformedDrop++
+			p.ctr.IntMalformedDrop++
+			s.countDrop(b.out, spec.DropUnknown)
+			return false
 		}
-		return !discard
+		b.setData(out)
 	}
-	out, err = wire.Strip(b.data, &b.pkt, wire.SinkOptions{RestoreDSCP: b.pkt.Encap == spec.EncapDSCP})
-	if err != nil {
-		s.node.IntMalformedDrop++
-		p.ctr.IntMalformedDrop++
-		s.countDrop(b.out, spec.DropUnknown)
-		return false
-	}
-	b.setData(out)
 	p.ctr.IntStripped++
 	s.node.IntStripped++
 	if discard {

@@ -166,3 +166,36 @@ func InstructionsJSON(inst spec.Instruction) string {
 	}
 	return "[" + strings.Join(names, ", ") + "]"
 }
+
+// ReportPaths decodes a telemetry report datagram and returns, for each
+// report whose inner packet (parsed with pr) carries INT-MD, the node ids
+// of its stack, last hop first.
+func ReportPaths(dgram []byte, pr *wire.Parser) [][]uint32 {
+	_, rr, err := wire.NewReportReader(dgram)
+	if err != nil {
+		return nil
+	}
+	var paths [][]uint32
+	var r wire.Report
+	for rr.Next(&r) {
+		var p wire.Packet
+		if pr.Parse(r.Inner, &p) != nil || p.INT < 0 || p.INT+p.INTLen > len(r.Inner) {
+			continue
+		}
+		md := r.Inner[p.INT : p.INT+p.INTLen]
+		_, st, err := wire.DecodeMD(md, 0)
+		if err != nil {
+			continue
+		}
+		inst := wire.Instructions(uint16(md[4])<<8 | uint16(md[5]))
+		path := []uint32{}
+		for i := 0; i < st.Count(); i++ {
+			var m wire.HopMetadata
+			if wire.DecodeHop(st.Hop(i), inst, &m) == nil {
+				path = append(path, m.NodeID)
+			}
+		}
+		paths = append(paths, path)
+	}
+	return paths
+}
