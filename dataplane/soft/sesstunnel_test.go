@@ -1,13 +1,18 @@
 package soft
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
+	"net/netip"
 	"testing"
 
+	"github.com/intd-project/intd/dataplane/wire"
 	"github.com/intd-project/intd/dtel"
 	"github.com/intd-project/intd/gen"
 	"github.com/intd-project/intd/sai"
+	"github.com/intd-project/intd/sai/spec"
 )
 
 // TestSessionTunnelRefused: a switch told that its links cannot send
@@ -40,4 +45,134 @@ func TestSessionTunnelRefused(t *testing.T) {
 	if n != 0 {
 		t.Errorf("%d INT sessions applied after the refusal", n)
 	}
+}
+
+// tunnelTap records what a TunnelLink and TCPLink are given.
+type tunnelTap struct {
+	wholeTap
+	tunnel, tcp [][]byte
+	offs        [][3]int // outer L4, inner L3, mss; l3, mss
+	keep        bool
+}
+
+func (w *tunnelTap) CanTunnel() bool { return true }
+func (w *tunnelTap) TransmitTunnel(f []byte, outerL4, innerL3, mss int) {
+	if w.keep {
+		w.tunnel = append(w.tunnel, append([]byte(nil), f...))
+		w.offs = append(w.offs, [3]int{outerL4, innerL3, mss})
+	}
+}
+func (w *tunnelTap) TransmitTCP(f []byte, l3, mss int) {
+	if w.keep {
+		w.tcp = append(w.tcp, append([]byte(nil), f...))
+		w.offs = append(w.offs, [3]int{l3, mss})
+	}
+}
+
+// TestSessionTunnelWhole runs a TCP super-packet through a session tunnel
+// source, transit and sink switch whole: s1 hands its TunnelLink the
+// packet in the tunnel with its hop, outer UDP and inner IP offsets and a
+// segment size lowered for the tunnel and 8 hops; s2 its own with both
+// hops, the same offsets past the hop and segment size; s3 its TCPLink the
+// original packet (one TTL lower: s1 routed it) with that segment size.
+// None of it allocates.
+func TestSessionTunnelWhole(t *testing.T) {
+	taps := [3]*tunnelTap{{keep: true}, {keep: true}, {keep: true}}
+	var sw [3]*Switch
+	for i := range sw {
+		var err error
+		sw[i], err = New(Config{Name: "s", Clock: NewManualClock(1), Reporter: nopReporter{},
+			Ports: []PortConfig{{Name: "p1"}, {Name: "p2", Link: taps[i]}},
+			Routes: []Route{{Prefix: netip.MustParsePrefix("10.0.2.0/24"), Ports: []string{"p2"}},
+				{Prefix: netip.MustParsePrefix("10.0.23.0/24"), Ports: []string{"p2"}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := sai.DefaultDTelAttrs()
+		d.SwitchID = uint32(i + 1)
+		d.IntEndpointEnable, d.IntTransitEnable = true, true
+		d.IntL4DSCP = sai.DSCPMatch{Value: 0x17, Mask: 0x3f}
+		switch i {
+		case 0:
+			d.TunnelAddress = netip.MustParseAddr("10.0.12.1")
+		case 2:
+			d.TunnelAddress = netip.MustParseAddr("10.0.23.3")
+			d.SinkPortList = []string{"p2"}
+		}
+		if _, err := sw[i].Create(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sess := sai.IntSessionAttrs{Mode: sai.IntModeMD, MaxHopCount: 8, Instructions: spec.InstNodeID,
+		Encapsulation: sai.SessionEncapVXLANGPE, TunnelDestination: netip.MustParseAddr("10.0.23.3")}
+	so, err := sw[0].Create(sess)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sw[0].Create(sai.WatchlistEntryAttrs{Match: port80(),
+		Action: sai.WatchlistAction{FlowOp: sai.FlowOpInt, IntSession: so, FlowSamplePercent: 100}}); err != nil {
+		t.Fatal(err)
+	}
+	orig := tcpFrame("10.0.1.1", "10.0.2.1", 1234, 80, 0, bytes.Repeat([]byte{7}, 60000))
+	const gso, hdrs = 1448, 40 // IPv4 and TCP headers
+	buf := make([]byte, len(orig), len(orig)+512)
+	b2, b3 := make([]byte, len(orig)+512), make([]byte, len(orig)+512)
+	run := func() {
+		copy(buf, orig)
+		o := Offload{}
+		if !sw[0].ReceiveWhole(0, buf[:len(orig)], 0, &o, hdrs+gso) {
+			t.Fatal("s1 did not take the super-packet whole")
+		}
+		f := taps[0].tunnel[len(taps[0].tunnel)-1]
+		in := taps[0].offs[len(taps[0].offs)-1]
+		f2 := b2[:copy(b2, f)]
+		if !sw[1].ReceiveWhole(0, f2, 0, &o, in[1]-14+hdrs+in[2]) {
+			t.Fatal("s2 did not take the tunnel super-packet whole")
+		}
+		f = taps[1].tunnel[len(taps[1].tunnel)-1]
+		in = taps[1].offs[len(taps[1].offs)-1]
+		f3 := b3[:copy(b3, f)]
+		if !sw[2].ReceiveWhole(0, f3, 0, &o, in[1]-14+hdrs+in[2]) {
+			t.Fatal("s3 did not take the tunnel super-packet whole")
+		}
+	}
+	run()
+	tunLen := 20 + wire.SessionTunnelLen + 4 // IPv4, UDP, GPE, shim, MD header, one hop
+	// Room for the tunnel and 8 hops of one word in every segment.
+	mss := 1500 - hdrs - (tunLen + 7*4)
+	if got, want := taps[0].offs[0], [3]int{14 + 20, 14 + tunLen, mss}; got != want {
+		t.Errorf("s1: offsets and segment size %v, want %v", got, want)
+	}
+	if in, hops := tunnelHopCount(taps[0].tunnel[0]); in != 14+tunLen || hops != 1 {
+		t.Errorf("s1: tunnel frame with inner packet at %d, %d hops", in, hops)
+	}
+	if got, want := taps[1].offs[0], [3]int{14 + 20, 14 + tunLen + 4, mss}; got != want {
+		t.Errorf("s2: offsets and segment size %v, want %v", got, want)
+	}
+	if _, hops := tunnelHopCount(taps[1].tunnel[0]); hops != 2 {
+		t.Errorf("s2: %d hops", hops)
+	}
+	want := append([]byte(nil), orig...)
+	want[14+8]--                    // TTL
+	want[14+10], want[14+11] = 0, 0 // header checksum
+	binary.BigEndian.PutUint16(want[14+10:], ^wire.Fold(wire.Sum(0, want[14:34])))
+	if len(taps[2].tcp) != 1 || !bytes.Equal(taps[2].tcp[0], want) || taps[2].offs[0] != [3]int{14, mss} {
+		t.Fatalf("s3: %d super-packets out of the tunnel, offsets %v; want the original one", len(taps[2].tcp), taps[2].offs)
+	}
+	for _, tp := range taps {
+		tp.keep = false
+	}
+	taps[0].tunnel, taps[0].offs = taps[0].tunnel[:1], taps[0].offs[:1]
+	taps[1].tunnel, taps[1].offs = taps[1].tunnel[:1], taps[1].offs[:1]
+	if a := testing.AllocsPerRun(100, run); a != 0 {
+		t.Errorf("%v allocations per super-packet through the three switches", a)
+	}
+}
+
+// tunnelHopCount returns the inner IP header offset and the hop count of
+// an IPv4 session tunnel frame.
+func tunnelHopCount(f []byte) (int, int) {
+	shim := 14 + 20 + 16
+	words, hopML := int(f[shim+1]), int(f[shim+6]&0x1f)
+	return shim + 4 + words*4, (words - 3) / hopML
 }
