@@ -34,9 +34,9 @@ type Kernel struct {
 	asked   map[netip.Addr]time.Time // last resolution request per address
 	routes  atomic.Int64             // routes installed by the last Sync
 	synced  func()                   // called after every Sync (Node's wake-up)
-	// tunnelEnd says whether a local address is the switch's end of
-	// session tunnels.
-	tunnelEnd func(netip.Addr) bool
+	// tunnelEnd says whether a session tunnel to a local address
+	// arriving on a port (index in ports) ends at the switch.
+	tunnelEnd func(port int, a netip.Addr) bool
 }
 
 // Verdict is what Classify decides for a received frame.
@@ -127,7 +127,7 @@ func NewKernel(sw *soft.Switch, ports []*Port, log *slog.Logger) *Kernel {
 	k := &Kernel{sw: sw, ports: ports, byIndex: map[int]int{}, log: log,
 		resolve: make(chan resolveReq, 64), asked: map[netip.Addr]time.Time{}}
 	if sw != nil {
-		k.tunnelEnd = sw.IsTunnelEnd
+		k.tunnelEnd = func(port int, a netip.Addr) bool { return sw.IsTunnelEnd(sw.Port(ports[port].Name), a) }
 	}
 	for i, p := range ports {
 		k.byIndex[p.Index] = i
@@ -439,7 +439,7 @@ func (k *Kernel) Classify(port int, f []byte) (Verdict, netip.Addr) {
 		// A session tunnel ending at this node goes by its inner
 		// destination (the switch takes it out at the sink port).
 		in, ok := sessionTunnelInner(f, off)
-		if !ok || k.tunnelEnd == nil || !k.tunnelEnd(dst) {
+		if !ok || k.tunnelEnd == nil || !k.tunnelEnd(port, dst) {
 			return ToKernel, netip.Addr{}
 		}
 		dst = in

@@ -224,12 +224,13 @@ func (p *port) setLink(l Link) {
 	p.tcp, _ = l.(TCPLink)
 }
 
-// IsTunnelEnd says whether a is this switch's end of INT session tunnels
-// (a node tunnel address, INT endpoint on).
-func (s *Switch) IsTunnelEnd(a netip.Addr) bool {
+// IsTunnelEnd says whether a session tunnel to a arriving on port in
+// ends at this switch: a is its tunnel address (INT endpoint on) and in
+// is no sink port (a tunnel from outside the INT domain is none of its).
+func (s *Switch) IsTunnelEnd(in int, a netip.Addr) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.cfg.tunnelAddr(a)
+	return in >= 0 && in < len(s.cfg.sink) && !s.cfg.sink[in] && s.cfg.tunnelAddr(a)
 }
 
 // SetRoutes replaces the static routes.
