@@ -17,7 +17,6 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
-	"golang.org/x/sys/unix"
 
 	"github.com/intd-project/intd/dataplane/wire"
 	"github.com/intd-project/intd/dataplane/wire/wiretest"
@@ -86,22 +85,9 @@ func newTunnelLab(t *testing.T) *tunnelLab {
 	link(t, l.s1, "s1-s2", "10.0.12.1/24", l.s2, "s2-s1", "10.0.12.2/24")
 	link(t, l.s2, "s2-s3", "10.0.23.1/24", l.s3, "s3-s2", "10.0.23.2/24")
 	link(t, l.s3, "s3-h2", "10.0.2.1/24", l.h2, "h2-s3", "10.0.2.2/24")
-	for _, a := range []struct {
-		ns        netns.NsHandle
-		dev, cidr string
-	}{{l.h1, "h1-s1", "fd00:1::2/64"}, {l.s1, "s1-h1", "fd00:1::1/64"}, {l.s1, "s1-s2", "fd00:12::1/64"},
+	addAddrs(t, []nsAddr{{l.h1, "h1-s1", "fd00:1::2/64"}, {l.s1, "s1-h1", "fd00:1::1/64"}, {l.s1, "s1-s2", "fd00:12::1/64"},
 		{l.s2, "s2-s1", "fd00:12::2/64"}, {l.s2, "s2-s3", "fd00:23::1/64"}, {l.s3, "s3-s2", "fd00:23::2/64"},
-		{l.s3, "s3-h2", "fd00:2::1/64"}, {l.h2, "h2-s3", "fd00:2::2/64"}} {
-		inNS(t, a.ns, func() error {
-			ln, err := netlink.LinkByName(a.dev)
-			if err != nil {
-				return err
-			}
-			ad, _ := netlink.ParseAddr(a.cidr)
-			ad.Flags = unix.IFA_F_NODAD
-			return netlink.AddrAdd(ln, ad)
-		})
-	}
+		{l.s3, "s3-h2", "fd00:2::1/64"}, {l.h2, "h2-s3", "fd00:2::2/64"}})
 	// Routes of both families: 10.0.N.0/24 and fd00:N::/64 via 10.0.M.x
 	// and fd00:M::x.
 	for _, r := range []struct {

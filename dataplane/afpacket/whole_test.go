@@ -21,20 +21,7 @@ import (
 // arrive as sent.
 func TestWholeSuperPackets(t *testing.T) {
 	r, h1, h2 := routerBetween(t, "10.1.0.", "10.2.0.")
-	for _, a := range []struct {
-		ns        netns.NsHandle
-		dev, cidr string
-	}{{h1, "e1", "fd01::1/64"}, {r, "s1", "fd01::fe/64"}, {r, "s2", "fd02::fe/64"}, {h2, "e2", "fd02::1/64"}} {
-		inNS(t, a.ns, func() error {
-			l, err := netlink.LinkByName(a.dev)
-			if err != nil {
-				return err
-			}
-			ad, _ := netlink.ParseAddr(a.cidr)
-			ad.Flags = unix.IFA_F_NODAD
-			return netlink.AddrAdd(l, ad)
-		})
-	}
+	addAddrs(t, []nsAddr{{h1, "e1", "fd01::1/64"}, {r, "s1", "fd01::fe/64"}, {r, "s2", "fd02::fe/64"}, {h2, "e2", "fd02::1/64"}})
 	route(t, h1, "0.0.0.0/0", "10.1.0.254")
 	route(t, h2, "0.0.0.0/0", "10.2.0.254")
 	route(t, h1, "::/0", "fd01::fe")
@@ -80,6 +67,32 @@ func TestWholeSuperPackets(t *testing.T) {
 		if out.TxErrors != 0 {
 			t.Errorf("%s: s2: %d frames refused", fam.network, out.TxErrors)
 		}
+	}
+}
+
+// nsAddr is an address for an interface in a namespace.
+type nsAddr struct {
+	ns        netns.NsHandle
+	dev, cidr string
+}
+
+// addAddrs adds the addresses (usable at once: no duplicate address
+// detection).
+func addAddrs(t *testing.T, addrs []nsAddr) {
+	t.Helper()
+	for _, a := range addrs {
+		inNS(t, a.ns, func() error {
+			l, err := netlink.LinkByName(a.dev)
+			if err != nil {
+				return err
+			}
+			ad, err := netlink.ParseAddr(a.cidr)
+			if err != nil {
+				return err
+			}
+			ad.Flags = unix.IFA_F_NODAD
+			return netlink.AddrAdd(l, ad)
+		})
 	}
 }
 
