@@ -201,9 +201,10 @@ func (u *UDPSender) sendRun(c *udpConn, k udpKey, ps []*Packet, errs []error, i 
 	}
 	if err != nil && resendAlone(err) {
 		// Refused before anything was sent: send the run one by one, so
-		// that each packet gets its own result (a segment larger than
-		// the path MTU fails with EINVAL, a datagram with EMSGSIZE; an
-		// ICMP error that came back meanwhile fails one datagram).
+		// that each packet gets its own result (segments beyond the path
+		// MTU fail with EMSGSIZE on these IP_PMTUDISC_DO sockets, as a
+		// lone datagram would, and leave UDP GSO on; an ICMP error that
+		// came back meanwhile fails one datagram).
 		if c.gso == gsoUnknown && (errors.Is(err, unix.EIO) || errors.Is(err, unix.EINVAL)) {
 			c.gso = gsoOff
 			if !u.gsoLogged.Swap(true) {

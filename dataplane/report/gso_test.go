@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/intd-project/intd/internal/netnstest"
 )
 
 // gsoPacket is a v2.0 report packet to dst of size bytes with sequence
@@ -316,6 +318,62 @@ func TestSendBatchFallback(t *testing.T) {
 	}
 	if n := strings.Count(logs.String(), "UDP_SEGMENT"); n != 1 {
 		t.Errorf("%d log lines about UDP_SEGMENT, want 1:\n%s", n, logs.String())
+	}
+}
+
+// TestSendBatchBeyondMTU: a run whose datagrams exceed the route's MTU
+// fails as too long (EMSGSIZE: the sockets set DF); its packets are tried
+// one by one (each refused as a lone datagram would be) and the socket
+// keeps UDP GSO for the runs that fit.
+func TestSendBatchBeyondMTU(t *testing.T) {
+	ns, h := netnstest.New(t)
+	lo, err := h.LinkByName("lo")
+	if err == nil {
+		err = h.LinkSetMTU(lo, 1280)
+	}
+	if err == nil {
+		err = h.LinkSetUp(lo)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	netnstest.Enter(t, ns)
+	ln := udpListen(t, false)
+	snd := NewUDPSender()
+	defer snd.Close()
+	dst := ln.LocalAddr().(*net.UDPAddr).AddrPort()
+	var want []*Packet
+	for _, size := range []int{1400, 300} {
+		var ps []*Packet
+		for i := 0; i < 4; i++ {
+			ps = append(ps, gsoPacket(dst, uint32(size+i), size))
+		}
+		errs := make([]error, len(ps))
+		snd.SendBatch(ps, errs)
+		for i, err := range errs {
+			if tooLong := errors.Is(err, unix.EMSGSIZE); tooLong != (size == 1400) {
+				t.Fatalf("%d-byte packet %d: %v", size, i, err)
+			}
+		}
+		if size == 300 {
+			want = append(want, ps...)
+		}
+		c, err := snd.conn(udpKey{ps[0].Src, dst, 0, ""})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if wantGSO := map[int]int{1400: gsoUnknown, 300: gsoOn}[size]; c.gso != wantGSO {
+			t.Errorf("after the %d-byte run: UDP_SEGMENT state %d, want %d", size, c.gso, wantGSO)
+		}
+	}
+	got, _ := readMessages(t, ln)
+	if len(got) != len(want) {
+		t.Fatalf("%d datagrams, want %d", len(got), len(want))
+	}
+	for i, p := range want {
+		if !bytes.Equal(got[i], p.Payload) {
+			t.Errorf("datagram %d: %d bytes, want %d bytes of packet %d", i, len(got[i]), len(p.Payload), p.Seq)
+		}
 	}
 }
 
