@@ -176,3 +176,55 @@ func tunnelHopCount(f []byte) (int, int) {
 	words, hopML := int(f[shim+1]), int(f[shim+6]&0x1f)
 	return shim + 4 + words*4, (words - 3) / hopML
 }
+
+// TestTunnelSuperPacketIdleNode: a TCP super-packet in a VXLAN-GPE session
+// tunnel reaching a node with no INT configuration is not handed whole to
+// the port's WholeLink (whose device would take it for plain TCP and cut
+// it by the wrong headers); ReceiveWhole refuses it, so the port cuts it.
+func TestTunnelSuperPacketIdleNode(t *testing.T) {
+	mk := func(l *tunnelTap) *Switch {
+		sw, err := New(Config{Name: "s", Clock: NewManualClock(1), Reporter: nopReporter{},
+			Ports: []PortConfig{{Name: "p1"}, {Name: "p2", Link: l}},
+			Routes: []Route{{Prefix: netip.MustParsePrefix("10.0.2.0/24"), Ports: []string{"p2"}},
+				{Prefix: netip.MustParsePrefix("10.0.23.0/24"), Ports: []string{"p2"}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sw
+	}
+	st := &tunnelTap{keep: true}
+	s0 := mk(st)
+	d := sai.DefaultDTelAttrs()
+	d.SwitchID = 1
+	d.IntEndpointEnable, d.IntTransitEnable = true, true
+	d.IntL4DSCP = sai.DSCPMatch{Value: 0x17, Mask: 0x3f}
+	d.TunnelAddress = netip.MustParseAddr("10.0.12.1")
+	if _, err := s0.Create(d); err != nil {
+		t.Fatal(err)
+	}
+	so, err := s0.Create(sai.IntSessionAttrs{Mode: sai.IntModeMD, MaxHopCount: 8, Instructions: spec.InstNodeID,
+		Encapsulation: sai.SessionEncapVXLANGPE, TunnelDestination: netip.MustParseAddr("10.0.23.3")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s0.Create(sai.WatchlistEntryAttrs{Match: port80(),
+		Action: sai.WatchlistAction{FlowOp: sai.FlowOpInt, IntSession: so, FlowSamplePercent: 100}}); err != nil {
+		t.Fatal(err)
+	}
+	orig := tcpFrame("10.0.1.1", "10.0.2.1", 1234, 80, 0, bytes.Repeat([]byte{7}, 60000))
+	buf := make([]byte, len(orig), len(orig)+512)
+	copy(buf, orig)
+	o := Offload{}
+	if !s0.ReceiveWhole(0, buf, 0, &o, 40+1448) {
+		t.Fatal("the source did not take the super-packet whole")
+	}
+	f := st.tunnel[0]
+	in := st.offs[0]
+	tap := &tunnelTap{keep: true}
+	idle := mk(tap)
+	f2 := make([]byte, len(f), len(f)+512)
+	copy(f2, f)
+	if idle.ReceiveWhole(0, f2, 0, &o, in[1]-14+40+in[2]) || len(tap.whole) != 0 || len(tap.tunnel) != 0 {
+		t.Fatalf("an idle node forwarded a tunnel super-packet whole (%d through WholeLink, %d through TunnelLink)", len(tap.whole), len(tap.tunnel))
+	}
+}

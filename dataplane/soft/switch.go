@@ -580,6 +580,12 @@ func (s *Switch) wholeFits(c *compiled, b *pbuf, ent *wlEntry, op sai.FlowOp, ou
 	pk := &b.pkt
 	switch {
 	case pk.INT < 0 && op == sai.FlowOpNop:
+		// A TCP super-packet in a VXLAN-GPE tunnel (its port reports it
+		// as plain TCP) leaves whole only through a TunnelLink, which
+		// tells the device where the tunnel is; here it is cut instead.
+		if pk.Proto == wire.ProtoUDP && pk.L4 >= 0 && binary.BigEndian.Uint16(b.data[pk.L4+2:]) == spec.PortVXLANGPE {
+			return false
+		}
 		return s.wholeOut(out, n, b.segIP)
 	case pk.INT < 0 && op == sai.FlowOpInt:
 		// Segments fit the MTU as they came, should the source find
