@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/intd-project/intd/dataplane/wire"
 	"github.com/intd-project/intd/dtel"
@@ -177,14 +178,16 @@ func tunnelHopCount(f []byte) (int, int) {
 	return shim + 4 + words*4, (words - 3) / hopML
 }
 
-// TestTunnelSuperPacketIdleNode: a TCP super-packet in a VXLAN-GPE session
-// tunnel reaching a node with no INT configuration is not handed whole to
-// the port's WholeLink (whose device would take it for plain TCP and cut
-// it by the wrong headers); ReceiveWhole refuses it, so the port cuts it.
-func TestTunnelSuperPacketIdleNode(t *testing.T) {
-	mk := func(l *tunnelTap) *Switch {
-		sw, err := New(Config{Name: "s", Clock: NewManualClock(1), Reporter: nopReporter{},
-			Ports: []PortConfig{{Name: "p1"}, {Name: "p2", Link: l}},
+// sessionTunnelSuper returns a TCP super-packet of about 60 kB in a
+// VXLAN-GPE session tunnel with one hop, as a source switch sends it, its
+// largest segment's IP length, and a maker of two-port switches routing
+// it out of port p2 through l.
+func sessionTunnelSuper(t *testing.T) ([]byte, int, func(l *tunnelTap, p2 PortConfig, clk Clock) *Switch) {
+	t.Helper()
+	mk := func(l *tunnelTap, p2 PortConfig, clk Clock) *Switch {
+		p2.Name, p2.Link = "p2", l
+		sw, err := New(Config{Name: "s", Clock: clk, Reporter: nopReporter{},
+			Ports: []PortConfig{{Name: "p1"}, p2},
 			Routes: []Route{{Prefix: netip.MustParsePrefix("10.0.2.0/24"), Ports: []string{"p2"}},
 				{Prefix: netip.MustParsePrefix("10.0.23.0/24"), Ports: []string{"p2"}}}})
 		if err != nil {
@@ -193,7 +196,7 @@ func TestTunnelSuperPacketIdleNode(t *testing.T) {
 		return sw
 	}
 	st := &tunnelTap{keep: true}
-	s0 := mk(st)
+	s0 := mk(st, PortConfig{}, NewManualClock(1))
 	d := sai.DefaultDTelAttrs()
 	d.SwitchID = 1
 	d.IntEndpointEnable, d.IntTransitEnable = true, true
@@ -214,17 +217,70 @@ func TestTunnelSuperPacketIdleNode(t *testing.T) {
 	orig := tcpFrame("10.0.1.1", "10.0.2.1", 1234, 80, 0, bytes.Repeat([]byte{7}, 60000))
 	buf := make([]byte, len(orig), len(orig)+512)
 	copy(buf, orig)
-	o := Offload{}
-	if !s0.ReceiveWhole(0, buf, 0, &o, 40+1448) {
+	if !s0.ReceiveWhole(0, buf, 0, &Offload{}, 40+1448) {
 		t.Fatal("the source did not take the super-packet whole")
 	}
-	f := st.tunnel[0]
 	in := st.offs[0]
+	f := make([]byte, len(st.tunnel[0]), len(st.tunnel[0])+512)
+	copy(f, st.tunnel[0])
+	return f, in[1] - 14 + 40 + in[2], mk
+}
+
+// TestTunnelSuperPacketIdleNode: a TCP super-packet in a VXLAN-GPE session
+// tunnel reaching a node with no INT configuration is not handed whole to
+// the port's WholeLink (whose device would take it for plain TCP and cut
+// it by the wrong headers); ReceiveWhole refuses it, so the port cuts it.
+func TestTunnelSuperPacketIdleNode(t *testing.T) {
+	f, segIP, mk := sessionTunnelSuper(t)
 	tap := &tunnelTap{keep: true}
-	idle := mk(tap)
-	f2 := make([]byte, len(f), len(f)+512)
-	copy(f2, f)
-	if idle.ReceiveWhole(0, f2, 0, &o, in[1]-14+40+in[2]) || len(tap.whole) != 0 || len(tap.tunnel) != 0 {
+	idle := mk(tap, PortConfig{}, NewManualClock(1))
+	if idle.ReceiveWhole(0, f, 0, &Offload{}, segIP) || len(tap.whole) != 0 || len(tap.tunnel) != 0 {
 		t.Fatalf("an idle node forwarded a tunnel super-packet whole (%d through WholeLink, %d through TunnelLink)", len(tap.whole), len(tap.tunnel))
+	}
+}
+
+// TestTunnelSuperPacketConfigChangedQueued: a tunnel super-packet a
+// transit node took whole, still queued when the node stops being a
+// transit node, is dropped and counted, not handed to the WholeLink.
+func TestTunnelSuperPacketConfigChangedQueued(t *testing.T) {
+	f, segIP, mk := sessionTunnelSuper(t)
+	tap := &tunnelTap{keep: true}
+	clk := NewManualClock(1)
+	sw := mk(tap, PortConfig{Rate: 1_000_000_000, QueueBytes: 1 << 20}, clk)
+	d := sai.DefaultDTelAttrs()
+	d.SwitchID = 2
+	d.IntEndpointEnable, d.IntTransitEnable = true, true
+	d.IntL4DSCP = sai.DSCPMatch{Value: 0x17, Mask: 0x3f}
+	oid, err := sw.Create(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first leaves at once and keeps the port busy (about 0.5 ms at
+	// 1 Gbit/s); a frame waits behind it, and the second behind that.
+	for i := range 2 {
+		g := make([]byte, len(f), cap(f))
+		copy(g, f)
+		if !sw.ReceiveWhole(0, g, 0, &Offload{}, segIP) {
+			t.Fatalf("super-packet %d not taken whole", i)
+		}
+		if i == 0 {
+			sw.Receive(0, tcpFrame("10.0.1.1", "10.0.2.1", 1234, 80, 0, make([]byte, 100)))
+		}
+	}
+	if len(tap.tunnel) != 1 {
+		t.Fatalf("%d super-packets left at once, want 1", len(tap.tunnel))
+	}
+	if err := sw.Remove(oid); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(10 * time.Millisecond)
+	sw.Poll()
+	st, err := sw.Stats(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tap.tunnel) != 1 || len(tap.whole) != 0 || len(tap.frames) != 1 || st.Drops[spec.DropUnknown] != 1 {
+		t.Fatalf("%d through TunnelLink, %d through WholeLink, %d frames, %d dropped; want 1, 0, 1, 1",
+			len(tap.tunnel), len(tap.whole), len(tap.frames), st.Drops[spec.DropUnknown])
 	}
 }

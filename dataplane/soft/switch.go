@@ -583,7 +583,7 @@ func (s *Switch) wholeFits(c *compiled, b *pbuf, ent *wlEntry, op sai.FlowOp, ou
 		// A TCP super-packet in a VXLAN-GPE tunnel (its port reports it
 		// as plain TCP) leaves whole only through a TunnelLink, which
 		// tells the device where the tunnel is; here it is cut instead.
-		if pk.Proto == wire.ProtoUDP && pk.L4 >= 0 && binary.BigEndian.Uint16(b.data[pk.L4+2:]) == spec.PortVXLANGPE {
+		if gpeTunnelled(b) {
 			return false
 		}
 		return s.wholeOut(out, n, b.segIP)
@@ -606,6 +606,12 @@ func (s *Switch) wholeFits(c *compiled, b *pbuf, ent *wlEntry, op sai.FlowOp, ou
 		return p.tun != nil && p.tun.CanTunnel() && s.setMSS(b, pk.Next, -1) && s.hopRoom(b)
 	}
 	return false
+}
+
+// gpeTunnelled says whether b is a packet in a VXLAN-GPE tunnel.
+func gpeTunnelled(b *pbuf) bool {
+	pk := &b.pkt
+	return pk.Proto == wire.ProtoUDP && pk.L4 >= 0 && binary.BigEndian.Uint16(b.data[pk.L4+2:]) == spec.PortVXLANGPE
 }
 
 // hopRoom says whether INT packet b has the room in its buffer for a hop
@@ -1051,6 +1057,13 @@ func (s *Switch) egress(b *pbuf) {
 			}
 			s.emit(ev)
 		}
+	}
+	if send && b.whole && !b.tunOut && !b.tcpOut && gpeTunnelled(b) {
+		// Taken whole into or along a session tunnel under a
+		// configuration changed while it was queued: no link can hand
+		// it to a device whole now, and it cannot be cut here.
+		send = false
+		s.countDrop(b.in, spec.DropUnknown)
 	}
 	if send {
 		p.ctr.OutPackets++
