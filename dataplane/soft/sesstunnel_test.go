@@ -284,3 +284,42 @@ func TestTunnelSuperPacketConfigChangedQueued(t *testing.T) {
 			len(tap.tunnel), len(tap.whole), len(tap.frames), st.Drops[spec.DropUnknown])
 	}
 }
+
+// TestTunnelSourceRefusedWholeSampled: a watched super-packet a session
+// tunnel source cannot send whole (its segments do not fit the egress
+// MTU) leaves the packet-interval sampler untouched, so that the first of
+// its segments, which the port cuts and hands in again, gets INT.
+func TestTunnelSourceRefusedWholeSampled(t *testing.T) {
+	_, _, mk := sessionTunnelSuper(t)
+	tap := &tunnelTap{keep: true}
+	sw := mk(tap, PortConfig{MTU: 1000}, NewManualClock(1))
+	d := sai.DefaultDTelAttrs()
+	d.SwitchID = 1
+	d.IntEndpointEnable, d.IntTransitEnable = true, true
+	d.IntL4DSCP = sai.DSCPMatch{Value: 0x17, Mask: 0x3f}
+	d.TunnelAddress = netip.MustParseAddr("10.0.12.1")
+	if _, err := sw.Create(d); err != nil {
+		t.Fatal(err)
+	}
+	so, err := sw.Create(sai.IntSessionAttrs{Mode: sai.IntModeMD, MaxHopCount: 8, Instructions: spec.InstNodeID,
+		Encapsulation: sai.SessionEncapVXLANGPE, TunnelDestination: netip.MustParseAddr("10.0.23.3")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sw.Create(sai.WatchlistEntryAttrs{Match: port80(), Action: sai.WatchlistAction{FlowOp: sai.FlowOpInt,
+		IntSession: so, FlowSamplePercent: 100, PacketInterval: 10 * time.Millisecond}}); err != nil {
+		t.Fatal(err)
+	}
+	big := tcpFrame("10.0.1.1", "10.0.2.1", 1234, 80, 0, bytes.Repeat([]byte{7}, 60000))
+	if sw.ReceiveWhole(0, append(make([]byte, 0, len(big)+512), big...), 0, &Offload{}, 40+1448) {
+		t.Fatal("a super-packet whose segments exceed the MTU was taken whole")
+	}
+	sw.Receive(0, tcpFrame("10.0.1.1", "10.0.2.1", 1234, 80, 0, bytes.Repeat([]byte{7}, 500)))
+	st, err := sw.Stats(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ss := st.IntSessions[so]; ss.PacketsInitiated != 1 || ss.NotInitiatedSampled != 0 {
+		t.Fatalf("first segment: %d initiated, %d sampled out; want 1, 0", ss.PacketsInitiated, ss.NotInitiatedSampled)
+	}
+}

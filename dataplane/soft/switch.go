@@ -492,12 +492,16 @@ func (s *Switch) process(in int, frame []byte, b *pbuf, rx, now int64) bool {
 		ent, op, rt, out = s.lookup(c, b, b.whole)
 	}
 	if b.whole {
-		if op == sai.FlowOpInt && s.tunnelSource(c, b, ent, out) {
-			// Counted as sampled now (the lookup above only peeked).
-			ent, op, rt, out = s.lookup(c, b, false)
-		}
 		if rt < 0 || !s.wholeFits(c, b, ent, op, out, len(frame)) {
 			return false
+		}
+		if op == sai.FlowOpInt {
+			// Counted by the sampler now that it goes whole (the lookup
+			// above only peeked; refused, its segments are counted).
+			ent, op, rt, out = s.lookup(c, b, false)
+			if op != sai.FlowOpInt && !s.wholeOut(out, len(frame), b.segIP) {
+				return false
+			}
 		}
 		s.ports[in].ctr.InPackets++
 		s.node.InPackets++
