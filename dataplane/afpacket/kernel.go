@@ -127,7 +127,11 @@ func NewKernel(sw *soft.Switch, ports []*Port, log *slog.Logger) *Kernel {
 	k := &Kernel{sw: sw, ports: ports, byIndex: map[int]int{}, log: log,
 		resolve: make(chan resolveReq, 64), asked: map[netip.Addr]time.Time{}}
 	if sw != nil {
-		k.tunnelEnd = func(port int, a netip.Addr) bool { return sw.IsTunnelEnd(sw.Port(ports[port].Name), a) }
+		swPort := make([]int, len(ports)) // the switch's index of each port, looked up once
+		for i, p := range ports {
+			swPort[i] = sw.Port(p.Name)
+		}
+		k.tunnelEnd = func(port int, a netip.Addr) bool { return sw.IsTunnelEnd(swPort[port], a) }
 	}
 	for i, p := range ports {
 		k.byIndex[p.Index] = i
