@@ -249,8 +249,7 @@ func fixOuter(seg []byte, o headers, id uint16) {
 	if o.v4 {
 		binary.BigEndian.PutUint16(seg[o.l3+2:], uint16(len(seg)-o.l3))
 		binary.BigEndian.PutUint16(seg[o.l3+4:], id)
-		seg[o.l3+10], seg[o.l3+11] = 0, 0
-		binary.BigEndian.PutUint16(seg[o.l3+10:], ^wire.Fold64(wire.Sum64(0, seg[o.l3:o.l4])))
+		binary.BigEndian.PutUint16(seg[o.l3+10:], wire.IPv4HeaderChecksum(seg[o.l3:o.l4]))
 	} else {
 		binary.BigEndian.PutUint16(seg[o.l3+4:], uint16(len(seg)-o.l3-40))
 	}
