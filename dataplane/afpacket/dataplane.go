@@ -58,6 +58,9 @@ type Dataplane struct {
 	kernel *Kernel
 	node   *Node
 
+	tunMu    sync.Mutex // the ports' Tunnel, opened and closed
+	released bool       // release has run: no more tunnel output
+
 	mu      sync.Mutex
 	cancel  context.CancelFunc // stops Run
 	running chan struct{}      // closed when Run returns
@@ -124,36 +127,14 @@ func New(cfg Config) (_ *Dataplane, err error) {
 	if d.host, err = takeOver(cfg.Interfaces, d.log); err != nil {
 		return nil, err
 	}
-	// Session tunnels leave whole through a TAP per port (TunnelOut).
-	noTunnels := ""
-	for _, p := range d.ports {
-		o, err := OpenTunnelOut(p.Name)
-		if err != nil {
-			if !errors.Is(err, ErrNoTunnelGSO) {
-				return nil, err
-			}
-			noTunnels = ErrNoTunnelGSO.Error()
-			break
-		}
-		p.Tunnel = o
-		d.log.Info("host setting changed; restored at exit", "interface", p.Name, "setting", "session tunnel output",
-			"added", "TAP "+o.tap+" redirected to the port, tx-udp_tnl-segmentation on",
-			"why", "INT session tunnels leave whole through it")
-	}
-	if noTunnels != "" {
-		for _, p := range d.ports {
-			if p.Tunnel != nil {
-				_ = p.Tunnel.Close()
-				p.Tunnel = nil
-			}
-		}
-	}
 	clk := soft.NewRealClock()
 	if d.pipe, err = report.New(report.Config{}, report.Options{Clock: clk.Now}); err != nil {
 		return nil, err
 	}
+	// Session tunnels leave whole through a TAP per port (TunnelOut),
+	// made when a configuration first needs them.
 	if d.Switch, err = soft.New(soft.Config{Name: cfg.Name, Ports: pcs, Clock: clk, Reporter: d.pipe,
-		NoSessionTunnels: noTunnels}); err != nil {
+		TunnelOutput: d.tunnelOutput}); err != nil {
 		return nil, err
 	}
 	d.kernel = NewKernel(d.Switch, d.ports, d.log)
@@ -265,20 +246,78 @@ func (d *Dataplane) release() error {
 	if d.pipe != nil {
 		errs = append(errs, d.pipe.Close())
 	}
+	d.tunMu.Lock()
+	d.released = true
+	errs = append(errs, d.closeTunnels())
+	d.tunMu.Unlock()
 	for _, p := range d.ports {
-		if p.Tunnel != nil {
-			err := p.Tunnel.Close()
-			if err == nil {
-				d.log.Info("host setting restored", "interface", p.Name, "setting", "session tunnel output", "removed", "TAP "+p.Tunnel.tap)
-			}
-			errs = append(errs, err)
-			p.Tunnel = nil
-		}
 		errs = append(errs, p.Close())
 	}
 	errs = append(errs, d.host.restore())
 	for _, l := range d.locks {
 		l.Release()
+	}
+	return errors.Join(errs...)
+}
+
+// tunnelOutput is the switch's soft.Config.TunnelOutput: it gives every
+// port a TunnelOut (on) or takes them away (off), in the dataplane's
+// namespace, each change logged. Turning on is all or nothing.
+func (d *Dataplane) tunnelOutput(on bool) error {
+	d.tunMu.Lock()
+	defer d.tunMu.Unlock()
+	if d.released {
+		if !on {
+			return nil
+		}
+		return errors.New("afpacket: dataplane closed")
+	}
+	if !on {
+		return InNamespace(d.ns, d.closeTunnels)
+	}
+	err := InNamespace(d.ns, func() error {
+		for _, p := range d.ports {
+			if p.Tunnel != nil {
+				continue
+			}
+			o, err := OpenTunnelOut(p.Name)
+			if err != nil {
+				return err
+			}
+			p.Tunnel = o
+			d.log.Info("host setting changed; restored when no INT configuration needs it or at exit", "interface", p.Name,
+				"setting", "session tunnel output", "added", "TAP "+o.tap+" redirected to the port, tx-udp_tnl-segmentation on",
+				"why", "INT session tunnels leave whole through it")
+		}
+		return nil
+	})
+	if err == nil {
+		return nil
+	}
+	if cerr := InNamespace(d.ns, d.closeTunnels); cerr != nil {
+		err = errors.Join(err, cerr)
+	}
+	if errors.Is(err, ErrNoTunnelGSO) {
+		return fmt.Errorf("%w: %w", soft.ErrNoSessionTunnels, ErrNoTunnelGSO)
+	}
+	return err
+}
+
+// closeTunnels removes the ports' TunnelOuts, in the calling thread's
+// namespace, with d.tunMu held.
+func (d *Dataplane) closeTunnels() error {
+	var errs []error
+	for _, p := range d.ports {
+		if p.Tunnel == nil {
+			continue
+		}
+		if err := p.Tunnel.Close(); err != nil {
+			d.log.Error("could not restore a host setting", "interface", p.Name, "setting", "session tunnel output", "err", err)
+			errs = append(errs, err)
+		} else {
+			d.log.Info("host setting restored", "interface", p.Name, "setting", "session tunnel output", "removed", "TAP "+p.Tunnel.tap)
+		}
+		p.Tunnel = nil
 	}
 	return errors.Join(errs...)
 }

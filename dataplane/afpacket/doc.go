@@ -41,12 +41,18 @@
 //     `ethtool -K <port> gro off lro off`: a router forwards frames as
 //     they were received, never merged beyond the MTU. (Merged frames
 //     would still be cut again by Segments, at a cost.)
-//   - INT session tunnels: every port gets a TunnelOut (a TAP named
-//     intd-tnl<ifindex> whose tc ingress redirects to the port, gone with
-//     the process) and UDP tunnel segmentation
-//     (tx-udp_tnl-segmentation, tx-udp_tnl-csum-segmentation) on, put
-//     back as it was at Close; on a kernel whose TAP takes no UDP tunnel
-//     GSO there is none, and the switch refuses tunnel addresses.
+//   - INT session tunnels, only while the configuration sends them whole
+//     (a tunnel-address with INT endpoint on, or INT transit, with INT
+//     recognised in VXLAN-GPE; soft.Config.TunnelOutput): every port
+//     gets a TunnelOut (a TAP named intd-tnl<ifindex> whose tc ingress
+//     redirects to the port, gone with the process) and UDP tunnel
+//     segmentation (tx-udp_tnl-segmentation,
+//     tx-udp_tnl-csum-segmentation) on, put back as it was when no
+//     configuration needs them any more and at Close. Until then, and on
+//     a node not configured so, nothing of it exists. A TAP that cannot
+//     be made refuses the configuration (all ports' undone); on a kernel
+//     whose TAP takes no UDP tunnel GSO the switch refuses tunnel
+//     addresses and transit cuts tunnel super-packets into segments.
 //
 // Nothing else is changed: addresses, routes, neighbours, qdiscs and
 // sysctls are the operator's.

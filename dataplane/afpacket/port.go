@@ -104,12 +104,13 @@ type Port struct {
 	rxVnet  []VnetHdr // per frame of the last read, CsumStart adjusted for a restored VLAN tag
 	rxTime  []int64   // per frame of the last read: kernel receive time, Unix ns (0: none)
 
-	txStore [][]byte
-	txHdr   [][vnetHdrLen]byte
-	refs    int          // frames queued by reference (TransmitWhole)
-	txIov   []unix.Iovec // 2 per message
-	txMsgs  []unix.Mmsghdr
-	txN     int
+	txStore    [][]byte
+	txHdr      [][vnetHdrLen]byte
+	refs       int          // frames queued by reference (TransmitWhole)
+	txIov      []unix.Iovec // 2 per message
+	txMsgs     []unix.Mmsghdr
+	txN        int
+	transmitFn func([]byte) // Transmit, bound once
 	// zeroHdr is the virtio_net_hdr of every transmitted frame: no GSO,
 	// no checksum to complete (frames leave with their checksums whole:
 	// Read completes partial ones, Segments computes them, the switch
@@ -149,6 +150,7 @@ func Open(name string, cfg PortConfig) (*Port, error) {
 	}
 	p := &Port{Name: name, Index: ifi.Index, MTU: ifi.MTU, fd: fd, maxFrame: cfg.MaxFrame, maxGSO: cfg.MaxGSO}
 	copy(p.MAC[:], ifi.HardwareAddr)
+	p.transmitFn = p.Transmit
 	fail := func(what string, err error) (*Port, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("afpacket: %s: %s: %w", name, what, err)

@@ -17,11 +17,22 @@ func (p *Port) CanTunnel() bool { return p.Tunnel != nil }
 // TransmitTunnel sends a TCP super-packet in a UDP tunnel (outer UDP
 // header at outerL4, inner IP header at innerL3) through the port's
 // TunnelOut, for segments of mss bytes of TCP payload, after the frames
-// queued before it. It implements soft.TunnelLink.
+// queued before it. Without a TunnelOut (taken away while the packet was
+// queued) it is cut into segments here. It implements soft.TunnelLink.
 func (p *Port) TransmitTunnel(frame []byte, outerL4, innerL3, mss int) {
 	h, ok := tunnelHdr(frame, outerL4, innerL3, mss)
-	if !ok || p.Tunnel == nil {
+	if !ok {
 		p.stats.TxErrors++
+		return
+	}
+	if p.Tunnel == nil {
+		// As AF_PACKET reports such a super-packet: plain TCP, which
+		// Segment recognises as a tunnel by its checksum start.
+		h.Vnet.GSOType &^= GSOUDPTunnelIPv4 | GSOUDPTunnelIPv6
+		h.Vnet.Flags &^= VnetUDPTunnelCsum
+		if _, err := Segment(h.Vnet, frame, p.transmitFn); err != nil {
+			p.stats.TxErrors++
+		}
 		return
 	}
 	if p.txN > 0 {

@@ -76,6 +76,7 @@ type TunnelOut struct {
 	Port string
 	tap  string
 	fd   int
+	made bool            // the TAP is ours (TUNSETIFF made it)
 	was  map[string]bool // tunnel features of the port before
 	hdr  [TunnelHdrLen]byte
 	iov  [2]unix.Iovec
@@ -100,10 +101,18 @@ func OpenTunnelOut(port string) (*TunnelOut, error) {
 	if err != nil {
 		return fail("TAP name", err)
 	}
-	ifr.SetUint16(unix.IFF_TAP | unix.IFF_NO_PI | unix.IFF_VNET_HDR)
+	// Never another's device of that name: TUNSETIFF would attach to a
+	// TAP and Close remove it.
+	ifr.SetUint16(unix.IFF_TAP | unix.IFF_NO_PI | unix.IFF_VNET_HDR | unix.IFF_TUN_EXCL)
 	if err := unix.IoctlIfreq(o.fd, unix.TUNSETIFF, ifr); err != nil {
+		if errors.Is(err, unix.EBUSY) || errors.Is(err, unix.EINVAL) {
+			if _, lerr := net.InterfaceByName(o.tap); lerr == nil {
+				err = fmt.Errorf("%w (an interface named %s exists already)", err, o.tap)
+			}
+		}
 		return fail("TUNSETIFF", err)
 	}
+	o.made = true
 	if err := unix.IoctlSetPointerInt(o.fd, unix.TUNSETVNETHDRSZ, TunnelHdrLen); err != nil {
 		return fail("TUNSETVNETHDRSZ", err)
 	}
@@ -184,7 +193,7 @@ func (o *TunnelOut) Close() error {
 		errs = append(errs, unix.Close(o.fd))
 		o.fd = -1
 	}
-	if _, err := net.InterfaceByName(o.tap); err == nil {
+	if _, err := net.InterfaceByName(o.tap); o.made && err == nil {
 		// Gone with the descriptor unless made persistent elsewhere.
 		if l, err := netlink.LinkByName(o.tap); err == nil {
 			_ = netlink.LinkDel(l)

@@ -3,6 +3,7 @@ package soft
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math/bits"
@@ -109,6 +110,9 @@ func (s *Switch) Create(a sai.Attrs) (sai.OID, error) {
 	if err != nil {
 		return sai.NullOID, err
 	}
+	if err := s.tunnelsOnDemand(func() { _, _ = s.store.Remove(oid) }); err != nil {
+		return sai.NullOID, err
+	}
 	switch a.(type) {
 	case sai.WatchlistEntryAttrs:
 		s.wlStats[oid] = &sai.WatchlistEntryStats{}
@@ -125,10 +129,15 @@ func (s *Switch) Create(a sai.Attrs) (sai.OID, error) {
 func (s *Switch) Set(oid sai.OID, a sai.Attrs) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, err := s.store.Set(oid, a); err != nil {
+	old, err := s.store.Set(oid, a)
+	if err != nil {
+		return err
+	}
+	if err := s.tunnelsOnDemand(func() { _, _ = s.store.Set(oid, old) }); err != nil {
 		return err
 	}
 	s.recompile(oid.Type())
+	s.tunnelsOffUnneeded()
 	return nil
 }
 
@@ -143,7 +152,74 @@ func (s *Switch) Remove(oid sai.OID) error {
 	delete(s.sessStats, oid)
 	delete(s.qrStats, oid)
 	s.recompile(oid.Type())
+	s.tunnelsOffUnneeded()
 	return nil
+}
+
+// tunnelDemand says whether the stored configuration sends session
+// tunnels whole (see Config.TunnelOutput), and which attribute asks for
+// it: a tunnel address (an endpoint's tunnels start and end there) or
+// INT transit (hops are pushed onto tunnel super-packets).
+func (s *Switch) tunnelDemand() (bool, sai.AttrID) {
+	_, o, ok := s.store.First(sai.ObjectTypeDTel)
+	if !ok {
+		return false, sai.AttrNone
+	}
+	d := o.(sai.DTelAttrs)
+	switch {
+	case d.VXLANGPENextProtocol == 0:
+	case d.IntEndpointEnable && d.TunnelAddress.IsValid():
+		return true, sai.AttrDTelTunnelAddress
+	case d.IntEndpointEnable && d.TunnelAddress6.IsValid():
+		return true, sai.AttrDTelTunnelAddress6
+	case d.IntTransitEnable:
+		return true, sai.AttrDTelIntTransitEnable
+	}
+	return false, sai.AttrNone
+}
+
+// tunnelsOnDemand turns the tunnel output on when the stored configuration
+// is the first to need it; an error refuses that configuration, undo
+// having put the store back. Called with s.mu held.
+func (s *Switch) tunnelsOnDemand(undo func()) error {
+	need, attr := s.tunnelDemand()
+	if !need || s.tunnelsOn || s.tunOutput == nil || s.noTunnels != "" {
+		return nil
+	}
+	err := s.tunOutput(true)
+	if err == nil {
+		s.tunnelsOn = true
+		return nil
+	}
+	if errors.Is(err, ErrNoSessionTunnels) {
+		// For good: transit cuts tunnel super-packets, tunnel addresses
+		// are refused (the store put back first: checkAttrs would refuse
+		// a previous tunnel address now).
+		if attr != sai.AttrDTelIntTransitEnable {
+			undo()
+		}
+		s.noTunnels = err.Error()
+		if attr == sai.AttrDTelIntTransitEnable {
+			return nil
+		}
+		return &sai.AttrError{Object: sai.ObjectTypeDTel, Attr: attr, Index: -1, Err: sai.ErrUnsupported,
+			Msg: "INT session tunnels (VXLAN-GPE added by the source; " + s.noTunnels + ") are not supported"}
+	}
+	undo()
+	return &sai.AttrError{Object: sai.ObjectTypeDTel, Attr: attr, Index: -1, Err: sai.ErrUnsupported,
+		Msg: "INT session tunnels need their output on every port, which could not be set up (" + err.Error() + "), so they are not supported"}
+}
+
+// tunnelsOffUnneeded turns the tunnel output off once no configuration
+// needs it. Super-packets already queued for it are cut into segments
+// by their link. Called with s.mu held, after recompile.
+func (s *Switch) tunnelsOffUnneeded() {
+	if need, _ := s.tunnelDemand(); need || !s.tunnelsOn {
+		return
+	}
+	s.tunnelsOn = false
+	// The link logs what it could not undo; the configuration stands.
+	_ = s.tunOutput(false)
 }
 
 // Stats implements sai.Backend.

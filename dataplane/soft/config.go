@@ -1,6 +1,7 @@
 package soft
 
 import (
+	"errors"
 	"net/netip"
 
 	"github.com/intd-project/intd/dataplane/report"
@@ -123,7 +124,23 @@ type Config struct {
 	// NoSessionTunnels, when set, says why INT session tunnels cannot be
 	// configured (a node tunnel address is refused with it).
 	NoSessionTunnels string
+	// TunnelOutput, when set, gives the links what TunnelLink.CanTunnel
+	// needs (on) once a configuration first sends session tunnels whole
+	// (a node tunnel address with INT endpoint on, or INT transit, with
+	// INT recognised in VXLAN-GPE) and takes it away (off) when none
+	// does any more, so that a node without such a configuration changes
+	// nothing on the host for them. It runs with the switch's lock held,
+	// between packets. An error turning it on refuses the configuration
+	// change (naming the attribute that asked for it), unless it wraps
+	// ErrNoSessionTunnels: then the host can never give it, tunnel
+	// addresses are refused from then on as with NoSessionTunnels, and
+	// transit nodes cut tunnel super-packets into segments.
+	TunnelOutput func(on bool) error
 }
+
+// ErrNoSessionTunnels is wrapped by a Config.TunnelOutput error that says
+// the host can never send session tunnels whole.
+var ErrNoSessionTunnels = errors.New("session tunnels cannot leave whole on this host")
 
 const (
 	defaultMTU        = 1500

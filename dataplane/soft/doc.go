@@ -22,8 +22,9 @@
 // onto every segment); transit nodes push their hop onto tunnel
 // super-packets whole; the sink routes a tunnel to its tunnel address by
 // the inner destination and removes the whole encapsulation, sending a
-// super-packet through a TCPLink. Config.NoSessionTunnels makes the
-// switch refuse tunnel addresses.
+// super-packet through a TCPLink. Config.TunnelOutput is asked to give
+// the links their tunnel output when a configuration first needs it;
+// Config.NoSessionTunnels makes the switch refuse tunnel addresses.
 //
 // Pipeline: parse (wire.Parser from the DTel markings) -> watchlist
 // (priority-ordered entries with prefix, range, DSCP, TCP flag, in-port and

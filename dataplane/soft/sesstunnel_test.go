@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -321,5 +323,71 @@ func TestTunnelSourceRefusedWholeSampled(t *testing.T) {
 	}
 	if ss := st.IntSessions[so]; ss.PacketsInitiated != 1 || ss.NotInitiatedSampled != 0 {
 		t.Fatalf("first segment: %d initiated, %d sampled out; want 1, 0", ss.PacketsInitiated, ss.NotInitiatedSampled)
+	}
+}
+
+// TestTunnelOutputOnDemand: Config.TunnelOutput is turned on by the
+// first configuration with a tunnel address (or INT transit), once, and
+// off when none needs it. An error refuses the change with the path of
+// the leaf that asked for it, the previous configuration kept; one that
+// says the host can never give it leaves transit configured (its tunnel
+// super-packets are cut) and refuses tunnel addresses from then on.
+func TestTunnelOutputOnDemand(t *testing.T) {
+	var calls []bool
+	var fail error
+	sw, err := New(Config{Name: "s1", Ports: []PortConfig{{Name: "p1", ID: 1}}, TunnelOutput: func(on bool) error {
+		calls = append(calls, on)
+		if on {
+			return fail
+		}
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := dtel.New(sw)
+	apply := func(node string) error {
+		dev := &gen.Device{}
+		if err := gen.Unmarshal([]byte(`{"intd-int:int": {"node": {"config": {"enabled": true, "node-id": 1`+node+`}}}}`), dev); err != nil {
+			t.Fatal(err)
+		}
+		return o.Apply(context.Background(), dev)
+	}
+	const addr = `, "int-endpoint": true, "tunnel-address": "192.0.2.1"`
+	end := netip.MustParseAddr("192.0.2.1")
+	for i, s := range []struct {
+		node  string
+		calls []bool
+	}{{`, "int-endpoint": true`, nil}, {addr, []bool{true}}, {addr + `, "tunnel-address-ipv6": "2001:db8::1"`, []bool{true}},
+		{`, "int-endpoint": true, "int-transit": true`, []bool{true}}, {`, "int-endpoint": true`, []bool{true, false}}} {
+		if err := apply(s.node); err != nil {
+			t.Fatalf("%d: %v", i, err)
+		}
+		if !slices.Equal(calls, s.calls) {
+			t.Fatalf("%d %s: TunnelOutput calls %v, want %v", i, s.node, calls, s.calls)
+		}
+	}
+
+	fail = errors.New("no TAP for p1")
+	err = apply(addr)
+	const want = "/int/node/config/tunnel-address: INT session tunnels need their output on every port, which could not be set up (no TAP for p1), so they are not supported by the dataplane"
+	if err == nil || err.Error() != want {
+		t.Fatalf("Apply, output failing = %v, want %s", err, want)
+	}
+	if sw.IsTunnelEnd(0, end) || sw.tunnelsOn {
+		t.Error("refused, yet the tunnel address is applied")
+	}
+
+	fail = fmt.Errorf("%w: no UDP tunnel GSO", ErrNoSessionTunnels)
+	if err := apply(`, "int-transit": true`); err != nil {
+		t.Fatalf("transit, output never possible: %v", err)
+	}
+	err = apply(addr)
+	const never = "/int/node/config/tunnel-address: INT session tunnels (VXLAN-GPE added by the source; session tunnels cannot leave whole on this host: no UDP tunnel GSO) are not supported by the dataplane"
+	if err == nil || err.Error() != never {
+		t.Fatalf("Apply, output never possible = %v, want %s", err, never)
+	}
+	if want := []bool{true, false, true, true}; !slices.Equal(calls, want) {
+		t.Errorf("TunnelOutput calls %v, want %v (none once it can never be)", calls, want)
 	}
 }

@@ -32,6 +32,8 @@ type Switch struct {
 	noTTL      bool
 	maxFrame   int
 	noTunnels  string // why session tunnels cannot be configured, "" if they can
+	tunOutput  func(on bool) error
+	tunnelsOn  bool // tunOutput is on
 
 	// sai objects
 	store     *sai.Store
@@ -125,6 +127,7 @@ func New(cfg Config) (*Switch, error) {
 		portByName: map[string]int{},
 		noTTL:      cfg.NoTTLDecrement,
 		noTunnels:  cfg.NoSessionTunnels,
+		tunOutput:  cfg.TunnelOutput,
 		maxFrame:   cfg.MaxFrame,
 		wlStats:    map[sai.OID]*sai.WatchlistEntryStats{},
 		sessStats:  map[sai.OID]*sai.IntSessionStats{},
