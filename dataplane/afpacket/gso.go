@@ -5,7 +5,6 @@ import (
 	"errors"
 
 	"github.com/intd-project/intd/dataplane/wire"
-	"github.com/intd-project/intd/sai/spec"
 )
 
 // VnetHdr is struct virtio_net_hdr, what PACKET_VNET_HDR puts before every
@@ -213,33 +212,14 @@ func Segment(h VnetHdr, frame []byte, emit func(seg []byte)) (int, error) {
 }
 
 // tunnelInnerHeaders finds the inner IP and TCP headers of a TCP packet
-// in a session tunnel (outer headers hd: UDP to 4790, VXLAN-GPE with an
-// INT shim whose next protocol is IPv4 or IPv6, no IPv6 extension
-// headers inside) whose TCP header is at l4.
+// in a session tunnel (outer headers hd; wire.ParseSessionTunnel) whose
+// inner TCP header is at l4.
 func tunnelInnerHeaders(f []byte, hd headers, l4 int) (headers, bool) {
-	var in headers
-	s := hd.l4 + wire.UDPLen + wire.VXLANLen
-	if len(f) < s+wire.ShimLen || binary.BigEndian.Uint16(f[hd.l4+2:]) != spec.PortVXLANGPE ||
-		f[hd.l4+11] != spec.VXLANGPENextProtoINT {
-		return in, false
+	t, ok := wire.ParseSessionTunnel(f, hd.l3)
+	if !ok || t.InnerL4 != l4 || t.InnerProto != wire.ProtoTCP || len(f) < l4+20 {
+		return headers{}, false
 	}
-	in.l3 = s + wire.ShimLen + int(f[s+1])*4
-	switch {
-	case f[s+3] == 1 && len(f) >= in.l3+20 && f[in.l3]>>4 == 4:
-		in.v4, in.proto = true, f[in.l3+9]
-		if in.l3+int(f[in.l3]&15)*4 != l4 {
-			return in, false
-		}
-	case f[s+3] == 2 && len(f) >= in.l3+40 && f[in.l3]>>4 == 6:
-		in.proto = f[in.l3+6]
-		if in.l3+40 != l4 {
-			return in, false
-		}
-	default:
-		return in, false
-	}
-	in.l4 = l4
-	return in, in.proto == 6 && len(f) >= l4+20
+	return headers{l3: t.Inner, l4: l4, v4: t.IPVersion == 4, proto: t.InnerProto}, true
 }
 
 // fixOuter sets the outer IP and UDP lengths of a segment of a tunnel

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/intd-project/intd/dataplane/soft"
+	"github.com/intd-project/intd/dataplane/wire"
 )
 
 // Kernel makes a soft switch forward like the kernel's router would: it
@@ -442,11 +443,11 @@ func (k *Kernel) Classify(port int, f []byte) (Verdict, netip.Addr) {
 	if v.local[dst] {
 		// A session tunnel ending at this node goes by its inner
 		// destination (the switch takes it out at the sink port).
-		in, ok := sessionTunnelInner(f, off)
+		st, ok := wire.ParseSessionTunnel(f, off)
 		if !ok || k.tunnelEnd == nil || !k.tunnelEnd(port, dst) {
 			return ToKernel, netip.Addr{}
 		}
-		dst = in
+		dst = st.InnerDst(f)
 		if v.local[dst] {
 			return ToKernel, netip.Addr{}
 		}

@@ -4,10 +4,8 @@ package afpacket
 
 import (
 	"encoding/binary"
-	"net/netip"
 
 	"github.com/intd-project/intd/dataplane/wire"
-	"github.com/intd-project/intd/sai/spec"
 )
 
 // CanTunnel says whether the port sends UDP-tunnelled super-packets
@@ -130,61 +128,27 @@ func (p *Port) TransmitTCP(frame []byte, l3, mss int) {
 }
 
 // tunnelSegmentIPLen is segmentIPLen for a TCP super-packet in a
-// session tunnel (VXLAN-GPE to port 4790 straight after the outer IP
-// header), which AF_PACKET reports as plain TCP (the tunnel flag lost):
-// the checksum starts at the inner TCP header. 0 when it is not one.
+// session tunnel (wire.ParseSessionTunnel), which AF_PACKET reports as
+// plain TCP (the tunnel flag lost): the checksum starts at the inner TCP
+// header. 0 when it is not one.
 func tunnelSegmentIPLen(h VnetHdr, frame []byte) int {
 	gt := h.GSOType &^ GSOECN
 	if gt != GSOTCPv4 && gt != GSOTCPv6 || h.Flags&VnetNeedsCsum == 0 || h.GSOSize == 0 {
 		return 0
 	}
 	hd, ok := parseHeaders(frame)
-	if !ok || hd.proto != wire.ProtoUDP || binary.BigEndian.Uint16(frame[hd.l4+2:]) != spec.PortVXLANGPE {
+	if !ok || hd.proto != wire.ProtoUDP {
 		return 0
 	}
-	l4 := int(h.CsumStart)
-	if l4 <= hd.l4+wire.UDPLen+wire.VXLANLen || l4+20 > len(frame) {
+	in, ok := tunnelInnerHeaders(frame, hd, int(h.CsumStart))
+	if !ok || in.v4 != (gt == GSOTCPv4) {
 		return 0
 	}
+	l4 := in.l4
 	hlen := l4 + int(frame[l4+12]>>4)*4
 	if hlen < l4+20 || hlen > len(frame) || hlen > MaxGSOHeader ||
 		(len(frame)-hlen+int(h.GSOSize)-1)/int(h.GSOSize) > MaxGSOSegments {
 		return 0
 	}
 	return hlen - hd.l3 + min(int(h.GSOSize), len(frame)-hlen)
-}
-
-// sessionTunnelInner returns the inner destination of a session tunnel
-// frame (Ethernet, outer IP at l3 without options, UDP to 4790,
-// VXLAN-GPE with next protocol INT, an INT-MD shim whose next protocol
-// is the outer IP version's) whose inner IP header is in f.
-func sessionTunnelInner(f []byte, l3 int) (netip.Addr, bool) {
-	var ohl, next byte = 20, 1
-	if len(f) < l3+1 {
-		return netip.Addr{}, false
-	}
-	v6 := f[l3]>>4 == 6
-	if v6 {
-		ohl, next = 40, 2
-	} else if f[l3] != 0x45 || f[l3+9] != wire.ProtoUDP {
-		return netip.Addr{}, false
-	}
-	u := l3 + int(ohl)
-	s := u + wire.UDPLen + wire.VXLANLen
-	if len(f) < s+wire.ShimLen || v6 && f[l3+6] != wire.ProtoUDP ||
-		binary.BigEndian.Uint16(f[u+2:]) != spec.PortVXLANGPE || f[u+11] != spec.VXLANGPENextProtoINT ||
-		spec.HeaderType(f[s]>>4) != spec.TypeMD || f[s+3] != next {
-		return netip.Addr{}, false
-	}
-	in := s + wire.ShimLen + int(f[s+1])*4
-	if v6 {
-		if len(f) < in+40 || f[in]>>4 != 6 {
-			return netip.Addr{}, false
-		}
-		return netip.AddrFrom16([16]byte(f[in+24 : in+40])), true
-	}
-	if len(f) < in+20 || f[in]>>4 != 4 {
-		return netip.Addr{}, false
-	}
-	return netip.AddrFrom4([4]byte(f[in+16 : in+20])), true
 }

@@ -101,32 +101,90 @@ func EncapSessionTunnel(pkt []byte, p *Packet, src, dst netip.Addr, md []byte) (
 	return pkt, nil
 }
 
-// SessionTunnelInner says whether p (parsed from pkt) is a session tunnel
-// packet: VXLAN-GPE INT-MD straight after an outer IP header without
-// options or extension headers, the inner packet of the same IP version
-// straight after the INT stack. inner is the inner packet's destination.
-func SessionTunnelInner(pkt []byte, p *Packet) (inner netip.Addr, ok bool) {
-	if p.L3 < 0 || p.Encap != spec.EncapVXLANGPE || p.INTType != spec.TypeMD || p.Proto != ProtoUDP {
-		return inner, false
+// SessionTunnelLayout is where the headers of an INT session tunnel
+// packet are (ParseSessionTunnel): offsets into its frame.
+type SessionTunnelLayout struct {
+	L3, L4 int // outer IP and UDP headers
+	Shim   int // INT shim (after VXLAN-GPE), the INT-MD header after it
+	Inner  int // inner IP header, after the INT-MD stack
+	// InnerL4 is the inner transport header: after the inner IPv4
+	// header's options, or the IPv6 fixed header.
+	InnerL4    int
+	InnerProto uint8 // inner IPv4 protocol or IPv6 next header
+	IPVersion  uint8 // 4 or 6, outer and inner alike
+}
+
+// ParseSessionTunnel reads frame b, its outer IP header at l3, as an INT
+// session tunnel packet, the layout EncapSessionTunnel writes: IPv4
+// without options and not a fragment, or IPv6 whose next header is UDP;
+// UDP to port 4790; VXLAN-GPE with next protocol INT; an INT-MD shim
+// whose next protocol is the outer IP version (1 IPv4, 2 IPv6) and whose
+// length (in words, shim excluded) holds at least the INT-MD header;
+// then an inner IP header of the same version, whole in b. It does not
+// allocate.
+func ParseSessionTunnel(b []byte, l3 int) (t SessionTunnelLayout, ok bool) {
+	if l3 < 0 || len(b) < l3+IPv4MinLen {
+		return t, false
 	}
-	ohl, next := IPv4MinLen, byte(1)
-	if p.IPVersion == 6 {
-		ohl, next = IPv6Len, 2
-	}
-	if p.L4 != p.L3+ohl || p.Shim != p.L4+UDPLen+VXLANLen || pkt[p.Shim+3] != next {
-		return inner, false
-	}
-	in := p.Next
-	if p.IPVersion == 6 {
-		if p.End < in+IPv6Len || pkt[in]>>4 != 6 {
-			return inner, false
+	t.L3 = l3
+	var next byte // the shim's next protocol
+	switch b[l3] >> 4 {
+	case 4:
+		if b[l3] != 0x45 || b[l3+9] != ProtoUDP || binary.BigEndian.Uint16(b[l3+6:])&0x3fff != 0 {
+			return t, false
 		}
-		return netip.AddrFrom16([16]byte(pkt[in+24 : in+40])), true
+		t.IPVersion, t.L4, next = 4, l3+IPv4MinLen, 1
+	case 6:
+		if len(b) < l3+IPv6Len || b[l3+6] != ProtoUDP {
+			return t, false
+		}
+		t.IPVersion, t.L4, next = 6, l3+IPv6Len, 2
+	default:
+		return t, false
 	}
-	if p.End < in+IPv4MinLen || pkt[in]>>4 != 4 {
+	t.Shim = t.L4 + UDPLen + VXLANLen
+	s := t.Shim
+	if len(b) < s+ShimLen || binary.BigEndian.Uint16(b[t.L4+2:]) != spec.PortVXLANGPE ||
+		b[t.L4+UDPLen+3] != spec.VXLANGPENextProtoINT || spec.HeaderType(b[s]>>4) != spec.TypeMD ||
+		int(b[s+1])*4 < MDHeaderLen || b[s+3] != next {
+		return t, false
+	}
+	in := s + ShimLen + int(b[s+1])*4
+	t.Inner = in
+	if t.IPVersion == 6 {
+		if len(b) < in+IPv6Len || b[in]>>4 != 6 {
+			return t, false
+		}
+		t.InnerL4, t.InnerProto = in+IPv6Len, b[in+6]
+		return t, true
+	}
+	if len(b) < in+IPv4MinLen || b[in]>>4 != 4 || b[in]&15 < 5 {
+		return t, false
+	}
+	t.InnerL4, t.InnerProto = in+int(b[in]&15)*4, b[in+9]
+	return t, true
+}
+
+// InnerDst is the inner destination of session tunnel packet b laid out
+// as t.
+func (t *SessionTunnelLayout) InnerDst(b []byte) netip.Addr {
+	if t.IPVersion == 6 {
+		return netip.AddrFrom16([16]byte(b[t.Inner+24 : t.Inner+40]))
+	}
+	return netip.AddrFrom4([4]byte(b[t.Inner+16 : t.Inner+20]))
+}
+
+// SessionTunnelInner says whether p (parsed from pkt) is a session tunnel
+// packet (ParseSessionTunnel) and returns its inner destination.
+func SessionTunnelInner(pkt []byte, p *Packet) (inner netip.Addr, ok bool) {
+	if p.L3 < 0 || p.Encap != spec.EncapVXLANGPE || p.INTType != spec.TypeMD || p.Proto != ProtoUDP || p.End > len(pkt) {
 		return inner, false
 	}
-	return netip.AddrFrom4([4]byte(pkt[in+16 : in+20])), true
+	t, ok := ParseSessionTunnel(pkt[:p.End], p.L3)
+	if !ok {
+		return inner, false
+	}
+	return t.InnerDst(pkt), true
 }
 
 // SetSessionTunnelDst gives a session tunnel packet (SessionTunnelInner)
