@@ -38,7 +38,35 @@ func (h IPv4Header) Put(b []byte) error {
 	b[8], b[9] = h.TTL, h.Proto
 	copy(b[12:], h.Src[:])
 	copy(b[16:], h.Dst[:])
-	binary.BigEndian.PutUint16(b[10:], IPv4HeaderChecksum(b[:IPv4MinLen]))
+	// One sum over the header, its checksum field 0 first.
+	b[10], b[11] = 0, 0
+	binary.BigEndian.PutUint16(b[10:], ^Fold(Sum(0, b[:IPv4MinLen])))
+	return nil
+}
+
+// IPv6Header holds the fields of an IPv6 fixed header.
+type IPv6Header struct {
+	TrafficClass uint8  // DSCP<<2 | ECN
+	FlowLabel    uint32 // 20 bits
+	PayloadLen   uint16
+	NextHeader   uint8
+	HopLimit     uint8
+	Src, Dst     [16]byte
+}
+
+// Put writes h into b[:40].
+func (h IPv6Header) Put(b []byte) error {
+	if len(b) < IPv6Len {
+		return ErrTruncated
+	}
+	if h.FlowLabel > 0xfffff {
+		return ErrBadValue
+	}
+	binary.BigEndian.PutUint32(b, 6<<28|uint32(h.TrafficClass)<<20|h.FlowLabel)
+	binary.BigEndian.PutUint16(b[4:], h.PayloadLen)
+	b[6], b[7] = h.NextHeader, h.HopLimit
+	copy(b[8:], h.Src[:])
+	copy(b[24:], h.Dst[:])
 	return nil
 }
 

@@ -52,41 +52,22 @@ func EncapSessionTunnel(pkt []byte, p *Packet, src, dst netip.Addr, md []byte) (
 	pkt = pkt[:p.End+n]
 	copy(pkt[l3+n:], pkt[l3:p.End])
 	h := pkt[l3 : l3+n]
-	clear(h[:ohl+UDPLen+VXLANLen+ShimLen])
 	ih := pkt[l3+n:]
-	var tos byte
 	total := inner + n
+	next := uint8(1)
 	if v6 {
-		tos = ih[0]<<4 | ih[1]>>4
-		h[0], h[1] = 0x60|tos>>4, tos<<4
-		binary.BigEndian.PutUint16(h[4:], uint16(total-IPv6Len))
-		h[6], h[7] = ProtoUDP, 64
-		a, b := src.As16(), dst.As16()
-		copy(h[8:], a[:])
-		copy(h[24:], b[:])
+		_ = IPv6Header{TrafficClass: ih[0]<<4 | ih[1]>>4, PayloadLen: uint16(total - IPv6Len), NextHeader: ProtoUDP,
+			HopLimit: 64, Src: src.As16(), Dst: dst.As16()}.Put(h)
+		next = 2
 	} else {
-		tos = ih[1]
-		h[0], h[1] = 0x45, tos
-		binary.BigEndian.PutUint16(h[2:], uint16(total))
-		h[6], h[8], h[9] = 0x40, 64, ProtoUDP
-		a, b := src.As4(), dst.As4()
-		copy(h[12:], a[:])
-		copy(h[16:], b[:])
-		binary.BigEndian.PutUint16(h[10:], ^Fold(Sum(0, h[:IPv4MinLen])))
+		_ = IPv4Header{TOS: ih[1], TotalLen: uint16(total), Flags: 2, TTL: 64, Proto: ProtoUDP,
+			Src: src.As4(), Dst: dst.As4()}.Put(h)
 	}
 	u := h[ohl:]
-	binary.BigEndian.PutUint16(u[0:], p.Flow.EntropyPort())
-	binary.BigEndian.PutUint16(u[2:], spec.PortVXLANGPE)
-	binary.BigEndian.PutUint16(u[4:], uint16(total-ohl))
-	u[8] = GPEFlagI | GPEFlagP
-	u[11] = spec.VXLANGPENextProtoINT
-	next := byte(1)
-	if v6 {
-		next = 2
-	}
-	s := u[UDPLen+VXLANLen:]
-	s[0], s[1], s[3] = byte(spec.TypeMD)<<4, byte(len(md)/4), next
-	copy(s[ShimLen:], md)
+	_ = UDPHeader{SrcPort: p.Flow.EntropyPort(), DstPort: spec.PortVXLANGPE, Length: uint16(total - ohl)}.Put(u)
+	_ = VXLANGPE{Flags: GPEFlagI | GPEFlagP, NextProto: spec.VXLANGPENextProtoINT}.Put(u[UDPLen:])
+	_ = GPEShim{Type: spec.TypeMD, Length: uint8(len(md) / 4), NextProto: next}.Put(u[UDPLen+VXLANLen:])
+	copy(u[UDPLen+VXLANLen+ShimLen:], md)
 	// The outer header is IPv4 with options, or the inner one was: the
 	// parse below names the outer header's fields.
 	p.L4 = l3 + ohl
