@@ -62,7 +62,6 @@ type rawDest struct {
 	to     unix.Sockaddr
 	oob    []byte // source address (and VRF) and traffic class
 	pseudo uint32 // pseudo-header sum but the length
-	buf    []byte
 	// For sendRawRun: the destination as the kernel takes it, and per
 	// message a UDP header and the iovecs of header and payload.
 	rawTo unix.RawSockaddrInet6 // or a RawSockaddrInet4 in its first bytes
@@ -108,31 +107,11 @@ func (u *UDPSender) rawFor(k udpKey) (*rawDest, rawSock, error) {
 	return d, r, nil
 }
 
-// sendRaw sends p from p.SrcPort through the raw socket.
+// sendRaw sends p from p.SrcPort through the raw socket: a run of one.
 func (u *UDPSender) sendRaw(p *Packet) error {
-	d, r, err := u.rawFor(udpKey{p.Src, p.Dst, p.DSCP, p.VRF})
-	if err != nil {
-		return err
-	}
-	u.readRawErrors(r.fd, d.v6)
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	n := udpHeaderLen + len(p.Payload)
-	if n > 0xffff {
-		return fmt.Errorf("report: %d-byte datagram to %v", n, p.Dst)
-	}
-	b := append(d.buf[:0], 0, 0, 0, 0, 0, 0, 0, 0)
-	b = append(b, p.Payload...)
-	binary.BigEndian.PutUint16(b, p.SrcPort)
-	binary.BigEndian.PutUint16(b[2:], p.Dst.Port())
-	binary.BigEndian.PutUint16(b[4:], uint16(n))
-	binary.BigEndian.PutUint16(b[6:], wire.UDPChecksum(d.pseudo, b))
-	d.buf = b
-	_, err = unix.SendmsgN(r.fd, b, d.oob, d.to, 0)
-	if err != nil {
-		return fmt.Errorf("report: send to %v: %w", p.Dst, err)
-	}
-	return nil
+	ps, errs := [1]*Packet{p}, [1]error{}
+	u.sendRawRun(udpKey{p.Src, p.Dst, p.DSCP, p.VRF}, ps[:], errs[:])
+	return errs[0]
 }
 
 // sendRawRun sends ps, all of key k and each from its SrcPort, through
@@ -153,7 +132,7 @@ func (u *UDPSender) sendRawRun(k udpKey, ps []*Packet, errs []error) {
 	m := 0
 	for i, p := range ps {
 		n := udpHeaderLen + len(p.Payload)
-		if n > 0xffff || len(p.Payload) == 0 {
+		if n > 0xffff {
 			errs[i] = fmt.Errorf("report: %d-byte datagram to %v", n, p.Dst)
 			continue
 		}
@@ -167,7 +146,10 @@ func (u *UDPSender) sendRawRun(k udpKey, ps []*Packet, errs []error) {
 			c = 0xffff
 		}
 		binary.BigEndian.PutUint16(h[6:], c)
-		d.iovs[m][0].Base, d.iovs[m][1].Base = &h[0], &p.Payload[0]
+		d.iovs[m][0].Base, d.iovs[m][1].Base = &h[0], nil
+		if len(p.Payload) > 0 {
+			d.iovs[m][1].Base = &p.Payload[0]
+		}
 		d.iovs[m][0].SetLen(udpHeaderLen)
 		d.iovs[m][1].SetLen(len(p.Payload))
 		hdr := &d.msgs[m].Hdr
