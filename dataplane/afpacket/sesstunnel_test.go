@@ -462,19 +462,7 @@ func (l *tunnelLab) sessionStats(t *testing.T) sai.IntSessionStats {
 // send it on whole hands it on so.
 func TestSegmentSessionTunnel(t *testing.T) {
 	const mss, segs = 1000, 7
-	inner, vh := superPacket(segs*mss-300, mss)
-	var p wire.Packet
-	if err := (&wire.Parser{}).Parse(inner, &p); err != nil {
-		t.Fatal(err)
-	}
-	md := make([]byte, wire.MDHeaderLen+4)
-	_ = wire.MDHeader{Version: wire.Version2, HopML: 1, RemainingHops: 7, Instructions: wire.Instructions(spec.InstNodeID)}.Put(md)
-	binary.BigEndian.PutUint32(md[wire.MDHeaderLen:], 1)
-	f, err := wire.EncapSessionTunnel(append(inner[:len(inner):len(inner)], make([]byte, 128)...)[:len(inner)], &p,
-		netip.MustParseAddr("10.0.12.1"), netip.MustParseAddr("10.0.23.2"), md)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, p, vh := tunnelSuperPacket(t, segs*mss-300, mss)
 	n := p.Next - p.L3 // what the tunnel added
 	vh.CsumStart += uint16(n)
 	orig := bytes.Clone(f)
@@ -509,4 +497,25 @@ func TestSegmentSessionTunnel(t *testing.T) {
 			t.Errorf("segment %d: payload differs", i)
 		}
 	}
+}
+
+// tunnelSuperPacket is superPacket(size, mss) put into a session tunnel
+// from 10.0.12.1 to 10.0.23.2 with one hop (node id 1), its parse and
+// its virtio_net_hdr as AF_PACKET has it for the inner packet.
+func tunnelSuperPacket(t *testing.T, size, mss int) ([]byte, *wire.Packet, VnetHdr) {
+	t.Helper()
+	inner, vh := superPacket(size, mss)
+	p := &wire.Packet{}
+	if err := (&wire.Parser{}).Parse(inner, p); err != nil {
+		t.Fatal(err)
+	}
+	md := make([]byte, wire.MDHeaderLen+4)
+	_ = wire.MDHeader{Version: wire.Version2, HopML: 1, RemainingHops: 7, Instructions: wire.Instructions(spec.InstNodeID)}.Put(md)
+	binary.BigEndian.PutUint32(md[wire.MDHeaderLen:], 1)
+	f, err := wire.EncapSessionTunnel(append(inner[:len(inner):len(inner)], make([]byte, 128)...)[:len(inner)], p,
+		netip.MustParseAddr("10.0.12.1"), netip.MustParseAddr("10.0.23.2"), md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, p, vh
 }

@@ -5,7 +5,6 @@ package afpacket
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -245,19 +244,7 @@ func TestTunnelOutputOnDemand(t *testing.T) {
 func TestTransmitTunnelCut(t *testing.T) {
 	h1, _, s1, _ := twoLinks(t, PortConfig{})
 	const mss, segs = 1000, 9
-	inner, _ := superPacket(segs*mss, mss)
-	var p wire.Packet
-	if err := (&wire.Parser{}).Parse(inner, &p); err != nil {
-		t.Fatal(err)
-	}
-	md := make([]byte, wire.MDHeaderLen+4)
-	_ = wire.MDHeader{Version: wire.Version2, HopML: 1, RemainingHops: 7, Instructions: wire.Instructions(spec.InstNodeID)}.Put(md)
-	binary.BigEndian.PutUint32(md[wire.MDHeaderLen:], 1)
-	f, err := wire.EncapSessionTunnel(append(inner[:len(inner):len(inner)], make([]byte, 128)...)[:len(inner)], &p,
-		netip.MustParseAddr("10.0.12.1"), netip.MustParseAddr("10.0.23.2"), md)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, p, _ := tunnelSuperPacket(t, segs*mss, mss)
 	if s1.CanTunnel() {
 		t.Fatal("a port opened alone has tunnel output")
 	}
