@@ -262,7 +262,8 @@ func (d *Dataplane) release() error {
 
 // tunnelOutput is the switch's soft.Config.TunnelOutput: it gives every
 // port a TunnelOut (on) or takes them away (off), in the dataplane's
-// namespace, each change logged. Turning on is all or nothing.
+// namespace, each change logged, while the ports forward. Turning on is
+// all or nothing.
 func (d *Dataplane) tunnelOutput(on bool) error {
 	d.tunMu.Lock()
 	defer d.tunMu.Unlock()
@@ -277,14 +278,15 @@ func (d *Dataplane) tunnelOutput(on bool) error {
 	}
 	err := InNamespace(d.ns, func() error {
 		for _, p := range d.ports {
-			if p.Tunnel != nil {
+			if p.CanTunnel() {
 				continue
 			}
 			o, err := OpenTunnelOut(p.Name)
 			if err != nil {
 				return err
 			}
-			p.Tunnel = o
+			// Ready before the port sees it.
+			p.SetTunnel(o)
 			d.log.Info("host setting changed; restored when no INT configuration needs it or at exit", "interface", p.Name,
 				"setting", "session tunnel output", "added", "TAP "+o.tap+" redirected to the port, tx-udp_tnl-segmentation on",
 				"why", "INT session tunnels leave whole through it")
@@ -308,16 +310,17 @@ func (d *Dataplane) tunnelOutput(on bool) error {
 func (d *Dataplane) closeTunnels() error {
 	var errs []error
 	for _, p := range d.ports {
-		if p.Tunnel == nil {
+		// Taken from the port first: a super-packet sent meanwhile is cut.
+		o := p.SetTunnel(nil)
+		if o == nil {
 			continue
 		}
-		if err := p.Tunnel.Close(); err != nil {
+		if err := o.Close(); err != nil {
 			d.log.Error("could not restore a host setting", "interface", p.Name, "setting", "session tunnel output", "err", err)
 			errs = append(errs, err)
 		} else {
-			d.log.Info("host setting restored", "interface", p.Name, "setting", "session tunnel output", "removed", "TAP "+p.Tunnel.tap)
+			d.log.Info("host setting restored", "interface", p.Name, "setting", "session tunnel output", "removed", "TAP "+o.tap)
 		}
-		p.Tunnel = nil
 	}
 	return errors.Join(errs...)
 }

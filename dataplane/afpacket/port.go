@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -85,9 +86,9 @@ type Port struct {
 	Index int
 	MAC   [6]byte
 	MTU   int
-	// Tunnel sends the port's UDP-tunnelled super-packets whole
-	// (TransmitTunnel); nil: none.
-	Tunnel *TunnelOut
+	// tunnel sends the port's UDP-tunnelled super-packets whole
+	// (TransmitTunnel); nil: none. Set while the port forwards.
+	tunnel atomic.Pointer[TunnelOut]
 
 	fd       int
 	maxFrame int

@@ -10,7 +10,11 @@ import (
 
 // CanTunnel says whether the port sends UDP-tunnelled super-packets
 // whole (it has a TunnelOut). It implements soft.TunnelLink.
-func (p *Port) CanTunnel() bool { return p.Tunnel != nil }
+func (p *Port) CanTunnel() bool { return p.tunnel.Load() != nil }
+
+// SetTunnel gives the port tunnel output o (nil: none), safely while it
+// forwards, and returns the one it had.
+func (p *Port) SetTunnel(o *TunnelOut) *TunnelOut { return p.tunnel.Swap(o) }
 
 // TransmitTunnel sends a TCP super-packet in a UDP tunnel (outer UDP
 // header at outerL4, inner IP header at innerL3) through the port's
@@ -23,20 +27,25 @@ func (p *Port) TransmitTunnel(frame []byte, outerL4, innerL3, mss int) {
 		p.stats.TxErrors++
 		return
 	}
-	if p.Tunnel == nil {
-		// As AF_PACKET reports such a super-packet: plain TCP, which
-		// Segment recognises as a tunnel by its checksum start.
+	err := errTunnelClosed
+	if o := p.tunnel.Load(); o != nil {
+		if p.txN > 0 {
+			p.Flush() // in order with what the switch sent before
+		}
+		err = o.Send(frame, h)
+	}
+	switch {
+	case err == errTunnelClosed:
+		// No TunnelOut (any more): cut here. As AF_PACKET reports such a
+		// super-packet: plain TCP, which Segment recognises as a tunnel
+		// by its checksum start.
 		h.Vnet.GSOType &^= GSOUDPTunnelIPv4 | GSOUDPTunnelIPv6
 		h.Vnet.Flags &^= VnetUDPTunnelCsum
 		if _, err := Segment(h.Vnet, frame, p.transmitFn); err != nil {
 			p.stats.TxErrors++
 		}
 		return
-	}
-	if p.txN > 0 {
-		p.Flush() // in order with what the switch sent before
-	}
-	if err := p.Tunnel.Send(frame, h); err != nil {
+	case err != nil:
 		p.stats.TxErrors++
 		return
 	}

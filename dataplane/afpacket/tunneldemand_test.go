@@ -7,6 +7,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/netip"
 	"slices"
 	"strings"
@@ -263,5 +265,103 @@ func TestTransmitTunnelCut(t *testing.T) {
 	if st := s1.Stats(); n != segs || st.TxErrors != 0 || st.TxTunnel != 0 {
 		t.Fatalf("%d segments in the tunnel at the peer (of %d frames), %d errors, %d sent whole; want %d segments",
 			n, len(got), st.TxErrors, st.TxTunnel, segs)
+	}
+}
+
+// TestSessionTunnelOutputToggled: while a TCP echo runs through the
+// session tunnel lab (s1 the tunnel's source, s3 its end), s2's INT
+// transit is turned off and on over and over, its TAPs removed and made
+// each time while super-packets of the tunnel pass: the echo comes back
+// byte for byte, s2 refuses and drops nothing, and sends super-packets
+// whole through its TAPs while it has them.
+func TestSessionTunnelOutputToggled(t *testing.T) {
+	l := newTunnelLab(t)
+	l.start(t)
+	const col = 9 // no collector: reports go nowhere
+	for i, c := range []string{
+		tunnelNodeConfig(1, "10.0.12.1", "fd00:12::1", "s1-h1", "10.0.23.2", "fd00:23::2", col),
+		"",
+		tunnelNodeConfig(3, "10.0.23.2", "fd00:23::2", "s3-h2", "", "", col),
+	} {
+		if c == "" {
+			continue
+		}
+		if err := l.apply(t, i, c); errors.Is(err, soft.ErrNoSessionTunnels) {
+			t.Skip(err)
+		} else if err != nil {
+			t.Fatalf("s%d: %v", i+1, err)
+		}
+	}
+	o := dtel.New(l.d[1])
+	on := tunnelNodeConfig(2, "", "", "", "", "", col)
+	off := strings.Replace(on, `"int-transit": true`, `"int-transit": false`, 1)
+	if err := applyIn(t, l.s2, o, on); err != nil {
+		t.Fatal(err)
+	}
+
+	data := payloadBytes(32 << 20)
+	var ln net.Listener
+	inNS(t, l.h2, func() (err error) {
+		ln, err = net.Listen("tcp4", "10.0.2.2:7000")
+		return err
+	})
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(30 * time.Second))
+		_, _ = io.Copy(c, c)
+	}()
+	var c net.Conn
+	inNS(t, l.h1, func() (err error) {
+		c, err = net.DialTimeout("tcp4", "10.0.2.2:7000", 5*time.Second)
+		return err
+	})
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	before := l.d[1].Node().Stats()
+	back := make(chan []byte, 1)
+	go func() {
+		b := make([]byte, len(data))
+		n, _ := io.ReadFull(c, b)
+		back <- b[:n]
+	}()
+	go func() { _, _ = c.Write(data) }()
+	toggles, whileOn := 0, uint64(0)
+	var got []byte
+	for got == nil {
+		select {
+		case got = <-back:
+			continue
+		default:
+		}
+		cfg, want := off, false
+		if toggles%2 == 1 {
+			cfg, want = on, true
+		}
+		if err := applyIn(t, l.s2, o, cfg); err != nil {
+			t.Fatalf("toggle %d: %v", toggles, err)
+		}
+		if l.d[1].ports[1].CanTunnel() != want {
+			t.Fatalf("toggle %d: tunnel output %v, want %v", toggles, !want, want)
+		}
+		toggles++
+	}
+	if !bytes.Equal(got, data) {
+		t.Fatalf("echo: %d bytes back, want the %d sent, byte for byte", len(got), len(data))
+	}
+	st := l.d[1].Node().Stats()
+	whileOn = st[1].TxTunnel - before[1].TxTunnel
+	txErr, gsoErr := st[1].TxErrors-before[1].TxErrors, st[0].RxGSOErrors-before[0].RxGSOErrors
+	t.Logf("s2: %d toggles; to s3 %d super-packets whole through the TAP, %d segments cut from s1's; %d errors, %d super-packets dropped",
+		toggles, whileOn, st[0].RxSegments-before[0].RxSegments, txErr, gsoErr)
+	if toggles < 4 || txErr != 0 || gsoErr != 0 {
+		t.Errorf("s2: %d toggles, %d frames refused, %d super-packets dropped; want at least 4 toggles and no loss", toggles, txErr, gsoErr)
+	}
+	if whileOn == 0 {
+		t.Error("s2 sent no super-packet whole through its TAPs")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync"
 	"unsafe"
 
 	"github.com/vishvananda/netlink"
@@ -75,7 +76,8 @@ var tunnelFeatures = map[string]bool{"tx-udp_tnl-segmentation": true, "tx-udp_tn
 type TunnelOut struct {
 	Port string
 	tap  string
-	fd   int
+	mu   sync.Mutex      // Send against Close
+	fd   int             // -1 once closed
 	made bool            // the TAP is ours (TUNSETIFF made it)
 	was  map[string]bool // tunnel features of the port before
 	hdr  [TunnelHdrLen]byte
@@ -156,10 +158,19 @@ func OpenTunnelOut(port string) (*TunnelOut, error) {
 	return o, nil
 }
 
-// Send writes one frame, tunnelled as h describes, out of the port.
+// errTunnelClosed is Send's error after Close.
+var errTunnelClosed = errors.New("afpacket: tunnel output closed")
+
+// Send writes one frame, tunnelled as h describes, out of the port. It
+// may be called while Close runs (then it fails with errTunnelClosed).
 func (o *TunnelOut) Send(frame []byte, h TunnelHdr) error {
 	if len(frame) == 0 {
 		return errors.New("afpacket: tunnel output: empty frame")
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.fd < 0 {
+		return errTunnelClosed
 	}
 	h.Put(o.hdr[:])
 	o.iov[0].Base, o.iov[1].Base = &o.hdr[0], &frame[0]
@@ -189,10 +200,12 @@ func (o *TunnelOut) Close() error {
 			}
 		}
 	}
+	o.mu.Lock()
 	if o.fd >= 0 {
 		errs = append(errs, unix.Close(o.fd))
 		o.fd = -1
 	}
+	o.mu.Unlock()
 	if _, err := net.InterfaceByName(o.tap); o.made && err == nil {
 		// Gone with the descriptor unless made persistent elsewhere.
 		if l, err := netlink.LinkByName(o.tap); err == nil {

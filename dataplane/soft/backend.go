@@ -104,6 +104,8 @@ func (s *Switch) checkAttrs(_ sai.OID, a sai.Attrs) error {
 
 // Create implements sai.Backend.
 func (s *Switch) Create(a sai.Attrs) (sai.OID, error) {
+	s.cfgMu.Lock()
+	defer s.cfgMu.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	oid, err := s.store.Create(a)
@@ -127,6 +129,8 @@ func (s *Switch) Create(a sai.Attrs) (sai.OID, error) {
 
 // Set implements sai.Backend.
 func (s *Switch) Set(oid sai.OID, a sai.Attrs) error {
+	s.cfgMu.Lock()
+	defer s.cfgMu.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old, err := s.store.Set(oid, a)
@@ -143,6 +147,8 @@ func (s *Switch) Set(oid sai.OID, a sai.Attrs) error {
 
 // Remove implements sai.Backend.
 func (s *Switch) Remove(oid sai.OID) error {
+	s.cfgMu.Lock()
+	defer s.cfgMu.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, err := s.store.Remove(oid); err != nil {
@@ -180,13 +186,17 @@ func (s *Switch) tunnelDemand() (bool, sai.AttrID) {
 
 // tunnelsOnDemand turns the tunnel output on when the stored configuration
 // is the first to need it; an error refuses that configuration, undo
-// having put the store back. Called with s.mu held.
+// having put the store back. Called with s.cfgMu and s.mu held; s.mu is
+// let go while the output is set up (packets go on under the compiled
+// configuration, which is not the new one yet).
 func (s *Switch) tunnelsOnDemand(undo func()) error {
 	need, attr := s.tunnelDemand()
 	if !need || s.tunnelsOn || s.tunOutput == nil || s.noTunnels != "" {
 		return nil
 	}
+	s.mu.Unlock()
 	err := s.tunOutput(true)
+	s.mu.Lock()
 	if err == nil {
 		s.tunnelsOn = true
 		return nil
@@ -212,12 +222,15 @@ func (s *Switch) tunnelsOnDemand(undo func()) error {
 
 // tunnelsOffUnneeded turns the tunnel output off once no configuration
 // needs it. Super-packets already queued for it are cut into segments
-// by their link. Called with s.mu held, after recompile.
+// by their link. Called with s.cfgMu and s.mu held, after recompile; s.mu
+// is let go meanwhile.
 func (s *Switch) tunnelsOffUnneeded() {
 	if need, _ := s.tunnelDemand(); need || !s.tunnelsOn {
 		return
 	}
 	s.tunnelsOn = false
+	s.mu.Unlock()
+	defer s.mu.Lock()
 	// The link logs what it could not undo; the configuration stands.
 	_ = s.tunOutput(false)
 }

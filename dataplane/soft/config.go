@@ -129,12 +129,16 @@ type Config struct {
 	// (a node tunnel address with INT endpoint on, or INT transit, with
 	// INT recognised in VXLAN-GPE) and takes it away (off) when none
 	// does any more, so that a node without such a configuration changes
-	// nothing on the host for them. It runs with the switch's lock held,
-	// between packets. An error turning it on refuses the configuration
-	// change (naming the attribute that asked for it), unless it wraps
-	// ErrNoSessionTunnels: then the host can never give it, tunnel
-	// addresses are refused from then on as with NoSessionTunnels, and
-	// transit nodes cut tunnel super-packets into segments.
+	// nothing on the host for them. Packets go on meanwhile (the
+	// switch's lock let go; configuration changes wait): the links'
+	// CanTunnel and TransmitTunnel must take the change at any time. A
+	// new configuration applies once it is on; it is turned off after
+	// the old one stopped. An error turning it on refuses the
+	// configuration change (naming the attribute that asked for it),
+	// unless it wraps ErrNoSessionTunnels: then the host can never give
+	// it, tunnel addresses are refused from then on as with
+	// NoSessionTunnels, and transit nodes cut tunnel super-packets into
+	// segments.
 	TunnelOutput func(on bool) error
 }
 

@@ -23,6 +23,7 @@ import (
 // configuration and Stats.
 type Switch struct {
 	mu    sync.Mutex
+	cfgMu sync.Mutex // serialises Create, Set and Remove, which let mu go while tunnel output changes
 	name  string
 	clock Clock
 
@@ -31,9 +32,9 @@ type Switch struct {
 	routes     []cRoute
 	noTTL      bool
 	maxFrame   int
-	noTunnels  string // why session tunnels cannot be configured, "" if they can
-	tunOutput  func(on bool) error
-	tunnelsOn  bool // tunOutput is on
+	noTunnels  string              // why session tunnels cannot be configured, "" if they can
+	tunOutput  func(on bool) error // Config.TunnelOutput, called with cfgMu held and mu not
+	tunnelsOn  bool                // tunOutput is on
 
 	// sai objects
 	store     *sai.Store
