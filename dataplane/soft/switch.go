@@ -20,7 +20,8 @@ import (
 // egress queue drained at the port's rate (see Poll).
 //
 // A Switch is safe for concurrent use: one mutex serialises packets,
-// configuration and Stats.
+// configuration and Stats (configuration changes hold a second one, and
+// let the first go while tunnel output is set up).
 type Switch struct {
 	mu    sync.Mutex
 	cfgMu sync.Mutex // serialises Create, Set and Remove, which let mu go while tunnel output changes
