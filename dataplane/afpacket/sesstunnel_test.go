@@ -337,38 +337,8 @@ func (l *tunnelLab) echoInTunnel(t *testing.T, col *reportPaths, network, addr s
 	atH2 := logFrames(t, l.h2, "h2-s3")
 
 	data := payloadBytes(1 << 20)
-	var ln net.Listener
-	inNS(t, l.h2, func() (err error) {
-		ln, err = net.Listen(network, addr)
-		return err
-	})
-	defer ln.Close()
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		c.SetDeadline(time.Now().Add(20 * time.Second))
-		_, _ = io.Copy(c, c)
-	}()
-	var c net.Conn
-	inNS(t, l.h1, func() (err error) {
-		c, err = net.DialTimeout(network, addr, 5*time.Second)
-		return err
-	})
-	c.SetDeadline(time.Now().Add(20 * time.Second))
-	back := make(chan []byte, 1)
-	go func() {
-		b := make([]byte, len(data))
-		n, _ := io.ReadFull(c, b)
-		back <- b[:n]
-	}()
-	if _, err := c.Write(data); err != nil {
-		t.Fatal(err)
-	}
+	back := l.echo(t, network, addr, data)
 	got := <-back
-	c.Close()
 	if !bytes.Equal(got, data) {
 		t.Fatalf("echo: %d bytes back, want the %d sent, byte for byte", len(got), len(data))
 	}
@@ -518,4 +488,41 @@ func tunnelSuperPacket(t *testing.T, size, mss int) ([]byte, *wire.Packet, VnetH
 		t.Fatal(err)
 	}
 	return f, p, vh
+}
+
+// echo sends data from h1 to an echo server on h2 at addr (network) and
+// returns where what comes back is given, once all of it is back or the
+// connection ends (20 s at most).
+func (l *tunnelLab) echo(t *testing.T, network, addr string, data []byte) <-chan []byte {
+	t.Helper()
+	var ln net.Listener
+	inNS(t, l.h2, func() (err error) {
+		ln, err = net.Listen(network, addr)
+		return err
+	})
+	go func() {
+		defer ln.Close()
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(20 * time.Second))
+		_, _ = io.Copy(c, c)
+	}()
+	var c net.Conn
+	inNS(t, l.h1, func() (err error) {
+		c, err = net.DialTimeout(network, addr, 5*time.Second)
+		return err
+	})
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	back := make(chan []byte, 1)
+	go func() {
+		defer c.Close()
+		b := make([]byte, len(data))
+		n, _ := io.ReadFull(c, b)
+		back <- b[:n]
+	}()
+	go func() { _, _ = c.Write(data) }()
+	return back
 }

@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/netip"
 	"slices"
@@ -277,7 +276,14 @@ func TestTransmitTunnelCut(t *testing.T) {
 func TestSessionTunnelOutputToggled(t *testing.T) {
 	l := newTunnelLab(t)
 	l.start(t)
-	const col = 9 // no collector: reports go nowhere
+	// Reports go to a free port nobody reads (the collector is not
+	// under test here).
+	conn, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	col := conn.LocalAddr().(*net.UDPAddr).Port
 	for i, c := range []string{
 		tunnelNodeConfig(1, "10.0.12.1", "fd00:12::1", "s1-h1", "10.0.23.2", "fd00:23::2", col),
 		"",
@@ -300,36 +306,8 @@ func TestSessionTunnelOutputToggled(t *testing.T) {
 	}
 
 	data := payloadBytes(32 << 20)
-	var ln net.Listener
-	inNS(t, l.h2, func() (err error) {
-		ln, err = net.Listen("tcp4", "10.0.2.2:7000")
-		return err
-	})
-	defer ln.Close()
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		c.SetDeadline(time.Now().Add(30 * time.Second))
-		_, _ = io.Copy(c, c)
-	}()
-	var c net.Conn
-	inNS(t, l.h1, func() (err error) {
-		c, err = net.DialTimeout("tcp4", "10.0.2.2:7000", 5*time.Second)
-		return err
-	})
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(30 * time.Second))
 	before := l.d[1].Node().Stats()
-	back := make(chan []byte, 1)
-	go func() {
-		b := make([]byte, len(data))
-		n, _ := io.ReadFull(c, b)
-		back <- b[:n]
-	}()
-	go func() { _, _ = c.Write(data) }()
+	back := l.echo(t, "tcp4", "10.0.2.2:7000", data)
 	toggles, whileOn := 0, uint64(0)
 	var got []byte
 	for got == nil {
