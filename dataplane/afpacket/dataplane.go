@@ -286,7 +286,7 @@ func (d *Dataplane) tunnelOutput(on bool) error {
 				return err
 			}
 			// Ready before the port sees it.
-			p.SetTunnel(o)
+			p.setTunnel(o)
 			d.log.Info("host setting changed; restored when no INT configuration needs it or at exit", "interface", p.Name,
 				"setting", "session tunnel output", "added", "TAP "+o.tap+" redirected to the port, tx-udp_tnl-segmentation on",
 				"why", "INT session tunnels leave whole through it")
@@ -311,7 +311,7 @@ func (d *Dataplane) closeTunnels() error {
 	var errs []error
 	for _, p := range d.ports {
 		// Taken from the port first: a super-packet sent meanwhile is cut.
-		o := p.SetTunnel(nil)
+		o := p.setTunnel(nil)
 		if o == nil {
 			continue
 		}

@@ -12,9 +12,9 @@ import (
 // whole (it has a TunnelOut). It implements soft.TunnelLink.
 func (p *Port) CanTunnel() bool { return p.tunnel.Load() != nil }
 
-// SetTunnel gives the port tunnel output o (nil: none), safely while it
+// setTunnel gives the port tunnel output o (nil: none), safely while it
 // forwards, and returns the one it had.
-func (p *Port) SetTunnel(o *TunnelOut) *TunnelOut { return p.tunnel.Swap(o) }
+func (p *Port) setTunnel(o *TunnelOut) *TunnelOut { return p.tunnel.Swap(o) }
 
 // TransmitTunnel sends a TCP super-packet in a UDP tunnel (outer UDP
 // header at outerL4, inner IP header at innerL3) through the port's
