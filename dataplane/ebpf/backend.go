@@ -297,6 +297,10 @@ func (d *Dataplane) compileLocked() error {
 	if err := d.writeSessions(dt); err != nil {
 		return err
 	}
+	var err error
+	if c.TunDev, err = d.syncTunDev(dt); err != nil {
+		return err
+	}
 	type ent struct {
 		oid sai.OID
 		a   sai.WatchlistEntryAttrs

@@ -15,6 +15,7 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
 	"github.com/intd-project/intd/dataplane/internal/ethtool"
@@ -110,6 +111,8 @@ type Dataplane struct {
 	tracersNew tracing
 	nl         *netlink.Handle // in the namespace New ran in (queue state)
 	gso        *gsoDetour
+	tun        *tunDev         // while a tunnel address is configured (tunHandoff)
+	ns         netns.NsHandle  // the namespace New ran in (host changes made later)
 	rd         *ringbuf.Reader
 	done       chan struct{}
 	reading    bool        // readEvents runs (and closes done)
@@ -177,8 +180,14 @@ func New(cfg Config) (*Dataplane, error) {
 		return nil, fmt.Errorf("ebpf: netlink: %w", err)
 	}
 	d.nl = nl
+	if d.ns, err = netns.Get(); err != nil {
+		d.nl.Close()
+		d.objs.Close()
+		return nil, fmt.Errorf("ebpf: network namespace: %w", err)
+	}
 	if err := d.loadDropReasons(); err != nil {
 		d.nl.Close()
+		d.ns.Close()
 		d.objs.Close()
 		return nil, err
 	}
@@ -189,6 +198,7 @@ func New(cfg Config) (*Dataplane, error) {
 	}
 	if d.rd, err = ringbuf.NewReader(d.objs.Events); err != nil {
 		d.nl.Close()
+		d.ns.Close()
 		d.objs.Close()
 		return nil, fmt.Errorf("ebpf: ring buffer: %w", err)
 	}
@@ -371,6 +381,9 @@ func (d *Dataplane) Close() error {
 		errs = append(errs, d.detach(i))
 		delete(d.ifaces, name)
 	}
+	if d.tun != nil {
+		errs = append(errs, d.closeTunDev())
+	}
 	d.mu.Unlock()
 	if d.gso != nil {
 		errs = append(errs, d.gso.close())
@@ -394,6 +407,7 @@ func (d *Dataplane) Close() error {
 		errs = append(errs, d.rd.Close())
 	}
 	errs = append(errs, d.objs.Close())
+	d.ns.Close()
 	return errors.Join(errs...)
 }
 

@@ -63,7 +63,7 @@ func decapTakes(flags int64) bool {
 func (d *Dataplane) checkTunnelSinks(a sai.DTelAttrs) error {
 	attr := sai.AttrDTelTunnelAddress
 	switch {
-	case d.decapL4UDP:
+	case d.decapL4UDP || d.tunHandoff():
 		return nil
 	case a.TunnelAddress.IsValid():
 	case a.TunnelAddress6.IsValid():

@@ -39,7 +39,7 @@ type intdCfg struct {
 	LatFactor     uint32
 	LatFloor      uint32
 	TunAddr       uint32
-	Pad3          uint32
+	TunDev        uint32
 	TunAddr6      [4]uint32
 }
 
@@ -595,6 +595,7 @@ const (
 	intdProgIntdIngress  = "intd_ingress"
 	intdProgIntdKfreeSkb = "intd_kfree_skb"
 	intdProgIntdPass     = "intd_pass"
+	intdProgIntdTunRx    = "intd_tun_rx"
 	intdProgIntdXmit     = "intd_xmit"
 	intdVarOwnNetns      = "own_netns"
 	intdVarUnusedAbi     = "unused_abi"
@@ -649,6 +650,7 @@ type intdProgramSpecs struct {
 	IntdIngress  *ebpf.ProgramSpec `ebpf:"intd_ingress"`
 	IntdKfreeSkb *ebpf.ProgramSpec `ebpf:"intd_kfree_skb"`
 	IntdPass     *ebpf.ProgramSpec `ebpf:"intd_pass"`
+	IntdTunRx    *ebpf.ProgramSpec `ebpf:"intd_tun_rx"`
 	IntdXmit     *ebpf.ProgramSpec `ebpf:"intd_xmit"`
 }
 
@@ -810,6 +812,7 @@ type intdPrograms struct {
 	IntdIngress  *ebpf.Program `ebpf:"intd_ingress"`
 	IntdKfreeSkb *ebpf.Program `ebpf:"intd_kfree_skb"`
 	IntdPass     *ebpf.Program `ebpf:"intd_pass"`
+	IntdTunRx    *ebpf.Program `ebpf:"intd_tun_rx"`
 	IntdXmit     *ebpf.Program `ebpf:"intd_xmit"`
 }
 
@@ -820,6 +823,7 @@ func (p *intdPrograms) Close() error {
 		p.IntdIngress,
 		p.IntdKfreeSkb,
 		p.IntdPass,
+		p.IntdTunRx,
 		p.IntdXmit,
 	)
 }

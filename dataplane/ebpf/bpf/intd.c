@@ -181,7 +181,7 @@ struct cfg {
 	__u32 lat_factor;    /* F_ADAPTIVE: deviations a latency may move */
 	__u32 lat_floor;     /* F_ADAPTIVE: ns a latency may always move */
 	__u32 tun_addr;      /* the node's end of session tunnels (IPv4, network order), 0: none */
-	__u32 pad3;
+	__u32 tun_dev;       /* ifindex of intd's VXLAN-GPE device (tun_handoff), 0: none */
 	__u32 tun_addr6[4];  /* and of IPv6 ones, all 0: none */
 };
 
@@ -3027,6 +3027,7 @@ unsupported:
 #define BPF_F_ADJ_ROOM_DECAP_L3_IPV4 (1ULL << 7) /* Linux 6.3 */
 #define BPF_F_ADJ_ROOM_DECAP_L3_IPV6 (1ULL << 8)
 #define STUN_DECAP_L4_UDP (1ULL << 10) /* newer kernels: also resets the UDP tunnel GSO state */
+#define TUN_HANDOFF 0x1d7c0001 /* skb->priority of a packet tun_handoff gave the kernel (intd_tun_rx) */
 
 /* md_words writes the session's words of an INT-MD/MX header (from its
  * fifth byte): instruction bitmap, domain, DS instruction, DS flags. */
@@ -3327,14 +3328,112 @@ static __always_inline int tun_strip(struct __sk_buff *skb, struct scratch *s)
 	return bpf_skb_adjust_room(skb, -(__s32)n, BPF_ADJ_ROOM_MAC, flags) ? -1 : 0;
 }
 
+/* tun_handoff hands a GSO super-packet of a session tunnel (tun_ends) to
+ * the kernel's own VXLAN-GPE receive through intd's device cfg.tun_dev,
+ * where a kernel without BPF_F_ADJ_ROOM_DECAP_L4_UDP would leave tun_strip's
+ * packet marked as a UDP tunnel: INT goes (the room after the outer IP
+ * header shrinks by it, the inner headers stay where the skb's inner
+ * offsets say), UDP and VXLAN-GPE with next protocol IPv4 or IPv6 are
+ * written before the inner packet, and the outer destination is the
+ * node's tunnel address again (IPv4's source the inner one). The kernel's decapsulation clears the
+ * tunnel's GSO state; it then forwards the inner super-packet, whole, out
+ * of this sink port, where intd_egress lets it pass (ingress tun_dev).
+ * The inner TTL (hop limit) goes one up for the kernel's forwarding to
+ * take: the sink forwards the inner packet once, as without the handoff.
+ * 0, or -1: drop. */
+static __always_inline int tun_handoff(struct __sk_buff *skb, struct scratch *s)
+{
+	int v6 = s->p.v6;
+	__u32 ohl = v6 ? 40 : 20;
+	__u32 intlen = 4 + (__u32)s->p.shim_words * 4;
+	__u8 *h = s->mv;
+	__u32 isrc = *(__u32 *)(h + 12); /* tun_ends left the inner IPv4 header there */
+	if (intlen > 0x1ff || (v6 ? bpf_skb_load_bytes(skb, L3, h, 40 + 2) : bpf_skb_load_bytes(skb, L3, h, 20 + 2)))
+		return -1;
+	if (bpf_skb_adjust_room(skb, -(__s32)intlen, BPF_ADJ_ROOM_NET, BPF_F_ADJ_ROOM_FIXED_GSO))
+		return -1;
+	__u32 len = skb->len - L3;
+	__u32 in = L3 + ohl + STUN_UDP_GPE;
+	__u16 *w = (__u16 *)(h + 64); /* the inner TTL (hop limit) and its neighbour byte */
+	if (bpf_skb_load_bytes(skb, in + (v6 ? 6 : 8), w, 2))
+		return -1;
+	__u16 old = w[0];
+	__u8 *ttl = (__u8 *)w + (v6 ? 1 : 0);
+	if (*ttl < 255) {
+		(*ttl)++;
+		if (!v6 && bpf_l3_csum_replace(skb, in + 10, old, w[0], 2))
+			return -1;
+		if (bpf_skb_store_bytes(skb, in + (v6 ? 6 : 8), w, 2, 0))
+			return -1;
+	}
+	__u8 *u = h + ohl;
+	/* u[0..1]: the source's entropy port, kept. */
+	u[2] = PORT_VXLAN_GPE >> 8;
+	u[3] = PORT_VXLAN_GPE & 0xff;
+	u[4] = (len - ohl) >> 8;
+	u[5] = len - ohl;
+	u[6] = 0;
+	u[7] = 0;
+	__builtin_memset(u + 8, 0, 8);
+	u[8] = 0x0c;
+	u[11] = v6 ? 2 : 1;
+	if (v6) {
+		h[4] = (len - 40) >> 8;
+		h[5] = len - 40;
+		__builtin_memcpy(h + 24, s->c.tun_addr6, 16);
+		if (bpf_skb_store_bytes(skb, L3, h, 40 + STUN_UDP_GPE, 0))
+			return -1;
+	} else {
+		h[2] = len >> 8;
+		h[3] = len;
+		/* From the inner source: reverse path filtering then judges
+		 * the tunnel packet as it judges the inner one (the kernel's
+		 * external-mode receive keeps the outer source only as
+		 * metadata). */
+		__builtin_memcpy(h + 12, &isrc, 4);
+		__builtin_memcpy(h + 16, &s->c.tun_addr, 4);
+		h[10] = 0;
+		h[11] = 0;
+		*(__u16 *)(h + 10) = ip4_csum(h);
+		if (bpf_skb_store_bytes(skb, L3, h, 20 + STUN_UDP_GPE, 0))
+			return -1;
+	}
+	return 0;
+}
+
 /* tun_end removes the session tunnel that ends here (tun_ends) from the
- * packet at a sink port, verified on its own: 1 when it did, 0 when the
- * packet is no such tunnel, -1 when it must be dropped. */
+ * packet at a sink port, verified on its own: 1 when it did, 2 when the
+ * kernel will (tun_handoff: the caller redirects to cfg.tun_dev), 0 when
+ * the packet is no such tunnel, -1 when it must be dropped. */
 GLOBAL int tun_end(struct __sk_buff *skb, struct scratch *s)
 {
 	if (!s || !tun_ends(skb, s))
 		return 0;
+	if (skb->gso_size && s->c.tun_dev && !(s->p.hdr0 & 0x08))
+		return tun_handoff(skb, s) ? -1 : 2;
 	return tun_strip(skb, s) ? -1 : 1;
+}
+
+/* intd_tun_rx is on tc ingress of intd's VXLAN-GPE device: it passes only
+ * what tun_handoff sent (the tunnel packet, then the inner packet the
+ * kernel took out of it, marked by priority on the way), so that the
+ * device's UDP port is no way into the node for tunnels from elsewhere. */
+SEC("tc")
+int intd_tun_rx(struct __sk_buff *skb)
+{
+	struct bpf_tunnel_key k;
+	if (bpf_skb_get_tunnel_key(skb, &k, sizeof(k), 0) && bpf_skb_get_tunnel_key(skb, &k, sizeof(k), BPF_F_TUNINFO_IPV6)) {
+		/* No tunnel metadata: a tunnel packet tun_handoff redirected
+		 * here (nothing else enters the device's receive); its
+		 * priority, which the redirect zeroed, goes on to the inner
+		 * packet the kernel takes out of it. */
+		skb->priority = TUN_HANDOFF;
+		return TC_ACT_OK;
+	}
+	if (skb->priority != TUN_HANDOFF)
+		return TC_ACT_SHOT; /* a tunnel from elsewhere to the device's port */
+	skb->priority = 0;
+	return TC_ACT_OK;
 }
 
 /* source is the INT source step for a watched packet (s->e). It returns
@@ -3898,6 +3997,8 @@ static __always_inline int sink(struct __sk_buff *skb, struct scratch *s)
 		return shot(skb);
 	}
 	cnt(s, C_STRIPPED);
+	if (tun == 2)
+		return bpf_redirect(s->c.tun_dev, BPF_F_INGRESS); /* C_OUT as it leaves again */
 	if (discard) {
 		cnt(s, C_DISCARDED);
 		return shot(skb);
@@ -4028,9 +4129,11 @@ int intd_egress(struct __sk_buff *skb)
 	if (!s || !c)
 		return TC_ACT_OK;
 	s->slot = ifc->slot;
-	if (!(c->flags & F_DTEL) || (skb->ingress_ifindex == c->gso_peer && c->gso_peer)) {
+	if (!(c->flags & F_DTEL) || (skb->ingress_ifindex == c->gso_peer && c->gso_peer) ||
+	    (skb->ingress_ifindex == c->tun_dev && c->tun_dev)) {
 		/* Segments back from the GSO detour already had their INT
-		 * step in intd_gso. */
+		 * step in intd_gso; a session tunnel's packet back from the
+		 * kernel's decapsulation (tun_handoff) its sink step. */
 		cnt(s, C_OUT);
 		return TC_ACT_OK;
 	}
