@@ -111,8 +111,8 @@ type Dataplane struct {
 	tracersNew tracing
 	nl         *netlink.Handle // in the namespace New ran in (queue state)
 	gso        *gsoDetour
-	tun        *tunDev         // while a tunnel address is configured (tunHandoff)
-	ns         netns.NsHandle  // the namespace New ran in (host changes made later)
+	tun        *tunDev        // while a tunnel address is configured (tunHandoff)
+	ns         netns.NsHandle // the namespace New ran in (host changes made later)
 	rd         *ringbuf.Reader
 	done       chan struct{}
 	reading    bool        // readEvents runs (and closes done)
