@@ -64,7 +64,7 @@ func (d *Dataplane) checkAttrs(self sai.OID, a sai.Attrs) error {
 				return errf(sai.ErrNotFound, "sink port %q", p)
 			}
 		}
-		if err := d.checkTunnelSinks(a); err != nil {
+		if err := d.ensureTunDev(&a); err != nil {
 			return err
 		}
 	case sai.IntSessionAttrs:

@@ -88,7 +88,6 @@ type iface struct {
 	slot    int
 	txqs    int   // tx queues of the device
 	veth    bool  // a veth: its peer gets GSO packets whole
-	tnlTSO  bool  // segments UDP tunnel super-packets itself (tx-udp_tnl-segmentation), when added
 	speed   int64 // link speed, bits/s (0: unknown)
 	// tx utilisation: the device's tx bytes at the last poll
 	txBytes  uint64
@@ -459,9 +458,6 @@ func (d *Dataplane) AddInterface(cfg Interface) error {
 	}
 	if i.speed, err = ethtool.Speed(cfg.Name); err != nil {
 		i.speed = 0
-	}
-	if f, err := ethtool.ActiveFeatures(cfg.Name); err == nil {
-		i.tnlTSO = f["tx-udp_tnl-segmentation"] || f["tx-udp_tnl-csum-segmentation"]
 	}
 	if err := d.objs.TxUtil.Put(uint32(slot), uint32(utilUnknown)); err != nil {
 		return fmt.Errorf("ebpf: interface %q: %w", cfg.Name, err)

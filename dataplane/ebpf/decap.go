@@ -1,12 +1,8 @@
 package ebpf
 
 import (
-	"fmt"
-
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
-
-	"github.com/intd-project/intd/sai"
 )
 
 // bpf_skb_adjust_room flags (uapi linux/bpf.h).
@@ -19,7 +15,9 @@ const (
 // decapClearsUDPTunnel reports whether this kernel's bpf_skb_adjust_room
 // takes BPF_F_ADJ_ROOM_DECAP_L4_UDP, which also clears a super-packet's
 // UDP tunnel GSO type and encapsulation flag on decapsulation (the session
-// tunnel's sink asks for it first); older kernels refuse the flag.
+// tunnel's sink asks for it first); older kernels refuse the flag, and the
+// sink hands super-packets to the kernel's tunnel receive instead
+// (tunDev).
 func decapClearsUDPTunnel() bool { return decapTakes(adjRoomDecapIPv4 | adjRoomDecapL4UDP) }
 
 // decapTakes reports whether bpf_skb_adjust_room removes outer IPv4, UDP
@@ -52,33 +50,4 @@ func decapTakes(flags int64) bool {
 	ip(f[50:], 17, 28)
 	ret, err := prog.Run(&ebpf.RunOptions{Data: f})
 	return err == nil && ret == 0
-}
-
-// checkTunnelSinks refuses session tunnels (a tunnel address) on a kernel
-// that leaves a decapsulated super-packet marked as a UDP tunnel while a
-// sink interface segments UDP tunnels itself: handed whole to that offload,
-// the packet would be cut by headers it no longer has. Without the offload
-// the kernel segments such a (TCP) packet in software, correctly; UDP
-// super-packets enter the tunnel already segmented (tun_source).
-func (d *Dataplane) checkTunnelSinks(a sai.DTelAttrs) error {
-	attr := sai.AttrDTelTunnelAddress
-	switch {
-	case d.decapL4UDP || d.tunHandoff():
-		return nil
-	case a.TunnelAddress.IsValid():
-	case a.TunnelAddress6.IsValid():
-		attr = sai.AttrDTelTunnelAddress6
-	default:
-		return nil
-	}
-	for _, p := range a.SinkPortList {
-		if i := d.ifaces[p]; i != nil && i.tnlTSO {
-			return &sai.AttrError{Object: sai.ObjectTypeDTel, Attr: attr, Index: -1, Err: sai.ErrUnsupported,
-				Msg: fmt.Sprintf("session tunnels ending at sink interface %q, which segments UDP tunnels itself "+
-					"(tx-udp_tnl-segmentation on; ethtool -K %s tx-udp_tnl-segmentation off tx-udp_tnl-csum-segmentation off "+
-					"turns it off), on a kernel that leaves the tunnel's segmentation state on the packets taken out of it "+
-					"(no BPF_F_ADJ_ROOM_DECAP_L4_UDP), are not supported", p, p)}
-		}
-	}
-	return nil
 }

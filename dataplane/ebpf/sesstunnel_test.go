@@ -219,13 +219,8 @@ func TestSessionTunnel(t *testing.T) {
 		}
 		same++
 	}
-	supers := 0
-	for _, f := range atH2.got() {
-		if innerTCP(f, 14) && len(f)-14 > 1500 {
-			supers++
-		}
-	}
-	t.Logf("h2: %d frames as h1 sent them, %d without a match at r1 (segmented differently), %d GSO super-packets", same, other, supers)
+	t.Logf("h2: %d frames as h1 sent them, %d without a match at r1 (segmented differently)", same, other)
+	wholeAtH2(t, atH2.got())
 	if same == 0 {
 		t.Fatal("h2: no frame matched one h1 sent")
 	}
@@ -246,6 +241,32 @@ func TestSessionTunnel(t *testing.T) {
 	}
 	s, _ := r[2].Stats(context.Background())
 	t.Logf("%d reports, paths %v; r3 stripped %d", len(paths), paths, s.Node.IntStripped)
+}
+
+// wholeAtH2 fails unless some of the TCP frames h2 received (captured on
+// h2-r3) are GSO super-packets: the session tunnel's super-packets left
+// r3's sink interface whole, not segmented there.
+func wholeAtH2(t *testing.T, frames [][]byte) {
+	t.Helper()
+	tcp, super := 0, 0
+	for _, f := range frames {
+		if len(f) < 14+40 {
+			continue
+		}
+		v4 := binary.BigEndian.Uint16(f[12:]) == 0x0800 && f[23] == wire.ProtoTCP
+		v6 := binary.BigEndian.Uint16(f[12:]) == 0x86dd && f[20] == wire.ProtoTCP
+		if !v4 && !v6 {
+			continue
+		}
+		tcp++
+		if len(f)-14 > 1500 {
+			super++
+		}
+	}
+	t.Logf("h2: %d TCP frames, %d of them GSO super-packets (r3's sink interface passed them whole)", tcp, super)
+	if super == 0 {
+		t.Errorf("h2 received %d TCP frames, no super-packet: r3 segmented the session tunnel's super-packets", tcp)
+	}
 }
 
 func pathsHave(paths [][]uint32, want string) bool {
@@ -457,7 +478,6 @@ func TestSessionTunnelIPv6(t *testing.T) {
 	atR2 := l.capture(t, "r2", "r2-r1")
 	atR3 := l.capture(t, "r3", "r3-r2")
 	atH2 := l.capture(t, "h2", "h2-r3")
-	l.noTunnelTSO(t)
 	var r [3]*Dataplane
 	r[0] = l.router(t, "r1", []string{"r1-h1", "r1-r2"}, nil, v6(sessionTunnelConfig(1, "r1-h1", true, "", ""), "fd00:12::1", "fd00:23::2"))
 	r[1] = l.router(t, "r2", []string{"r2-r1", "r2-r3"}, nil, sessionTunnelConfig(2, "", false, "", ""))
@@ -511,6 +531,7 @@ func TestSessionTunnelIPv6(t *testing.T) {
 			t.Fatalf("h2 received a tunnel frame: %x", f[:80])
 		}
 	}
+	wholeAtH2(t, atH2.got())
 	var paths [][]uint32
 	for end := time.Now().Add(3 * time.Second); time.Now().Before(end) && len(paths) == 0; time.Sleep(20 * time.Millisecond) {
 		pipe.Flush()
@@ -613,41 +634,119 @@ func TestDecapProbe(t *testing.T) {
 	t.Logf("BPF_F_ADJ_ROOM_DECAP_L4_UDP known: %v", decapClearsUDPTunnel())
 }
 
-// TestSessionTunnelTunnelTSOSink: on a kernel without
-// BPF_F_ADJ_ROOM_DECAP_L4_UDP the sink leaves a decapsulated super-packet
-// marked as a UDP tunnel, so a node refuses a tunnel-address while a sink
-// interface segments UDP tunnels itself (a veth does, as by default): the
-// error names the YANG path and the interface, and the tunnel address does
-// not reach the program. With the offload off the same configuration
-// applies.
-func TestSessionTunnelTunnelTSOSink(t *testing.T) {
+// TestSessionTunnelDevice: a node with a tunnel-address on a kernel whose
+// bpf_skb_adjust_room cannot clear a UDP tunnel's GSO state adds intd-gpe,
+// an external VXLAN-GPE device on UDP 4790 whose ingress passes only what
+// the sink hands it, with its sink interface's default offloads
+// (tx-udp_tnl-segmentation on); the device goes when the tunnel-address
+// does. A VXLAN-GPE tunnel from elsewhere to that port does not get
+// through to h2. With another external VXLAN-GPE device on the port the
+// apply fails, naming /int/node/config/tunnel-address and the port, and
+// the tunnel address does not reach the program.
+func TestSessionTunnelDevice(t *testing.T) {
 	if decapClearsUDPTunnel() {
-		t.Skip("this kernel clears a UDP tunnel's GSO state on decapsulation: nothing to refuse")
+		t.Skip("this kernel clears a UDP tunnel's GSO state on decapsulation: no device needed")
 	}
 	l := newLab(t)
-	d, err := l.tunnelSinkR3(t, true)
-	tunAddr := func() uint32 {
+	var d *Dataplane
+	if err := l.in("r3", func() (err error) {
+		d, err = New(Config{Interfaces: []Interface{{Name: "r3-r2"}, {Name: "r3-h2"}}})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.in("r3", d.Close) })
+	o := dtel.New(d)
+	apply := func(tun string) error {
+		dev := &gen.Device{}
+		if err := gen.Unmarshal([]byte(sessionTunnelConfig(3, "r3-h2", false, tun, "")), dev); err != nil {
+			t.Fatal(err)
+		}
+		return o.Apply(context.Background(), dev)
+	}
+	if err := apply("10.0.23.2"); err != nil {
+		t.Fatalf("apply with tx-udp_tnl-segmentation on r3-h2: %v", err)
+	}
+	cfg := func(d *Dataplane) intdCfg {
 		var c intdCfg
 		if err := d.objs.CfgMap.Lookup(uint32(0), &c); err != nil {
 			t.Fatal(err)
 		}
-		return c.TunAddr
+		return c
 	}
-	t.Logf("with tx-udp_tnl-segmentation on r3-h2: %v", err)
-	if err == nil || !strings.Contains(err.Error(), "/int/node/config/tunnel-address") || !strings.Contains(err.Error(), `"r3-h2"`) ||
-		!strings.Contains(err.Error(), "tx-udp_tnl-segmentation") {
-		t.Fatalf("apply with a sink interface segmenting UDP tunnels: %v, want an error naming /int/node/config/tunnel-address and r3-h2", err)
+	dev := func() (int, string) {
+		var idx int
+		var kind string
+		_ = l.in("r3", func() error {
+			if ln, err := d.nl.LinkByName(tunDevName); err == nil {
+				idx, kind = ln.Attrs().Index, ln.Type()
+			}
+			return nil
+		})
+		return idx, kind
 	}
-	if a := tunAddr(); a != 0 {
-		t.Fatalf("refused tunnel address reached the program: %#x", a)
+	idx, kind := dev()
+	if c := cfg(d); idx == 0 || kind != "vxlan" || c.TunDev != uint32(idx) || c.TunAddr == 0 {
+		t.Fatalf("%s: index %d, kind %q; program's tunnel device %d, tunnel address %#x", tunDevName, idx, kind, c.TunDev, c.TunAddr)
+	}
+	out := l.exec(t, "r3", "ip", "-d", "link", "show", tunDevName)
+	if !strings.Contains(out, "external") || !strings.Contains(out, "gpe") || !strings.Contains(out, "dstport 4790") {
+		t.Errorf("%s: %s", tunDevName, out)
 	}
 
-	l.noTunnelTSO(t)
-	if d, err = l.tunnelSinkR3(t, true); err != nil {
-		t.Fatalf("apply with UDP tunnel segmentation off on r3-h2: %v", err)
+	// A tunnel from elsewhere: r2 sends h2 a UDP datagram in VXLAN-GPE
+	// (next protocol IPv4) to r3's tunnel address, port 4790.
+	var rx *net.UDPConn
+	if err := l.in("h2", func() (err error) {
+		rx, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(10, 0, 2, 2), Port: 9997})
+		return err
+	}); err != nil {
+		t.Fatal(err)
 	}
-	if a := tunAddr(); a == 0 {
-		t.Fatal("tunnel address not in the program")
+	defer rx.Close()
+	inner := wiretest.UDPFrame("10.0.12.2", "10.0.2.2", 1234, 9997, []byte("from elsewhere"), true)[14:]
+	gpe := append([]byte{0x0c, 0, 0, 1, 0, 0, 0, 0}, inner...)
+	if err := l.in("r2", func() error {
+		c, err := net.DialUDP("udp4", nil, &net.UDPAddr{IP: net.IPv4(10, 0, 23, 2), Port: int(spec.PortVXLANGPE)})
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		for range 5 {
+			if _, err := c.Write(gpe); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	_ = rx.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+	if n, _, err := rx.ReadFrom(make([]byte, 100)); err == nil {
+		t.Errorf("h2 received a %d-byte datagram tunnelled to r3's %s from elsewhere", n, tunDevName)
+	}
+
+	// Without the tunnel address the device goes.
+	if err := apply(""); err != nil {
+		t.Fatal(err)
+	}
+	if idx, _ := dev(); idx != 0 || cfg(d).TunDev != 0 {
+		t.Fatalf("%s still there (index %d, program's %d) without a tunnel-address", tunDevName, idx, cfg(d).TunDev)
+	}
+
+	// Another external VXLAN-GPE device holds port 4790.
+	l.exec(t, "r3", "ip", "link", "add", "other-gpe", "type", "vxlan", "external", "gpe", "dstport", "4790")
+	l.exec(t, "r3", "ip", "link", "set", "other-gpe", "up")
+	err := apply("10.0.23.2")
+	t.Logf("with other-gpe on UDP 4790: %v", err)
+	if err == nil || !strings.Contains(err.Error(), "/int/node/config/tunnel-address") || !strings.Contains(err.Error(), "4790") {
+		t.Fatalf("apply with UDP port 4790 taken: %v, want an error naming /int/node/config/tunnel-address and the port", err)
+	}
+	if c := cfg(d); c.TunAddr != 0 || c.TunDev != 0 {
+		t.Fatalf("refused tunnel address reached the program: %+v", c)
+	}
+	if idx, _ := dev(); idx != 0 {
+		t.Fatalf("%s left behind by the refused apply", tunDevName)
 	}
 }
 
@@ -742,45 +841,24 @@ func (l *lab) tunnelTSOTap(t *testing.T, ns, dev string) func() []tapFrame {
 // tunnels itself (a tap standing for a VM's virtio NIC that negotiated
 // it) is asked to do with the session's super-packets. One tap at r3
 // gets the tunnel frames r2 forwards (its hop pushed onto super-packets
-// through a veth); one at h2 gets what leaves r3's sink interface. r3
-// must first refuse its tunnel-address while r3-h2 passes UDP tunnel
-// super-packets whole (Linux 6.18 cannot clear the tunnel's segmentation
-// state at decapsulation), then take it with that offload off. The TCP
+// through a veth); one at h2 gets what leaves r3's sink interface, whose
+// offloads are a veth's defaults (tx-udp_tnl-segmentation on). The TCP
 // flow (1 MiB echoed) and UDP datagrams that h1 sends as GSO
 // super-packets must arrive intact at h2; at r3 every super-packet must
 // be a UDP tunnel whose offsets name its outer UDP and inner IP headers;
-// at h2 none may claim a UDP tunnel the frame does not have.
+// at h2 super-packets must arrive (the kernel took the tunnel off them,
+// tun_handoff), each plain TCP over IPv4 to the device, none claiming a
+// UDP tunnel the frame does not have.
 func TestSessionTunnelToTunnelTSODevice(t *testing.T) {
 	l := newLab(t)
 	atR3 := l.tunnelTSOTap(t, "r3", "r3-r2")
 	atH2 := l.tunnelTSOTap(t, "h2", "h2-r3")
-	if err := l.in("r1", func() error {
-		return ethtool.SetFeatures("r1-h1", func(f string) bool { return strings.HasPrefix(f, "tx-udp_tnl") }, false)
-	}); err != nil {
-		t.Fatal(err)
-	}
 	var r [3]*Dataplane
 	r[0] = l.router(t, "r1", []string{"r1-h1", "r1-r2"}, nil, sessionTunnelConfig(1, "r1-h1", true, "10.0.12.1", "10.0.23.2"))
 	r[1] = l.router(t, "r2", []string{"r2-r1", "r2-r3"}, nil, sessionTunnelConfig(2, "", false, "", ""))
-	r3 := func() error {
-		d, err := l.tunnelSinkR3(t, false)
-		if err != nil {
-			_ = l.in("r3", d.Close) // its interfaces, for the next
-		}
-		r[2] = d
-		return err
-	}
-	if err := r3(); err != nil {
-		t.Logf("r3 with UDP tunnel segmentation on r3-h2: %v", err)
-		if !strings.Contains(err.Error(), "/int/node/config/tunnel-address") || !strings.Contains(err.Error(), `"r3-h2"`) {
-			t.Fatalf("r3 refused with %v, want /int/node/config/tunnel-address and r3-h2 named", err)
-		}
-		l.noTunnelTSO(t)
-		if err := r3(); err != nil {
-			t.Fatalf("r3 with UDP tunnel segmentation off on r3-h2: %v", err)
-		}
-	} else if !decapClearsUDPTunnel() {
-		t.Error("r3 took a tunnel-address with UDP tunnel segmentation on its sink interface r3-h2")
+	var err error
+	if r[2], err = l.tunnelSinkR3(t, false); err != nil {
+		t.Fatalf("r3 with UDP tunnel segmentation on r3-h2: %v", err)
 	}
 
 	l.tcpEcho(t, "tcp4", "10.0.2.2:9998", r)
@@ -823,6 +901,14 @@ func TestSessionTunnelToTunnelTSODevice(t *testing.T) {
 		gt, outerTH, innerNH := f.tunnelOffsets()
 		if gt != 0 {
 			super++
+			// TCP over IPv4 (VIRTIO_NET_HDR_GSO_TCPV4, ECN bit aside),
+			// checksum from the TCP header on.
+			if gt&0x7f != 1 || binary.LittleEndian.Uint16(f.hdr[6:]) != 34 || binary.LittleEndian.Uint16(f.hdr[4:]) == 0 {
+				if bad++; bad <= 5 {
+					t.Errorf("h2's tap: super-packet of %d bytes with gso type %#x, gso size %d, checksum start %d: want TCPv4 from byte 34",
+						len(f.frame), gt, binary.LittleEndian.Uint16(f.hdr[4:]), binary.LittleEndian.Uint16(f.hdr[6:]))
+				}
+			}
 		}
 		if gt&0x60 != 0 && (f.frame[23] != wire.ProtoUDP || outerTH != 14+int(f.frame[14]&0xf)*4 || innerNH < outerTH+8) {
 			if bad++; bad <= 5 {
@@ -833,8 +919,8 @@ func TestSessionTunnelToTunnelTSODevice(t *testing.T) {
 	}
 	t.Logf("r3's tap: %d tunnel super-packets; h2's tap: %d frames of h1's flows, %d of them GSO super-packets, %d claiming a tunnel they lack",
 		tunSuper, frames, super, bad)
-	if tunSuper == 0 || frames == 0 {
-		t.Fatalf("r3's tap got %d tunnel super-packets, h2's %d frames of h1's flows", tunSuper, frames)
+	if tunSuper == 0 || frames == 0 || super == 0 {
+		t.Fatalf("r3's tap got %d tunnel super-packets, h2's %d frames of h1's flows, %d of them super-packets", tunSuper, frames, super)
 	}
 }
 

@@ -44,30 +44,45 @@ const (
 // attached.
 func (d *Dataplane) tunHandoff() bool { return !d.decapL4UDP && !d.cfg.NoAttach }
 
-// syncTunDev creates the device when dt has a tunnel address and removes
-// it when not; it returns the device's ifindex (0: none). Called with d.mu
+// wantTunDev reports whether dt calls for the device.
+func (d *Dataplane) wantTunDev(dt *sai.DTelAttrs) bool {
+	return d.tunHandoff() && dt != nil && (dt.TunnelAddress.IsValid() || dt.TunnelAddress6.IsValid())
+}
+
+// ensureTunDev adds the device if dt calls for it and it is not there
+// yet: checkAttrs does, so that a failure names the tunnel address. Called
+// with d.mu held.
+func (d *Dataplane) ensureTunDev(dt *sai.DTelAttrs) error {
+	if !d.wantTunDev(dt) || d.tun != nil {
+		return nil
+	}
+	var t *tunDev
+	if err := netnsrun.Run(d.ns, func() (err error) { t, err = d.newTunDev(); return err }); err != nil {
+		attr := sai.AttrDTelTunnelAddress
+		if !dt.TunnelAddress.IsValid() {
+			attr = sai.AttrDTelTunnelAddress6
+		}
+		return &sai.AttrError{Object: sai.ObjectTypeDTel, Attr: attr, Index: -1, Err: sai.ErrUnsupported,
+			Msg: fmt.Sprintf("session tunnels ending here without the VXLAN-GPE device %s, through which the kernel takes "+
+				"the tunnel off GSO super-packets (external mode, UDP port %d), which could not be added (%v), are not supported",
+				tunDevName, spec.PortVXLANGPE, err)}
+	}
+	d.tun = t
+	return nil
+}
+
+// syncTunDev adds the device when dt has a tunnel address and removes it
+// when not; it returns the device's ifindex (0: none). Called with d.mu
 // held.
 func (d *Dataplane) syncTunDev(dt *sai.DTelAttrs) (uint32, error) {
-	want := d.tunHandoff() && dt != nil && (dt.TunnelAddress.IsValid() || dt.TunnelAddress6.IsValid())
-	if !want {
+	if !d.wantTunDev(dt) {
 		if d.tun != nil {
 			d.closeTunDev()
 		}
 		return 0, nil
 	}
-	if d.tun == nil {
-		attr := sai.AttrDTelTunnelAddress
-		if !dt.TunnelAddress.IsValid() {
-			attr = sai.AttrDTelTunnelAddress6
-		}
-		var t *tunDev
-		err := netnsrun.Run(d.ns, func() (err error) { t, err = d.newTunDev(); return err })
-		if err != nil {
-			return 0, &sai.AttrError{Object: sai.ObjectTypeDTel, Attr: attr, Index: -1, Err: sai.ErrUnsupported,
-				Msg: "session tunnels end here through a VXLAN-GPE device intd adds (" + tunDevName + ", UDP port " +
-					fmt.Sprint(spec.PortVXLANGPE) + "), which failed: " + err.Error()}
-		}
-		d.tun = t
+	if err := d.ensureTunDev(dt); err != nil {
+		return 0, err
 	}
 	return uint32(d.tun.index), nil
 }
