@@ -18,10 +18,6 @@ import (
 // switch: the BPF programs sit on tc ingress/egress of p1 and p2.
 func ebpfFabric(t *testing.T) *fabric {
 	f := buildFabric(t, false, 0) // kernel forwarding on, no intd yet
-	// s3's sink interface: no UDP tunnel segmentation offload, or s3
-	// refuses its tunnel-address (session tunnels) on kernels that leave
-	// the tunnel's segmentation state on the packets it takes out.
-	f.sh("s3", "ethtool -K p2 tx-udp_tnl-segmentation off tx-udp_tnl-csum-segmentation off")
 	// The tc filters and clsact qdiscs intd adds go with the namespaces,
 	// deleted at cleanup with their veths.
 	f.startNodes(t, "ebpf")

@@ -268,12 +268,6 @@ func TestStateCoverage(t *testing.T) {
 					}
 				}
 			}()
-			if dp == "ebpf" {
-				// The sink interfaces: no UDP tunnel segmentation
-				// offload, or the routers refuse their tunnel-address.
-				r.sh("r1", "ethtool -K p1 tx-udp_tnl-segmentation off tx-udp_tnl-csum-segmentation off")
-				r.sh("r2", "ethtool -K p2 tx-udp_tnl-segmentation off tx-udp_tnl-csum-segmentation off")
-			}
 			r.start(t, dp)
 			for i, n := range []string{"r1", "r2"} {
 				gnmiReplace(t, r.gnmi[n], n, "domain-specific-metadata", []byte(coverageDomains))

@@ -37,20 +37,6 @@ func sessionTunnelConfig(node int, sink string, source bool, tun, dst string) st
 	return c
 }
 
-// noTunnelTSO turns UDP tunnel segmentation off on the session tunnel
-// labs' sink interfaces, r1-h1 and r3-h2: a node refuses a tunnel address
-// while a sink interface has it on (checkTunnelSinks).
-func (l *lab) noTunnelTSO(t testing.TB) {
-	t.Helper()
-	for _, s := range [][2]string{{"r1", "r1-h1"}, {"r3", "r3-h2"}} {
-		if err := l.in(s[0], func() error {
-			return ethtool.SetFeatures(s[1], func(f string) bool { return strings.HasPrefix(f, "tx-udp_tnl") }, false)
-		}); err != nil {
-			t.Fatalf("%s: %v", s[1], err)
-		}
-	}
-}
-
 // tunnelSinkR3 starts a dataplane on r3's interfaces (attached unless
 // noAttach; closed at cleanup) and applies r3's session tunnel sink
 // configuration: the dataplane and the error of the apply.
