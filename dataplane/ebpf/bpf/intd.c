@@ -3347,7 +3347,9 @@ static __always_inline int tun_handoff(struct __sk_buff *skb, struct scratch *s)
 	__u32 ohl = v6 ? 40 : 20;
 	__u32 intlen = 4 + (__u32)s->p.shim_words * 4;
 	__u8 *h = s->mv;
-	__u32 isrc = *(__u32 *)(h + 12); /* tun_ends left the inner IPv4 header there */
+	/* tun_ends left the inner IP header there. */
+	__u32 isrc = *(__u32 *)(h + 12);
+	__u8 iecn = v6 ? (h[1] >> 4) & 3 : h[1] & 3;
 	if (intlen > 0x1ff || (v6 ? bpf_skb_load_bytes(skb, L3, h, 40 + 2) : bpf_skb_load_bytes(skb, L3, h, 20 + 2)))
 		return -1;
 	if (bpf_skb_adjust_room(skb, -(__s32)intlen, BPF_ADJ_ROOM_NET, BPF_F_ADJ_ROOM_FIXED_GSO))
@@ -3365,6 +3367,12 @@ static __always_inline int tun_handoff(struct __sk_buff *skb, struct scratch *s)
 			return -1;
 		if (bpf_skb_store_bytes(skb, in + (v6 ? 6 : 8), w, 2, 0))
 			return -1;
+	}
+	if ((s->p.tos & 3) == 3 && !iecn) {
+		/* Congestion marked in the tunnel, the inner packet not
+		 * ECN-capable: forwarded unmarked, as tun_strip does (the
+		 * kernel's decapsulation would drop it). */
+		h[1] &= v6 ? ~0x30 : ~3;
 	}
 	__u8 *u = h + ohl;
 	/* u[0..1]: the source's entropy port, kept. */
