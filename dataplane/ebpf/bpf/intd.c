@@ -3330,17 +3330,17 @@ static __always_inline int tun_strip(struct __sk_buff *skb, struct scratch *s)
 
 /* tun_handoff hands a GSO super-packet of a session tunnel (tun_ends) to
  * the kernel's own VXLAN-GPE receive through intd's device cfg.tun_dev,
- * where a kernel without BPF_F_ADJ_ROOM_DECAP_L4_UDP would leave tun_strip's
- * packet marked as a UDP tunnel: INT goes (the room after the outer IP
- * header shrinks by it, the inner headers stay where the skb's inner
- * offsets say), UDP and VXLAN-GPE with next protocol IPv4 or IPv6 are
- * written before the inner packet, and the outer destination is the
- * node's tunnel address again (IPv4's source the inner one). The kernel's decapsulation clears the
- * tunnel's GSO state; it then forwards the inner super-packet, whole, out
- * of this sink port, where intd_egress lets it pass (ingress tun_dev).
- * The inner TTL (hop limit) goes one up for the kernel's forwarding to
- * take: the sink forwards the inner packet once, as without the handoff.
- * 0, or -1: drop. */
+ * where a kernel without BPF_F_ADJ_ROOM_DECAP_L4_UDP would leave
+ * tun_strip's packet marked as a UDP tunnel: INT goes (the room after the
+ * outer IP header shrinks by it, the inner headers stay where the skb's
+ * inner offsets say), UDP and VXLAN-GPE with next protocol IPv4 or IPv6
+ * are written before the inner packet, and the outer destination is the
+ * node's tunnel address again (IPv4's source the inner one). The kernel's
+ * decapsulation clears the tunnel's GSO state; it then forwards the inner
+ * super-packet, whole, out of this sink port, where intd_egress lets it
+ * pass (ingress tun_dev). The inner TTL (hop limit) goes one up for the
+ * kernel's forwarding to take: the sink forwards the inner packet once,
+ * as without the handoff. 0, or -1: drop. */
 static __always_inline int tun_handoff(struct __sk_buff *skb, struct scratch *s)
 {
 	int v6 = s->p.v6;
