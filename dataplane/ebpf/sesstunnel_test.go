@@ -207,6 +207,7 @@ func TestSessionTunnel(t *testing.T) {
 	}
 	t.Logf("h2: %d frames as h1 sent them, %d without a match at r1 (segmented differently)", same, other)
 	wholeAtH2(t, atH2.got())
+	handedOff(t, r[2])
 	if same == 0 {
 		t.Fatal("h2: no frame matched one h1 sent")
 	}
@@ -227,6 +228,21 @@ func TestSessionTunnel(t *testing.T) {
 	}
 	s, _ := r[2].Stats(context.Background())
 	t.Logf("%d reports, paths %v; r3 stripped %d", len(paths), paths, s.Node.IntStripped)
+}
+
+// handedOff fails unless the sink d's VXLAN-GPE device received
+// packets: super-packets left the tunnel through the kernel (tun_handoff).
+func handedOff(t *testing.T, d *Dataplane) {
+	t.Helper()
+	ln, err := d.nl.LinkByName(tunDevName)
+	if err != nil {
+		t.Fatalf("%s: %v", tunDevName, err)
+	}
+	st := ln.Attrs().Statistics
+	t.Logf("%s received %d packets (%d bytes) to take out of the tunnel", tunDevName, st.RxPackets, st.RxBytes)
+	if st.RxPackets == 0 {
+		t.Errorf("%s received nothing: no super-packet was handed to the kernel's tunnel receive", tunDevName)
+	}
 }
 
 // wholeAtH2 fails unless some of the TCP frames h2 received (captured on
@@ -518,6 +534,7 @@ func TestSessionTunnelIPv6(t *testing.T) {
 		}
 	}
 	wholeAtH2(t, atH2.got())
+	handedOff(t, r[2])
 	var paths [][]uint32
 	for end := time.Now().Add(3 * time.Second); time.Now().Before(end) && len(paths) == 0; time.Sleep(20 * time.Millisecond) {
 		pipe.Flush()
@@ -736,6 +753,33 @@ func TestSessionTunnelDevice(t *testing.T) {
 	}
 }
 
+// TestSessionTunnelNotLocal: a tunnel-address that is not one of the
+// sink node's addresses (10.0.2.99, in h2's subnet) cannot take the
+// kernel's tunnel receive, which would forward the handed packet on as a
+// tunnel: the sink removes the tunnel itself, as from single packets, and
+// the 1 MiB echo still arrives whole; intd-gpe receives nothing.
+func TestSessionTunnelNotLocal(t *testing.T) {
+	if decapClearsUDPTunnel() {
+		t.Skip("this kernel clears a UDP tunnel's GSO state on decapsulation: no device")
+	}
+	l := newLab(t)
+	var r [3]*Dataplane
+	r[0] = l.router(t, "r1", []string{"r1-h1", "r1-r2"}, nil, sessionTunnelConfig(1, "r1-h1", true, "10.0.12.1", "10.0.2.99"))
+	r[1] = l.router(t, "r2", []string{"r2-r1", "r2-r3"}, nil, sessionTunnelConfig(2, "", false, "", ""))
+	r[2] = l.router(t, "r3", []string{"r3-r2", "r3-h2"}, nil, sessionTunnelConfig(3, "r3-h2", false, "10.0.2.99", ""))
+	l.tcpEcho(t, "tcp4", "10.0.2.2:9998", r)
+	s, _ := r[2].Stats(context.Background())
+	ln, err := r[2].nl.LinkByName(tunDevName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("r3 stripped %d; %s received %d packets", s.Node.IntStripped, tunDevName, ln.Attrs().Statistics.RxPackets)
+	if s.Node.IntStripped == 0 || ln.Attrs().Statistics.RxPackets != 0 {
+		t.Errorf("r3 stripped %d tunnel packets, %s received %d: want the sink's own removal only", s.Node.IntStripped, tunDevName,
+			ln.Attrs().Statistics.RxPackets)
+	}
+}
+
 // tunOffloads are TUNSETOFFLOAD's flags for a tap that takes checksum,
 // TCP, UDP and UDP tunnel segmentation offloads, as a VM's virtio NIC
 // that negotiated them does (uapi linux/if_tun.h).
@@ -903,6 +947,7 @@ func TestSessionTunnelToTunnelTSODevice(t *testing.T) {
 			}
 		}
 	}
+	handedOff(t, r[2])
 	t.Logf("r3's tap: %d tunnel super-packets; h2's tap: %d frames of h1's flows, %d of them GSO super-packets, %d claiming a tunnel they lack",
 		tunSuper, frames, super, bad)
 	if tunSuper == 0 || frames == 0 || super == 0 {

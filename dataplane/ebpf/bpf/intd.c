@@ -3409,6 +3409,23 @@ static __always_inline int tun_handoff(struct __sk_buff *skb, struct scratch *s)
 	return 0;
 }
 
+/* tun_local tells whether the node's tunnel address of the packet's IP
+ * version is one of its own (the FIB's local table): the kernel's tunnel
+ * receive takes only packets to a local address; to another, the handed
+ * packet would be forwarded as a tunnel. */
+static __always_inline int tun_local(struct __sk_buff *skb, struct scratch *s)
+{
+	struct bpf_fib_lookup f = {.ifindex = skb->ifindex};
+	if (s->p.v6) {
+		f.family = 10; /* AF_INET6 */
+		__builtin_memcpy(f.ipv6_dst, s->c.tun_addr6, 16);
+	} else {
+		f.family = 2; /* AF_INET */
+		f.ipv4_dst = s->c.tun_addr;
+	}
+	return bpf_fib_lookup(skb, &f, sizeof(f), 0) == BPF_FIB_LKUP_RET_NOT_FWDED;
+}
+
 /* tun_end removes the session tunnel that ends here (tun_ends) from the
  * packet at a sink port, verified on its own: 1 when it did, 2 when the
  * kernel will (tun_handoff: the caller redirects to cfg.tun_dev), 0 when
@@ -3417,7 +3434,7 @@ GLOBAL int tun_end(struct __sk_buff *skb, struct scratch *s)
 {
 	if (!s || !tun_ends(skb, s))
 		return 0;
-	if (skb->gso_size && s->c.tun_dev && !(s->p.hdr0 & 0x08))
+	if (skb->gso_size && s->c.tun_dev && !(s->p.hdr0 & 0x08) && tun_local(skb, s))
 		return tun_handoff(skb, s) ? -1 : 2;
 	return tun_strip(skb, s) ? -1 : 1;
 }
