@@ -192,7 +192,9 @@ func New(cfg Config) (*Dataplane, error) {
 	}
 	if !cfg.NoAttach {
 		// Before anything is attached, so that nothing of ours is taken
-		// for a leftover.
+		// for a leftover. The tunnel device first: without its filter
+		// it would decapsulate anybody's tunnels.
+		d.removeStaleTunDev()
 		d.removeStaleFilters()
 	}
 	if d.rd, err = ringbuf.NewReader(d.objs.Events); err != nil {

@@ -39,12 +39,14 @@
 // every detour pair (intd/gso/<N>), and New first deletes intd's filters
 // (handle 0x1d0, priority 0xc1d, programs intd_*) from every interface
 // no running intd holds - with the clsact qdisc when it held nothing else
-// - and every intd-gsoN pair no running intd holds, logging a warning for
-// each ("left by an intd that did not stop cleanly"). So kill -9 and a
-// restart leave exactly what one instance has. An interface another
-// running intd is attached to is refused, naming its process. By hand:
-// `tc filter del dev <if> ingress pref 3101` (and egress)
-// and `ip link del intd-gso0`.
+// - and every intd-gsoN pair no running intd holds, and the session
+// tunnel device intd-gpe (docs/tunnels.md) unless a running intd holds
+// it (intd/gpe), logging a warning for each ("left by an intd that did
+// not stop cleanly"). So kill -9 and a restart leave exactly what one
+// instance has. An interface another running intd is attached to is
+// refused, naming its process. By hand:
+// `tc filter del dev <if> ingress pref 3101` (and egress),
+// `ip link del intd-gso0` and `ip link del intd-gpe`.
 //
 // Configuration never reloads programs: sai objects are compiled into
 // maps (cfg, ifaces, sessions, watchlist, qr_cfg), after every Create, Set

@@ -643,7 +643,8 @@ func TestDecapProbe(t *testing.T) {
 // the sink hands it, with its sink interface's default offloads
 // (tx-udp_tnl-segmentation on); the device goes when the tunnel-address
 // does. A VXLAN-GPE tunnel from elsewhere to that port does not get
-// through to h2. With another external VXLAN-GPE device on the port the
+// through to h2. One left by an intd killed before Close goes at New.
+// With another external VXLAN-GPE device on the port the
 // apply fails, naming /int/node/config/tunnel-address and the port, and
 // the tunnel address does not reach the program.
 func TestSessionTunnelDevice(t *testing.T) {
@@ -651,6 +652,8 @@ func TestSessionTunnelDevice(t *testing.T) {
 		t.Skip("this kernel clears a UDP tunnel's GSO state on decapsulation: no device needed")
 	}
 	l := newLab(t)
+	// What an intd killed before Close leaves: New removes it.
+	l.exec(t, "r3", "ip", "link", "add", tunDevName, "type", "vxlan", "external", "gpe", "dstport", "4790")
 	var d *Dataplane
 	if err := l.in("r3", func() (err error) {
 		d, err = New(Config{Interfaces: []Interface{{Name: "r3-r2"}, {Name: "r3-h2"}}})
@@ -659,6 +662,9 @@ func TestSessionTunnelDevice(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = l.in("r3", d.Close) })
+	if _, err := d.nl.LinkByName(tunDevName); err == nil {
+		t.Fatalf("New left the %s of an instance gone", tunDevName)
+	}
 	o := dtel.New(d)
 	apply := func(tun string) error {
 		dev := &gen.Device{}

@@ -191,6 +191,23 @@ func addVXLANGPE(name string, port uint16) error {
 	return err
 }
 
+// removeStaleTunDev deletes the device if no running instance holds it
+// (one killed before Close left it).
+func (d *Dataplane) removeStaleTunDev() {
+	if hostlock.Held(tunDevLock) {
+		return
+	}
+	l, err := d.nl.LinkByName(tunDevName)
+	if err != nil {
+		return
+	}
+	if err := d.nl.LinkDel(l); err != nil {
+		d.log.Warn("ebpf: removing a session tunnel device left by a previous instance", "interface", tunDevName, "err", err)
+		return
+	}
+	d.log.Warn("removed a session tunnel device left by an intd that did not stop cleanly", "interface", tunDevName)
+}
+
 // delTunDev deletes the device (with its qdisc and filter).
 func (d *Dataplane) delTunDev() error {
 	l, err := d.nl.LinkByName(tunDevName)
