@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
 	"github.com/intd-project/intd/dataplane/internal/ethtool"
@@ -756,6 +759,118 @@ func TestSessionTunnelDevice(t *testing.T) {
 	}
 	if idx, _ := dev(); idx != 0 {
 		t.Fatalf("%s left behind by the refused apply", tunDevName)
+	}
+}
+
+// markCE attaches to dev's tc egress in namespace ns a program that sets
+// the ECN field of every IPv4 packet to CE (header checksum updated).
+func (l *lab) markCE(t *testing.T, ns, dev string) {
+	t.Helper()
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+		Type:    ebpf.SchedCLS,
+		License: "GPL",
+		Instructions: asm.Instructions{
+			asm.Mov.Reg(asm.R6, asm.R1),
+			asm.LoadMem(asm.R0, asm.R6, 16, asm.Word), // skb->protocol
+			asm.JNE.Imm(asm.R0, 0x0008, "out"),        // htons(ETH_P_IP)
+			asm.Mov.Reg(asm.R1, asm.R6),
+			asm.Mov.Imm(asm.R2, 14),
+			asm.Mov.Reg(asm.R3, asm.R10),
+			asm.Add.Imm(asm.R3, -8),
+			asm.Mov.Imm(asm.R4, 2),
+			asm.FnSkbLoadBytes.Call(),
+			asm.JNE.Imm(asm.R0, 0, "out"),
+			asm.LoadMem(asm.R7, asm.R10, -8, asm.Half), // version/IHL, TOS
+			asm.Mov.Reg(asm.R8, asm.R7),
+			asm.Or.Imm(asm.R8, 0x0300),
+			asm.StoreMem(asm.R10, -8, asm.R8, asm.Half),
+			asm.Mov.Reg(asm.R1, asm.R6),
+			asm.Mov.Imm(asm.R2, 14+10),
+			asm.Mov.Reg(asm.R3, asm.R7),
+			asm.Mov.Reg(asm.R4, asm.R8),
+			asm.Mov.Imm(asm.R5, 2),
+			asm.FnL3CsumReplace.Call(),
+			asm.Mov.Reg(asm.R1, asm.R6),
+			asm.Mov.Imm(asm.R2, 14),
+			asm.Mov.Reg(asm.R3, asm.R10),
+			asm.Add.Imm(asm.R3, -8),
+			asm.Mov.Imm(asm.R4, 2),
+			asm.Mov.Imm(asm.R5, 0),
+			asm.FnSkbStoreBytes.Call(),
+			asm.Mov.Imm(asm.R0, 0).WithSymbol("out"),
+			asm.Return(),
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { prog.Close() })
+	if err := l.in(ns, func() error {
+		h, err := netlink.NewHandle()
+		if err != nil {
+			return err
+		}
+		defer h.Close()
+		ln, err := h.LinkByName(dev)
+		if err != nil {
+			return err
+		}
+		q := &netlink.GenericQdisc{QdiscType: "clsact", QdiscAttrs: netlink.QdiscAttrs{LinkIndex: ln.Attrs().Index,
+			Handle: netlink.MakeHandle(0xffff, 0), Parent: netlink.HANDLE_CLSACT}}
+		if err := h.QdiscReplace(q); err != nil {
+			return err
+		}
+		return h.FilterReplace(&netlink.BpfFilter{FilterAttrs: netlink.FilterAttrs{LinkIndex: ln.Attrs().Index,
+			Parent: netlink.HANDLE_MIN_EGRESS, Handle: 1, Protocol: unix.ETH_P_ALL, Priority: 1},
+			Fd: prog.FD(), Name: "mark_ce", DirectAction: true})
+	}); err != nil {
+		t.Fatalf("%s: CE marking on %s: %v", ns, dev, err)
+	}
+}
+
+// TestSessionTunnelCE: r2 marks congestion (CE) on every tunnel packet it
+// sends r3 (a tc program on r2-r3's egress). Super-packets leave the
+// tunnel through the kernel (tun_handoff) and must end as single packets
+// do: an inner packet that is not ECN-capable arrives unmarked (the
+// kernel's decapsulation would drop it: the 1 MiB echo would stall), an
+// ECN-capable one (ECN negotiated by h1 and h2) arrives marked CE.
+func TestSessionTunnelCE(t *testing.T) {
+	if decapClearsUDPTunnel() {
+		t.Skip("this kernel clears a UDP tunnel's GSO state on decapsulation: no device")
+	}
+	l := newLab(t)
+	l.markCE(t, "r2", "r2-r3")
+	atH2 := l.capture(t, "h2", "h2-r3")
+	var r [3]*Dataplane
+	r[0] = l.router(t, "r1", []string{"r1-h1", "r1-r2"}, nil, sessionTunnelConfig(1, "r1-h1", true, "10.0.12.1", "10.0.23.2"))
+	r[1] = l.router(t, "r2", []string{"r2-r1", "r2-r3"}, nil, sessionTunnelConfig(2, "", false, "", ""))
+	r[2] = l.router(t, "r3", []string{"r3-r2", "r3-h2"}, nil, sessionTunnelConfig(3, "r3-h2", false, "10.0.23.2", ""))
+	ecn := func() (super, ce int) {
+		for _, f := range atH2.got() {
+			if innerTCP(f, 14) && len(f)-14 > 1500 {
+				super++
+				if f[15]&3 == 3 {
+					ce++
+				}
+			}
+		}
+		return super, ce
+	}
+	l.tcpEcho(t, "tcp4", "10.0.2.2:9996", r)
+	handedOff(t, r[2])
+	super, ce := ecn()
+	t.Logf("not ECN-capable: h2 got %d super-packets, %d marked CE", super, ce)
+	if super == 0 || ce != 0 {
+		t.Errorf("not ECN-capable: h2 got %d super-packets, %d of them CE", super, ce)
+	}
+	for _, h := range []string{"h1", "h2"} {
+		l.exec(t, h, "sysctl", "-qw", "net.ipv4.tcp_ecn=1")
+	}
+	l.tcpEcho(t, "tcp4", "10.0.2.2:9995", r)
+	super2, ce2 := ecn()
+	t.Logf("ECN-capable: h2 got %d more super-packets, %d marked CE", super2-super, ce2)
+	if super2 == super || ce2 == 0 {
+		t.Errorf("ECN-capable: h2 got %d super-packets, %d of them CE: want CE copied from the tunnel", super2-super, ce2)
 	}
 }
 
