@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +19,7 @@ import (
 	"golang.org/x/net/ipv4"
 
 	"github.com/intd-project/intd/dataplane/internal/ethtool"
+	"github.com/intd-project/intd/dataplane/internal/netnsrun"
 	"github.com/intd-project/intd/dataplane/report"
 	"github.com/intd-project/intd/dataplane/wire"
 	"github.com/intd-project/intd/dataplane/wire/wiretest"
@@ -106,20 +106,7 @@ func (l *lab) exec(t testing.TB, ns string, args ...string) string {
 
 // in runs f on a thread inside namespace ns: sockets and netlink handles
 // made there stay in ns.
-func (l *lab) in(ns string, f func() error) error {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		return err
-	}
-	defer orig.Close()
-	if err := netns.Set(l.ns[ns]); err != nil {
-		return err
-	}
-	defer netns.Set(orig)
-	return f()
-}
+func (l *lab) in(ns string, f func() error) error { return netnsrun.Run(l.ns[ns], f) }
 
 // router starts a Dataplane in namespace ns on its interfaces, configured
 // through the dtel orchestrator from a JSON configuration.

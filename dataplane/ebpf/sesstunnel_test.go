@@ -40,19 +40,39 @@ func sessionTunnelConfig(node int, sink string, source bool, tun, dst string) st
 	return c
 }
 
-// tunnelSinkR3 starts a dataplane on r3's interfaces (attached unless
-// noAttach; closed at cleanup) and applies r3's session tunnel sink
-// configuration: the dataplane and the error of the apply.
-func (l *lab) tunnelSinkR3(t *testing.T, noAttach bool) (*Dataplane, error) {
+// dataplaneR3 starts a dataplane on r3's interfaces, closed at cleanup.
+func (l *lab) dataplaneR3(t *testing.T) *Dataplane {
 	t.Helper()
 	var d *Dataplane
 	if err := l.in("r3", func() (err error) {
-		d, err = New(Config{Interfaces: []Interface{{Name: "r3-r2"}, {Name: "r3-h2"}}, NoAttach: noAttach})
+		d, err = New(Config{Interfaces: []Interface{{Name: "r3-r2"}, {Name: "r3-h2"}}})
 		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = l.in("r3", d.Close) })
+	return d
+}
+
+// listenH2 listens for UDP at h2 (10.0.2.2) on port.
+func (l *lab) listenH2(t *testing.T, port int) *net.UDPConn {
+	t.Helper()
+	var rx *net.UDPConn
+	if err := l.in("h2", func() (err error) {
+		rx, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(10, 0, 2, 2), Port: port})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return rx
+}
+
+// tunnelSinkR3 starts a dataplane on r3's interfaces (dataplaneR3) and
+// applies r3's session tunnel sink configuration: the dataplane and the
+// error of the apply.
+func (l *lab) tunnelSinkR3(t *testing.T) (*Dataplane, error) {
+	t.Helper()
+	d := l.dataplaneR3(t)
 	dev := &gen.Device{}
 	if err := gen.Unmarshal([]byte(sessionTunnelConfig(3, "r3-h2", false, "10.0.23.2", "")), dev); err != nil {
 		t.Fatal(err)
@@ -657,14 +677,7 @@ func TestSessionTunnelDevice(t *testing.T) {
 	l := newLab(t)
 	// What an intd killed before Close leaves: New removes it.
 	l.exec(t, "r3", "ip", "link", "add", tunDevName, "type", "vxlan", "external", "gpe", "dstport", "4790")
-	var d *Dataplane
-	if err := l.in("r3", func() (err error) {
-		d, err = New(Config{Interfaces: []Interface{{Name: "r3-r2"}, {Name: "r3-h2"}}})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = l.in("r3", d.Close) })
+	d := l.dataplaneR3(t)
 	if _, err := d.nl.LinkByName(tunDevName); err == nil {
 		t.Fatalf("New left the %s of an instance gone", tunDevName)
 	}
@@ -708,13 +721,7 @@ func TestSessionTunnelDevice(t *testing.T) {
 
 	// A tunnel from elsewhere: r2 sends h2 a UDP datagram in VXLAN-GPE
 	// (next protocol IPv4) to r3's tunnel address, port 4790.
-	var rx *net.UDPConn
-	if err := l.in("h2", func() (err error) {
-		rx, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(10, 0, 2, 2), Port: 9997})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	rx := l.listenH2(t, 9997)
 	defer rx.Close()
 	inner := wiretest.UDPFrame("10.0.12.2", "10.0.2.2", 1234, 9997, []byte("from elsewhere"), true)[14:]
 	gpe := append([]byte{0x0c, 0, 0, 1, 0, 0, 0, 0}, inner...)
@@ -1008,7 +1015,7 @@ func TestSessionTunnelToTunnelTSODevice(t *testing.T) {
 	r[0] = l.router(t, "r1", []string{"r1-h1", "r1-r2"}, nil, sessionTunnelConfig(1, "r1-h1", true, "10.0.12.1", "10.0.23.2"))
 	r[1] = l.router(t, "r2", []string{"r2-r1", "r2-r3"}, nil, sessionTunnelConfig(2, "", false, "", ""))
 	var err error
-	if r[2], err = l.tunnelSinkR3(t, false); err != nil {
+	if r[2], err = l.tunnelSinkR3(t); err != nil {
 		t.Fatalf("r3 with UDP tunnel segmentation on r3-h2: %v", err)
 	}
 
@@ -1081,13 +1088,7 @@ func TestSessionTunnelToTunnelTSODevice(t *testing.T) {
 // them all intact (it goes on, for what else the caller checks).
 func (l *lab) udpGSO(t *testing.T) {
 	t.Helper()
-	var rx *net.UDPConn
-	if err := l.in("h2", func() (err error) {
-		rx, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(10, 0, 2, 2), Port: 9999})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	rx := l.listenH2(t, 9999)
 	defer rx.Close()
 	_ = rx.SetReadBuffer(4 << 20)
 	var tx *net.UDPConn

@@ -115,7 +115,7 @@ func (d *Dataplane) newTunDev() (*tunDev, error) {
 		lock.Release()
 		return nil, err
 	}
-	d.log.Info("host setting changed; restored at exit", "interface", tunDevName, "setting", "session tunnel end",
+	d.log.Info("host setting changed; restored when no tunnel-address needs it or at exit", "interface", tunDevName, "setting", "session tunnel end",
 		"added", fmt.Sprintf("VXLAN-GPE device %s (external, UDP port %d, rp_filter %s, forwarding on), passing only tunnels intd hands it",
 			tunDevName, spec.PortVXLANGPE, t.rpFilter))
 	return t, nil
