@@ -124,6 +124,10 @@ func TestSessionTunnel(t *testing.T) {
 	atR2 := l.capture(t, "r2", "r2-r1")
 	atR3 := l.capture(t, "r3", "r3-r2")
 	atH2 := l.capture(t, "h2", "h2-r3")
+	// Strict reverse path filtering on r3, as some distributions set it:
+	// the inner packets appear on intd-gpe, their source routed through
+	// r3-r2 (intd-gpe's filtering is made loose).
+	l.exec(t, "r3", "sysctl", "-qw", "net.ipv4.conf.all.rp_filter=1")
 	var r [3]*Dataplane
 	r[0] = l.router(t, "r1", []string{"r1-h1", "r1-r2"}, nil, sessionTunnelConfig(1, "r1-h1", true, "10.0.12.1", "10.0.23.2"))
 	r[1] = l.router(t, "r2", []string{"r2-r1", "r2-r3"}, nil, sessionTunnelConfig(2, "", false, "", ""))
@@ -766,6 +770,21 @@ func TestSessionTunnelDevice(t *testing.T) {
 	}
 	if idx, _ := dev(); idx != 0 {
 		t.Fatalf("%s left behind by the refused apply", tunDevName)
+	}
+
+	// The port free again, the apply takes; Close removes the device.
+	l.exec(t, "r3", "ip", "link", "del", "other-gpe")
+	if err := apply("10.0.23.2"); err != nil {
+		t.Fatal(err)
+	}
+	if idx, _ := dev(); idx == 0 {
+		t.Fatalf("no %s after the apply", tunDevName)
+	}
+	if err := l.in("r3", d.Close); err != nil {
+		t.Fatal(err)
+	}
+	if out := l.exec(t, "r3", "ip", "-o", "link", "show"); strings.Contains(out, tunDevName) {
+		t.Fatalf("%s left after Close: %s", tunDevName, out)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 
@@ -26,9 +27,8 @@ import (
 // whole and with plain TCP segmentation state. It exists while a tunnel
 // address is configured.
 type tunDev struct {
-	index    int
-	rpFilter string // its net.ipv4.conf rp_filter
-	lock     *hostlock.Lock
+	index int
+	lock  *hostlock.Lock
 }
 
 // tunDevName names the device; tunDevLock marks it as a running
@@ -116,13 +116,13 @@ func (d *Dataplane) newTunDev() (*tunDev, error) {
 		return nil, err
 	}
 	d.log.Info("host setting changed; restored when no tunnel-address needs it or at exit", "interface", tunDevName, "setting", "session tunnel end",
-		"added", fmt.Sprintf("VXLAN-GPE device %s (external, UDP port %d, rp_filter %s, forwarding on), passing only tunnels intd hands it",
-			tunDevName, spec.PortVXLANGPE, t.rpFilter))
+		"added", fmt.Sprintf("VXLAN-GPE device %s (external, UDP port %d, address 192.0.0.8/32 scope link, rp_filter 2, forwarding 1), "+
+			"passing only tunnels intd hands it", tunDevName, spec.PortVXLANGPE))
 	return t, nil
 }
 
-// setup turns GRO off (the inner packet is whole already), makes strict
-// reverse path filtering loose (the inner source is routed through
+// setup turns GRO off (the inner packet is whole already), makes reverse
+// path filtering pass the inner packets (their source is routed through
 // another device), lets the device's packets be forwarded,
 // attaches intd_tun_rx and sets the device up, which binds its UDP port.
 func (t *tunDev) setup(d *Dataplane) error {
@@ -134,14 +134,17 @@ func (t *tunDev) setup(d *Dataplane) error {
 	if err := ethtool.SetFeatures(tunDevName, func(f string) bool { return strings.HasPrefix(f, "rx-gro") }, false); err != nil {
 		return fmt.Errorf("%s: %w", tunDevName, err)
 	}
-	// The device's reverse path filter: the host's own (conf/all) when
-	// off, else loose, the least a device's setting can make of it.
-	rp := "0"
-	if b, err := os.ReadFile("/proc/sys/net/ipv4/conf/all/rp_filter"); err != nil || strings.TrimSpace(string(b)) != "0" {
-		rp = "2"
+	// Reverse path filtering: the kernel applies the larger of conf/all
+	// and the device's value, so loose (2) is the least a device can
+	// ask for whatever conf/all says, now or later; and it drops every
+	// packet arriving on a device without an IPv4 address, so the
+	// device gets IANA's IPv4 dummy address (RFC 7600), link scope so
+	// that no source address selection picks it.
+	if err := d.nl.AddrAdd(l, &netlink.Addr{IPNet: &net.IPNet{IP: net.IPv4(192, 0, 0, 8), Mask: net.CIDRMask(32, 32)},
+		Scope: unix.RT_SCOPE_LINK}); err != nil {
+		return fmt.Errorf("%s: add address 192.0.0.8/32: %w", tunDevName, err)
 	}
-	t.rpFilter = rp
-	for _, s := range [][2]string{{"rp_filter", rp}, {"forwarding", "1"}} {
+	for _, s := range [][2]string{{"rp_filter", "2"}, {"forwarding", "1"}} {
 		p := "/proc/sys/net/ipv4/conf/" + tunDevName + "/" + s[0]
 		if err := os.WriteFile(p, []byte(s[1]), 0); err != nil {
 			return fmt.Errorf("%s: %w", tunDevName, err)
