@@ -872,6 +872,7 @@ func TestSessionTunnelCE(t *testing.T) {
 	r[1] = l.router(t, "r2", []string{"r2-r1", "r2-r3"}, nil, sessionTunnelConfig(2, "", false, "", ""))
 	r[2] = l.router(t, "r3", []string{"r3-r2", "r3-h2"}, nil, sessionTunnelConfig(3, "r3-h2", false, "10.0.23.2", ""))
 	ecn := func() (super, ce int) {
+		time.Sleep(200 * time.Millisecond) // the capture catching up
 		for _, f := range atH2.got() {
 			if innerTCP(f, 14) && len(f)-14 > 1500 {
 				super++
