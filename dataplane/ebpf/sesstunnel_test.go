@@ -562,6 +562,21 @@ func TestSessionTunnelIPv6(t *testing.T) {
 	}
 	wholeAtH2(t, atH2.got())
 	handedOff(t, r[2])
+	// The hop limit as r1 forwarded them (64 - 1), super-packets that
+	// the kernel forwarded from intd-gpe included.
+	h1, hops := net.ParseIP("fd00:1::2"), 0
+	for _, f := range atH2.got() {
+		if len(f) <= 54 || binary.BigEndian.Uint16(f[12:]) != 0x86dd || f[20] != wire.ProtoTCP || !bytes.Equal(f[22:38], h1) {
+			continue
+		}
+		if hops++; f[21] != 63 {
+			t.Errorf("h2: %d-byte TCP frame from h1 with hop limit %d, want 63", len(f), f[21])
+			break
+		}
+	}
+	if hops == 0 {
+		t.Error("h2: no TCP frame from h1")
+	}
 	var paths [][]uint32
 	for end := time.Now().Add(3 * time.Second); time.Now().Before(end) && len(paths) == 0; time.Sleep(20 * time.Millisecond) {
 		pipe.Flush()
