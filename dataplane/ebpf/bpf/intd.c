@@ -528,7 +528,7 @@ struct scratch {
 	__u32 hop[32];
 	__u8 mv[MAX_MOVE];
 	__u8 buf[512];
-	__u8 ins[160]; /* shim + INT header + hop, assembled for one store */
+	__u32 ins[40]; /* [probe marker +] shim + INT header + hop, assembled for one store */
 	__u32 flat[8]; /* filter: the packet's hop latencies (F_ADAPTIVE) */
 	__u32 nflat;
 	struct flow_key fk;   /* filter: the packet's flow */
@@ -3394,7 +3394,7 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 		return TC_ACT_OK;
 	}
 	__u32 hopw = 0;
-	__u8 hdr[12];
+	__u32 hdr[3]; /* the INT-MD/MX header as it goes on the wire */
 	__u8 rhc = se->max_hops;
 	if (se->mode == MODE_MD && p->tun == ENC_GENEVE && se->hop_ml) {
 		/* Geneve option room (wire.GeneveHopLimit): the INT option's
@@ -3424,11 +3424,12 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 			hopw = build_hop(s, se->inst, se->hop_ml);
 		}
 	}
-	hdr[0] = b0;
-	hdr[1] = 0;
-	hdr[2] = se->mode == MODE_MD ? se->hop_ml : 0;
-	hdr[3] = se->mode == MODE_MD ? rhc : 0;
-	md_words(hdr + 4, se);
+	/* Whole words: byte stores read back as words would wait for
+	 * each other (no store forwarding). */
+	__u32 md = se->mode == MODE_MD;
+	hdr[0] = bpf_htonl(((__u32)b0 << 24) | (md ? ((__u32)se->hop_ml << 8) | rhc : 0));
+	hdr[1] = bpf_htonl(((__u32)se->inst << 16) | se->domain);
+	hdr[2] = bpf_htonl(((__u32)se->ds_inst << 16) | se->ds_flags);
 	hopw &= 31;
 	__u32 ilen = 12 + hopw * 4;
 	__u8 shim[4];
@@ -3507,17 +3508,21 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 			shim[2] = p->dport >> 8;
 			shim[3] = p->dport;
 		}
-		/* [probe marker +] shim + header + hop in one buffer: one
-		 * checksum diff, one store. */
-		if (pre)
-			__builtin_memcpy(s->ins, &c->probe, 8);
-		__builtin_memcpy(s->ins + pre, shim, 4);
-		__builtin_memcpy(s->ins + pre + 4, hdr, 12);
+		/* [probe marker +] shim + header + hop in one buffer of
+		 * words: one checksum diff, one store. */
+		__u32 *w = s->ins;
+		if (pre) {
+			__builtin_memcpy(w, &c->probe, 8);
+			w += 2;
+		}
+		w[0] = bpf_htonl(((__u32)shim[0] << 24) | ((__u32)shim[1] << 16) | ((__u32)shim[2] << 8) | shim[3]);
+		w[1] = hdr[0];
+		w[2] = hdr[1];
+		w[3] = hdr[2];
 		for (int i = 0; i < 31; i++) {
-			__u32 off = pre + 16 + i * 4;
-			if (i >= hopw || off > sizeof(s->ins) - 4)
+			if (i >= hopw)
 				break;
-			__builtin_memcpy(s->ins + off, &s->hop[i], 4);
+			w[4 + i] = s->hop[i];
 		}
 		n += pre;
 		__u64 len = n;
@@ -3547,8 +3552,7 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 			asm volatile("" : "+r"(q));
 			if (q + 4 > end)
 				return TC_ACT_SHOT;
-			__u32 v;
-			__builtin_memcpy(&v, s->ins + i * 4, 4);
+			__u32 v = s->ins[i];
 			*(__u32 *)q = v;
 			acc += (v & 0xffff) + (v >> 16);
 		}
