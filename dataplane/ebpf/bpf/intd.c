@@ -1098,6 +1098,17 @@ static __always_inline void cnt(struct scratch *s, int i)
 		c->c[i & (NCTR - 1)]++;
 }
 
+/* cnt2 counts i and j with one lookup. */
+static __always_inline void cnt2(struct scratch *s, int i, int j)
+{
+	__u32 k = s->slot;
+	struct counters *c = bpf_map_lookup_elem(&ctrs, &k);
+	if (c) {
+		c->c[i & (NCTR - 1)]++;
+		c->c[j & (NCTR - 1)]++;
+	}
+}
+
 static __always_inline void cnt_at(__u32 slot, int i)
 {
 	struct counters *c = bpf_map_lookup_elem(&ctrs, &slot);
@@ -2138,15 +2149,15 @@ static __always_inline int filter(struct __sk_buff *skb, struct scratch *s)
 
 static __always_inline void flow_event(struct __sk_buff *skb, struct scratch *s, __u32 flags)
 {
-	cnt(s, C_FLOW_GEN);
 	int tcp_trigger = s->p.proto == IPPROTO_TCP && (s->p.tcp_flags & 0x07);
 	/* TCP flag packets run the filter too: its state then follows every
 	 * packet, as the report pipeline's does. */
 	int fl = (flags & EVF_REPORT_ALL) ? 0 : filter(skb, s);
 	if (!(flags & EVF_REPORT_ALL) && !tcp_trigger && !(fl & FL_REPORT)) {
-		cnt(s, C_EV_SUPPRESSED);
+		cnt2(s, C_FLOW_GEN, C_EV_SUPPRESSED);
 		return;
 	}
+	cnt(s, C_FLOW_GEN);
 	if (fl & FL_ANOMALY)
 		flags |= EVF_LAT_ANOMALY;
 	emit(skb, s, EV_FLOW, flags);
@@ -3901,15 +3912,14 @@ static __always_inline int sink(struct __sk_buff *skb, struct scratch *s)
 		cnt_drop(s, 0);
 		return shot(skb);
 	}
-	cnt(s, C_STRIPPED);
 	if (discard) {
-		cnt(s, C_DISCARDED);
+		cnt2(s, C_STRIPPED, C_DISCARDED);
 		return shot(skb);
 	}
 	/* The TCP header is where it was (NPT 2: where the UDP header was). */
 	if (!tun && s->p.proto == IPPROTO_TCP && ((s->p.tcp_flags | s->p.npt2_flags) & 0x02))
 		syn_clamp(skb, s, 1);
-	cnt(s, C_OUT);
+	cnt2(s, C_STRIPPED, C_OUT);
 	return TC_ACT_OK;
 }
 
