@@ -1628,6 +1628,17 @@ static __always_inline __u32 cadd(__u32 acc, __u16 oldv, __u16 newv)
 	return acc + (__u16)~oldv + newv;
 }
 
+/* put8 writes byte v at q + second (0 or 1) with one 16-bit store and
+ * adds the change of the 16-bit word at q to acc: a byte store read back
+ * as a word would wait for the store to complete (no store forwarding). */
+static __always_inline __u32 put8(__u32 acc, __u8 *q, int second, __u8 v)
+{
+	__u16 o = *(__u16 *)q, h = bpf_ntohs(o);
+	__u16 n = bpf_htons(second ? (h & 0xff00) | v : (h & 0x00ff) | ((__u16)v << 8));
+	*(__u16 *)q = n;
+	return cadd(acc, o, n);
+}
+
 static __always_inline __u16 cfold(__u32 acc)
 {
 	acc = (acc & 0xffff) + (acc >> 16);
@@ -1711,11 +1722,8 @@ static __always_inline int ip_set(struct pkt *p, __u8 *iph, __u8 *end, __u8 tos,
 	}
 	if (iph + 20 > end)
 		return -1;
-	__u32 iacc = 0;
-	__u16 o16 = *(__u16 *)iph;
-	iph[1] = tos;
-	iacc = cadd(iacc, o16, *(__u16 *)iph);
-	o16 = *(__u16 *)(iph + 2);
+	__u32 iacc = put8(0, iph, 1, tos);
+	__u16 o16 = *(__u16 *)(iph + 2);
 	*(__u16 *)(iph + 2) = bpf_htons(ip_len);
 	iacc = cadd(iacc, o16, *(__u16 *)(iph + 2));
 	ip_csum_fix(iph, iacc);
@@ -3588,15 +3596,10 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 			__u8 *g = d + (p->tunnel & 0xff);
 			if (g + 4 > end)
 				return TC_ACT_SHOT;
-			if (p->tun == ENC_VXLAN_GPE) {
-				o16 = *(__u16 *)(g + 2);
-				g[3] = VXLAN_GPE_NP_INT;
-				acc = cadd(acc, o16, *(__u16 *)(g + 2));
-			} else if (p->tun == ENC_GENEVE) {
-				o16 = *(__u16 *)g;
-				g[0] = (g[0] & 0xc0) | ((g[0] + n / 4) & 0x3f);
-				acc = cadd(acc, o16, *(__u16 *)g);
-			} else {
+			if (p->tun == ENC_VXLAN_GPE)
+				acc = put8(acc, g + 2, 1, VXLAN_GPE_NP_INT);
+			else if (p->tun == ENC_GENEVE)
+				acc = put8(acc, g, 0, (g[0] & 0xc0) | ((g[0] + n / 4) & 0x3f)); else {
 				*(__u16 *)(g + 2) = bpf_htons(c->gre_proto);
 			}
 		}
@@ -3703,28 +3706,20 @@ static __always_inline int transit(struct __sk_buff *skb, struct scratch *s)
 	__u8 *sh = d + so, *u = d + l4, *iph = d + L3;
 	if (sh + 8 > end || u + 8 > end)
 		return TC_ACT_SHOT;
-	__u16 o16 = *(__u16 *)(sh + 6);
-	sh[7] = p->rhc - 1;
-	acc = cadd(acc, o16, *(__u16 *)(sh + 6));
+	acc = put8(acc, sh + 6, 1, p->rhc - 1);
 	if (p->encap == ENC_GENEVE) {
 		/* The option's and the Geneve header's lengths. */
 		__u8 *g = d + (p->tunnel & 0xff);
 		if (g + 2 > end)
 			return TC_ACT_SHOT;
-		o16 = *(__u16 *)(sh + 2);
-		sh[3] = (sh[3] & 0xe0) | (p->shim_words + hop_ml);
-		acc = cadd(acc, o16, *(__u16 *)(sh + 2));
-		o16 = *(__u16 *)g;
-		g[0] = (g[0] & 0xc0) | (p->shim_val + hop_ml);
-		acc = cadd(acc, o16, *(__u16 *)g);
+		acc = put8(acc, sh + 2, 1, (sh[3] & 0xe0) | (p->shim_words + hop_ml));
+		acc = put8(acc, g, 0, (g[0] & 0xc0) | (p->shim_val + hop_ml));
 	} else {
-		o16 = *(__u16 *)sh;
-		sh[1] = p->shim_words + hop_ml;
-		acc = cadd(acc, o16, *(__u16 *)sh);
+		acc = put8(acc, sh, 1, p->shim_words + hop_ml);
 	}
 	__u16 seg = p->ip_len - p->ihl;
 	if (p->ipproto == IPPROTO_UDP) {
-		o16 = *(__u16 *)(u + 4);
+		__u16 o16 = *(__u16 *)(u + 4);
 		*(__u16 *)(u + 4) = bpf_htons(seg + n);
 		acc = cadd(acc, o16, *(__u16 *)(u + 4));
 	}
@@ -3838,17 +3833,12 @@ static __always_inline int strip(struct __sk_buff *skb, struct scratch *s)
 		__u8 *g = d + (p->tunnel & 0xff), *sh = d + (p->shim & 0xff);
 		if (g + 4 > end || sh + 4 > end)
 			return -1;
-		if (p->encap == ENC_VXLAN_GPE) {
-			o16 = *(__u16 *)(g + 2);
-			g[3] = sh[3];
-			acc = cadd(acc, o16, *(__u16 *)(g + 2));
-		} else if (p->encap == ENC_GRE) {
+		if (p->encap == ENC_VXLAN_GPE)
+			acc = put8(acc, g + 2, 1, sh[3]);
+		else if (p->encap == ENC_GRE)
 			*(__u16 *)(g + 2) = *(__u16 *)(sh + 2);
-		} else {
-			o16 = *(__u16 *)g;
-			g[0] = (g[0] & 0xc0) | ((g[0] - (ilen >> 2)) & 0x3f);
-			acc = cadd(acc, o16, *(__u16 *)g);
-		}
+		else
+			acc = put8(acc, g, 0, (g[0] & 0xc0) | ((g[0] - (ilen >> 2)) & 0x3f));
 	}
 	if (p->ipproto == IPPROTO_UDP) {
 		o16 = *(__u16 *)(u + 4);
