@@ -98,9 +98,7 @@ func timedRun(p *ebpf.Program, frame []byte, in uint32) (time.Duration, error) {
 //	sudo go test ./dataplane/ebpf -run '^$' -bench 'Program$' -benchtime 20000x
 func BenchmarkProgram(b *testing.B) {
 	const rounds = 7
-	tcp80 := tcpFrame("10.0.1.1", "10.0.2.1", 1234, 80, 0, make([]byte, 64))
-	in := intFrame(b, tcp80, sai.IntSessionAttrs{MaxHopCount: 8, Instructions: detInst}, 2, false)
-	sess := sai.IntSessionAttrs{Mode: sai.IntModeMD, MaxHopCount: 8, Instructions: spec.InstNodeID | spec.InstQueue}
+	roles, tcp80, in := programRoles(b)
 	baseline := os.Getenv("INTD_PROGRAM_BASELINE")
 	type bcase struct {
 		name, over string
@@ -130,15 +128,16 @@ func BenchmarkProgram(b *testing.B) {
 	cases := []bcase{
 		{"empty", "", fl.FloorEmpty, tcp80},
 		{"pass", "empty", node(setup{}).objs.IntdPass, tcp80},
-		egress("unwatched", setup{sess: &sess, match: port80()}, tcpFrame("10.0.1.1", "10.0.2.1", 1, 81, 0, make([]byte, 64))),
-		egress("source", setup{sess: &sess, match: port80()}, tcp80),
-		egress("transit", setup{}, in),
-		egress("sink", setup{sink: true}, in),
+	}
+	for _, r := range roles {
+		cases = append(cases, egress(r.name, r.s, r.frame))
+	}
+	cases = append(cases, []bcase{
 		{"floor-source", "empty", fl.FloorSourceGrow, tcp80},
 		{"floor-transit", "empty", fl.FloorTransitGrow, in},
 		{"floor-sink", "empty", fl.FloorSinkShrink, in},
 		{"floor-clock", "empty", fl.FloorKtime, tcp80},
-	}
+	}...)
 	all := append(slices.Clone(cases), old...)
 	mean := make(map[string][]float64)
 	iq := make(map[string][]float64)
@@ -208,6 +207,30 @@ func BenchmarkProgram(b *testing.B) {
 		}
 		logf("%s", line)
 	}
+}
+
+// programRole is one role BenchmarkProgram measures: the node's setup and
+// the packet it runs on.
+type programRole struct {
+	name  string
+	s     setup
+	frame []byte
+}
+
+// programRoles are the roles of BenchmarkProgram and
+// BenchmarkProgramProfile, with tcp80, the TCP packet the source gives
+// INT, and in, that packet with INT-MD from two hops before (transit and
+// sink).
+func programRoles(tb testing.TB) (roles []programRole, tcp80, in []byte) {
+	tcp80 = tcpFrame("10.0.1.1", "10.0.2.1", 1234, 80, 0, make([]byte, 64))
+	in = intFrame(tb, tcp80, sai.IntSessionAttrs{MaxHopCount: 8, Instructions: detInst}, 2, false)
+	sess := sai.IntSessionAttrs{Mode: sai.IntModeMD, MaxHopCount: 8, Instructions: spec.InstNodeID | spec.InstQueue}
+	return []programRole{
+		{"unwatched", setup{sess: &sess, match: port80()}, tcpFrame("10.0.1.1", "10.0.2.1", 1, 81, 0, make([]byte, 64))},
+		{"source", setup{sess: &sess, match: port80()}, tcp80},
+		{"transit", setup{}, in},
+		{"sink", setup{sink: true}, in},
+	}, tcp80, in
 }
 
 // loadBaseline loads intd_egress of the object file at path on n's maps,

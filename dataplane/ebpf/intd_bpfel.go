@@ -387,7 +387,7 @@ type intdScratch struct {
 	Hop      [32]uint32
 	Mv       [128]uint8
 	Buf      [512]uint8
-	Ins      [160]uint8
+	Ins      [40]uint32
 	Flat     [8]uint32
 	Nflat    uint32
 	Fk       intdFlowKey

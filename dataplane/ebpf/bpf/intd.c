@@ -528,7 +528,7 @@ struct scratch {
 	__u32 hop[32];
 	__u8 mv[MAX_MOVE];
 	__u8 buf[512];
-	__u8 ins[160]; /* shim + INT header + hop, assembled for one store */
+	__u32 ins[40]; /* [probe marker +] shim + INT header + hop, assembled for one store */
 	__u32 flat[8]; /* filter: the packet's hop latencies (F_ADAPTIVE) */
 	__u32 nflat;
 	struct flow_key fk;   /* filter: the packet's flow */
@@ -1098,6 +1098,17 @@ static __always_inline void cnt(struct scratch *s, int i)
 		c->c[i & (NCTR - 1)]++;
 }
 
+/* cnt2 counts i and j with one lookup. */
+static __always_inline void cnt2(struct scratch *s, int i, int j)
+{
+	__u32 k = s->slot;
+	struct counters *c = bpf_map_lookup_elem(&ctrs, &k);
+	if (c) {
+		c->c[i & (NCTR - 1)]++;
+		c->c[j & (NCTR - 1)]++;
+	}
+}
+
 static __always_inline void cnt_at(__u32 slot, int i)
 {
 	struct counters *c = bpf_map_lookup_elem(&ctrs, &slot);
@@ -1617,6 +1628,17 @@ static __always_inline __u32 cadd(__u32 acc, __u16 oldv, __u16 newv)
 	return acc + (__u16)~oldv + newv;
 }
 
+/* put8 writes byte v at q + second (0 or 1) with one 16-bit store and
+ * adds the change of the 16-bit word at q to acc: a byte store read back
+ * as a word would wait for the store to complete (no store forwarding). */
+static __always_inline __u32 put8(__u32 acc, __u8 *q, int second, __u8 v)
+{
+	__u16 o = *(__u16 *)q, h = bpf_ntohs(o);
+	__u16 n = bpf_htons(second ? (h & 0xff00) | v : (h & 0x00ff) | ((__u16)v << 8));
+	*(__u16 *)q = n;
+	return cadd(acc, o, n);
+}
+
 static __always_inline __u16 cfold(__u32 acc)
 {
 	acc = (acc & 0xffff) + (acc >> 16);
@@ -1700,11 +1722,8 @@ static __always_inline int ip_set(struct pkt *p, __u8 *iph, __u8 *end, __u8 tos,
 	}
 	if (iph + 20 > end)
 		return -1;
-	__u32 iacc = 0;
-	__u16 o16 = *(__u16 *)iph;
-	iph[1] = tos;
-	iacc = cadd(iacc, o16, *(__u16 *)iph);
-	o16 = *(__u16 *)(iph + 2);
+	__u32 iacc = put8(0, iph, 1, tos);
+	__u16 o16 = *(__u16 *)(iph + 2);
 	*(__u16 *)(iph + 2) = bpf_htons(ip_len);
 	iacc = cadd(iacc, o16, *(__u16 *)(iph + 2));
 	ip_csum_fix(iph, iacc);
@@ -3518,7 +3537,7 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 		return TC_ACT_OK;
 	}
 	__u32 hopw = 0;
-	__u8 hdr[12];
+	__u32 hdr[3]; /* the INT-MD/MX header as it goes on the wire */
 	__u8 rhc = se->max_hops;
 	if (se->mode == MODE_MD && p->tun == ENC_GENEVE && se->hop_ml) {
 		/* Geneve option room (wire.GeneveHopLimit): the INT option's
@@ -3548,11 +3567,12 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 			hopw = build_hop(s, se->inst, se->hop_ml);
 		}
 	}
-	hdr[0] = b0;
-	hdr[1] = 0;
-	hdr[2] = se->mode == MODE_MD ? se->hop_ml : 0;
-	hdr[3] = se->mode == MODE_MD ? rhc : 0;
-	md_words(hdr + 4, se);
+	/* Whole words: byte stores read back as words would wait for
+	 * each other (no store forwarding). */
+	__u32 md = se->mode == MODE_MD;
+	hdr[0] = bpf_htonl(((__u32)b0 << 24) | (md ? ((__u32)se->hop_ml << 8) | rhc : 0));
+	hdr[1] = bpf_htonl(((__u32)se->inst << 16) | se->domain);
+	hdr[2] = bpf_htonl(((__u32)se->ds_inst << 16) | se->ds_flags);
 	hopw &= 31;
 	__u32 ilen = 12 + hopw * 4;
 	__u8 shim[4];
@@ -3631,17 +3651,21 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 			shim[2] = p->dport >> 8;
 			shim[3] = p->dport;
 		}
-		/* [probe marker +] shim + header + hop in one buffer: one
-		 * checksum diff, one store. */
-		if (pre)
-			__builtin_memcpy(s->ins, &c->probe, 8);
-		__builtin_memcpy(s->ins + pre, shim, 4);
-		__builtin_memcpy(s->ins + pre + 4, hdr, 12);
+		/* [probe marker +] shim + header + hop in one buffer of
+		 * words: one checksum diff, one store. */
+		__u32 *w = s->ins;
+		if (pre) {
+			__builtin_memcpy(w, &c->probe, 8);
+			w += 2;
+		}
+		w[0] = bpf_htonl(((__u32)shim[0] << 24) | ((__u32)shim[1] << 16) | ((__u32)shim[2] << 8) | shim[3]);
+		w[1] = hdr[0];
+		w[2] = hdr[1];
+		w[3] = hdr[2];
 		for (int i = 0; i < 31; i++) {
-			__u32 off = pre + 16 + i * 4;
-			if (i >= hopw || off > sizeof(s->ins) - 4)
+			if (i >= hopw)
 				break;
-			__builtin_memcpy(s->ins + off, &s->hop[i], 4);
+			w[4 + i] = s->hop[i];
 		}
 		n += pre;
 		__u64 len = n;
@@ -3671,8 +3695,7 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 			asm volatile("" : "+r"(q));
 			if (q + 4 > end)
 				return TC_ACT_SHOT;
-			__u32 v;
-			__builtin_memcpy(&v, s->ins + i * 4, 4);
+			__u32 v = s->ins[i];
 			*(__u32 *)q = v;
 			acc += (v & 0xffff) + (v >> 16);
 		}
@@ -3697,15 +3720,10 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 			__u8 *g = d + (p->tunnel & 0xff);
 			if (g + 4 > end)
 				return TC_ACT_SHOT;
-			if (p->tun == ENC_VXLAN_GPE) {
-				o16 = *(__u16 *)(g + 2);
-				g[3] = VXLAN_GPE_NP_INT;
-				acc = cadd(acc, o16, *(__u16 *)(g + 2));
-			} else if (p->tun == ENC_GENEVE) {
-				o16 = *(__u16 *)g;
-				g[0] = (g[0] & 0xc0) | ((g[0] + n / 4) & 0x3f);
-				acc = cadd(acc, o16, *(__u16 *)g);
-			} else {
+			if (p->tun == ENC_VXLAN_GPE)
+				acc = put8(acc, g + 2, 1, VXLAN_GPE_NP_INT);
+			else if (p->tun == ENC_GENEVE)
+				acc = put8(acc, g, 0, (g[0] & 0xc0) | ((g[0] + n / 4) & 0x3f)); else {
 				*(__u16 *)(g + 2) = bpf_htons(c->gre_proto);
 			}
 		}
@@ -3812,28 +3830,20 @@ static __always_inline int transit(struct __sk_buff *skb, struct scratch *s)
 	__u8 *sh = d + so, *u = d + l4, *iph = d + L3;
 	if (sh + 8 > end || u + 8 > end)
 		return TC_ACT_SHOT;
-	__u16 o16 = *(__u16 *)(sh + 6);
-	sh[7] = p->rhc - 1;
-	acc = cadd(acc, o16, *(__u16 *)(sh + 6));
+	acc = put8(acc, sh + 6, 1, p->rhc - 1);
 	if (p->encap == ENC_GENEVE) {
 		/* The option's and the Geneve header's lengths. */
 		__u8 *g = d + (p->tunnel & 0xff);
 		if (g + 2 > end)
 			return TC_ACT_SHOT;
-		o16 = *(__u16 *)(sh + 2);
-		sh[3] = (sh[3] & 0xe0) | (p->shim_words + hop_ml);
-		acc = cadd(acc, o16, *(__u16 *)(sh + 2));
-		o16 = *(__u16 *)g;
-		g[0] = (g[0] & 0xc0) | (p->shim_val + hop_ml);
-		acc = cadd(acc, o16, *(__u16 *)g);
+		acc = put8(acc, sh + 2, 1, (sh[3] & 0xe0) | (p->shim_words + hop_ml));
+		acc = put8(acc, g, 0, (g[0] & 0xc0) | (p->shim_val + hop_ml));
 	} else {
-		o16 = *(__u16 *)sh;
-		sh[1] = p->shim_words + hop_ml;
-		acc = cadd(acc, o16, *(__u16 *)sh);
+		acc = put8(acc, sh, 1, p->shim_words + hop_ml);
 	}
 	__u16 seg = p->ip_len - p->ihl;
 	if (p->ipproto == IPPROTO_UDP) {
-		o16 = *(__u16 *)(u + 4);
+		__u16 o16 = *(__u16 *)(u + 4);
 		*(__u16 *)(u + 4) = bpf_htons(seg + n);
 		acc = cadd(acc, o16, *(__u16 *)(u + 4));
 	}
@@ -3947,17 +3957,12 @@ static __always_inline int strip(struct __sk_buff *skb, struct scratch *s)
 		__u8 *g = d + (p->tunnel & 0xff), *sh = d + (p->shim & 0xff);
 		if (g + 4 > end || sh + 4 > end)
 			return -1;
-		if (p->encap == ENC_VXLAN_GPE) {
-			o16 = *(__u16 *)(g + 2);
-			g[3] = sh[3];
-			acc = cadd(acc, o16, *(__u16 *)(g + 2));
-		} else if (p->encap == ENC_GRE) {
+		if (p->encap == ENC_VXLAN_GPE)
+			acc = put8(acc, g + 2, 1, sh[3]);
+		else if (p->encap == ENC_GRE)
 			*(__u16 *)(g + 2) = *(__u16 *)(sh + 2);
-		} else {
-			o16 = *(__u16 *)g;
-			g[0] = (g[0] & 0xc0) | ((g[0] - (ilen >> 2)) & 0x3f);
-			acc = cadd(acc, o16, *(__u16 *)g);
-		}
+		else
+			acc = put8(acc, g, 0, (g[0] & 0xc0) | ((g[0] - (ilen >> 2)) & 0x3f));
 	}
 	if (p->ipproto == IPPROTO_UDP) {
 		o16 = *(__u16 *)(u + 4);
@@ -4021,17 +4026,18 @@ static __always_inline int sink(struct __sk_buff *skb, struct scratch *s)
 		cnt_drop(s, 0);
 		return shot(skb);
 	}
-	cnt(s, C_STRIPPED);
-	if (tun == 2)
+	if (tun == 2) {
+		cnt(s, C_STRIPPED);
 		return bpf_redirect(s->c.tun_dev, BPF_F_INGRESS); /* C_OUT as it leaves again */
+	}
 	if (discard) {
-		cnt(s, C_DISCARDED);
+		cnt2(s, C_STRIPPED, C_DISCARDED);
 		return shot(skb);
 	}
 	/* The TCP header is where it was (NPT 2: where the UDP header was). */
 	if (!tun && s->p.proto == IPPROTO_TCP && ((s->p.tcp_flags | s->p.npt2_flags) & 0x02))
 		syn_clamp(skb, s, 1);
-	cnt(s, C_OUT);
+	cnt2(s, C_STRIPPED, C_OUT);
 	return TC_ACT_OK;
 }
 
