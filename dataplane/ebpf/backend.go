@@ -64,7 +64,15 @@ func (d *Dataplane) checkAttrs(self sai.OID, a sai.Attrs) error {
 				return errf(sai.ErrNotFound, "sink port %q", p)
 			}
 		}
+		// Nothing changes when either is refused.
+		hadGSO := d.gso != nil
+		if err := d.ensureGSODetour(&a); err != nil {
+			return err
+		}
 		if err := d.ensureTunDev(&a); err != nil {
+			if !hadGSO && d.gso != nil {
+				_ = d.closeGSODetour()
+			}
 			return err
 		}
 	case sai.IntSessionAttrs:
@@ -288,7 +296,13 @@ func (d *Dataplane) compileLocked() error {
 		dt = &a
 	}
 	c := intdCfg{TimeOffset: d.timeOff, FlowInterval: uint64(time.Second), Netns: d.netns}
-	if d.gso != nil {
+	// The pair is added before the configuration word that names it and
+	// removed after the one that stops naming it: no packet is sent to a
+	// device gone.
+	if err := d.ensureGSODetour(dt); err != nil {
+		return err
+	}
+	if d.gso != nil && d.wantGSODetour(dt) {
 		c.GsoDev, c.GsoPeer = uint32(d.gso.devIndex), uint32(d.gso.peerIndex)
 	}
 	if dt != nil {
@@ -380,6 +394,9 @@ func (d *Dataplane) compileLocked() error {
 		return fmt.Errorf("ebpf: config map: %w", err)
 	}
 	d.detachTracers(tr)
+	if d.gso != nil && !d.wantGSODetour(dt) {
+		_ = d.closeGSODetour()
+	}
 	for _, i := range d.ifaces {
 		if err := d.objs.Ifaces.Put(uint32(i.ifindex), d.ifaceValue(i)); err != nil {
 			return fmt.Errorf("ebpf: interface map: %w", err)

@@ -109,6 +109,7 @@ type Dataplane struct {
 	// tracersNew: attached by the apply in progress (undone if it fails)
 	tracersNew tracing
 	nl         *netlink.Handle // in the namespace New ran in (queue state)
+	// gso: while int-endpoint is configured (wantGSODetour)
 	gso        *gsoDetour
 	tun        *tunDev        // while a tunnel address is configured (tunHandoff)
 	ns         netns.NsHandle // the namespace New ran in (host changes made later)
@@ -196,18 +197,13 @@ func New(cfg Config) (*Dataplane, error) {
 		// it would decapsulate anybody's tunnels.
 		d.removeStaleTunDev()
 		d.removeStaleFilters()
+		d.removeStaleDetours(d.nl)
 	}
 	if d.rd, err = ringbuf.NewReader(d.objs.Events); err != nil {
 		d.nl.Close()
 		d.ns.Close()
 		d.objs.Close()
 		return nil, fmt.Errorf("ebpf: ring buffer: %w", err)
-	}
-	if !cfg.NoAttach && !cfg.NoGSODetour {
-		if d.gso, err = d.newGSODetour(); err != nil {
-			d.Close()
-			return nil, err
-		}
 	}
 	d.mu.Lock()
 	err = d.compileLocked()
@@ -385,10 +381,10 @@ func (d *Dataplane) Close() error {
 	if d.tun != nil {
 		errs = append(errs, d.closeTunDev())
 	}
-	d.mu.Unlock()
 	if d.gso != nil {
-		errs = append(errs, d.gso.close())
+		errs = append(errs, d.closeGSODetour())
 	}
+	d.mu.Unlock()
 	if d.tp != nil {
 		errs = append(errs, d.tp.Close())
 	}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/intd-project/intd/dataplane/internal/ethtool"
 	"github.com/intd-project/intd/dataplane/internal/hostlock"
+	"github.com/intd-project/intd/dataplane/internal/netnsrun"
+	"github.com/intd-project/intd/sai"
 )
 
 // gsoDetour is the veth pair a watched GSO super-packet takes to be
@@ -18,7 +20,9 @@ import (
 // package documentation): intd_egress redirects it into dev, whose
 // segmentation and checksum offloads are off, so the kernel segments it
 // there; intd_gso on tc ingress of peer (GRO off) inserts INT into each
-// segment and redirects it to the egress device.
+// segment and redirects it to the egress device. It exists while the
+// node is an INT endpoint (only a source step takes the detour); without
+// it such packets leave without INT, counted as not initiated.
 type gsoDetour struct {
 	h         *netlink.Handle // in the namespace New ran in
 	dev, peer string
@@ -36,16 +40,55 @@ const maxDetours = 32
 
 func detourLock(n int) string { return "intd/gso/" + strconv.Itoa(n) }
 
+// wantGSODetour reports whether dt calls for the pair: a source step
+// (int-endpoint) can take a watched GSO super-packet or a packet whose
+// checksum is pending.
+func (d *Dataplane) wantGSODetour(dt *sai.DTelAttrs) bool {
+	return !d.cfg.NoAttach && !d.cfg.NoGSODetour && dt != nil && dt.IntEndpointEnable
+}
+
+// ensureGSODetour adds the pair if dt calls for it and it is not there
+// yet: checkAttrs does, so that a failure names int-endpoint. Called with
+// d.mu held.
+func (d *Dataplane) ensureGSODetour(dt *sai.DTelAttrs) error {
+	if !d.wantGSODetour(dt) || d.gso != nil {
+		return nil
+	}
+	var g *gsoDetour
+	if err := netnsrun.Run(d.ns, func() (err error) { g, err = d.newGSODetour(); return err }); err != nil {
+		return &sai.AttrError{Object: sai.ObjectTypeDTel, Attr: sai.AttrDTelIntEndpointEnable, Index: -1, Err: sai.ErrUnsupported,
+			Msg: fmt.Sprintf("an INT endpoint without the GSO detour veth pair %sN/%sN+1, through which watched GSO "+
+				"super-packets and packets with a pending checksum are segmented in software before INT, which could "+
+				"not be added (%v), is not supported", detourPrefix, detourPrefix, err)}
+	}
+	d.gso = g
+	d.log.Info("host setting changed; restored when no int-endpoint needs it or at exit", "interface", g.dev, "peer", g.peer,
+		"setting", "GSO detour", "added", fmt.Sprintf("veth pair %s/%s (%s: segmentation and checksum offloads off; "+
+			"%s: GRO off, intd_gso on tc ingress), passing only packets intd sends it", g.dev, g.peer, g.dev, g.peer))
+	return nil
+}
+
+// closeGSODetour removes the pair. Called with d.mu held, or from Close.
+func (d *Dataplane) closeGSODetour() error {
+	g := d.gso
+	d.gso = nil
+	if err := g.close(); err != nil {
+		d.log.Error("could not restore a host setting", "interface", g.dev, "peer", g.peer, "setting", "GSO detour", "err", err)
+		return err
+	}
+	d.log.Info("host setting restored", "interface", g.dev, "peer", g.peer, "setting", "GSO detour", "removed", "veth pair "+g.dev+"/"+g.peer)
+	return nil
+}
+
 // newGSODetour creates the pair intd-gsoN/intd-gsoN+1 (the first N no
 // running instance holds) in the calling thread's network namespace and
 // attaches intd_gso. Pairs whose owner is gone (an instance killed before
-// Close) are deleted first.
+// Close) were deleted by New.
 func (d *Dataplane) newGSODetour() (*gsoDetour, error) {
 	h, err := netlink.NewHandle()
 	if err != nil {
 		return nil, fmt.Errorf("ebpf: GSO detour: netlink: %w", err)
 	}
-	d.removeStaleDetours(h)
 	g := &gsoDetour{h: h}
 	for n := 0; ; n += 2 {
 		if n >= 2*maxDetours {
