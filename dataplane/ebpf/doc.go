@@ -125,10 +125,19 @@
 // with bpf_skb_adjust_room marks it SKB_GSO_DODGY and gets it segmented
 // with INT in the first segment only; NPT 2 as a UDP tunnel fails because
 // there is no inner IP header to segment from). So a watched GSO
-// super-packet takes a software-segmentation detour: New creates a veth
-// pair in its namespace (intd-gso0/intd-gso1, the first intd-gsoN pair no
-// running intd holds; Close deletes it) with TSO/GSO and checksum offloads off on
-// intd-gso0 (set with ETHTOOL_SFEATURES) and GRO off on intd-gso1.
+// super-packet takes a software-segmentation detour: a veth pair in
+// New's namespace (intd-gso0/intd-gso1, the first intd-gsoN pair no
+// running intd holds) with TSO/GSO and checksum offloads off on intd-gso0
+// (set with ETHTOOL_SFEATURES) and GRO off on intd-gso1. Only a source
+// step takes it, so the pair exists while the node is an INT endpoint: the
+// apply that turns int-endpoint on adds it (checkAttrs, so that a failure
+// refuses the apply at /int/node/config/int-endpoint and changes nothing),
+// before the configuration word that names it; the apply that turns it
+// off removes it after the word that stops naming it; Close removes it.
+// Each is logged as a host setting. A node started and not configured as
+// an endpoint changes nothing on the host. Without the pair (and with
+// Config.NoGSODetour, which never adds it) detour() leaves such packets
+// as they are, without INT, counted as unsupported (IntSessionStats).
 // intd_egress lowers a TCP super-packet's GSO size so that each segment has
 // room for the fixed headers plus max_hops hops of metadata within the
 // egress MTU (the conservative path MTU of the spec's MTU section; made

@@ -22,7 +22,7 @@ import (
 // there; intd_gso on tc ingress of peer (GRO off) inserts INT into each
 // segment and redirects it to the egress device. It exists while the
 // node is an INT endpoint (only a source step takes the detour); without
-// it such packets leave without INT, counted as not initiated.
+// it such packets leave without INT, counted as unsupported.
 type gsoDetour struct {
 	h         *netlink.Handle // in the namespace New ran in
 	dev, peer string
