@@ -181,14 +181,23 @@ func TestRunFailsFast(t *testing.T) {
 // checks that the second instance removed what the first left (tc
 // filters, GSO detour devices, policy routing rules) rather than adding
 // to it, that it says so, and that SIGTERM then leaves the host as it
-// was before the first start.
+// was before the first start. Started without INT, neither adds a device;
+// both are then configured as an INT endpoint (the eBPF dataplane's GSO
+// detour pair).
 func TestCrashThenRestart(t *testing.T) {
 	l := routerLab(t)
 	before := l.hostState(t, "r")
+	endpoint := []byte(`{"node": {"config": {"enabled": true, "node-id": 1, "int-endpoint": true}}}`)
 	for _, dp := range dataplaneNames {
 		t.Run(dp, func(t *testing.T) {
 			first := l.intdRun("r", dp, "p1,p2")
-			l.gnmiUp(t, "r", first)
+			c := l.gnmiUp(t, "r", first)
+			for _, s := range l.hostState(t, "r") {
+				if strings.HasPrefix(s, "device ") {
+					t.Errorf("intd %s without INT configured added %s", dp, s)
+				}
+			}
+			gnmiReplaceInt(t, c, "r", endpoint)
 			running := l.hostState(t, "r")
 			if slices.Equal(running, before) {
 				t.Fatalf("intd %s changed nothing in the namespace: %v", dp, running)
@@ -199,7 +208,7 @@ func TestCrashThenRestart(t *testing.T) {
 			t.Logf("left by the killed instance: %v", crashed)
 
 			second := l.intdRun("r", dp, "p1,p2")
-			l.gnmiUp(t, "r", second)
+			gnmiReplaceInt(t, l.gnmiUp(t, "r", second), "r", endpoint)
 			if again := l.hostState(t, "r"); !slices.Equal(again, running) {
 				t.Errorf("after kill -9 and restart:\n%v\nwant what one instance has:\n%v", again, running)
 			}

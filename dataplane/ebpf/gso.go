@@ -189,8 +189,10 @@ func (d *Dataplane) removeStaleDetours(h *netlink.Handle) {
 		if hostlock.Held(detourLock(n &^ 1)) {
 			continue
 		}
-		// Deleting one end deletes the pair.
-		if err := h.LinkDel(l); err != nil && !errors.Is(err, unix.ENODEV) {
+		// Deleting one end deletes the pair (the other end is then gone).
+		if err := h.LinkDel(l); errors.Is(err, unix.ENODEV) {
+			continue
+		} else if err != nil {
 			d.log.Warn("ebpf: removing a GSO detour left by a previous instance", "interface", name, "err", err)
 			continue
 		}
