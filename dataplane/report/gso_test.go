@@ -304,15 +304,7 @@ func TestSendBatchFallback(t *testing.T) {
 		}
 		want = append(want, ps...)
 	}
-	got, _ := readMessages(t, ln)
-	if len(got) != len(want) {
-		t.Fatalf("%d datagrams, want %d", len(got), len(want))
-	}
-	for i, p := range want {
-		if !bytes.Equal(got[i], p.Payload) {
-			t.Errorf("datagram %d: %d bytes, want %d bytes of packet %d", i, len(got[i]), len(p.Payload), p.Seq)
-		}
-	}
+	checkDatagrams(t, ln, want)
 	if c.gso != gsoOff {
 		t.Errorf("UDP_SEGMENT state %d, want off after the kernel refused it", c.gso)
 	}
@@ -366,15 +358,7 @@ func TestSendBatchBeyondMTU(t *testing.T) {
 			t.Errorf("after the %d-byte run: UDP_SEGMENT state %d, want %d", size, c.gso, wantGSO)
 		}
 	}
-	got, _ := readMessages(t, ln)
-	if len(got) != len(want) {
-		t.Fatalf("%d datagrams, want %d", len(got), len(want))
-	}
-	for i, p := range want {
-		if !bytes.Equal(got[i], p.Payload) {
-			t.Errorf("datagram %d: %d bytes, want %d bytes of packet %d", i, len(got[i]), len(p.Payload), p.Seq)
-		}
-	}
+	checkDatagrams(t, ln, want)
 }
 
 // BenchmarkSendBatch measures the CPU intd spends per report it sends to
@@ -548,6 +532,21 @@ func TestSendBatchRaw(t *testing.T) {
 			if !bytes.Equal(buf[:n], p.Payload) || p.SrcPort != 0 && from.Port() != p.SrcPort {
 				t.Fatalf("v6 %v datagram %d: %d bytes from %v, want packet %d (%d bytes, port %d)", v6, i, n, from, p.Seq, len(p.Payload), p.SrcPort)
 			}
+		}
+	}
+}
+
+// checkDatagrams reads what ln received and checks it is want's payloads,
+// in order.
+func checkDatagrams(t *testing.T, ln *net.UDPConn, want []*Packet) {
+	t.Helper()
+	got, _ := readMessages(t, ln)
+	if len(got) != len(want) {
+		t.Fatalf("%d datagrams, want %d", len(got), len(want))
+	}
+	for i, p := range want {
+		if !bytes.Equal(got[i], p.Payload) {
+			t.Errorf("datagram %d: %d bytes, want %d bytes of packet %d", i, len(got[i]), len(p.Payload), p.Seq)
 		}
 	}
 }
