@@ -205,13 +205,12 @@ func (s *Switch) tunnelsOnDemand(undo func()) error {
 		// For good: transit cuts tunnel super-packets, tunnel addresses
 		// are refused (the store put back first: checkAttrs would refuse
 		// a previous tunnel address now).
-		if attr != sai.AttrDTelIntTransitEnable {
-			undo()
-		}
-		s.noTunnels = err.Error()
 		if attr == sai.AttrDTelIntTransitEnable {
+			s.noTunnels = err.Error()
 			return nil
 		}
+		undo()
+		s.noTunnels = err.Error()
 		return &sai.AttrError{Object: sai.ObjectTypeDTel, Attr: attr, Index: -1, Err: sai.ErrUnsupported,
 			Msg: "INT session tunnels (VXLAN-GPE added by the source; " + s.noTunnels + ") are not supported"}
 	}
