@@ -93,13 +93,15 @@ func timedRun(p *ebpf.Program, frame []byte, in uint32) (time.Duration, error) {
 // build's intd_egress too, on the same maps (those whose layout is
 // unchanged), in the same rounds: before and after side by side, and
 // after/before, the ratio of their costs over the empty program round by
-// round.
+// round. Several builds, separated by commas, are baselines 0, 1, ... (test
+// builds that each stop at one point of a role, for instance).
 //
 //	sudo go test ./dataplane/ebpf -run '^$' -bench 'Program$' -benchtime 20000x
 func BenchmarkProgram(b *testing.B) {
 	const rounds = 7
 	roles, tcp80, in := programRoles(b)
-	baseline := os.Getenv("INTD_PROGRAM_BASELINE")
+	baselines := slices.DeleteFunc(strings.Split(os.Getenv("INTD_PROGRAM_BASELINE"), ","),
+		func(p string) bool { return p == "" })
 	type bcase struct {
 		name, over string
 		p          *ebpf.Program
@@ -114,8 +116,8 @@ func BenchmarkProgram(b *testing.B) {
 	}
 	egress := func(name string, s setup, frame []byte) bcase {
 		n := node(s)
-		if baseline != "" {
-			old = append(old, bcase{"old-" + name, "empty", loadBaseline(b, n, baseline), frame})
+		for j, path := range baselines {
+			old = append(old, bcase{oldName(j, name), "empty", loadBaseline(b, n, path), frame})
 		}
 		return bcase{name, "empty", n.objs.IntdEgress, frame}
 	}
@@ -200,13 +202,25 @@ func BenchmarkProgram(b *testing.B) {
 		b.ReportMetric(o.med, "ns-over-"+c.over+"-"+c.name)
 		b.ReportMetric(oi.med, "iq-ns-over-"+c.over+"-"+c.name)
 		line := fmt.Sprintf("%-13s %s ns/pkt, over %s %s, interquartile %s", c.name, m, c.over, o, oi)
-		if _, ok := mean["old-"+c.name]; ok {
-			old := "old-" + c.name
-			line += fmt.Sprintf("; baseline over %s %s, interquartile %s; after/before %s, interquartile %s", c.over,
+		for j := 0; ; j++ {
+			old := oldName(j, c.name)
+			if _, ok := mean[old]; !ok {
+				break
+			}
+			line += fmt.Sprintf("; baseline %d over %s %s, interquartile %s; after/before %s, interquartile %s", j, c.over,
 				over(mean, old, c.over), over(iq, old, c.over), ratio(mean, c.name, old, c.over), ratio(iq, c.name, old, c.over))
 		}
 		logf("%s", line)
 	}
+}
+
+// oldName names the case of baseline j (INTD_PROGRAM_BASELINE's j-th
+// file) for role name.
+func oldName(j int, name string) string {
+	if j == 0 {
+		return "old-" + name
+	}
+	return fmt.Sprintf("old%d-%s", j, name)
 }
 
 // programRole is one role BenchmarkProgram measures: the node's setup and
