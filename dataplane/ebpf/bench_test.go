@@ -95,6 +95,8 @@ func timedRun(p *ebpf.Program, frame []byte, in uint32) (time.Duration, error) {
 // after/before, the ratio of their costs over the empty program round by
 // round. Several builds, separated by commas, are baselines 0, 1, ... (test
 // builds that each stop at one point of a role, for instance).
+// INTD_PROGRAM_LOADS=k loads each role (and baseline) k times and takes
+// the mean of the loads per round.
 //
 //	sudo go test ./dataplane/ebpf -run '^$' -bench 'Program$' -benchtime 20000x
 func BenchmarkProgram(b *testing.B) {
@@ -102,10 +104,22 @@ func BenchmarkProgram(b *testing.B) {
 	roles, tcp80, in := programRoles(b)
 	baselines := slices.DeleteFunc(strings.Split(os.Getenv("INTD_PROGRAM_BASELINE"), ","),
 		func(p string) bool { return p == "" })
+	// Where the JIT puts a program moves its cost by up to about 10 ns
+	// from one load to the next: with INTD_PROGRAM_LOADS=k every role and
+	// baseline is loaded k times and each round takes the mean of the
+	// loads.
+	loads := 1
+	if v := os.Getenv("INTD_PROGRAM_LOADS"); v != "" {
+		var err error
+		if loads, err = strconv.Atoi(v); err != nil || loads < 1 {
+			b.Fatalf("INTD_PROGRAM_LOADS=%q: want a count of at least 1", v)
+		}
+	}
 	type bcase struct {
 		name, over string
 		p          *ebpf.Program
 		frame      []byte
+		load       int // which load of name
 	}
 	var old []bcase
 	node := func(s setup) *bpfNode {
@@ -114,12 +128,22 @@ func BenchmarkProgram(b *testing.B) {
 		s.apply(b, n)
 		return n
 	}
+	var more []bcase // the further loads of the roles
 	egress := func(name string, s setup, frame []byte) bcase {
-		n := node(s)
-		for j, path := range baselines {
-			old = append(old, bcase{oldName(j, name), "empty", loadBaseline(b, n, path), frame})
+		var first bcase
+		for k := range loads {
+			n := node(s)
+			for j, path := range baselines {
+				old = append(old, bcase{oldName(j, name), "empty", loadBaseline(b, n, path), frame, k})
+			}
+			c := bcase{name, "empty", n.objs.IntdEgress, frame, k}
+			if k == 0 {
+				first = c
+			} else {
+				more = append(more, c)
+			}
 		}
-		return bcase{name, "empty", n.objs.IntdEgress, frame}
+		return first
 	}
 	var fl floorObjects
 	if err := loadFloorObjects(&fl, nil); err != nil {
@@ -128,21 +152,27 @@ func BenchmarkProgram(b *testing.B) {
 	defer fl.Close()
 	// over names the program a case's cost is taken over ("" none).
 	cases := []bcase{
-		{"empty", "", fl.FloorEmpty, tcp80},
-		{"pass", "empty", node(setup{}).objs.IntdPass, tcp80},
+		{"empty", "", fl.FloorEmpty, tcp80, 0},
+		{"pass", "empty", node(setup{}).objs.IntdPass, tcp80, 0},
 	}
 	for _, r := range roles {
 		cases = append(cases, egress(r.name, r.s, r.frame))
 	}
 	cases = append(cases, []bcase{
-		{"floor-source", "empty", fl.FloorSourceGrow, tcp80},
-		{"floor-transit", "empty", fl.FloorTransitGrow, in},
-		{"floor-sink", "empty", fl.FloorSinkShrink, in},
-		{"floor-clock", "empty", fl.FloorKtime, tcp80},
+		{"floor-source", "empty", fl.FloorSourceGrow, tcp80, 0},
+		{"floor-transit", "empty", fl.FloorTransitGrow, in, 0},
+		{"floor-sink", "empty", fl.FloorSinkShrink, in, 0},
+		{"floor-clock", "empty", fl.FloorKtime, tcp80, 0},
 	}...)
-	all := append(slices.Clone(cases), old...)
+	all := slices.Concat(cases, more, old)
+	// Per name and round, the mean over the name's loads.
 	mean := make(map[string][]float64)
 	iq := make(map[string][]float64)
+	nloads := make(map[string]float64)
+	for _, c := range all {
+		mean[c.name], iq[c.name] = make([]float64, rounds), make([]float64, rounds)
+		nloads[c.name]++
+	}
 	load := []float64{load1()}
 	ds := make([]float64, b.N)
 	for r := range rounds {
@@ -157,14 +187,14 @@ func BenchmarkProgram(b *testing.B) {
 				ds[k] = float64(d.Nanoseconds())
 				total += ds[k]
 			}
-			mean[c.name] = append(mean[c.name], total/float64(b.N))
+			mean[c.name][r] += total / float64(b.N) / nloads[c.name]
 			slices.Sort(ds)
 			mid := ds[b.N/4 : b.N-b.N/4]
 			var sum float64
 			for _, v := range mid {
 				sum += v
 			}
-			iq[c.name] = append(iq[c.name], sum/float64(len(mid)))
+			iq[c.name][r] += sum / float64(len(mid)) / nloads[c.name]
 		}
 		load = append(load, load1())
 	}
@@ -194,8 +224,8 @@ func BenchmarkProgram(b *testing.B) {
 		b.ReportMetric(m.med, "ns/pkt-"+c.name)
 		if c.over == "" {
 			l := medRange(load)
-			logf("%d rounds of %d packets per program, load average %.2f (%.2f-%.2f); %s %s ns/pkt (interquartile %s)",
-				rounds, b.N, l.med, l.min, l.max, c.name, m, medRange(iq[c.name]))
+			logf("%d rounds of %d packets per program, %d load(s) of each role, load average %.2f (%.2f-%.2f); %s %s ns/pkt (interquartile %s)",
+				rounds, b.N, loads, l.med, l.min, l.max, c.name, m, medRange(iq[c.name]))
 			continue
 		}
 		o, oi := over(mean, c.name, c.over), over(iq, c.name, c.over)
