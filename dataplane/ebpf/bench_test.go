@@ -78,7 +78,8 @@ func timedRun(p *ebpf.Program, frame []byte, in uint32) (time.Duration, error) {
 
 // BenchmarkProgram measures intd_egress's roles against the empty program
 // and the floor (bpf/floor.c: the one bpf_skb_adjust_room each role cannot
-// avoid, and one clock read), all in the same run: every round runs b.N
+// avoid, one read of the program's clock, and the sink's room and clock
+// read in one program), all in the same run: every round runs b.N
 // fresh packets through each program in turn, starting one program later
 // each round, so that a change of load hits every program alike. Per
 // round it takes the mean ns/pkt and the interquartile mean (the mean of
@@ -163,6 +164,7 @@ func BenchmarkProgram(b *testing.B) {
 		{"floor-transit", "empty", fl.FloorTransitGrow, in, 0},
 		{"floor-sink", "empty", fl.FloorSinkShrink, in, 0},
 		{"floor-clock", "empty", fl.FloorKtime, tcp80, 0},
+		{"floor-sink-clock", "empty", fl.FloorSink, in, 0},
 	}...)
 	all := slices.Concat(cases, more, old)
 	// Per name and round, the mean over the name's loads.
@@ -231,7 +233,7 @@ func BenchmarkProgram(b *testing.B) {
 		o, oi := over(mean, c.name, c.over), over(iq, c.name, c.over)
 		b.ReportMetric(o.med, "ns-over-"+c.over+"-"+c.name)
 		b.ReportMetric(oi.med, "iq-ns-over-"+c.over+"-"+c.name)
-		line := fmt.Sprintf("%-13s %s ns/pkt, over %s %s, interquartile %s", c.name, m, c.over, o, oi)
+		line := fmt.Sprintf("%-16s %s ns/pkt, over %s %s, interquartile %s", c.name, m, c.over, o, oi)
 		for j := 0; ; j++ {
 			old := oldName(j, c.name)
 			if _, ok := mean[old]; !ok {

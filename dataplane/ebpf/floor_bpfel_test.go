@@ -18,6 +18,7 @@ import (
 const (
 	floorProgFloorEmpty       = "floor_empty"
 	floorProgFloorKtime       = "floor_ktime"
+	floorProgFloorSink        = "floor_sink"
 	floorProgFloorSinkShrink  = "floor_sink_shrink"
 	floorProgFloorSourceGrow  = "floor_source_grow"
 	floorProgFloorTransitGrow = "floor_transit_grow"
@@ -67,6 +68,7 @@ type floorSpecs struct {
 type floorProgramSpecs struct {
 	FloorEmpty       *ebpf.ProgramSpec `ebpf:"floor_empty"`
 	FloorKtime       *ebpf.ProgramSpec `ebpf:"floor_ktime"`
+	FloorSink        *ebpf.ProgramSpec `ebpf:"floor_sink"`
 	FloorSinkShrink  *ebpf.ProgramSpec `ebpf:"floor_sink_shrink"`
 	FloorSourceGrow  *ebpf.ProgramSpec `ebpf:"floor_source_grow"`
 	FloorTransitGrow *ebpf.ProgramSpec `ebpf:"floor_transit_grow"`
@@ -122,6 +124,7 @@ type floorVariables struct {
 type floorPrograms struct {
 	FloorEmpty       *ebpf.Program `ebpf:"floor_empty"`
 	FloorKtime       *ebpf.Program `ebpf:"floor_ktime"`
+	FloorSink        *ebpf.Program `ebpf:"floor_sink"`
 	FloorSinkShrink  *ebpf.Program `ebpf:"floor_sink_shrink"`
 	FloorSourceGrow  *ebpf.Program `ebpf:"floor_source_grow"`
 	FloorTransitGrow *ebpf.Program `ebpf:"floor_transit_grow"`
@@ -131,6 +134,7 @@ func (p *floorPrograms) Close() error {
 	return _FloorClose(
 		p.FloorEmpty,
 		p.FloorKtime,
+		p.FloorSink,
 		p.FloorSinkShrink,
 		p.FloorSourceGrow,
 		p.FloorTransitGrow,

@@ -13,7 +13,10 @@
  *                      (5 words)
  *   floor_sink_shrink  the room a sink removes from that frame: shim and
  *                      INT-MD header with two such hops (4 + 12 + 2 * 20)
- *   floor_ktime        one bpf_ktime_get_ns
+ *   floor_ktime        one read of the clock intd_egress reads
+ *                      (clock_ns: bpf_ktime_get_tai_ns)
+ *   floor_sink         what the sink cannot avoid, in one program: the
+ *                      clock read and floor_sink_shrink's room
  *
  * The sizes are those of BenchmarkProgram's packets; change both together.
  */
@@ -61,5 +64,15 @@ SEC("tc")
 int floor_ktime(struct __sk_buff *skb)
 {
 	/* The result must be used, or the call is dropped. */
-	return bpf_ktime_get_ns() ? TC_ACT_OK : TC_ACT_SHOT;
+	return bpf_ktime_get_tai_ns() ? TC_ACT_OK : TC_ACT_SHOT;
+}
+
+SEC("tc")
+int floor_sink(struct __sk_buff *skb)
+{
+	if (!bpf_ktime_get_tai_ns())
+		return TC_ACT_SHOT;
+	if (bpf_skb_adjust_room(skb, -SINK_ROOM, BPF_ADJ_ROOM_NET, 0))
+		return TC_ACT_SHOT;
+	return TC_ACT_OK;
 }
