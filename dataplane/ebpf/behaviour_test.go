@@ -406,6 +406,26 @@ func TestWatchlistPriority(t *testing.T) {
 	}
 }
 
+// TestSourceInstructionSets: the source's hop for instruction bitmaps
+// whose values both backends know (no time): each such field alone, some
+// together, with tx utilisation (unknown: all ones) and the checksum
+// complement (all ones, last); every word at its place, on both backends
+// and as wire builds it.
+func TestSourceInstructionSets(t *testing.T) {
+	tcp80 := tcpFrame("10.0.1.1", "10.0.2.1", 1234, 80, 0, []byte("hello, INT world"))
+	var cases []behaviourCase
+	for _, inst := range []spec.Instruction{
+		spec.InstNodeID, spec.InstL1Interfaces, spec.InstQueue, spec.InstL2Interfaces, spec.InstEgressTxUtil,
+		spec.InstL1Interfaces | spec.InstL2Interfaces, spec.InstNodeID | spec.InstChecksumComplement,
+		detInst | spec.InstEgressTxUtil | spec.InstChecksumComplement,
+	} {
+		sess := sai.IntSessionAttrs{Mode: sai.IntModeMD, MaxHopCount: 8, Instructions: inst}
+		cases = append(cases, behaviourCase{"instructions " + inst.String(), setup{sess: &sess, match: port80()}, tcp80,
+			insertINT(t, tcp80, sess, wire.SourceOptions{Encap: spec.EncapDSCP, DSCP: 0x17, Mask: 0x3f})})
+	}
+	runBehaviour(t, cases)
+}
+
 // TestPacketInterval: with a packet-interval the source instruments the
 // first packet of each flow and then the first after the interval; the
 // packets in between leave unchanged and count as unsampled.

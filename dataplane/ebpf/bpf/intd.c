@@ -1525,22 +1525,37 @@ hdr:
  * length in words: hop_ml words in all, domain-specific words and
  * unavailable fields all ones. Straight-line code (every field is written
  * at the current position, which advances when inst has its bit): no
- * branch on inst, so the verifier walks it once. */
+ * branch on inst, so the verifier walks it once. sparse (a constant)
+ * computes and writes only the fields inst asks for instead, the position
+ * through memory after each, so that the verifier still sees one unknown
+ * position whether inst has the bit or not: cheaper for a short hop, dearer
+ * for a long one (a store and load per field). */
 #define HOP_BIT(b) ((0x8000 >> (b)))
+#define HOP_POS(v) (*(volatile __u32 *)&s->hop_words = (v), *(volatile __u32 *)&s->hop_words)
 #define HOP_PUT(b, x)                                                          \
 	do {                                                                   \
-		__u32 m_ = -(__u32)((valid >> (15 - (b))) & 1);                \
-		s->hop[n & 31] = (bpf_htonl(x) & m_) | ~m_;                    \
-		n += (inst >> (15 - (b))) & 1;                                 \
+		if (!sparse || (inst & HOP_BIT(b))) {                          \
+			__u32 m_ = -(__u32)((valid >> (15 - (b))) & 1);        \
+			s->hop[n & 31] = (bpf_htonl(x) & m_) | ~m_;            \
+			if (sparse)                                            \
+				n = HOP_POS(n + 1);                            \
+			else                                                   \
+				n += (inst >> (15 - (b))) & 1;                 \
+		}                                                              \
 	} while (0)
 #define HOP_PUT2(b, x, y)                                                      \
 	do {                                                                   \
-		__u32 m_ = -(__u32)((valid >> (15 - (b))) & 1);                \
-		s->hop[n & 31] = (bpf_htonl(x) & m_) | ~m_;                    \
-		s->hop[(n + 1) & 31] = (bpf_htonl(y) & m_) | ~m_;              \
-		n += ((inst >> (15 - (b))) & 1) * 2;                           \
+		if (!sparse || (inst & HOP_BIT(b))) {                          \
+			__u32 m_ = -(__u32)((valid >> (15 - (b))) & 1);        \
+			s->hop[n & 31] = (bpf_htonl(x) & m_) | ~m_;            \
+			s->hop[(n + 1) & 31] = (bpf_htonl(y) & m_) | ~m_;      \
+			if (sparse)                                            \
+				n = HOP_POS(n + 2);                            \
+			else                                                   \
+				n += ((inst >> (15 - (b))) & 1) * 2;           \
+		}                                                              \
 	} while (0)
-static __always_inline __u32 build_hop(struct scratch *s, __u32 inst, __u32 hop_ml)
+static __always_inline __u32 build_hop(struct scratch *s, __u32 inst, __u32 hop_ml, const int sparse)
 {
 	struct hop *h = &s->h;
 	__u32 valid = h->valid;
@@ -3154,7 +3169,7 @@ GLOBAL int tun_source(struct __sk_buff *skb, struct scratch *s)
 		goto no_room;
 	}
 	need_inst(skb, s, se->inst);
-	__u32 hopw = build_hop(s, se->inst, se->hop_ml) & 31;
+	__u32 hopw = build_hop(s, se->inst, se->hop_ml, 0) & 31;
 	if (hopw * 4 != hopb)
 		goto unsupported;
 	/* Outer IP header: the inner DSCP and ECN (RFC 6040's normal mode);
@@ -3564,7 +3579,7 @@ static __always_inline int source(struct __sk_buff *skb, struct scratch *s)
 		} else {
 			rhc--;
 			need_inst(skb, s, se->inst);
-			hopw = build_hop(s, se->inst, se->hop_ml);
+			hopw = build_hop(s, se->inst, se->hop_ml, 1);
 		}
 	}
 	/* Whole words: byte stores read back as words would wait for
@@ -3797,7 +3812,7 @@ static __always_inline int transit(struct __sk_buff *skb, struct scratch *s)
 		return TC_ACT_OK;
 	}
 	need_inst(skb, s, p->inst);
-	__u32 w = build_hop(s, p->inst, hop_ml);
+	__u32 w = build_hop(s, p->inst, hop_ml, 0);
 	w &= 31;
 	if (w == 0 || w * 4 != n)
 		return TC_ACT_OK;
