@@ -79,7 +79,8 @@ func timedRun(p *ebpf.Program, frame []byte, in uint32) (time.Duration, error) {
 // BenchmarkProgram measures intd_egress's roles against the empty program
 // and the floor (bpf/floor.c: the one bpf_skb_adjust_room each role cannot
 // avoid, one read of the program's clock, and the sink's room and clock
-// read in one program), all in the same run: every round runs b.N
+// read in one program) and the least a transit costs (bpf/lean.c), all in
+// the same run: every round runs b.N
 // fresh packets through each program in turn, starting one program later
 // each round, so that a change of load hits every program alike. Per
 // round it takes the mean ns/pkt and the interquartile mean (the mean of
@@ -158,6 +159,26 @@ func BenchmarkProgram(b *testing.B) {
 	}
 	for _, r := range roles {
 		cases = append(cases, egress(r.name, r.s, r.frame))
+		if r.name == "transit" {
+			// The least a transit costs (bpf/lean.c), on a transit node's
+			// maps; it must push the hop transit pushes.
+			_, want := runProgFrom(b, cases[len(cases)-1].p, bytes.Clone(r.frame), inIfindex)
+			for k := range loads {
+				ls, err := loadLean()
+				if err != nil {
+					b.Fatal(err)
+				}
+				c := bcase{"transit-least", "empty", loadOn(b, node(r.s), ls, "lean_transit"), r.frame, k}
+				if _, got := runProgFrom(b, c.p, bytes.Clone(r.frame), inIfindex); len(got) != len(want) || len(got) <= len(r.frame) {
+					b.Fatalf("lean_transit made %d bytes of %d, transit %d", len(got), len(r.frame), len(want))
+				}
+				if k == 0 {
+					cases = append(cases, c)
+				} else {
+					more = append(more, c)
+				}
+			}
+		}
 	}
 	cases = append(cases, []bcase{
 		{"floor-source", "empty", fl.FloorSourceGrow, tcp80, 0},
@@ -287,6 +308,11 @@ func loadBaseline(b *testing.B, n *bpfNode, path string) *ebpf.Program {
 	if err != nil {
 		b.Fatal(err)
 	}
+	return loadOn(b, n, cs, "intd_egress")
+}
+
+// loadOn loads the program prog of cs on n's maps, as loadBaseline.
+func loadOn(b *testing.B, n *bpfNode, cs *ebpf.CollectionSpec, prog string) *ebpf.Program {
 	repl := map[string]*ebpf.Map{}
 	maps := reflect.ValueOf(n.objs.intdMaps)
 	for i := range maps.NumField() {
@@ -305,18 +331,18 @@ func loadBaseline(b *testing.B, n *bpfNode, path string) *ebpf.Program {
 		}
 	}
 	for name := range cs.Programs {
-		if name != "intd_egress" {
+		if name != prog {
 			delete(cs.Programs, name)
 		}
 	}
-	var o struct {
-		P *ebpf.Program `ebpf:"intd_egress"`
+	coll, err := ebpf.NewCollectionWithOptions(cs, ebpf.CollectionOptions{MapReplacements: repl})
+	if err != nil {
+		b.Fatalf("%s: %v", prog, err)
 	}
-	if err := cs.LoadAndAssign(&o, &ebpf.CollectionOptions{MapReplacements: repl}); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { o.P.Close() })
-	return o.P
+	p := coll.DetachProgram(prog)
+	coll.Close()
+	b.Cleanup(func() { p.Close() })
+	return p
 }
 
 // spread is a median with its range.

@@ -3774,43 +3774,12 @@ static __always_inline void set_hdr0(struct __sk_buff *skb, struct pkt *p, __u8 
 	p->hdr0 |= bit;
 }
 
-static __always_inline int transit(struct __sk_buff *skb, struct scratch *s)
+/* push_hop is transit's step for a packet that takes a hop of hop_ml
+ * words (n bytes): the hop's metadata pushed onto the stack, Remaining
+ * Hop Count, lengths and checksums updated. */
+static __always_inline int push_hop(struct __sk_buff *skb, struct scratch *s, __u32 hop_ml, __u32 n)
 {
-	if (!s)
-		return TC_ACT_OK;
 	struct pkt *p = &s->p;
-	if (p->itype == INT_TYPE_MX) {
-		cnt(s, C_TRANSITED);
-		flow_event(skb, s, 0);
-		return TC_ACT_OK;
-	}
-	if (p->rhc == 0) {
-		set_hdr0(skb, p, 0x04);
-		cnt(s, C_EBIT);
-		return TC_ACT_OK;
-	}
-	__u32 hop_ml = p->hop_ml;
-	__u32 n = hop_ml * 4;
-	__u32 mtu = s->ifc.mtu;
-	__u32 room = mtu > p->ip_len ? mtu - p->ip_len : 0;
-	if (skb->gso_size) {
-		/* INT segments are never merged by GRO (the INT bytes break
-		 * the sequence arithmetic), so this is not an INT packet we
-		 * can extend; leave it alone. Session tunnels through a veth
-		 * excepted: their segments keep their size. */
-		if (!tun_gso_transit(s)) {
-			cnt(s, C_GSO);
-			return TC_ACT_OK;
-		}
-		room = n;
-	}
-	if (n > room || p->shim_words + hop_ml > 255 ||
-	    (p->encap == ENC_GENEVE && (p->shim_words + hop_ml > 31 || p->shim_val + hop_ml > 63))) {
-		/* No room in the MTU, the shim or the Geneve option. */
-		set_hdr0(skb, p, 0x02);
-		cnt(s, C_MBIT);
-		return TC_ACT_OK;
-	}
 	need_inst(skb, s, p->inst);
 	__u32 w = build_hop(s, p->inst, hop_ml, 0);
 	w &= 31;
@@ -3868,6 +3837,46 @@ static __always_inline int transit(struct __sk_buff *skb, struct scratch *s)
 		return TC_ACT_SHOT;
 	cnt(s, C_TRANSITED);
 	return TC_ACT_OK;
+}
+
+static __always_inline int transit(struct __sk_buff *skb, struct scratch *s)
+{
+	if (!s)
+		return TC_ACT_OK;
+	struct pkt *p = &s->p;
+	if (p->itype == INT_TYPE_MX) {
+		cnt(s, C_TRANSITED);
+		flow_event(skb, s, 0);
+		return TC_ACT_OK;
+	}
+	if (p->rhc == 0) {
+		set_hdr0(skb, p, 0x04);
+		cnt(s, C_EBIT);
+		return TC_ACT_OK;
+	}
+	__u32 hop_ml = p->hop_ml;
+	__u32 n = hop_ml * 4;
+	__u32 mtu = s->ifc.mtu;
+	__u32 room = mtu > p->ip_len ? mtu - p->ip_len : 0;
+	if (skb->gso_size) {
+		/* INT segments are never merged by GRO (the INT bytes break
+		 * the sequence arithmetic), so this is not an INT packet we
+		 * can extend; leave it alone. Session tunnels through a veth
+		 * excepted: their segments keep their size. */
+		if (!tun_gso_transit(s)) {
+			cnt(s, C_GSO);
+			return TC_ACT_OK;
+		}
+		room = n;
+	}
+	if (n > room || p->shim_words + hop_ml > 255 ||
+	    (p->encap == ENC_GENEVE && (p->shim_words + hop_ml > 31 || p->shim_val + hop_ml > 63))) {
+		/* No room in the MTU, the shim or the Geneve option. */
+		set_hdr0(skb, p, 0x02);
+		cnt(s, C_MBIT);
+		return TC_ACT_OK;
+	}
+	return push_hop(skb, s, hop_ml, n);
 }
 
 /* strip is the INT sink step after the report: remove shim and INT (and the
