@@ -80,15 +80,14 @@ func timedRun(p *ebpf.Program, frame []byte, in uint32) (time.Duration, error) {
 // and the floor (bpf/floor.c: the one bpf_skb_adjust_room each role cannot
 // avoid, one read of the program's clock, and the sink's room and clock
 // read in one program) and the least a transit costs (bpf/lean.c), all in
-// the same run: every round runs b.N
-// fresh packets through each program in turn, starting one program later
-// each round, so that a change of load hits every program alike. Per
-// round it takes the mean ns/pkt and the interquartile mean (the mean of
-// the middle half of the packets' times: preemptions and interrupts,
-// frequent under load, fall outside it). It logs each program's mean and
-// each role's cost over the empty program by both, as median (min-max)
-// over the rounds, with the load average, and reports the medians as
-// metrics.
+// the same run: every round runs b.N fresh packets through each program in
+// turn, starting one program later each round, so that a change of load
+// hits every program alike. Per round it takes the mean ns/pkt and the
+// interquartile mean (the mean of the middle half of the packets' times:
+// preemptions and interrupts, frequent under load, fall outside it). It
+// logs each program's mean and each role's cost over the empty program by
+// both, as median (min-max) over the rounds, with the load average, and
+// reports the medians as metrics.
 //
 // With INTD_PROGRAM_BASELINE naming another build of intd_bpfel.o (git
 // show REV:dataplane/ebpf/intd_bpfel.o > old.o), every role runs that
@@ -121,7 +120,6 @@ func BenchmarkProgram(b *testing.B) {
 		name, over string
 		p          *ebpf.Program
 		frame      []byte
-		load       int // which load of name
 	}
 	var old []bcase
 	node := func(s setup) *bpfNode {
@@ -130,23 +128,6 @@ func BenchmarkProgram(b *testing.B) {
 		s.apply(b, n)
 		return n
 	}
-	var more []bcase // the further loads of the roles
-	egress := func(name string, s setup, frame []byte) bcase {
-		var first bcase
-		for k := range loads {
-			n := node(s)
-			for j, path := range baselines {
-				old = append(old, bcase{oldName(j, name), "empty", loadBaseline(b, n, path), frame, k})
-			}
-			c := bcase{name, "empty", n.objs.IntdEgress, frame, k}
-			if k == 0 {
-				first = c
-			} else {
-				more = append(more, c)
-			}
-		}
-		return first
-	}
 	var fl floorObjects
 	if err := loadFloorObjects(&fl, nil); err != nil {
 		b.Fatal(err)
@@ -154,38 +135,54 @@ func BenchmarkProgram(b *testing.B) {
 	defer fl.Close()
 	// over names the program a case's cost is taken over ("" none).
 	cases := []bcase{
-		{"empty", "", fl.FloorEmpty, tcp80, 0},
-		{"pass", "empty", node(setup{}).objs.IntdPass, tcp80, 0},
+		{"empty", "", fl.FloorEmpty, tcp80},
+		{"pass", "empty", node(setup{}).objs.IntdPass, tcp80},
 	}
-	for _, r := range roles {
-		cases = append(cases, egress(r.name, r.s, r.frame))
-		if r.name == "transit" {
-			// The least a transit costs (bpf/lean.c), on a transit node's
-			// maps; it must push the hop transit pushes.
-			_, want := runProgFrom(b, cases[len(cases)-1].p, bytes.Clone(r.frame), inIfindex)
-			for k := range loads {
-				ls, err := loadLean()
-				if err != nil {
-					b.Fatal(err)
-				}
-				c := bcase{"transit-least", "empty", loadOn(b, node(r.s), ls, "lean_transit"), r.frame, k}
-				if _, got := runProgFrom(b, c.p, bytes.Clone(r.frame), inIfindex); len(got) != len(want) || len(got) <= len(r.frame) {
-					b.Fatalf("lean_transit made %d bytes of %d, transit %d", len(got), len(r.frame), len(want))
-				}
-				if k == 0 {
-					cases = append(cases, c)
-				} else {
-					more = append(more, c)
-				}
+	var more []bcase // the further loads of the roles
+	// loaded adds the loads of a role, each made by load: the first to
+	// cases (which the report lists), the others to more.
+	loaded := func(name string, frame []byte, load func() *ebpf.Program) {
+		for k := range loads {
+			c := bcase{name, "empty", load(), frame}
+			if k == 0 {
+				cases = append(cases, c)
+			} else {
+				more = append(more, c)
 			}
 		}
 	}
+	for _, r := range roles {
+		loaded(r.name, r.frame, func() *ebpf.Program {
+			n := node(r.s)
+			for j, path := range baselines {
+				old = append(old, bcase{oldName(j, r.name), "empty", loadBaseline(b, n, path), r.frame})
+			}
+			return n.objs.IntdEgress
+		})
+		if r.name != "transit" {
+			continue
+		}
+		// The least a transit costs (bpf/lean.c), on a transit node's
+		// maps; it must push the hop transit pushes.
+		_, want := runProgFrom(b, cases[len(cases)-1].p, bytes.Clone(r.frame), inIfindex)
+		loaded("transit-least", r.frame, func() *ebpf.Program {
+			ls, err := loadLean()
+			if err != nil {
+				b.Fatal(err)
+			}
+			p := loadOn(b, node(r.s), ls, "lean_transit")
+			if _, got := runProgFrom(b, p, bytes.Clone(r.frame), inIfindex); len(got) != len(want) || len(got) <= len(r.frame) {
+				b.Fatalf("lean_transit made %d bytes of %d, transit %d", len(got), len(r.frame), len(want))
+			}
+			return p
+		})
+	}
 	cases = append(cases, []bcase{
-		{"floor-source", "empty", fl.FloorSourceGrow, tcp80, 0},
-		{"floor-transit", "empty", fl.FloorTransitGrow, in, 0},
-		{"floor-sink", "empty", fl.FloorSinkShrink, in, 0},
-		{"floor-clock", "empty", fl.FloorKtime, tcp80, 0},
-		{"floor-sink-clock", "empty", fl.FloorSink, in, 0},
+		{"floor-source", "empty", fl.FloorSourceGrow, tcp80},
+		{"floor-transit", "empty", fl.FloorTransitGrow, in},
+		{"floor-sink", "empty", fl.FloorSinkShrink, in},
+		{"floor-clock", "empty", fl.FloorKtime, tcp80},
+		{"floor-sink-clock", "empty", fl.FloorSink, in},
 	}...)
 	all := slices.Concat(cases, more, old)
 	// Per name and round, the mean over the name's loads.

@@ -31,7 +31,7 @@ int lean_transit(struct __sk_buff *skb)
 		return TC_ACT_OK;
 	if (d[12] != 0x08 || d[13] != 0x00 || d[14] != 0x45 || d[23] != IPPROTO_TCP)
 		return TC_ACT_OK;
-	if (((d[15] >> 2) & c->dscp_mask) != c->dscp_val || !c->dscp_mask)
+	if (!c->dscp_mask || ((d[15] >> 2) & c->dscp_mask) != c->dscp_val)
 		return TC_ACT_OK;
 	if ((((__u16)d[20] << 8) | d[21]) & 0x3fff)
 		return TC_ACT_OK;
@@ -67,15 +67,13 @@ int lean_transit(struct __sk_buff *skb)
 	__u32 mtu = ifc->mtu;
 	if (skb->gso_size || n > (mtu > p->ip_len ? mtu - p->ip_len : 0) || p->shim_words + hop_ml > 255)
 		return TC_ACT_OK;
+	/* The hop as intd_egress sets it up, the ingress ids left 0. */
 	struct hop *h = &s->h;
+	__builtin_memset(h, 0, sizeof(*h));
 	h->node = c->node_id;
 	h->l1_out = ifc->l1_id;
 	h->l2_out = ifc->l2_id;
-	h->l1_in = 0;
-	h->l2_in = 0;
 	h->valid = INST_NODE_ID | INST_L1_INTERFACES | INST_L2_INTERFACES;
-	h->occ = 0;
-	h->occ_read = 0;
 	if (push_hop(skb, s, hop_ml, n) != TC_ACT_OK)
 		return TC_ACT_SHOT;
 	cnt(s, C_OUT);
