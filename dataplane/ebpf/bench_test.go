@@ -85,10 +85,12 @@ func timedRuns(p *ebpf.Program, frame []byte, in, repeat uint32) (time.Duration,
 // BenchmarkProgram measures intd_egress's roles against the empty program
 // and the floor (bpf/floor.c: the one bpf_skb_adjust_room each role cannot
 // avoid, one read of the program's clock, and the sink's room and clock
-// read in one program) and the least a transit costs (bpf/lean.c), all in
-// the same run: every round runs b.N fresh packets through each program in
-// turn, starting one program later each round, so that a change of load
-// hits every program alike. Per round it takes the mean ns/pkt and the
+// read in one program) and two transits that do nothing else (bpf/lean.c:
+// transit's own step on the one packet shape, and a transit written by
+// hand for that packet with constant offsets), all in the same run: every
+// round runs b.N fresh packets through each program in turn, starting one
+// program later each round, so that a change of load hits every program
+// alike. Per round it takes the mean ns/pkt and the
 // interquartile mean (the mean of the middle half of the packets' times:
 // preemptions and interrupts, frequent under load, fall outside it). It
 // logs each program's mean and each role's cost over the empty program by
@@ -98,9 +100,9 @@ func timedRuns(p *ebpf.Program, frame []byte, in, repeat uint32) (time.Duration,
 // Every run above is cold: between two packets the syscall and the test
 // run's setup evict the program's code and data, and the helpers', from
 // the first-level caches. The programs whose second run on one skb does
-// the same work (unwatched, transit, transit-least, the transit and clock
-// floors) also run three times per skb; their warm cost, of the second and
-// third runs, is logged beside the cold one.
+// the same work (unwatched, transit, transit-least, transit-hand, the
+// transit and clock floors) also run three times per skb; their warm
+// cost, of the second and third runs, is logged beside the cold one.
 //
 // With INTD_PROGRAM_BASELINE naming another build of intd_bpfel.o (git
 // show REV:dataplane/ebpf/intd_bpfel.o > old.o), every role runs that
@@ -190,6 +192,19 @@ func BenchmarkProgram(b *testing.B) {
 			}
 			return p
 		})
+		// The transit written by hand for this one packet, every offset
+		// a constant; it must make transit's bytes.
+		loaded("transit-hand", r.frame, func() *ebpf.Program {
+			ls, err := loadLean()
+			if err != nil {
+				b.Fatal(err)
+			}
+			p := loadOn(b, node(r.s), ls, "hand_transit")
+			if _, got := runProgFrom(b, p, bytes.Clone(r.frame), inIfindex); !bytes.Equal(got, want) {
+				b.Fatalf("hand_transit made\n%x\nintd_egress\n%x", got, want)
+			}
+			return p
+		})
 	}
 	cases = append(cases, []bcase{
 		{"floor-source", "empty", fl.FloorSourceGrow, tcp80, 0},
@@ -206,7 +221,7 @@ func BenchmarkProgram(b *testing.B) {
 	var warm []bcase
 	for _, c := range slices.Concat(cases, more) {
 		switch c.name {
-		case "empty", "unwatched", "transit", "transit-least", "floor-transit", "floor-clock":
+		case "empty", "unwatched", "transit", "transit-least", "transit-hand", "floor-transit", "floor-clock":
 			warm = append(warm, bcase{c.name + warmSuffix, "empty" + warmSuffix, c.p, c.frame, warmRepeat})
 		}
 	}

@@ -416,6 +416,7 @@ const (
 	leanMapWlSmall       = "wl_small"
 	leanMapWlStatsMap    = "wl_stats_map"
 	leanMapWlTid         = "wl_tid"
+	leanProgHandTransit  = "hand_transit"
 	leanProgIntdEgress   = "intd_egress"
 	leanProgIntdGso      = "intd_gso"
 	leanProgIntdIngress  = "intd_ingress"
@@ -472,6 +473,7 @@ type leanSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type leanProgramSpecs struct {
+	HandTransit  *ebpf.ProgramSpec `ebpf:"hand_transit"`
 	IntdEgress   *ebpf.ProgramSpec `ebpf:"intd_egress"`
 	IntdGso      *ebpf.ProgramSpec `ebpf:"intd_gso"`
 	IntdIngress  *ebpf.ProgramSpec `ebpf:"intd_ingress"`
@@ -635,6 +637,7 @@ type leanVariables struct {
 //
 // It can be passed to loadLeanObjects or ebpf.CollectionSpec.LoadAndAssign.
 type leanPrograms struct {
+	HandTransit  *ebpf.Program `ebpf:"hand_transit"`
 	IntdEgress   *ebpf.Program `ebpf:"intd_egress"`
 	IntdGso      *ebpf.Program `ebpf:"intd_gso"`
 	IntdIngress  *ebpf.Program `ebpf:"intd_ingress"`
@@ -647,6 +650,7 @@ type leanPrograms struct {
 
 func (p *leanPrograms) Close() error {
 	return _LeanClose(
+		p.HandTransit,
 		p.IntdEgress,
 		p.IntdGso,
 		p.IntdIngress,
