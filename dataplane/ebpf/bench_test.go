@@ -90,12 +90,12 @@ func timedRuns(p *ebpf.Program, frame []byte, in, repeat uint32) (time.Duration,
 // hand for that packet with constant offsets), all in the same run: every
 // round runs b.N fresh packets through each program in turn, starting one
 // program later each round, so that a change of load hits every program
-// alike. Per round it takes the mean ns/pkt and the
-// interquartile mean (the mean of the middle half of the packets' times:
-// preemptions and interrupts, frequent under load, fall outside it). It
-// logs each program's mean and each role's cost over the empty program by
-// both, as median (min-max) over the rounds, with the load average, and
-// reports the medians as metrics.
+// alike. Per round it takes the mean ns/pkt and the interquartile mean
+// (the mean of the middle half of the packets' times: preemptions and
+// interrupts, frequent under load, fall outside it). It logs each
+// program's mean and each role's cost over the empty program by both, as
+// median (min-max) over the rounds, with the load average, and reports the
+// medians as metrics.
 //
 // Every run above is cold: between two packets the syscall and the test
 // run's setup evict the program's code and data, and the helpers', from
@@ -305,12 +305,13 @@ func BenchmarkProgram(b *testing.B) {
 	}
 	// The warm cost of a run: of three runs on one skb over the empty
 	// program's three, the first costs what the cold run costs.
+	logged := map[string]bool{"empty" + warmSuffix: true}
 	for _, c := range warm {
 		name := strings.TrimSuffix(c.name, warmSuffix)
-		if c.name == "empty"+warmSuffix || nloads[c.name] == 0 {
+		if logged[c.name] {
 			continue
 		}
-		nloads[c.name] = 0 // once per name
+		logged[c.name] = true
 		w := make([]float64, rounds)
 		for r := range w {
 			cold := iq[name][r] - iq["empty"][r]

@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * The least a transit hop costs (BenchmarkProgram, test only): lean_transit
- * does nothing but the transit step for BenchmarkProgram's transit packet
+ * What a transit hop costs without the general program around it
+ * (BenchmarkProgram, test only), for BenchmarkProgram's transit packet
  * (Ethernet, IPv4 without options, TCP, DSCP-marked INT-MD): no other
- * encapsulation or marking, no ingress interface, no queue follow, no
- * other role to tell apart. It shares transit's push_hop and intd.c's
- * maps, so that what BenchmarkProgram's transit costs beyond it is the
- * general program's finding out what a packet is. Never attached: other
- * packets it passes or leaves half-checked.
+ * encapsulation or marking, no queue follow, no other role to tell apart.
+ * lean_transit runs transit's own push_hop behind checks written for that
+ * packet, so that what transit costs beyond it is the general program's
+ * finding out what a packet is; hand_transit is the whole step written by
+ * hand with constant offsets, so that what lean_transit costs beyond it is
+ * push_hop's generality. Both use intd.c's maps. Never attached: other
+ * packets they pass or leave half-checked.
  */
 #include "intd.c"
 
