@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"encoding/binary"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/intd-project/intd/dataplane/report"
 	"github.com/intd-project/intd/dataplane/wire"
+	"github.com/intd-project/intd/dataplane/wire/wiretest"
 	"github.com/intd-project/intd/sai"
 	"github.com/intd-project/intd/sai/spec"
 )
@@ -220,6 +222,55 @@ func TestBehaviour(t *testing.T) {
 	udp0 := udpFrame("10.0.1.1", "10.0.2.1", 4321, 53, []byte("no checksum here"), false)
 	tcp81 := tcpFrame("10.0.1.1", "10.0.2.1", 1234, 81, 0, []byte("not watched"))
 	runBehaviour(t, behaviourCases(t, tcp80, tcp81, udp53, udp0, wire.IPv4MinLen))
+}
+
+// TestTransitLayouts pushes a hop onto INT packets of each header layout
+// transit takes its offsets for as constants (TCP without options, TCP
+// with timestamps, UDP by DSCP and by UDP port) and of others around them
+// (longer TCP options, IPv4 options, IPv6), with and without UDP
+// checksums: both backends must make what wire makes.
+func TestTransitLayouts(t *testing.T) {
+	ts := []byte{1, 1, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2}        // NOP, NOP, timestamps
+	long := append(slices.Clone(ts), 1, 1, 4, 2, 3, 3, 7, 0) // and SACK permitted, window scale
+	udpPort := func(a *sai.DTelAttrs) {
+		a.IntL4DSCP = sai.DSCPMatch{}
+		a.IntUDPDstPort, a.IntUDPNPT = 5000, spec.NPTUDPPort
+	}
+	var cases []behaviourCase
+	for _, fam := range [][2]string{{"10.0.1.1", "10.0.2.1"}, {"2001:db8:1::1", "2001:db8:2::1"}} {
+		a, b := fam[0], fam[1]
+		frames := []struct {
+			name string
+			f    []byte
+		}{
+			{"TCP", tcpFrame(a, b, 1234, 80, 0, []byte("hello, INT world"))},
+			{"TCP with timestamps", wiretest.SYNFrame(a, b, 1234, 80, 0, 0x18, ts)},
+			{"TCP with 20 bytes of options", wiretest.SYNFrame(a, b, 1234, 80, 0, 0x18, long)},
+			{"UDP", udpFrame(a, b, 4321, 53, []byte("dns-ish payload!"), true)},
+			{"UDP without checksum", udpFrame(a, b, 4321, 53, []byte("no checksum here"), false)},
+		}
+		for _, f := range frames {
+			in := intFrame(t, f.f, mdSession, 2, false)
+			cases = append(cases, behaviourCase{a + " " + f.name + " (DSCP)", setup{}, in, pushHop(t, in, nodeID)})
+		}
+		for _, f := range frames[3:] {
+			in := insertINT(t, f.f, mdSession, wire.SourceOptions{Encap: spec.EncapUDPPort, UDPPort: 5000, NPT: spec.NPTUDPPort})
+			cases = append(cases, behaviourCase{a + " " + f.name + " (UDP port)", setup{dt: udpPort}, in,
+				pushHopBy(t, &wire.Parser{UDPPort: 5000}, in, nodeID)})
+		}
+	}
+	// IPv4 with options (a 4-byte no-op list).
+	opt := tcpFrame("10.0.1.1", "10.0.2.1", 1234, 80, 0, []byte("hello, INT world"))
+	withOpt := make([]byte, 0, len(opt)+4)
+	withOpt = append(withOpt, opt[:wire.EthernetLen+wire.IPv4MinLen]...)
+	withOpt = append(withOpt, 1, 1, 1, 0)
+	withOpt = append(withOpt, opt[wire.EthernetLen+wire.IPv4MinLen:]...)
+	withOpt[wire.EthernetLen] = 0x46
+	binary.BigEndian.PutUint16(withOpt[wire.EthernetLen+2:], uint16(len(withOpt)-wire.EthernetLen))
+	binary.BigEndian.PutUint16(withOpt[wire.EthernetLen+10:], wire.IPv4HeaderChecksum(withOpt[wire.EthernetLen:wire.EthernetLen+24]))
+	in := intFrame(t, withOpt, mdSession, 2, false)
+	cases = append(cases, behaviourCase{"10.0.1.1 TCP behind IPv4 options (DSCP)", setup{}, in, pushHop(t, in, nodeID)})
+	runBehaviour(t, cases)
 }
 
 // TestBehaviourIPv6 is TestBehaviour on IPv6 (DSCP in the traffic class,

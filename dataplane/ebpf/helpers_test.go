@@ -278,10 +278,16 @@ func sourceMD(t testing.TB, orig, md []byte) []byte {
 // pushHop returns f with testHop(node) pushed by wire (transit).
 func pushHop(t testing.TB, f []byte, node uint32) []byte {
 	t.Helper()
+	return pushHopBy(t, dscpParser, f, node)
+}
+
+// pushHopBy is pushHop with INT found by parser c.
+func pushHopBy(t testing.TB, c *wire.Parser, f []byte, node uint32) []byte {
+	t.Helper()
 	g := make([]byte, len(f), len(f)+256)
 	copy(g, f)
 	var p wire.Packet
-	if err := dscpParser.Parse(g, &p); err != nil {
+	if err := c.Parse(g, &p); err != nil {
 		t.Fatal(err)
 	}
 	m := testHop(node)
