@@ -33,6 +33,9 @@ type fakeApplier struct {
 	// more counters than the watchlist's max-elements allow, for
 	// benchmarks.
 	synthetic int
+	// hold, when set, is called by State after it read the configuration
+	// and before it returns (outside mu): a slow dataplane's counters.
+	hold func()
 }
 
 // refused is an applier error that marks the configuration as refused.
@@ -96,10 +99,18 @@ func (f *fakeApplier) applyCount() int {
 
 func (f *fakeApplier) State(ctx context.Context) (ygot.GoStruct, error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
+	d, hold := f.stateLocked(), f.hold
+	f.mu.Unlock()
+	if hold != nil {
+		hold()
+	}
+	return d, nil
+}
+
+func (f *fakeApplier) stateLocked() *gen.Device {
 	d := &gen.Device{}
 	if f.cfg == nil {
-		return d, nil
+		return d
 	}
 	n := d.GetOrCreateInt().GetOrCreateNode()
 	st := n.GetOrCreateState()
@@ -132,7 +143,7 @@ func (f *fakeApplier) State(ctx context.Context) (ygot.GoStruct, error) {
 		dr.GetOrCreateState().Reason = ygot.Uint8(r)
 		dr.GetOrCreateState().Packets = ygot.Uint64(f.counter)
 	}
-	return d, nil
+	return d
 }
 
 var _ Applier = (*fakeApplier)(nil)

@@ -242,6 +242,7 @@ func (t *target) transact(ctx context.Context, cand ygot.GoStruct, prepare func(
 		}
 	}
 	t.running = cand
+	t.configs.Add(1)
 	// Publish the new configuration with the state it produced, so no
 	// Get or subscriber sees state of entries the Set removed.
 	if st, err := t.applier.State(context.WithoutCancel(ctx)); err == nil {

@@ -286,3 +286,47 @@ func TestOwnerSet(t *testing.T) {
 		t.Errorf("OwnerSet on a target without owner: %v, want FAILED_PRECONDITION", err)
 	}
 }
+
+// TestPollDoesNotUndoSet: a state poll that read the applier's state
+// before a Set committed must not publish it over the state the Set
+// published, or the Set's new watchlist entry has no state (a Get of its
+// counters is NotFound) until the next poll.
+func TestPollDoesNotUndoSet(t *testing.T) {
+	env := startServer(t, TargetOptions{})
+	read, release := make(chan struct{}), make(chan struct{})
+	env.fake.mu.Lock()
+	env.fake.hold = func() {
+		close(read)
+		<-release
+	}
+	env.fake.mu.Unlock()
+	polled := make(chan struct{})
+	go func() {
+		env.srv.RefreshState(context.Background())
+		close(polled)
+	}()
+	<-read // the poll has the state of the configuration before the Set
+	env.fake.mu.Lock()
+	env.fake.hold = nil
+	env.fake.mu.Unlock()
+	entry := `{"sequence-id": 77, "config": {"sequence-id": 77, "description": "added"},
+		"match": {"config": {"protocol": 17}}, "actions": {"config": {"flow-op": "INT", "int-session": "md-5"}}}`
+	if _, err := env.client.Set(context.Background(), &gpb.SetRequest{Prefix: &gpb.Path{Target: "dut"},
+		Update: []*gpb.Update{{Path: gp(t, "/int/watchlist/entries/entry[sequence-id=77]"), Val: jsonIETF(entry)}}}); err != nil {
+		t.Fatal(err)
+	}
+	const leaf = "/int/watchlist/entries/entry[sequence-id=77]/state/counters/matched-packets"
+	if got := leafVal(t, env.client, leaf); got != `"100"` {
+		t.Fatalf("after the Set: %s = %q, want 100", leaf, got)
+	}
+	close(release)
+	<-polled
+	resp, err := env.client.Get(context.Background(), &gpb.GetRequest{Prefix: &gpb.Path{Target: "dut"},
+		Path: []*gpb.Path{gp(t, leaf)}, Encoding: gpb.Encoding_JSON_IETF})
+	if err != nil {
+		t.Fatalf("after the poll that read the state before the Set: Get %s: %v", leaf, err)
+	}
+	if got := valText(resp.GetNotification()[0].GetUpdate()[0].GetVal()); got != `"100"` {
+		t.Fatalf("after the poll: %s = %q, want 100", leaf, got)
+	}
+}

@@ -115,6 +115,10 @@ type target struct {
 
 	// stateErrLogged is set by the poller and RefreshState alike.
 	stateErrLogged atomic.Bool
+	// configs counts configuration changes (under the lock): a state read
+	// before one describes the old configuration, and a poll drops it
+	// rather than publish it over the state the change published.
+	configs atomic.Uint64
 
 	// gen counts cache writes: odd while a publish writes the cache, so a
 	// sample round built at an even generation that has not moved since
@@ -241,6 +245,7 @@ func (t *target) start(ctx context.Context) error {
 	}
 	defer t.unlock()
 	t.running = cfg
+	t.configs.Add(1)
 	if st, err := t.applier.State(ctx); err == nil {
 		t.state = st
 	} else {
@@ -400,6 +405,7 @@ func (t *target) pollState(ctx context.Context, every time.Duration) {
 }
 
 func (t *target) refreshState(ctx context.Context) {
+	configs := t.configs.Load()
 	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	st, err := t.applier.State(sctx)
 	cancel()
@@ -414,6 +420,9 @@ func (t *target) refreshState(ctx context.Context) {
 		return
 	}
 	defer t.unlock()
+	if t.configs.Load() != configs {
+		return // read before a configuration change, which published newer state
+	}
 	t.state = st
 	if err := t.publishLocked(false); err != nil {
 		t.log.Error("publishing state", "err", err)
