@@ -14,5 +14,6 @@ package ebpf
 // The floor programs of BenchmarkProgram (test only).
 //go:generate go tool bpf2go -cc clang -cflags "-O2 -mcpu=v3 -g -Wall -Werror -Ibpf/include" -target bpfel -output-suffix _test floor bpf/floor.c
 //
-// The least a transit hop costs, for BenchmarkProgram (test only).
+// Transits without the general program around them, for BenchmarkProgram
+// (test only).
 //go:generate go tool bpf2go -cc clang -cflags "-O2 -mcpu=v3 -g -Wall -Werror -Ibpf/include" -target bpfel -output-suffix _test lean bpf/lean.c
