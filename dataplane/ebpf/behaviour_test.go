@@ -2,6 +2,7 @@ package ebpf
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"net/netip"
 	"slices"
@@ -621,5 +622,76 @@ func TestCountersAddUp(t *testing.T) {
 				t.Errorf("%s: interfaces sum to %+v, node %+v", n.name(), sum, c)
 			}
 		}
+	}
+}
+
+// TestTransitFastPath runs INT packets through intd_egress with its
+// transit step for common layouts (intd_transit, reached by a tail call)
+// and without it (the steps entry deleted): both must make the same bytes
+// and counters, and the fast step must take exactly the layouts it is
+// written for. Those it leaves to the general path include what it hands
+// back after its checks (E bit, M bit, malformed, longer TCP options),
+// which must come out unchanged by the attempt.
+func TestTransitFastPath(t *testing.T) {
+	const a, b = "10.0.1.1", "10.0.2.1"
+	ts := []byte{1, 1, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2}
+	long := append(slices.Clone(ts), 1, 1, 4, 2, 3, 3, 7, 0)
+	tcp := tcpFrame(a, b, 1234, 80, 0, []byte("hello, INT world"))
+	udp := udpFrame(a, b, 4321, 53, []byte("dns-ish payload!"), true)
+	last := mdSession
+	last.MaxHopCount = 2
+	malformed := intFrame(t, tcp, mdSession, 2, false)
+	malformed[wire.EthernetLen+wire.IPv4MinLen+wire.TCPMinLen+1]++ // shim length off by a word
+	mx := intFrame(t, tcp, mdSession, 0, false)
+	mx[wire.EthernetLen+wire.IPv4MinLen+wire.TCPMinLen] = byte(spec.TypeMX) << 4
+	cases := []struct {
+		name string
+		in   []byte
+		mtu  int
+		fast bool
+	}{
+		{"TCP", intFrame(t, tcp, mdSession, 2, false), 0, true},
+		{"TCP, first transit", intFrame(t, tcp, mdSession, 0, false), 0, true},
+		{"TCP with timestamps", intFrame(t, wiretest.SYNFrame(a, b, 1234, 80, 0, 0x18, ts), mdSession, 1, false), 0, true},
+		{"UDP", intFrame(t, udp, mdSession, 2, false), 0, true},
+		{"UDP without checksum", intFrame(t, udpFrame(a, b, 4321, 53, []byte("no checksum here"), false), mdSession, 2, false), 0, true},
+		{"TCP with 20 bytes of options", intFrame(t, wiretest.SYNFrame(a, b, 1234, 80, 0, 0x18, long), mdSession, 2, false), 0, false},
+		{"hop limit reached (E bit)", intFrame(t, tcp, last, 2, false), 0, false},
+		{"no room in the MTU (M bit)", intFrame(t, tcp, mdSession, 2, false), 100, false},
+		{"malformed shim length", malformed, 0, false},
+		{"INT-MX", mx, 0, false},
+		{"IPv6", intFrame(t, tcpFrame("2001:db8:1::1", "2001:db8:2::1", 1234, 80, 0, []byte("hello, INT world")), mdSession, 2, false), 0, false},
+		{"not INT", tcp, 0, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var outs [2][]byte
+			var ctrs [2][]uint64
+			for i, fast := range []bool{true, false} {
+				n := newBPFNode(t)
+				n.setMTU(cmp.Or(c.mtu, 9000))
+				setup{}.apply(t, n)
+				if !fast {
+					if err := n.objs.Steps.Delete(uint32(1)); err != nil {
+						t.Fatal(err)
+					}
+				}
+				outs[i] = n.process(t, bytes.Clone(c.in))
+				ctrs[i] = n.counterSum(t)
+			}
+			if !bytes.Equal(outs[0], outs[1]) {
+				t.Errorf("with intd_transit:\n%x\nwithout:\n%x", outs[0], outs[1])
+			}
+			if got := ctrs[0][intdCounterC_FAST_TRANSIT]; got != map[bool]uint64{true: 1}[c.fast] {
+				t.Errorf("intd_transit pushed %d hops, want fast=%v", got, c.fast)
+			}
+			ctrs[0][intdCounterC_FAST_TRANSIT] = 0
+			if !slices.Equal(ctrs[0], ctrs[1]) {
+				t.Errorf("counters with intd_transit %v, without %v", ctrs[0], ctrs[1])
+			}
+			if c.fast && bytes.Equal(outs[0], c.in) {
+				t.Errorf("no hop pushed")
+			}
+		})
 	}
 }

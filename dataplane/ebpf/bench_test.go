@@ -391,12 +391,45 @@ func loadOn(b *testing.B, n *bpfNode, cs *ebpf.CollectionSpec, prog string) *ebp
 		if err != nil {
 			b.Fatal(err)
 		}
-		if ms.Type == info.Type && ms.KeySize == info.KeySize && ms.ValueSize == info.ValueSize && ms.MaxEntries == info.MaxEntries {
+		// Tail calls stay within the file: its own program arrays.
+		if ms.Type != ebpf.ProgramArray && ms.Type == info.Type && ms.KeySize == info.KeySize &&
+			ms.ValueSize == info.ValueSize && ms.MaxEntries == info.MaxEntries {
 			repl[name] = m
 		}
 	}
+	// prog and the programs it reaches by tail calls; program arrays it
+	// does not use are left out.
+	keep := map[string]bool{prog: true}
+	uses := func(name string) bool {
+		for p := range keep {
+			for _, ins := range cs.Programs[p].Instructions {
+				if ins.Reference() == name {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for more := true; more; {
+		more = false
+		for name, ms := range cs.Maps {
+			if ms.Type != ebpf.ProgramArray || !uses(name) {
+				continue
+			}
+			for _, kv := range ms.Contents {
+				if pn, ok := kv.Value.(string); ok && !keep[pn] {
+					keep[pn], more = true, true
+				}
+			}
+		}
+	}
+	for name, ms := range cs.Maps {
+		if ms.Type == ebpf.ProgramArray && !uses(name) {
+			delete(cs.Maps, name)
+		}
+	}
 	for name := range cs.Programs {
-		if name != prog {
+		if !keep[name] {
 			delete(cs.Programs, name)
 		}
 	}
@@ -405,6 +438,13 @@ func loadOn(b *testing.B, n *bpfNode, cs *ebpf.CollectionSpec, prog string) *ebp
 		b.Fatalf("%s: %v", prog, err)
 	}
 	p := coll.DetachProgram(prog)
+	for name, ms := range cs.Maps {
+		if ms.Type == ebpf.ProgramArray {
+			// A program array loses its entries with its last file.
+			m := coll.DetachMap(name)
+			b.Cleanup(func() { m.Close() })
+		}
+	}
 	coll.Close()
 	b.Cleanup(func() { p.Close() })
 	return p

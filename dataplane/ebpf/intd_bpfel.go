@@ -92,6 +92,7 @@ const (
 	intdCounterC_REMARKED      intdCounter = 17
 	intdCounterC_DISCARDED     intdCounter = 18
 	intdCounterC_DETOUR_LOST   intdCounter = 19
+	intdCounterC_FAST_TRANSIT  intdCounter = 20
 	intdCounterNCTR            intdCounter = 32
 )
 
@@ -362,7 +363,8 @@ type intdScratch struct {
 	Req       uint32
 	ReqDs     uint32
 	Icmp      uint16
-	Pad3      uint16
+	Slow      uint8
+	Pad3      uint8
 	In        struct {
 		_     structs.HostLayout
 		Saddr [4]uint32
@@ -578,6 +580,7 @@ const (
 	intdMapSessStatsMap  = "sess_stats_map"
 	intdMapSessions      = "sessions"
 	intdMapSojourns      = "sojourns"
+	intdMapSteps         = "steps"
 	intdMapTelemetry     = "telemetry"
 	intdMapTxUtil        = "tx_util"
 	intdMapWatchlist     = "watchlist"
@@ -595,6 +598,7 @@ const (
 	intdProgIntdIngress  = "intd_ingress"
 	intdProgIntdKfreeSkb = "intd_kfree_skb"
 	intdProgIntdPass     = "intd_pass"
+	intdProgIntdTransit  = "intd_transit"
 	intdProgIntdTunRx    = "intd_tun_rx"
 	intdProgIntdXmit     = "intd_xmit"
 	intdVarOwnNetns      = "own_netns"
@@ -650,6 +654,7 @@ type intdProgramSpecs struct {
 	IntdIngress  *ebpf.ProgramSpec `ebpf:"intd_ingress"`
 	IntdKfreeSkb *ebpf.ProgramSpec `ebpf:"intd_kfree_skb"`
 	IntdPass     *ebpf.ProgramSpec `ebpf:"intd_pass"`
+	IntdTransit  *ebpf.ProgramSpec `ebpf:"intd_transit"`
 	IntdTunRx    *ebpf.ProgramSpec `ebpf:"intd_tun_rx"`
 	IntdXmit     *ebpf.ProgramSpec `ebpf:"intd_xmit"`
 }
@@ -678,6 +683,7 @@ type intdMapSpecs struct {
 	SessStatsMap *ebpf.MapSpec `ebpf:"sess_stats_map"`
 	Sessions     *ebpf.MapSpec `ebpf:"sessions"`
 	Sojourns     *ebpf.MapSpec `ebpf:"sojourns"`
+	Steps        *ebpf.MapSpec `ebpf:"steps"`
 	Telemetry    *ebpf.MapSpec `ebpf:"telemetry"`
 	TxUtil       *ebpf.MapSpec `ebpf:"tx_util"`
 	Watchlist    *ebpf.MapSpec `ebpf:"watchlist"`
@@ -742,6 +748,7 @@ type intdMaps struct {
 	SessStatsMap *ebpf.Map `ebpf:"sess_stats_map"`
 	Sessions     *ebpf.Map `ebpf:"sessions"`
 	Sojourns     *ebpf.Map `ebpf:"sojourns"`
+	Steps        *ebpf.Map `ebpf:"steps"`
 	Telemetry    *ebpf.Map `ebpf:"telemetry"`
 	TxUtil       *ebpf.Map `ebpf:"tx_util"`
 	Watchlist    *ebpf.Map `ebpf:"watchlist"`
@@ -778,6 +785,7 @@ func (m *intdMaps) Close() error {
 		m.SessStatsMap,
 		m.Sessions,
 		m.Sojourns,
+		m.Steps,
 		m.Telemetry,
 		m.TxUtil,
 		m.Watchlist,
@@ -812,6 +820,7 @@ type intdPrograms struct {
 	IntdIngress  *ebpf.Program `ebpf:"intd_ingress"`
 	IntdKfreeSkb *ebpf.Program `ebpf:"intd_kfree_skb"`
 	IntdPass     *ebpf.Program `ebpf:"intd_pass"`
+	IntdTransit  *ebpf.Program `ebpf:"intd_transit"`
 	IntdTunRx    *ebpf.Program `ebpf:"intd_tun_rx"`
 	IntdXmit     *ebpf.Program `ebpf:"intd_xmit"`
 }
@@ -823,6 +832,7 @@ func (p *intdPrograms) Close() error {
 		p.IntdIngress,
 		p.IntdKfreeSkb,
 		p.IntdPass,
+		p.IntdTransit,
 		p.IntdTunRx,
 		p.IntdXmit,
 	)

@@ -239,7 +239,8 @@ type leanScratch struct {
 	Req       uint32
 	ReqDs     uint32
 	Icmp      uint16
-	Pad3      uint16
+	Slow      uint8
+	Pad3      uint8
 	In        struct {
 		_     structs.HostLayout
 		Saddr [4]uint32
@@ -404,6 +405,7 @@ const (
 	leanMapSessStatsMap  = "sess_stats_map"
 	leanMapSessions      = "sessions"
 	leanMapSojourns      = "sojourns"
+	leanMapSteps         = "steps"
 	leanMapTelemetry     = "telemetry"
 	leanMapTxUtil        = "tx_util"
 	leanMapWatchlist     = "watchlist"
@@ -422,6 +424,7 @@ const (
 	leanProgIntdIngress  = "intd_ingress"
 	leanProgIntdKfreeSkb = "intd_kfree_skb"
 	leanProgIntdPass     = "intd_pass"
+	leanProgIntdTransit  = "intd_transit"
 	leanProgIntdTunRx    = "intd_tun_rx"
 	leanProgIntdXmit     = "intd_xmit"
 	leanProgLeanTransit  = "lean_transit"
@@ -479,6 +482,7 @@ type leanProgramSpecs struct {
 	IntdIngress  *ebpf.ProgramSpec `ebpf:"intd_ingress"`
 	IntdKfreeSkb *ebpf.ProgramSpec `ebpf:"intd_kfree_skb"`
 	IntdPass     *ebpf.ProgramSpec `ebpf:"intd_pass"`
+	IntdTransit  *ebpf.ProgramSpec `ebpf:"intd_transit"`
 	IntdTunRx    *ebpf.ProgramSpec `ebpf:"intd_tun_rx"`
 	IntdXmit     *ebpf.ProgramSpec `ebpf:"intd_xmit"`
 	LeanTransit  *ebpf.ProgramSpec `ebpf:"lean_transit"`
@@ -508,6 +512,7 @@ type leanMapSpecs struct {
 	SessStatsMap *ebpf.MapSpec `ebpf:"sess_stats_map"`
 	Sessions     *ebpf.MapSpec `ebpf:"sessions"`
 	Sojourns     *ebpf.MapSpec `ebpf:"sojourns"`
+	Steps        *ebpf.MapSpec `ebpf:"steps"`
 	Telemetry    *ebpf.MapSpec `ebpf:"telemetry"`
 	TxUtil       *ebpf.MapSpec `ebpf:"tx_util"`
 	Watchlist    *ebpf.MapSpec `ebpf:"watchlist"`
@@ -572,6 +577,7 @@ type leanMaps struct {
 	SessStatsMap *ebpf.Map `ebpf:"sess_stats_map"`
 	Sessions     *ebpf.Map `ebpf:"sessions"`
 	Sojourns     *ebpf.Map `ebpf:"sojourns"`
+	Steps        *ebpf.Map `ebpf:"steps"`
 	Telemetry    *ebpf.Map `ebpf:"telemetry"`
 	TxUtil       *ebpf.Map `ebpf:"tx_util"`
 	Watchlist    *ebpf.Map `ebpf:"watchlist"`
@@ -608,6 +614,7 @@ func (m *leanMaps) Close() error {
 		m.SessStatsMap,
 		m.Sessions,
 		m.Sojourns,
+		m.Steps,
 		m.Telemetry,
 		m.TxUtil,
 		m.Watchlist,
@@ -643,6 +650,7 @@ type leanPrograms struct {
 	IntdIngress  *ebpf.Program `ebpf:"intd_ingress"`
 	IntdKfreeSkb *ebpf.Program `ebpf:"intd_kfree_skb"`
 	IntdPass     *ebpf.Program `ebpf:"intd_pass"`
+	IntdTransit  *ebpf.Program `ebpf:"intd_transit"`
 	IntdTunRx    *ebpf.Program `ebpf:"intd_tun_rx"`
 	IntdXmit     *ebpf.Program `ebpf:"intd_xmit"`
 	LeanTransit  *ebpf.Program `ebpf:"lean_transit"`
@@ -656,6 +664,7 @@ func (p *leanPrograms) Close() error {
 		p.IntdIngress,
 		p.IntdKfreeSkb,
 		p.IntdPass,
+		p.IntdTransit,
 		p.IntdTunRx,
 		p.IntdXmit,
 		p.LeanTransit,

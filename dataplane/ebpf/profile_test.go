@@ -53,7 +53,7 @@ func BenchmarkProgramProfile(b *testing.B) {
 		}
 		return
 	}
-	prof, err := newProgProfile(p, "bpf/intd.c")
+	prof, err := newProgProfile("bpf/intd.c", p, n.objs.IntdTransit)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -93,8 +93,9 @@ func BenchmarkProgramProfile(b *testing.B) {
 	}
 }
 
-// progProfile maps addresses of a loaded program's JIT image to the C
-// function of their source line.
+// progProfile maps addresses of loaded programs' JIT images (a program
+// and those it reaches by tail calls) to the C function of their source
+// line.
 type progProfile struct {
 	addrs []uint64 // JIT line table, ascending
 	funcs []string // the function of each line
@@ -105,7 +106,7 @@ type progProfile struct {
 // cDef is a function definition's first line in bpf/intd.c.
 var cDef = regexp.MustCompile(`^(?:static __always_inline |GLOBAL |int |SEC)[^;]*?(\w+)\(`)
 
-func newProgProfile(p *ebpf.Program, src string) (*progProfile, error) {
+func newProgProfile(src string, ps ...*ebpf.Program) (*progProfile, error) {
 	text, err := os.ReadFile(src)
 	if err != nil {
 		return nil, err
@@ -118,36 +119,41 @@ func newProgProfile(p *ebpf.Program, src string) (*progProfile, error) {
 			names = append(names, m[1])
 		}
 	}
-	info, err := p.Info()
-	if err != nil {
-		return nil, err
-	}
-	lines, err := info.LineInfos()
-	if err != nil {
-		return nil, fmt.Errorf("line info: %w", err)
-	}
-	jited, ok1 := info.JitedLineInfos()
-	syms, ok2 := info.JitedKsymAddrs()
-	lens, ok3 := info.JitedFuncLens()
-	if !ok1 || !ok2 || !ok3 || len(jited) != len(lines) || len(syms) != len(lens) {
-		return nil, fmt.Errorf("the kernel gives no JIT line table for %s", p)
-	}
 	type entry struct {
 		addr     uint64
 		fn, line string
 	}
-	es := make([]entry, len(lines))
-	for i, l := range lines {
-		fn := "?"
-		if k, found := slices.BinarySearch(starts, int(l.Line.LineNumber())); found {
-			fn = names[k]
-		} else if k > 0 {
-			fn = names[k-1]
+	var es []entry
+	pp := &progProfile{}
+	for _, p := range ps {
+		info, err := p.Info()
+		if err != nil {
+			return nil, err
 		}
-		es[i] = entry{jited[i], fn, fmt.Sprintf("%d %s", l.Line.LineNumber(), strings.TrimSpace(l.Line.Line()))}
+		lines, err := info.LineInfos()
+		if err != nil {
+			return nil, fmt.Errorf("line info: %w", err)
+		}
+		jited, ok1 := info.JitedLineInfos()
+		syms, ok2 := info.JitedKsymAddrs()
+		lens, ok3 := info.JitedFuncLens()
+		if !ok1 || !ok2 || !ok3 || len(jited) != len(lines) || len(syms) != len(lens) {
+			return nil, fmt.Errorf("the kernel gives no JIT line table for %s", p)
+		}
+		for i, l := range lines {
+			fn := "?"
+			if k, found := slices.BinarySearch(starts, int(l.Line.LineNumber())); found {
+				fn = names[k]
+			} else if k > 0 {
+				fn = names[k-1]
+			}
+			es = append(es, entry{jited[i], fn, fmt.Sprintf("%d %s", l.Line.LineNumber(), strings.TrimSpace(l.Line.Line()))})
+		}
+		for i, s := range syms {
+			pp.image = append(pp.image, [2]uint64{uint64(s), uint64(s) + uint64(lens[i])})
+		}
 	}
 	slices.SortFunc(es, func(a, b entry) int { return cmp.Compare(a.addr, b.addr) })
-	pp := &progProfile{}
 	for i, e := range es {
 		if e.fn == "?" && i > 0 {
 			e.fn, e.line = pp.funcs[i-1], pp.lines[i-1] // compiler-made code (line 0): its neighbour's
@@ -155,9 +161,6 @@ func newProgProfile(p *ebpf.Program, src string) (*progProfile, error) {
 		pp.addrs = append(pp.addrs, e.addr)
 		pp.funcs = append(pp.funcs, e.fn)
 		pp.lines = append(pp.lines, e.line)
-	}
-	for i, s := range syms {
-		pp.image = append(pp.image, [2]uint64{uint64(s), uint64(s) + uint64(lens[i])})
 	}
 	return pp, nil
 }

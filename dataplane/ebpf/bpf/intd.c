@@ -153,6 +153,7 @@ enum counter {
 	C_REMARKED,
 	C_DISCARDED,   /* INT packets discarded at the sink for their D bit */
 	C_DETOUR_LOST, /* GSO segments whose detour record was reused: left without INT */
+	C_FAST_TRANSIT, /* of C_TRANSITED, those intd_transit did (tests tell the paths apart by it) */
 	NCTR = 32,
 };
 
@@ -512,7 +513,8 @@ struct scratch {
 	__u32 req;    /* a postcard's requested instruction bitmap, for emit (EVF_INST) */
 	__u32 req_ds; /* and its domain (high 16 bits) and DS instruction */
 	__u16 icmp; /* ICMP type << 8 | code of the packet (F_WL_ICMP) */
-	__u16 pad3;
+	__u8 slow; /* intd_transit sent the packet back to intd_egress's general path */
+	__u8 pad3;
 	struct inner in; /* the tunnel and inner packet (F_WL_INNER) */
 	struct wl_lpm_key lk; /* wl_match's trie key */
 	__u64 tk;             /* wl_match's wl_tid key */
@@ -1137,7 +1139,8 @@ static __always_inline int shot(struct __sk_buff *skb)
 
 static __always_inline __u32 inst_words(__u16 inst)
 {
-	return __builtin_popcount(inst) + __builtin_popcount(inst & INST_DOUBLE_WORD);
+	/* The two-word bits counted twice, with one popcount. */
+	return __builtin_popcount(inst | ((__u32)(inst & INST_DOUBLE_WORD) << 16));
 }
 
 static __always_inline __u64 hash64(__u64 h, __u64 w)
@@ -4171,18 +4174,47 @@ int intd_ingress(struct __sk_buff *skb)
 	return TC_ACT_OK;
 }
 
+/* The steps intd_egress and intd_transit pass a packet between with a
+ * tail call. */
+enum { STEP_EGRESS, STEP_TRANSIT, NSTEPS };
+int intd_egress(struct __sk_buff *skb);
+int intd_transit(struct __sk_buff *skb);
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, NSTEPS);
+	__type(key, __u32);
+	__array(values, int(struct __sk_buff *));
+} steps SEC(".maps") = {
+	.values =
+		{
+			[STEP_EGRESS] = (void *)&intd_egress,
+			[STEP_TRANSIT] = (void *)&intd_transit,
+		},
+};
+
 SEC("tc")
 int intd_egress(struct __sk_buff *skb)
 {
 	__u32 zero = 0;
-	__u32 ifx = skb->ifindex;
-	struct iface *ifc = iface_of(ifx);
-	if (!ifc)
-		return TC_ACT_OK;
 	struct scratch *s = scratch();
 	struct cfg *c = bpf_map_lookup_elem(&cfg_map, &zero);
 	if (!s || !c)
 		return TC_ACT_OK;
+	__u32 ifx = skb->ifindex;
+	struct iface *ifc = iface_of(ifx);
+	if (!ifc)
+		return TC_ACT_OK;
+	if (s->slow) {
+		s->slow = 0; /* intd_transit sent it back */
+	} else if ((c->flags & (F_DTEL | F_TRANSIT)) == (F_DTEL | F_TRANSIT) && c->dscp_mask && !ifc->sink &&
+		   skb->ingress_ifindex) {
+		/* Marked IPv4 from another node: most likely INT to transit,
+		 * which intd_transit does for the common layouts. */
+		__u8 *d = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
+		if (d + 16 <= end && *(__u16 *)(d + 12) == bpf_htons(0x0800) && d[14] == 0x45 &&
+		    ((d[15] >> 2) & c->dscp_mask) == c->dscp_val)
+			bpf_tail_call(skb, &steps, STEP_TRANSIT);
+	}
 	s->slot = ifc->slot;
 	if (!(c->flags & F_DTEL) || (skb->ingress_ifindex == c->gso_peer && c->gso_peer) ||
 	    (skb->ingress_ifindex == c->tun_dev && c->tun_dev)) {
@@ -4219,11 +4251,6 @@ int intd_egress(struct __sk_buff *skb)
 			known = 1;
 		}
 	}
-	int pr = parse(skb, s);
-	if (pr < 0) {
-		cnt(s, C_OUT);
-		return TC_ACT_OK;
-	}
 	struct hop *h = &s->h;
 	__builtin_memset(h, 0, sizeof(*h));
 	h->node = s->c.node_id;
@@ -4237,6 +4264,11 @@ int intd_egress(struct __sk_buff *skb)
 		h->l1_in = l1_in;
 		h->l2_in = l2_in;
 		h->valid |= INST_L1_INTERFACES | INST_L2_INTERFACES;
+	}
+	int pr = parse(skb, s);
+	if (pr < 0) {
+		cnt(s, C_OUT);
+		return TC_ACT_OK;
 	}
 	s->t_in = 0;
 	if (sl && sl->ifindex == h->in_ifindex && sl->ts) {
@@ -4353,6 +4385,202 @@ int intd_egress(struct __sk_buff *skb)
 	if (qr)
 		queue_report(skb, s, watched);
 	cnt(s, C_OUT);
+	return TC_ACT_OK;
+}
+
+/* FAST_SLOW: fast_transit leaves the packet, unchanged, to the general
+ * path. */
+#define FAST_SLOW 1
+
+/* fast_transit is transit's step, parse's checks included, for a packet
+ * of Ethernet, IPv4 without options, an L4 header of l4len bytes (a
+ * constant: TCP of 20 or 32 bytes, or UDP) and DSCP-marked INT-MD behind
+ * it. Every offset is a constant; the checks are parse's and transit's,
+ * in an order that changes nothing before the last of them. */
+static __always_inline int fast_transit(struct __sk_buff *skb, struct scratch *s, struct cfg *c, struct iface *ifc,
+					const __u32 l4len)
+{
+	const __u32 l4 = L3 + 20, so = l4 + l4len, at = so + 16, mv = l4len + 16;
+	const int udp = l4len == 8;
+	const __u32 csum = udp ? l4 + 6 : l4 + 16;
+	__u8 *d = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
+	if (d + at > end)
+		return FAST_SLOW; /* not linear: parse pulls it */
+	__u8 *b = d + so;
+	__u32 ip_len = ((__u32)d[16] << 8) | d[17];
+	__u32 words = b[1], hop_ml = b[6] & 0x1f, rhc = b[7];
+	__u16 inst = ((__u16)b[8] << 8) | b[9];
+	/* MX, another type or version, NPT (DSCP marks none), E bit due. */
+	if ((b[0] & 0xfc) != (INT_TYPE_MD << 4) || (b[4] >> 4) != 2 || words < 3 || !rhc || !hop_ml)
+		return FAST_SLOW;
+	if (at > L3 + ip_len || so + 4 + words * 4 > L3 + ip_len || hop_ml < inst_words(inst) ||
+	    (words - 3) % hop_ml)
+		return FAST_SLOW; /* malformed */
+	__u32 n = hop_ml * 4;
+	if (skb->gso_size || ip_len + n > ifc->mtu || words + hop_ml > 255)
+		return FAST_SLOW; /* GSO; M bit */
+	__u8 hdr0 = b[4];
+	struct sk_buff *kskb = bpf_cast_to_kern_ctx(skb);
+	__u32 summed = BPF_CORE_READ_BITFIELD(kskb, ip_summed);
+	__u32 idlen = ((__u32)d[18] << 24) | ((__u32)d[19] << 16) | ip_len;
+	__u32 sa = *(__u32 *)(d + 26), da = *(__u32 *)(d + 30);
+
+	/* The ingress port, as intd_egress finds it: from inside the domain. */
+	__u32 zero = 0, in = skb->ingress_ifindex;
+	__u32 l1_in, l2_in;
+	struct ing_slot *sl = bpf_map_lookup_elem(&ing_map, &zero);
+	if (sl && sl->ifindex == in) {
+		if (sl->sink)
+			return FAST_SLOW;
+		l1_in = sl->l1_id;
+		l2_in = sl->l2_id;
+	} else {
+		struct iface *ii = iface_of(in);
+		if (!ii || ii->sink)
+			return FAST_SLOW;
+		l1_in = ii->l1_id;
+		l2_in = ii->l2_id;
+	}
+
+	/* intd_egress's steps before parse and between parse and transit,
+	 * with only what the functions below read: of the configuration the
+	 * time offset (need_time); of the hop what need_occ, need_time and
+	 * need_qtime test or use before they set it, and build_hop's fields
+	 * (others it masks by their valid bit). Every store counts: zeroing
+	 * the whole hop cost ~10 ns here. */
+	s->slot = ifc->slot;
+	s->c.time_offset = c->time_offset;
+	struct hop *h = &s->h;
+	h->valid = INST_NODE_ID | INST_L1_INTERFACES | INST_L2_INTERFACES;
+	h->qdone = h->occ_read = 0;
+	h->occ = h->txq = 0;
+	h->node = c->node_id;
+	h->l1_in = l1_in;
+	h->l1_out = ifc->l1_id;
+	h->l2_in = l2_in;
+	h->l2_out = ifc->l2_id;
+	s->t_in = 0;
+	if (sl && sl->ifindex == in && sl->ts && sl->fp == fingerprint(sa, da, idlen, d[23]))
+		s->t_in = sl->ts;
+	if (c->flags & F_QTIME)
+		follow(skb, s);
+
+	/* push_hop. */
+	need_inst(skb, s, inst);
+	__u32 w = build_hop(s, inst, hop_ml, 1) & 31;
+	if (w == 0 || w * 4 != n)
+		goto out;
+	struct pkt *p = &s->p; /* what set_hdr0 and l4_fix read */
+	if (bpf_skb_adjust_room(skb, n, BPF_ADJ_ROOM_NET, 0)) {
+		p->shim = so;
+		p->hdr0 = hdr0;
+		p->csum = csum;
+		p->csum_flags = udp ? BPF_F_MARK_MANGLED_0 : 0;
+		set_hdr0(skb, p, 0x02);
+		cnt(s, C_MBIT);
+		goto out;
+	}
+	PKT_RELOAD(skb, d, end);
+	/* L4 header, shim and INT header back up to the IP header. */
+	__u8 *src = d + l4 + (n & 0x7c);
+	asm volatile("" : "+r"(src));
+	if (d + at > end || src + mv > end)
+		return shot(skb);
+#pragma unroll
+	for (__u32 i = 0; i + 8 <= mv; i += 8)
+		*(__u64 *)(d + l4 + i) = *(__u64 *)(src + i);
+	if (mv & 4)
+		*(__u32 *)(d + l4 + (mv & ~7)) = *(__u32 *)(src + (mv & ~7));
+	/* The hop on top of the stack. */
+	__u32 acc = 0;
+	for (int i = 0; i < 31; i++) {
+		if (i >= w)
+			break;
+		__u8 *q = d + at + i * 4;
+		if (q + 4 > end)
+			return shot(skb);
+		__u32 v = s->hop[i & 31];
+		*(__u32 *)q = v;
+		acc += (v & 0xffff) + (v >> 16);
+	}
+	__u8 *sh = d + so;
+	acc = put8(acc, sh + 6, 1, rhc - 1);
+	acc = put8(acc, sh, 1, words + hop_ml);
+	__u16 seg = ip_len - 20;
+	if (udp) {
+		__u16 o16 = *(__u16 *)(d + l4 + 4);
+		*(__u16 *)(d + l4 + 4) = bpf_htons(seg + n);
+		acc = cadd(acc, o16, *(__u16 *)(d + l4 + 4));
+	}
+	/* ip_set with the TOS unchanged: its byte store adds 0xffff. */
+	__u16 o16 = *(__u16 *)(d + 16);
+	*(__u16 *)(d + 16) = bpf_htons(ip_len + n);
+	ip_csum_fix(d + L3, cadd(0xffff, o16, *(__u16 *)(d + 16)));
+	if (summed <= 1) {
+		/* CHECKSUM_NONE or UNNECESSARY: l4_fix's sum, in place. */
+		__u16 *ck = (__u16 *)(d + csum);
+		__u16 v = *ck;
+		if (v || !udp) {
+			__u16 nv = ~cfold(0xffff + (__u16)~bpf_htons(seg) + bpf_htons(seg + n) + (__u16)~v + cfold(acc));
+			*ck = (!nv && udp) ? 0xffff : nv;
+		}
+	} else {
+		p->csum = csum;
+		p->csum_flags = udp ? BPF_F_MARK_MANGLED_0 : 0;
+		if (l4_fix(skb, p, acc, seg, seg + n))
+			return shot(skb);
+	}
+	__u32 k = s->slot;
+	struct counters *ct = bpf_map_lookup_elem(&ctrs, &k);
+	if (ct) {
+		ct->c[C_TRANSITED]++;
+		ct->c[C_OUT]++;
+		ct->c[C_FAST_TRANSIT]++;
+	}
+	return TC_ACT_OK;
+out:
+	cnt(s, C_OUT);
+	return TC_ACT_OK;
+}
+
+/* intd_transit is the transit step for the layouts most INT traffic has
+ * (fast_transit), reached from intd_egress by a tail call once it has set
+ * up s->c, s->ifc, the slots and s->h: a transit's packet is then spared
+ * parse's and push_hop's general walk. Any other packet goes back to
+ * intd_egress (s->slow) before anything changed; both make the same
+ * bytes and counts (TestTransitLayouts). */
+SEC("tc")
+int intd_transit(struct __sk_buff *skb)
+{
+	__u32 zero = 0, in = skb->ingress_ifindex;
+	struct scratch *s = scratch();
+	struct cfg *c = bpf_map_lookup_elem(&cfg_map, &zero);
+	struct iface *ifc = iface_of(skb->ifindex);
+	if (!s || !c)
+		return TC_ACT_OK;
+	__u8 *d = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
+	int r = FAST_SLOW;
+	/* Not from the GSO detour or a session tunnel (intd_egress passes
+	 * those), not to a sink port or one with queue reports. */
+	if (ifc && !ifc->sink && !(ifc->qr && (c->flags & F_QUEUE)) && in != c->gso_peer && in != c->tun_dev &&
+	    d + L3 + 20 + 20 <= end && d[14] == 0x45 && !(*(__u16 *)(d + 20) & bpf_htons(0x3fff))) {
+		if (d[23] == IPPROTO_TCP) {
+			if ((d[46] >> 4) == 5)
+				r = fast_transit(skb, s, c, ifc, 20);
+			else if ((d[46] >> 4) == 8)
+				r = fast_transit(skb, s, c, ifc, 32);
+		} else if (d[23] == IPPROTO_UDP) {
+			__u16 dport = ((__u16)d[36] << 8) | d[37];
+			if (!((c->tunnels & TUN_VXLAN_GPE) && dport == PORT_VXLAN_GPE) &&
+			    !((c->tunnels & TUN_GENEVE) && dport == PORT_GENEVE))
+				r = fast_transit(skb, s, c, ifc, 8);
+		}
+	}
+	if (r != FAST_SLOW)
+		return r;
+	s->slow = 1;
+	bpf_tail_call(skb, &steps, STEP_EGRESS);
+	s->slow = 0;
 	return TC_ACT_OK;
 }
 
