@@ -642,6 +642,12 @@ func TestTransitFastPath(t *testing.T) {
 	last.MaxHopCount = 2
 	malformed := intFrame(t, tcp, mdSession, 2, false)
 	malformed[wire.EthernetLen+wire.IPv4MinLen+wire.TCPMinLen+1]++ // shim length off by a word
+	withInst := func(inst spec.Instruction) sai.IntSessionAttrs {
+		sa := mdSession
+		sa.Instructions = inst
+		return sa
+	}
+	noTime := spec.InstNodeID | spec.InstL1Interfaces | spec.InstQueue | spec.InstL2Interfaces | spec.InstEgressTxUtil | spec.InstBuffer
 	mx := intFrame(t, tcp, mdSession, 0, false)
 	mx[wire.EthernetLen+wire.IPv4MinLen+wire.TCPMinLen] = byte(spec.TypeMX) << 4
 	cases := []struct {
@@ -655,6 +661,9 @@ func TestTransitFastPath(t *testing.T) {
 		{"TCP with timestamps", intFrame(t, wiretest.SYNFrame(a, b, 1234, 80, 0, 0x18, ts), mdSession, 1, false), 0, true},
 		{"UDP", intFrame(t, udp, mdSession, 2, false), 0, true},
 		{"UDP without checksum", intFrame(t, udpFrame(a, b, 4321, 53, []byte("no checksum here"), false), mdSession, 2, false), 0, true},
+		{"node id only", intFrame(t, tcp, withInst(spec.InstNodeID), 2, false), 0, true},
+		{"every instruction but time", intFrame(t, tcp, withInst(noTime), 2, false), 0, true},
+		{"checksum complement", intFrame(t, tcp, withInst(spec.InstNodeID|spec.InstChecksumComplement), 2, false), 0, false},
 		{"TCP with 20 bytes of options", intFrame(t, wiretest.SYNFrame(a, b, 1234, 80, 0, 0x18, long), mdSession, 2, false), 0, false},
 		{"hop limit reached (E bit)", intFrame(t, tcp, last, 2, false), 0, false},
 		{"no room in the MTU (M bit)", intFrame(t, tcp, mdSession, 2, false), 100, false},

@@ -4388,6 +4388,25 @@ int intd_egress(struct __sk_buff *skb)
 	return TC_ACT_OK;
 }
 
+/* fast_hop is build_hop for a hop of exactly the words inst asks for
+ * (no padding, no checksum complement): no loop, no popcount. */
+static __always_inline void fast_hop(struct scratch *s, __u32 inst)
+{
+	const int sparse = 0;
+	struct hop *h = &s->h;
+	__u32 valid = h->valid;
+	__u32 n = 0;
+	HOP_PUT(0, h->node);
+	HOP_PUT(1, ((__u32)h->l1_in << 16) | h->l1_out);
+	HOP_PUT(2, h->latency);
+	HOP_PUT(3, (h->qid << 24) | (h->occ & 0xffffff));
+	HOP_PUT2(4, h->ts_in >> 32, (__u32)h->ts_in);
+	HOP_PUT2(5, h->ts_out >> 32, (__u32)h->ts_out);
+	HOP_PUT2(6, h->l2_in, h->l2_out);
+	HOP_PUT(7, h->util);
+	HOP_PUT(8, h->buf & 0xffffff);
+}
+
 /* FAST_SLOW: fast_transit leaves the packet, unchanged, to the general
  * path. */
 #define FAST_SLOW 1
@@ -4413,9 +4432,10 @@ static __always_inline int fast_transit(struct __sk_buff *skb, struct scratch *s
 	/* MX, another type or version, NPT (DSCP marks none), E bit due. */
 	if ((b[0] & 0xfc) != (INT_TYPE_MD << 4) || (b[4] >> 4) != 2 || words < 3 || !rhc || !hop_ml)
 		return FAST_SLOW;
-	if (at > L3 + ip_len || so + 4 + words * 4 > L3 + ip_len || hop_ml < inst_words(inst) ||
-	    (words - 3) % hop_ml)
+	if (at > L3 + ip_len || so + 4 + words * 4 > L3 + ip_len || (words - 3) % hop_ml)
 		return FAST_SLOW; /* malformed */
+	if (hop_ml != inst_words(inst) || (inst & (INST_RESERVED | INST_CHECKSUM_COMPLEMENT)))
+		return FAST_SLOW; /* malformed, or padding: domain-specific, reserved or checksum words */
 	__u32 n = hop_ml * 4;
 	if (skb->gso_size || ip_len + n > ifc->mtu || words + hop_ml > 255)
 		return FAST_SLOW; /* GSO; M bit */
@@ -4467,9 +4487,8 @@ static __always_inline int fast_transit(struct __sk_buff *skb, struct scratch *s
 
 	/* push_hop. */
 	need_inst(skb, s, inst);
-	__u32 w = build_hop(s, inst, hop_ml, 1) & 31;
-	if (w == 0 || w * 4 != n)
-		goto out;
+	__u32 w = hop_ml;
+	fast_hop(s, inst);
 	struct pkt *p = &s->p; /* what set_hdr0 and l4_fix read */
 	if (bpf_skb_adjust_room(skb, n, BPF_ADJ_ROOM_NET, 0)) {
 		p->shim = so;
