@@ -2175,15 +2175,15 @@ static __always_inline int filter(struct __sk_buff *skb, struct scratch *s)
 
 static __always_inline void flow_event(struct __sk_buff *skb, struct scratch *s, __u32 flags)
 {
-	cnt(s, C_FLOW_GEN);
 	int tcp_trigger = s->p.proto == IPPROTO_TCP && (s->p.tcp_flags & 0x07);
 	/* TCP flag packets run the filter too: its state then follows every
 	 * packet, as the report pipeline's does. */
 	int fl = (flags & EVF_REPORT_ALL) ? 0 : filter(skb, s);
 	if (!(flags & EVF_REPORT_ALL) && !tcp_trigger && !(fl & FL_REPORT)) {
-		cnt(s, C_EV_SUPPRESSED);
+		cnt2(s, C_FLOW_GEN, C_EV_SUPPRESSED); /* one lookup for most packets */
 		return;
 	}
+	cnt(s, C_FLOW_GEN);
 	if (fl & FL_ANOMALY)
 		flags |= EVF_LAT_ANOMALY;
 	emit(skb, s, EV_FLOW, flags);
