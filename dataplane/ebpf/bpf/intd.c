@@ -4204,16 +4204,19 @@ int intd_egress(struct __sk_buff *skb)
 	struct iface *ifc = iface_of(ifx);
 	if (!ifc)
 		return TC_ACT_OK;
-	if (s->slow) {
-		s->slow = 0; /* intd_transit sent it back */
-	} else if ((c->flags & (F_DTEL | F_TRANSIT)) == (F_DTEL | F_TRANSIT) && c->dscp_mask && !ifc->sink &&
-		   skb->ingress_ifindex) {
+	if ((c->flags & (F_DTEL | F_TRANSIT)) == (F_DTEL | F_TRANSIT) && c->dscp_mask && !ifc->sink &&
+	    skb->ingress_ifindex) {
 		/* Marked IPv4 from another node: most likely INT to transit,
-		 * which intd_transit does for the common layouts. */
+		 * which intd_transit does for the common layouts, unless it
+		 * sent the packet back. */
 		__u8 *d = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
 		if (d + 16 <= end && *(__u16 *)(d + 12) == bpf_htons(0x0800) && d[14] == 0x45 &&
-		    ((d[15] >> 2) & c->dscp_mask) == c->dscp_val)
-			bpf_tail_call(skb, &steps, STEP_TRANSIT);
+		    ((d[15] >> 2) & c->dscp_mask) == c->dscp_val) {
+			if (s->slow)
+				s->slow = 0;
+			else
+				bpf_tail_call(skb, &steps, STEP_TRANSIT);
+		}
 	}
 	s->slot = ifc->slot;
 	if (!(c->flags & F_DTEL) || (skb->ingress_ifindex == c->gso_peer && c->gso_peer) ||
