@@ -4254,6 +4254,11 @@ int intd_egress(struct __sk_buff *skb)
 			known = 1;
 		}
 	}
+	int pr = parse(skb, s);
+	if (pr < 0) {
+		cnt(s, C_OUT);
+		return TC_ACT_OK;
+	}
 	struct hop *h = &s->h;
 	__builtin_memset(h, 0, sizeof(*h));
 	h->node = s->c.node_id;
@@ -4267,11 +4272,6 @@ int intd_egress(struct __sk_buff *skb)
 		h->l1_in = l1_in;
 		h->l2_in = l2_in;
 		h->valid |= INST_L1_INTERFACES | INST_L2_INTERFACES;
-	}
-	int pr = parse(skb, s);
-	if (pr < 0) {
-		cnt(s, C_OUT);
-		return TC_ACT_OK;
 	}
 	s->t_in = 0;
 	if (sl && sl->ifindex == h->in_ifindex && sl->ts) {
@@ -4566,11 +4566,11 @@ out:
 }
 
 /* intd_transit is the transit step for the layouts most INT traffic has
- * (fast_transit), reached from intd_egress by a tail call once it has set
- * up s->c, s->ifc, the slots and s->h: a transit's packet is then spared
- * parse's and push_hop's general walk. Any other packet goes back to
- * intd_egress (s->slow) before anything changed; both make the same
- * bytes and counts (TestTransitLayouts). */
+ * (fast_transit), reached from intd_egress by a tail call before its own
+ * set-up: a transit's packet is spared that and parse's and push_hop's
+ * general walk. Any other packet goes back to intd_egress (s->slow)
+ * before anything changed; both make the same bytes and counts
+ * (TestTransitFastPath). */
 SEC("tc")
 int intd_transit(struct __sk_buff *skb)
 {
