@@ -1558,20 +1558,26 @@ hdr:
 				n += ((inst >> (15 - (b))) & 1) * 2;           \
 		}                                                              \
 	} while (0)
+/* HOP_FIELDS puts the fields of bits 0-8 in order (s, h, inst, valid, n
+ * and sparse in scope). */
+#define HOP_FIELDS()                                                           \
+	do {                                                                   \
+		HOP_PUT(0, h->node);                                           \
+		HOP_PUT(1, ((__u32)h->l1_in << 16) | h->l1_out);               \
+		HOP_PUT(2, h->latency);                                        \
+		HOP_PUT(3, (h->qid << 24) | (h->occ & 0xffffff));              \
+		HOP_PUT2(4, h->ts_in >> 32, (__u32)h->ts_in);                  \
+		HOP_PUT2(5, h->ts_out >> 32, (__u32)h->ts_out);                \
+		HOP_PUT2(6, h->l2_in, h->l2_out);                              \
+		HOP_PUT(7, h->util);                                           \
+		HOP_PUT(8, h->buf & 0xffffff);                                 \
+	} while (0)
 static __always_inline __u32 build_hop(struct scratch *s, __u32 inst, __u32 hop_ml, const int sparse)
 {
 	struct hop *h = &s->h;
 	__u32 valid = h->valid;
 	__u32 n = 0;
-	HOP_PUT(0, h->node);
-	HOP_PUT(1, ((__u32)h->l1_in << 16) | h->l1_out);
-	HOP_PUT(2, h->latency);
-	HOP_PUT(3, (h->qid << 24) | (h->occ & 0xffffff));
-	HOP_PUT2(4, h->ts_in >> 32, (__u32)h->ts_in);
-	HOP_PUT2(5, h->ts_out >> 32, (__u32)h->ts_out);
-	HOP_PUT2(6, h->l2_in, h->l2_out);
-	HOP_PUT(7, h->util);
-	HOP_PUT(8, h->buf & 0xffffff);
+	HOP_FIELDS();
 	/* Bits 9-14 have no values: all ones, as the padding up to hop_ml
 	 * words (the checksum complement, bit 15, last). */
 	__u32 n15 = n + __builtin_popcount(inst & INST_RESERVED);
@@ -4399,15 +4405,7 @@ static __always_inline void fast_hop(struct scratch *s, __u32 inst)
 	struct hop *h = &s->h;
 	__u32 valid = h->valid;
 	__u32 n = 0;
-	HOP_PUT(0, h->node);
-	HOP_PUT(1, ((__u32)h->l1_in << 16) | h->l1_out);
-	HOP_PUT(2, h->latency);
-	HOP_PUT(3, (h->qid << 24) | (h->occ & 0xffffff));
-	HOP_PUT2(4, h->ts_in >> 32, (__u32)h->ts_in);
-	HOP_PUT2(5, h->ts_out >> 32, (__u32)h->ts_out);
-	HOP_PUT2(6, h->l2_in, h->l2_out);
-	HOP_PUT(7, h->util);
-	HOP_PUT(8, h->buf & 0xffffff);
+	HOP_FIELDS();
 }
 
 /* FAST_SLOW: fast_transit leaves the packet, unchanged, to the general
