@@ -302,21 +302,14 @@ var dscpParser = &wire.Parser{DSCP: 0x17, DSCPMask: 0x3f}
 
 func be16(b []byte) uint16 { return binary.BigEndian.Uint16(b) }
 
-// counterSum is the node's counters, summed over its interfaces and CPUs.
-func (n *bpfNode) counterSum(t testing.TB) []uint64 {
-	t.Helper()
-	sum := make([]uint64, len(intdCounters{}.C))
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	for _, i := range n.ifaces {
-		var per []intdCounters
-		if err := n.objs.Ctrs.Lookup(uint32(i.slot), &per); err != nil {
-			t.Fatal(err)
-		}
-		for _, c := range per {
-			for k, v := range c.C {
-				sum[k] += v
-			}
+// counterSum is d's counters, summed over its interfaces.
+func (d *Dataplane) counterSum() [intdCounterNCTR]uint64 {
+	var sum [intdCounterNCTR]uint64
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, i := range d.ifaces {
+		for k, v := range d.rawCounters(i.slot) {
+			sum[k] += v
 		}
 	}
 	return sum

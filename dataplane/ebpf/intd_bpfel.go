@@ -440,6 +440,14 @@ type intdSojourn struct {
 	Samples uint64
 }
 
+type intdStep uint32
+
+const (
+	intdStepSTEP_EGRESS  intdStep = 0
+	intdStepSTEP_TRANSIT intdStep = 1
+	intdStepNSTEPS       intdStep = 2
+)
+
 type intdTelKey struct {
 	_    structs.HostLayout
 	Addr [4]uint32

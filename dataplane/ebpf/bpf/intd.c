@@ -778,6 +778,9 @@ struct {
 	__type(value, __u64);
 } own_drop SEC(".maps");
 
+/* The programs of the program array steps, by index. */
+enum step { STEP_EGRESS, STEP_TRANSIT, NSTEPS };
+
 /* Generated Go types for userspace. */
 struct event *unused_event __attribute__((unused));
 struct flow_key *unused_flow_key __attribute__((unused));
@@ -793,6 +796,7 @@ struct abi {
 	enum wl_set wl_set;
 	enum drop_map drop_map;
 	enum wl_use wl_use;
+	enum step step;
 } *unused_abi __attribute__((unused));
 
 /* ---- CO-RE view of the egress queue (queue occupancy) ---- */
@@ -4181,8 +4185,7 @@ int intd_ingress(struct __sk_buff *skb)
 }
 
 /* The steps intd_egress and intd_transit pass a packet between with a
- * tail call. */
-enum { STEP_EGRESS, STEP_TRANSIT, NSTEPS };
+ * tail call (enum step). */
 int intd_egress(struct __sk_buff *skb);
 int intd_transit(struct __sk_buff *skb);
 struct {
