@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"net/netip"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -700,6 +701,101 @@ func TestTransitFastPath(t *testing.T) {
 			}
 			if c.fast && bytes.Equal(outs[0], c.in) {
 				t.Errorf("no hop pushed")
+			}
+		})
+	}
+}
+
+// TestSinkFastPath runs each packet twice (the flow's report, then its
+// suppression) through a sink with intd_sink and without it (its steps
+// entry deleted): the same bytes, counters and reports, and intd_sink's
+// strip for exactly the layouts it is written for.
+func TestSinkFastPath(t *testing.T) {
+	const a, b = "10.0.1.1", "10.0.2.1"
+	ts := []byte{1, 1, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2}
+	long := append(slices.Clone(ts), 1, 1, 4, 2, 3, 3, 7, 0)
+	tcp := tcpFrame(a, b, 1234, 80, 0, []byte("hello, INT world"))
+	udp := udpFrame(a, b, 4321, 53, []byte("dns-ish payload!"), true)
+	last := mdSession
+	last.MaxHopCount = 2
+	malformed := intFrame(t, tcp, mdSession, 2, false)
+	malformed[wire.EthernetLen+wire.IPv4MinLen+wire.TCPMinLen+1]++ // shim length off by a word
+	withInst := func(inst spec.Instruction) sai.IntSessionAttrs {
+		sa := mdSession
+		sa.Instructions = inst
+		return sa
+	}
+	latency := spec.InstNodeID | spec.InstHopLatency | spec.InstQueue
+	mx := intFrame(t, tcp, mdSession, 0, false)
+	mx[wire.EthernetLen+wire.IPv4MinLen+wire.TCPMinLen] = byte(spec.TypeMX) << 4
+	adaptive := func(a *sai.DTelAttrs) {
+		a.FlowReport.Adaptive, a.FlowReport.LatencyFactor, a.FlowReport.LatencyFloor = true, 4, time.Millisecond
+	}
+	cases := []struct {
+		name string
+		s    setup
+		in   []byte
+		fast bool
+	}{
+		{"TCP", setup{sink: true}, intFrame(t, tcp, mdSession, 2, false), true},
+		{"TCP with a DSCP", setup{sink: true}, intFrame(t, tcpFrame(a, b, 1234, 80, 0x2e, []byte("hello, INT world")), mdSession, 2, false), true},
+		{"TCP, no hop", setup{sink: true}, intFrame(t, tcp, mdSession, 0, false), true},
+		{"TCP with timestamps", setup{sink: true}, intFrame(t, wiretest.SYNFrame(a, b, 1234, 80, 0, 0x10, ts), mdSession, 1, false), true},
+		{"UDP", setup{sink: true}, intFrame(t, udp, mdSession, 2, false), true},
+		{"UDP without checksum", setup{sink: true}, intFrame(t, udpFrame(a, b, 4321, 53, []byte("no checksum here"), false), mdSession, 2, false), true},
+		{"hop latencies", setup{sink: true}, intFrame(t, tcp, withInst(latency), 3, false), true},
+		{"hop latencies, adaptive filter", setup{sink: true, dt: adaptive}, intFrame(t, tcp, withInst(latency), 3, false), true},
+		{"node id only", setup{sink: true}, intFrame(t, tcp, withInst(spec.InstNodeID), 5, false), true},
+		{"SYN", setup{sink: true}, intFrame(t, wiretest.SYNFrame(a, b, 1234, 80, 0, 0x02, ts), mdSession, 2, false), false},
+		{"FIN", setup{sink: true}, intFrame(t, wiretest.SYNFrame(a, b, 1234, 80, 0, 0x11, ts), mdSession, 2, false), false},
+		{"TCP with 20 bytes of options", setup{sink: true}, intFrame(t, wiretest.SYNFrame(a, b, 1234, 80, 0, 0x10, long), mdSession, 2, false), false},
+		{"discard (D bit)", setup{sink: true}, intFrame(t, tcp, mdSession, 2, true), false},
+		{"hop limit reached (E bit)", setup{sink: true}, intFrame(t, tcp, last, 2, false), false},
+		{"malformed shim length", setup{sink: true}, malformed, false},
+		{"INT-MX", setup{sink: true}, mx, false},
+		{"IPv6", setup{sink: true}, intFrame(t, tcpFrame("2001:db8:1::1", "2001:db8:2::1", 1234, 80, 0, []byte("hello, INT world")), mdSession, 2, false), false},
+		{"from an edge port", setup{sink: true, edge: true}, intFrame(t, tcp, mdSession, 2, false), false},
+		{"not INT", setup{sink: true}, tcp, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var outs [2][2][]byte
+			var ctrs [2][intdCounterNCTR]uint64
+			var evs [2][]report.Event
+			for i, fast := range []bool{true, false} {
+				n := newBPFNode(t)
+				n.setMTU(9000)
+				c.s.apply(t, n)
+				if !fast {
+					if err := n.objs.Steps.Delete(uint32(intdStepSTEP_SINK)); err != nil {
+						t.Fatal(err)
+					}
+				}
+				for k := range outs[i] {
+					outs[i][k] = n.process(t, bytes.Clone(c.in))
+				}
+				ctrs[i] = n.counterSum()
+				evs[i] = n.rec.wait(t, int(ctrs[i][intdCounterC_EV_SENT]))
+				for k := range evs[i] {
+					e := &evs[i][k]
+					e.Now, e.Hop.EgressTimestamp, e.Hop.IngressTimestamp, e.Hop.HopLatency = 0, 0, 0, 0
+				}
+			}
+			if !reflect.DeepEqual(outs[0], outs[1]) {
+				t.Errorf("with intd_sink:\n%x\nwithout:\n%x", outs[0], outs[1])
+			}
+			if got := ctrs[0][intdCounterC_FAST_SINK]; got != map[bool]uint64{true: 2}[c.fast] {
+				t.Errorf("intd_sink stripped %d packets of 2, want fast=%v", got, c.fast)
+			}
+			ctrs[0][intdCounterC_FAST_SINK] = 0
+			if ctrs[0] != ctrs[1] {
+				t.Errorf("counters with intd_sink %v, without %v", ctrs[0], ctrs[1])
+			}
+			if !reflect.DeepEqual(evs[0], evs[1]) {
+				t.Errorf("reports with intd_sink %+v, without %+v", evs[0], evs[1])
+			}
+			if c.fast && (len(evs[0]) != 1 || bytes.Equal(outs[0][0], c.in) || len(outs[0][0]) >= len(c.in)) {
+				t.Errorf("%d reports, %d bytes of %d: want one report and INT stripped", len(evs[0]), len(outs[0][0]), len(c.in))
 			}
 		})
 	}

@@ -93,6 +93,7 @@ const (
 	intdCounterC_DISCARDED     intdCounter = 18
 	intdCounterC_DETOUR_LOST   intdCounter = 19
 	intdCounterC_FAST_TRANSIT  intdCounter = 20
+	intdCounterC_FAST_SINK     intdCounter = 21
 	intdCounterNCTR            intdCounter = 32
 )
 
@@ -445,7 +446,8 @@ type intdStep uint32
 const (
 	intdStepSTEP_EGRESS  intdStep = 0
 	intdStepSTEP_TRANSIT intdStep = 1
-	intdStepNSTEPS       intdStep = 2
+	intdStepSTEP_SINK    intdStep = 2
+	intdStepNSTEPS       intdStep = 3
 )
 
 type intdTelKey struct {
@@ -606,6 +608,7 @@ const (
 	intdProgIntdIngress  = "intd_ingress"
 	intdProgIntdKfreeSkb = "intd_kfree_skb"
 	intdProgIntdPass     = "intd_pass"
+	intdProgIntdSink     = "intd_sink"
 	intdProgIntdTransit  = "intd_transit"
 	intdProgIntdTunRx    = "intd_tun_rx"
 	intdProgIntdXmit     = "intd_xmit"
@@ -662,6 +665,7 @@ type intdProgramSpecs struct {
 	IntdIngress  *ebpf.ProgramSpec `ebpf:"intd_ingress"`
 	IntdKfreeSkb *ebpf.ProgramSpec `ebpf:"intd_kfree_skb"`
 	IntdPass     *ebpf.ProgramSpec `ebpf:"intd_pass"`
+	IntdSink     *ebpf.ProgramSpec `ebpf:"intd_sink"`
 	IntdTransit  *ebpf.ProgramSpec `ebpf:"intd_transit"`
 	IntdTunRx    *ebpf.ProgramSpec `ebpf:"intd_tun_rx"`
 	IntdXmit     *ebpf.ProgramSpec `ebpf:"intd_xmit"`
@@ -828,6 +832,7 @@ type intdPrograms struct {
 	IntdIngress  *ebpf.Program `ebpf:"intd_ingress"`
 	IntdKfreeSkb *ebpf.Program `ebpf:"intd_kfree_skb"`
 	IntdPass     *ebpf.Program `ebpf:"intd_pass"`
+	IntdSink     *ebpf.Program `ebpf:"intd_sink"`
 	IntdTransit  *ebpf.Program `ebpf:"intd_transit"`
 	IntdTunRx    *ebpf.Program `ebpf:"intd_tun_rx"`
 	IntdXmit     *ebpf.Program `ebpf:"intd_xmit"`
@@ -840,6 +845,7 @@ func (p *intdPrograms) Close() error {
 		p.IntdIngress,
 		p.IntdKfreeSkb,
 		p.IntdPass,
+		p.IntdSink,
 		p.IntdTransit,
 		p.IntdTunRx,
 		p.IntdXmit,

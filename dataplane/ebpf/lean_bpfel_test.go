@@ -424,6 +424,7 @@ const (
 	leanProgIntdIngress  = "intd_ingress"
 	leanProgIntdKfreeSkb = "intd_kfree_skb"
 	leanProgIntdPass     = "intd_pass"
+	leanProgIntdSink     = "intd_sink"
 	leanProgIntdTransit  = "intd_transit"
 	leanProgIntdTunRx    = "intd_tun_rx"
 	leanProgIntdXmit     = "intd_xmit"
@@ -482,6 +483,7 @@ type leanProgramSpecs struct {
 	IntdIngress  *ebpf.ProgramSpec `ebpf:"intd_ingress"`
 	IntdKfreeSkb *ebpf.ProgramSpec `ebpf:"intd_kfree_skb"`
 	IntdPass     *ebpf.ProgramSpec `ebpf:"intd_pass"`
+	IntdSink     *ebpf.ProgramSpec `ebpf:"intd_sink"`
 	IntdTransit  *ebpf.ProgramSpec `ebpf:"intd_transit"`
 	IntdTunRx    *ebpf.ProgramSpec `ebpf:"intd_tun_rx"`
 	IntdXmit     *ebpf.ProgramSpec `ebpf:"intd_xmit"`
@@ -650,6 +652,7 @@ type leanPrograms struct {
 	IntdIngress  *ebpf.Program `ebpf:"intd_ingress"`
 	IntdKfreeSkb *ebpf.Program `ebpf:"intd_kfree_skb"`
 	IntdPass     *ebpf.Program `ebpf:"intd_pass"`
+	IntdSink     *ebpf.Program `ebpf:"intd_sink"`
 	IntdTransit  *ebpf.Program `ebpf:"intd_transit"`
 	IntdTunRx    *ebpf.Program `ebpf:"intd_tun_rx"`
 	IntdXmit     *ebpf.Program `ebpf:"intd_xmit"`
@@ -664,6 +667,7 @@ func (p *leanPrograms) Close() error {
 		p.IntdIngress,
 		p.IntdKfreeSkb,
 		p.IntdPass,
+		p.IntdSink,
 		p.IntdTransit,
 		p.IntdTunRx,
 		p.IntdXmit,

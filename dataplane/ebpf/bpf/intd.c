@@ -154,6 +154,7 @@ enum counter {
 	C_DISCARDED,   /* INT packets discarded at the sink for their D bit */
 	C_DETOUR_LOST, /* GSO segments whose detour record was reused: left without INT */
 	C_FAST_TRANSIT, /* of C_TRANSITED, those intd_transit did (tests tell the paths apart by it) */
+	C_FAST_SINK,    /* of C_STRIPPED, those intd_sink did */
 	NCTR = 32,
 };
 
@@ -779,7 +780,7 @@ struct {
 } own_drop SEC(".maps");
 
 /* The programs of the program array steps, by index. */
-enum step { STEP_EGRESS, STEP_TRANSIT, NSTEPS };
+enum step { STEP_EGRESS, STEP_TRANSIT, STEP_SINK, NSTEPS };
 
 /* Generated Go types for userspace. */
 struct event *unused_event __attribute__((unused));
@@ -1918,10 +1919,12 @@ GLOBAL int emit(struct __sk_buff *skb, struct scratch *s, __u32 kind, __u32 flag
 	need_util(s);
 	need_buf(skb, s);
 	ev->now = h->ts_out;
-	ev->ts_in = h->ts_in;
+	/* Fields unset without their valid bit (intd_transit and intd_sink
+	 * set up only what they use) go out as 0. */
+	ev->ts_in = (h->valid & INST_INGRESS_TIMESTAMP) ? h->ts_in : 0;
 	ev->in_ifindex = h->in_ifindex;
 	ev->out_ifindex = h->out_ifindex;
-	ev->hop_latency = h->latency;
+	ev->hop_latency = (h->valid & INST_HOP_LATENCY) ? h->latency : 0;
 	ev->queue_occ = (h->qid << 24) | (h->occ & 0xffffff);
 	ev->l2_in = h->l2_in;
 	ev->l2_out = h->l2_out;
@@ -1929,8 +1932,8 @@ GLOBAL int emit(struct __sk_buff *skb, struct scratch *s, __u32 kind, __u32 flag
 	ev->l1_out = h->l1_out;
 	ev->valid = h->valid;
 	ev->node_id = h->node;
-	ev->tx_util = h->util;
-	ev->buf_occ = h->buf;
+	ev->tx_util = (h->valid & INST_EGRESS_TX_UTIL) ? h->util : 0;
+	ev->buf_occ = (h->valid & INST_BUFFER) ? h->buf : 0;
 	ev->kind = kind;
 	ev->flags = flags;
 	ev->drop_reason = 0;
@@ -3895,6 +3898,40 @@ static __always_inline int transit(struct __sk_buff *skb, struct scratch *s)
 /* strip is the INT sink step after the report: remove shim and INT (and the
  * UDP header of NPT 2), restore DSCP / port / protocol and lengths. It
  * returns 0, or -1 when the packet must be dropped. */
+/* csum_out is the folded sum of the complements of the ilen bytes (a
+ * multiple of 4) at d + so, in the linear part: their change to a checksum
+ * when they are removed, as bpf_csum_diff has it; -1 past end. */
+static __always_inline __s32 csum_out(__u8 *d, __u8 *end, __u32 so, __u32 ilen)
+{
+	/* The count is a new scalar: bounds learnt from it at each
+	 * exit of the loop must not reach ilen, which callers use in
+	 * pointer arithmetic (else every exit is verified apart). */
+	__u32 nw = ilen >> 2;
+	asm volatile("" : "+r"(nw));
+	/* Eight bytes a step: their 32-bit halves summed in 64 bits
+	 * and folded, the same one's complement sum. */
+	__u64 a64 = 0;
+	for (int i = 0; i < MAX_INT / 8; i++) {
+		if (i * 2 >= nw)
+			break;
+		__u8 *q = d + so + i * 8;
+		asm volatile("" : "+r"(q));
+		if (i * 2 + 1 == nw) {
+			if (q + 4 > end)
+				return -1;
+			a64 += (__u32)~*(__u32 *)q;
+			break;
+		}
+		if (q + 8 > end)
+			return -1;
+		__u64 v = ~*(__u64 *)q;
+		a64 += (v & 0xffffffff) + (v >> 32);
+	}
+	a64 = (a64 & 0xffffffff) + (a64 >> 32);
+	a64 = (a64 & 0xffffffff) + (a64 >> 32);
+	return cfold((__u32)a64);
+}
+
 static __always_inline int strip(struct __sk_buff *skb, struct scratch *s)
 {
 	if (!s)
@@ -3932,34 +3969,10 @@ static __always_inline int strip(struct __sk_buff *skb, struct scratch *s)
 	__u8 *d = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
 	__u32 so = start & 0xff;
 	if (d + so + ilen <= end) {
-		/* The count is a new scalar: bounds learnt from it at each
-		 * exit of the loop must not reach ilen, which the move below
-		 * uses in pointer arithmetic (else every exit is verified
-		 * apart). */
-		__u32 nw = ilen >> 2;
-		asm volatile("" : "+r"(nw));
-		/* Eight bytes a step: their 32-bit halves summed in 64 bits
-		 * and folded, the same one's complement sum. */
-		__u64 a64 = 0;
-		for (int i = 0; i < MAX_INT / 8; i++) {
-			if (i * 2 >= nw)
-				break;
-			__u8 *q = d + so + i * 8;
-			asm volatile("" : "+r"(q));
-			if (i * 2 + 1 == nw) {
-				if (q + 4 > end)
-					return -1;
-				a64 += (__u32)~*(__u32 *)q;
-				break;
-			}
-			if (q + 8 > end)
-				return -1;
-			__u64 v = ~*(__u64 *)q;
-			a64 += (v & 0xffffffff) + (v >> 32);
-		}
-		a64 = (a64 & 0xffffffff) + (a64 >> 32);
-		a64 = (a64 & 0xffffffff) + (a64 >> 32);
-		acc = cfold((__u32)a64);
+		__s32 r = csum_out(d, end, so, ilen);
+		if (r < 0)
+			return -1;
+		acc = r;
 	} else {
 		__s64 diff = 0;
 		for (int i = 0; i < 2; i++) {
@@ -4188,6 +4201,7 @@ int intd_ingress(struct __sk_buff *skb)
  * tail call (enum step). */
 int intd_egress(struct __sk_buff *skb);
 int intd_transit(struct __sk_buff *skb);
+int intd_sink(struct __sk_buff *skb);
 struct {
 	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
 	__uint(max_entries, NSTEPS);
@@ -4198,8 +4212,19 @@ struct {
 		{
 			[STEP_EGRESS] = (void *)&intd_egress,
 			[STEP_TRANSIT] = (void *)&intd_transit,
+			[STEP_SINK] = (void *)&intd_sink,
 		},
 };
+
+/* TAIL_CALL is a tail call to step k (a constant) of steps. The JIT makes
+ * a constant index a direct jump; the empty asm after the call, whose
+ * operand is k, keeps the compiler from merging two calls into one with a
+ * variable index (an indirect jump). */
+#define TAIL_CALL(skb, k)                         \
+	do {                                      \
+		bpf_tail_call(skb, &steps, k);    \
+		asm volatile("" ::"i"(k));        \
+	} while (0)
 
 SEC("tc")
 int intd_egress(struct __sk_buff *skb)
@@ -4213,18 +4238,19 @@ int intd_egress(struct __sk_buff *skb)
 	struct iface *ifc = iface_of(ifx);
 	if (!ifc)
 		return TC_ACT_OK;
-	if ((c->flags & (F_DTEL | F_TRANSIT)) == (F_DTEL | F_TRANSIT) && c->dscp_mask && !ifc->sink &&
-	    skb->ingress_ifindex) {
-		/* Marked IPv4 from another node: most likely INT to transit,
-		 * which intd_transit does for the common layouts, unless it
-		 * sent the packet back. */
+	if ((c->flags & F_DTEL) && c->dscp_mask && skb->ingress_ifindex) {
+		/* Marked IPv4 from another node: most likely INT to transit
+		 * or to sink, which intd_transit and intd_sink do for the
+		 * common layouts, unless they sent the packet back. */
 		__u8 *d = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
 		if (d + 16 <= end && *(__u16 *)(d + 12) == bpf_htons(0x0800) && d[14] == 0x45 &&
 		    ((d[15] >> 2) & c->dscp_mask) == c->dscp_val) {
 			if (s->slow)
 				s->slow = 0;
-			else
-				bpf_tail_call(skb, &steps, STEP_TRANSIT);
+			else if (!ifc->sink && (c->flags & F_TRANSIT))
+				TAIL_CALL(skb, STEP_TRANSIT);
+			else if (ifc->sink && (c->flags & F_ENDPOINT))
+				TAIL_CALL(skb, STEP_SINK);
 		}
 	}
 	s->slot = ifc->slot;
@@ -4415,6 +4441,53 @@ static __always_inline void fast_hop(struct scratch *s, __u32 inst)
  * path. */
 #define FAST_SLOW 1
 
+/* fast_setup is intd_egress's set-up between its lookups and transit or
+ * sink, for intd_transit and intd_sink: the ingress port (from inside the
+ * domain, else FAST_SLOW), the egress slot, and of the configuration and
+ * the hop only what the functions these steps call read: the time offset
+ * (need_time); what need_occ, need_time and need_qtime test or use before
+ * they set it, the ids build_hop, filter and emit take (others they mask
+ * by their valid bit). Every store counts: zeroing the whole hop cost
+ * ~10 ns. */
+static __always_inline int fast_setup(struct __sk_buff *skb, struct scratch *s, struct cfg *c, struct iface *ifc,
+				      __u32 idlen, __u32 sa, __u32 da, __u8 proto)
+{
+	__u32 zero = 0, in = skb->ingress_ifindex;
+	__u32 l1_in, l2_in;
+	struct ing_slot *sl = bpf_map_lookup_elem(&ing_map, &zero);
+	if (sl && sl->ifindex == in) {
+		if (sl->sink)
+			return FAST_SLOW;
+		l1_in = sl->l1_id;
+		l2_in = sl->l2_id;
+	} else {
+		struct iface *ii = iface_of(in);
+		if (!ii || ii->sink)
+			return FAST_SLOW;
+		l1_in = ii->l1_id;
+		l2_in = ii->l2_id;
+	}
+	s->slot = ifc->slot;
+	s->c.time_offset = c->time_offset;
+	struct hop *h = &s->h;
+	h->valid = INST_NODE_ID | INST_L1_INTERFACES | INST_L2_INTERFACES;
+	h->qdone = h->occ_read = 0;
+	h->occ = h->txq = h->qid = 0;
+	h->node = c->node_id;
+	h->l1_in = l1_in;
+	h->l1_out = ifc->l1_id;
+	h->l2_in = l2_in;
+	h->l2_out = ifc->l2_id;
+	h->in_ifindex = in;
+	h->out_ifindex = skb->ifindex;
+	s->t_in = 0;
+	if (sl && sl->ifindex == in && sl->ts && sl->fp == fingerprint(sa, da, idlen, proto))
+		s->t_in = sl->ts;
+	if (c->flags & F_QTIME)
+		follow(skb, s);
+	return 0;
+}
+
 /* fast_transit is transit's step, parse's checks included, for a packet
  * of Ethernet, IPv4 without options, an L4 header of l4len bytes (a
  * constant: TCP of 20 or 32 bytes, or UDP) and DSCP-marked INT-MD behind
@@ -4449,45 +4522,8 @@ static __always_inline int fast_transit(struct __sk_buff *skb, struct scratch *s
 	__u32 idlen = ((__u32)d[18] << 24) | ((__u32)d[19] << 16) | ip_len;
 	__u32 sa = *(__u32 *)(d + 26), da = *(__u32 *)(d + 30);
 
-	/* The ingress port, as intd_egress finds it: from inside the domain. */
-	__u32 zero = 0, in = skb->ingress_ifindex;
-	__u32 l1_in, l2_in;
-	struct ing_slot *sl = bpf_map_lookup_elem(&ing_map, &zero);
-	if (sl && sl->ifindex == in) {
-		if (sl->sink)
-			return FAST_SLOW;
-		l1_in = sl->l1_id;
-		l2_in = sl->l2_id;
-	} else {
-		struct iface *ii = iface_of(in);
-		if (!ii || ii->sink)
-			return FAST_SLOW;
-		l1_in = ii->l1_id;
-		l2_in = ii->l2_id;
-	}
-
-	/* intd_egress's steps before parse and between parse and transit,
-	 * with only what the functions below read: of the configuration the
-	 * time offset (need_time); of the hop what need_occ, need_time and
-	 * need_qtime test or use before they set it, and build_hop's fields
-	 * (others it masks by their valid bit). Every store counts: zeroing
-	 * the whole hop cost ~10 ns here. */
-	s->slot = ifc->slot;
-	s->c.time_offset = c->time_offset;
-	struct hop *h = &s->h;
-	h->valid = INST_NODE_ID | INST_L1_INTERFACES | INST_L2_INTERFACES;
-	h->qdone = h->occ_read = 0;
-	h->occ = h->txq = 0;
-	h->node = c->node_id;
-	h->l1_in = l1_in;
-	h->l1_out = ifc->l1_id;
-	h->l2_in = l2_in;
-	h->l2_out = ifc->l2_id;
-	s->t_in = 0;
-	if (sl && sl->ifindex == in && sl->ts && sl->fp == fingerprint(sa, da, idlen, d[23]))
-		s->t_in = sl->ts;
-	if (c->flags & F_QTIME)
-		follow(skb, s);
+	if (fast_setup(skb, s, c, ifc, idlen, sa, da, d[23]))
+		return FAST_SLOW;
 
 	/* push_hop. */
 	need_inst(skb, s, inst);
@@ -4566,6 +4602,27 @@ out:
 	return TC_ACT_OK;
 }
 
+/* fast_l4 is the L4 header length of the layouts intd_transit and
+ * intd_sink take, 0 for any other packet: IPv4 without options or
+ * fragmentation; TCP with 20 or 32 bytes of header, or UDP but for the
+ * tunnels INT is carried in (c->tunnels). */
+static __always_inline __u32 fast_l4(struct __sk_buff *skb, struct cfg *c)
+{
+	__u8 *d = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
+	if (d + L3 + 20 + 20 > end || d[14] != 0x45 || (*(__u16 *)(d + 20) & bpf_htons(0x3fff)))
+		return 0;
+	if (d[23] == IPPROTO_TCP) {
+		__u32 doff = d[46] >> 4;
+		return doff == 5 ? 20 : doff == 8 ? 32 : 0;
+	}
+	if (d[23] != IPPROTO_UDP)
+		return 0;
+	__u16 dport = ((__u16)d[36] << 8) | d[37];
+	if (((c->tunnels & TUN_VXLAN_GPE) && dport == PORT_VXLAN_GPE) || ((c->tunnels & TUN_GENEVE) && dport == PORT_GENEVE))
+		return 0;
+	return 8;
+}
+
 /* intd_transit is the transit step for the layouts most INT traffic has
  * (fast_transit), reached from intd_egress by a tail call before its own
  * set-up: a transit's packet is spared that and parse's and push_hop's
@@ -4581,23 +4638,178 @@ int intd_transit(struct __sk_buff *skb)
 	struct iface *ifc = iface_of(skb->ifindex);
 	if (!s || !c)
 		return TC_ACT_OK;
-	__u8 *d = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
 	int r = FAST_SLOW;
 	/* Not from the GSO detour or a session tunnel (intd_egress passes
 	 * those), not to a sink port or one with queue reports. */
-	if (ifc && !ifc->sink && !(ifc->qr && (c->flags & F_QUEUE)) && in != c->gso_peer && in != c->tun_dev &&
-	    d + L3 + 20 + 20 <= end && d[14] == 0x45 && !(*(__u16 *)(d + 20) & bpf_htons(0x3fff))) {
-		if (d[23] == IPPROTO_TCP) {
-			if ((d[46] >> 4) == 5)
-				r = fast_transit(skb, s, c, ifc, 20);
-			else if ((d[46] >> 4) == 8)
-				r = fast_transit(skb, s, c, ifc, 32);
-		} else if (d[23] == IPPROTO_UDP) {
-			__u16 dport = ((__u16)d[36] << 8) | d[37];
-			if (!((c->tunnels & TUN_VXLAN_GPE) && dport == PORT_VXLAN_GPE) &&
-			    !((c->tunnels & TUN_GENEVE) && dport == PORT_GENEVE))
-				r = fast_transit(skb, s, c, ifc, 8);
+	if (ifc && !ifc->sink && !(ifc->qr && (c->flags & F_QUEUE)) && in != c->gso_peer && in != c->tun_dev) {
+		__u32 l4len = fast_l4(skb, c);
+		if (l4len == 20)
+			r = fast_transit(skb, s, c, ifc, 20);
+		else if (l4len == 32)
+			r = fast_transit(skb, s, c, ifc, 32);
+		else if (l4len == 8)
+			r = fast_transit(skb, s, c, ifc, 8);
+	}
+	if (r != FAST_SLOW)
+		return r;
+	s->slow = 1;
+	bpf_tail_call(skb, &steps, STEP_EGRESS);
+	s->slow = 0;
+	return TC_ACT_OK;
+}
+
+/* fast_sink is sink()'s step, parse's checks included, for the layouts of
+ * fast_transit: the report filter and event as sink() has them, then
+ * strip() with constant offsets. A packet with the D bit, the E bit due,
+ * a TCP flag that reports or is clamped (FIN, SYN, RST), or anything
+ * parse calls malformed goes back before anything changed. */
+static __always_inline int fast_sink(struct __sk_buff *skb, struct scratch *s, struct cfg *c, struct iface *ifc,
+				     const __u32 l4len)
+{
+	const __u32 l4 = L3 + 20, so = l4 + l4len, at = so + 16;
+	const int udp = l4len == 8;
+	const __u32 csum = udp ? l4 + 6 : l4 + 16;
+	__u8 *d = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
+	if (d + at > end)
+		return FAST_SLOW; /* not linear: parse pulls it */
+	__u8 *b = d + so;
+	__u32 ip_len = ((__u32)d[16] << 8) | d[17];
+	__u32 words = b[1], hop_ml = b[6] & 0x1f;
+	__u16 inst = ((__u16)b[8] << 8) | b[9];
+	__u32 ilen = 4 + words * 4;
+	if ((b[0] & 0xfc) != (INT_TYPE_MD << 4) || (b[4] >> 4) != 2 || (b[4] & 0x08) || !b[7] || words < 3 ||
+	    (!udp && (d[l4 + 13] & 0x07)))
+		return FAST_SLOW; /* MX, another type or version, NPT; D; E; TCP flags */
+	if (at > L3 + ip_len || so + ilen > L3 + ip_len || hop_ml < inst_words(inst) || (words > 3 && !hop_ml) ||
+	    (hop_ml && (words - 3) % hop_ml))
+		return FAST_SLOW; /* malformed */
+	if (skb->gso_size || d + so + ilen > end)
+		return FAST_SLOW; /* GSO; INT not in the linear part */
+	struct sk_buff *kskb = bpf_cast_to_kern_ctx(skb);
+	__u32 summed = BPF_CORE_READ_BITFIELD(kskb, ip_summed);
+	__u32 idlen = ((__u32)d[18] << 24) | ((__u32)d[19] << 16) | ip_len;
+	__u32 sa = *(__u32 *)(d + 26), da = *(__u32 *)(d + 30);
+	if (fast_setup(skb, s, c, ifc, idlen, sa, da, d[23]))
+		return FAST_SLOW;
+
+	/* What filter and emit read of the packet and the configuration. */
+	struct pkt *p = &s->p;
+	p->sport = ((__u16)d[l4] << 8) | d[l4 + 1];
+	p->dport = ((__u16)d[l4 + 2] << 8) | d[l4 + 3];
+	p->proto = p->ipproto = d[23];
+	p->tcp_flags = udp ? 0 : d[l4 + 13];
+	p->idigest = 0;
+	p->saddr[0] = p->saddr[1] = p->daddr[0] = p->daddr[1] = 0;
+	p->saddr[2] = p->daddr[2] = bpf_htonl(0xffff);
+	p->saddr[3] = sa;
+	p->daddr[3] = da;
+	p->shim = so;
+	p->itype = INT_TYPE_MD;
+	p->hop_ml = hop_ml;
+	p->shim_words = words;
+	p->inst = inst;
+	s->c.flags = c->flags;
+	s->c.lat_shift = c->lat_shift;
+	s->c.flow_interval = c->flow_interval;
+	s->c.lat_factor = c->lat_factor;
+	s->c.lat_floor = c->lat_floor;
+	/* flow_event without a TCP flag that triggers; a suppressed event
+	 * counts with the strip below, in one counter lookup. */
+	int fl = filter(skb, s);
+	if (fl & FL_REPORT) {
+		cnt(s, C_FLOW_GEN);
+		emit(skb, s, EV_FLOW, EVF_SINK | ((fl & FL_ANOMALY) ? EVF_LAT_ANOMALY : 0));
+	}
+	__u32 quiet = !(fl & FL_REPORT);
+
+	/* strip. */
+	PKT_RELOAD(skb, d, end);
+	if (d + at > end || d + so + ilen > end)
+		goto bad;
+	__s32 sum = csum_out(d, end, so, ilen);
+	if (sum < 0)
+		goto bad;
+	__u32 acc = sum;
+	__u16 seg = ip_len - 20, nseg = seg - ilen;
+	if (udp) {
+		__u16 o16 = *(__u16 *)(d + l4 + 4);
+		*(__u16 *)(d + l4 + 4) = bpf_htons(nseg);
+		acc = cadd(acc, o16, *(__u16 *)(d + l4 + 4));
+	}
+	/* The DSCP the source kept in the shim, and the length. */
+	__u32 iacc = put8(0, d + L3, 1, (d[15] & 0x03) | (d[so + 3] & 0xfc));
+	__u16 o16 = *(__u16 *)(d + 16);
+	*(__u16 *)(d + 16) = bpf_htons(ip_len - ilen);
+	ip_csum_fix(d + L3, cadd(iacc, o16, *(__u16 *)(d + 16)));
+	if (summed <= 1) {
+		/* CHECKSUM_NONE or UNNECESSARY: l4_fix's sum, in place. */
+		__u16 *ck = (__u16 *)(d + csum);
+		__u16 v = *ck;
+		if (v || !udp) {
+			__u16 nv = ~cfold(0xffff + (__u16)~bpf_htons(seg) + bpf_htons(nseg) + (__u16)~v + cfold(acc));
+			*ck = (!nv && udp) ? 0xffff : nv;
 		}
+	} else {
+		p->csum = csum;
+		p->csum_flags = udp ? BPF_F_MARK_MANGLED_0 : 0;
+		if (l4_fix(skb, p, acc, seg, nseg))
+			goto bad;
+		PKT_RELOAD(skb, d, end);
+	}
+	/* The L4 header up over the INT bytes, top word first (it may
+	 * overlap its new place), then the room after the IP header goes. */
+	__u8 *dst = d + l4 + (ilen & 0x7fc);
+	asm volatile("" : "+r"(dst));
+	if (d + so > end || dst + l4len > end)
+		goto bad;
+	if (l4len & 4)
+		*(__u32 *)(dst + (l4len & ~7)) = *(__u32 *)(d + l4 + (l4len & ~7));
+#pragma unroll
+	for (int i = (int)(l4len & ~7) - 8; i >= 0; i -= 8)
+		*(__u64 *)(dst + i) = *(__u64 *)(d + l4 + i);
+	if (bpf_skb_adjust_room(skb, -(__s32)ilen, BPF_ADJ_ROOM_NET, 0))
+		goto bad;
+	__u32 k = s->slot;
+	struct counters *ct = bpf_map_lookup_elem(&ctrs, &k);
+	if (ct) {
+		ct->c[C_FLOW_GEN] += quiet;
+		ct->c[C_EV_SUPPRESSED] += quiet;
+		ct->c[C_STRIPPED]++;
+		ct->c[C_OUT]++;
+		ct->c[C_FAST_SINK]++;
+	}
+	return TC_ACT_OK;
+bad:
+	/* What sink() does when strip() fails. */
+	if (quiet)
+		cnt2(s, C_FLOW_GEN, C_EV_SUPPRESSED);
+	cnt(s, C_MALFORMED);
+	cnt_drop(s, 0);
+	return shot(skb);
+}
+
+/* intd_sink is the sink step for the layouts of intd_transit
+ * (fast_sink), reached from intd_egress by a tail call as intd_transit
+ * is; both paths make the same bytes, counts and reports
+ * (TestSinkFastPath). */
+SEC("tc")
+int intd_sink(struct __sk_buff *skb)
+{
+	__u32 zero = 0, in = skb->ingress_ifindex;
+	struct scratch *s = scratch();
+	struct cfg *c = bpf_map_lookup_elem(&cfg_map, &zero);
+	struct iface *ifc = iface_of(skb->ifindex);
+	if (!s || !c)
+		return TC_ACT_OK;
+	int r = FAST_SLOW;
+	if (ifc && ifc->sink && in != c->gso_peer && in != c->tun_dev) {
+		__u32 l4len = fast_l4(skb, c);
+		if (l4len == 20)
+			r = fast_sink(skb, s, c, ifc, 20);
+		else if (l4len == 32)
+			r = fast_sink(skb, s, c, ifc, 32);
+		else if (l4len == 8)
+			r = fast_sink(skb, s, c, ifc, 8);
 	}
 	if (r != FAST_SLOW)
 		return r;
