@@ -119,19 +119,21 @@
 // in front of the flow cache; the queue occupancy is read only when a
 // session, queue report or event uses it.
 //
-// Transit of the common layouts has a program of its own, intd_transit:
-// IPv4 without options, DSCP-marked INT-MD behind a TCP header of 20 or
-// 32 bytes or a UDP header, a hop of exactly the instructions' words, no
-// GSO, to a port without queue reports. intd_egress sends marked IPv4
+// Transit and sink of the common layouts have programs of their own,
+// intd_transit and intd_sink: IPv4 without options, DSCP-marked INT-MD
+// behind a TCP header of 20 or 32 bytes or a UDP header, no GSO; for
+// transit a hop of exactly the instructions' words to a port without
+// queue reports, for the sink no D bit, no E bit due and no TCP flag that
+// reports or is clamped (FIN, SYN, RST). intd_egress sends marked IPv4
 // from another node there first (a tail call through the program array
-// steps), before its own set-up and parse; intd_transit checks what parse
-// and transit would, with every offset a constant, and pushes the hop, or
-// hands the packet back unchanged (a per-CPU flag, then a tail call) to
-// the general path. Both make the same bytes and counts
-// (TestTransitFastPath), which costs a transit about 0.8 of the general
-// path's time (docs/performance.md). The array loses its entries when
-// intd's last file of it closes, so programs left attached by a killed
-// intd run the general path alone.
+// steps), before its own set-up and parse; the step checks what parse and
+// transit or sink would, with every offset a constant, and does the work,
+// or hands the packet back unchanged (a per-CPU flag, then a tail call) to
+// the general path. Both paths make the same bytes, counts and reports
+// (TestTransitFastPath, TestSinkFastPath); a step costs about 0.8 of the
+// general path's time (docs/performance.md). The array loses its entries
+// when intd's last file of it closes, so programs left attached by a
+// killed intd run the general path alone.
 //
 // GSO/TSO: offloads need not be turned off. INT over TCP/UDP goes after
 // the L4 header, which GSO cannot replicate per segment (it copies headers

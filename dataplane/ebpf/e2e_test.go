@@ -403,11 +403,15 @@ func TestEndToEnd(t *testing.T) {
 	e.ping(t)
 
 	// UDP: the payload arrives unchanged. r2 transits every copy with
-	// intd_transit (IPv4, DSCP-marked, a UDP header).
+	// intd_transit (IPv4, DSCP-marked, a UDP header), r3 strips every
+	// one with intd_sink.
 	e.udpOnce(t, "udp4", "10.0.2.2:9999", []byte("hello over INT, UDP"))
-	r2 := e.r[1].counterSum()
+	r2, r3 := e.r[1].counterSum(), e.r[2].counterSum()
 	if tr, fast := r2[intdCounterC_TRANSITED], r2[intdCounterC_FAST_TRANSIT]; tr == 0 || fast != tr {
 		t.Errorf("r2, UDP: intd_transit pushed %d of %d hops", fast, tr)
+	}
+	if st, fast := r3[intdCounterC_STRIPPED], r3[intdCounterC_FAST_SINK]; st == 0 || fast != st {
+		t.Errorf("r3, UDP: intd_sink stripped %d of %d packets", fast, st)
 	}
 
 	// TCP: 1 MiB echoed back byte for byte (GSO super-packets included).
@@ -437,6 +441,15 @@ func TestEndToEnd(t *testing.T) {
 		t.Errorf("r2, TCP: intd_transit pushed %d of %d hops", fast, tr)
 	}
 	t.Logf("r2, TCP: intd_transit pushed %d of %d hops", fast, tr)
+	// And r3's strips, but for the SYN and FIN (the general path
+	// reports and clamps them) and those segments.
+	tcp = e.r[2].counterSum()
+	stripped := tcp[intdCounterC_STRIPPED] - r3[intdCounterC_STRIPPED]
+	fast = tcp[intdCounterC_FAST_SINK] - r3[intdCounterC_FAST_SINK]
+	if fast > stripped || fast < stripped/2 {
+		t.Errorf("r3, TCP: intd_sink stripped %d of %d packets", fast, stripped)
+	}
+	t.Logf("r3, TCP: intd_sink stripped %d of %d packets", fast, stripped)
 
 	// Reports with the path r3, r2, r1 (stack order: last hop first).
 	var paths [][]uint32

@@ -4450,7 +4450,7 @@ static __always_inline void fast_hop(struct scratch *s, __u32 inst)
  * by their valid bit). Every store counts: zeroing the whole hop cost
  * ~10 ns. */
 static __always_inline int fast_setup(struct __sk_buff *skb, struct scratch *s, struct cfg *c, struct iface *ifc,
-				      __u32 idlen, __u32 sa, __u32 da, __u8 proto)
+				      __u32 idlen, __u32 sa, __u32 da, __u8 proto, const int sink)
 {
 	__u32 zero = 0, in = skb->ingress_ifindex;
 	__u32 l1_in, l2_in;
@@ -4472,14 +4472,18 @@ static __always_inline int fast_setup(struct __sk_buff *skb, struct scratch *s, 
 	struct hop *h = &s->h;
 	h->valid = INST_NODE_ID | INST_L1_INTERFACES | INST_L2_INTERFACES;
 	h->qdone = h->occ_read = 0;
-	h->occ = h->txq = h->qid = 0;
+	h->occ = h->txq = 0;
 	h->node = c->node_id;
 	h->l1_in = l1_in;
 	h->l1_out = ifc->l1_id;
 	h->l2_in = l2_in;
 	h->l2_out = ifc->l2_id;
-	h->in_ifindex = in;
-	h->out_ifindex = skb->ifindex;
+	if (sink) {
+		/* What filter and emit read besides. */
+		h->qid = 0;
+		h->in_ifindex = in;
+		h->out_ifindex = skb->ifindex;
+	}
 	s->t_in = 0;
 	if (sl && sl->ifindex == in && sl->ts && sl->fp == fingerprint(sa, da, idlen, proto))
 		s->t_in = sl->ts;
@@ -4522,7 +4526,7 @@ static __always_inline int fast_transit(struct __sk_buff *skb, struct scratch *s
 	__u32 idlen = ((__u32)d[18] << 24) | ((__u32)d[19] << 16) | ip_len;
 	__u32 sa = *(__u32 *)(d + 26), da = *(__u32 *)(d + 30);
 
-	if (fast_setup(skb, s, c, ifc, idlen, sa, da, d[23]))
+	if (fast_setup(skb, s, c, ifc, idlen, sa, da, d[23], 0))
 		return FAST_SLOW;
 
 	/* push_hop. */
@@ -4689,7 +4693,7 @@ static __always_inline int fast_sink(struct __sk_buff *skb, struct scratch *s, s
 	__u32 summed = BPF_CORE_READ_BITFIELD(kskb, ip_summed);
 	__u32 idlen = ((__u32)d[18] << 24) | ((__u32)d[19] << 16) | ip_len;
 	__u32 sa = *(__u32 *)(d + 26), da = *(__u32 *)(d + 30);
-	if (fast_setup(skb, s, c, ifc, idlen, sa, da, d[23]))
+	if (fast_setup(skb, s, c, ifc, idlen, sa, da, d[23], 1))
 		return FAST_SLOW;
 
 	/* What filter and emit read of the packet and the configuration. */
