@@ -4606,26 +4606,29 @@ out:
 	return TC_ACT_OK;
 }
 
-/* fast_l4 is the L4 header length of the layouts intd_transit and
- * intd_sink take, 0 for any other packet: IPv4 without options or
- * fragmentation; TCP with 20 or 32 bytes of header, or UDP but for the
- * tunnels INT is carried in (c->tunnels). */
-static __always_inline __u32 fast_l4(struct __sk_buff *skb, struct cfg *c)
-{
-	__u8 *d = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
-	if (d + L3 + 20 + 20 > end || d[14] != 0x45 || (*(__u16 *)(d + 20) & bpf_htons(0x3fff)))
-		return 0;
-	if (d[23] == IPPROTO_TCP) {
-		__u32 doff = d[46] >> 4;
-		return doff == 5 ? 20 : doff == 8 ? 32 : 0;
-	}
-	if (d[23] != IPPROTO_UDP)
-		return 0;
-	__u16 dport = ((__u16)d[36] << 8) | d[37];
-	if (((c->tunnels & TUN_VXLAN_GPE) && dport == PORT_VXLAN_GPE) || ((c->tunnels & TUN_GENEVE) && dport == PORT_GENEVE))
-		return 0;
-	return 8;
-}
+/* FAST_STEP sets r to what step (fast_transit or fast_sink) makes of the
+ * packet when it has a layout both take, with the L4 header's length as a
+ * constant: IPv4 without options or fragmentation; TCP with 20 or 32
+ * bytes of header, or UDP but for the tunnels INT is carried in
+ * (c->tunnels). A macro, not a function returning the length: the checks
+ * then lead straight to each call. */
+#define FAST_STEP(r, step, skb, s, c, ifc)                                                                \
+	do {                                                                                              \
+		__u8 *d_ = (void *)(long)(skb)->data, *end_ = (void *)(long)(skb)->data_end;             \
+		if (d_ + L3 + 20 + 20 > end_ || d_[14] != 0x45 || (*(__u16 *)(d_ + 20) & bpf_htons(0x3fff))) \
+			break;                                                                            \
+		if (d_[23] == IPPROTO_TCP) {                                                              \
+			if ((d_[46] >> 4) == 5)                                                           \
+				r = step(skb, s, c, ifc, 20);                                             \
+			else if ((d_[46] >> 4) == 8)                                                      \
+				r = step(skb, s, c, ifc, 32);                                             \
+		} else if (d_[23] == IPPROTO_UDP) {                                                       \
+			__u16 dport_ = ((__u16)d_[36] << 8) | d_[37];                                     \
+			if (!(((c)->tunnels & TUN_VXLAN_GPE) && dport_ == PORT_VXLAN_GPE) &&             \
+			    !(((c)->tunnels & TUN_GENEVE) && dport_ == PORT_GENEVE))                      \
+				r = step(skb, s, c, ifc, 8);                                              \
+		}                                                                                         \
+	} while (0)
 
 /* intd_transit is the transit step for the layouts most INT traffic has
  * (fast_transit), reached from intd_egress by a tail call before its own
@@ -4645,15 +4648,8 @@ int intd_transit(struct __sk_buff *skb)
 	int r = FAST_SLOW;
 	/* Not from the GSO detour or a session tunnel (intd_egress passes
 	 * those), not to a sink port or one with queue reports. */
-	if (ifc && !ifc->sink && !(ifc->qr && (c->flags & F_QUEUE)) && in != c->gso_peer && in != c->tun_dev) {
-		__u32 l4len = fast_l4(skb, c);
-		if (l4len == 20)
-			r = fast_transit(skb, s, c, ifc, 20);
-		else if (l4len == 32)
-			r = fast_transit(skb, s, c, ifc, 32);
-		else if (l4len == 8)
-			r = fast_transit(skb, s, c, ifc, 8);
-	}
+	if (ifc && !ifc->sink && !(ifc->qr && (c->flags & F_QUEUE)) && in != c->gso_peer && in != c->tun_dev)
+		FAST_STEP(r, fast_transit, skb, s, c, ifc);
 	if (r != FAST_SLOW)
 		return r;
 	s->slow = 1;
@@ -4806,15 +4802,8 @@ int intd_sink(struct __sk_buff *skb)
 	if (!s || !c)
 		return TC_ACT_OK;
 	int r = FAST_SLOW;
-	if (ifc && ifc->sink && in != c->gso_peer && in != c->tun_dev) {
-		__u32 l4len = fast_l4(skb, c);
-		if (l4len == 20)
-			r = fast_sink(skb, s, c, ifc, 20);
-		else if (l4len == 32)
-			r = fast_sink(skb, s, c, ifc, 32);
-		else if (l4len == 8)
-			r = fast_sink(skb, s, c, ifc, 8);
-	}
+	if (ifc && ifc->sink && in != c->gso_peer && in != c->tun_dev)
+		FAST_STEP(r, fast_sink, skb, s, c, ifc);
 	if (r != FAST_SLOW)
 		return r;
 	s->slow = 1;
