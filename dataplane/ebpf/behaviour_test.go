@@ -626,6 +626,36 @@ func TestCountersAddUp(t *testing.T) {
 	}
 }
 
+// fastA and fastB are the hosts of fastFrames' packets.
+const fastA, fastB = "10.0.1.1", "10.0.2.1"
+
+// fastFrames are the packets TestTransitFastPath and TestSinkFastPath
+// build their cases from.
+type fastFrames struct {
+	ts, long  []byte // TCP options: timestamps (12 bytes), and 20 bytes
+	tcp, udp  []byte
+	last      sai.IntSessionAttrs // a hop limit of 2
+	malformed []byte              // INT-MD over tcp with a shim length off by a word
+	withInst  func(spec.Instruction) sai.IntSessionAttrs
+}
+
+func newFastFrames(t *testing.T) fastFrames {
+	f := fastFrames{ts: []byte{1, 1, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2}}
+	f.long = append(slices.Clone(f.ts), 1, 1, 4, 2, 3, 3, 7, 0)
+	f.tcp = tcpFrame(fastA, fastB, 1234, 80, 0, []byte("hello, INT world"))
+	f.udp = udpFrame(fastA, fastB, 4321, 53, []byte("dns-ish payload!"), true)
+	f.last = mdSession
+	f.last.MaxHopCount = 2
+	f.malformed = intFrame(t, f.tcp, mdSession, 2, false)
+	f.malformed[wire.EthernetLen+wire.IPv4MinLen+wire.TCPMinLen+1]++
+	f.withInst = func(inst spec.Instruction) sai.IntSessionAttrs {
+		sa := mdSession
+		sa.Instructions = inst
+		return sa
+	}
+	return f
+}
+
 // TestTransitFastPath runs INT packets through intd_egress with its
 // transit step for common layouts (intd_transit, reached by a tail call)
 // and without it (the steps entry deleted): both must make the same bytes
@@ -634,20 +664,9 @@ func TestCountersAddUp(t *testing.T) {
 // back after its checks (E bit, M bit, malformed, longer TCP options),
 // which must come out unchanged by the attempt.
 func TestTransitFastPath(t *testing.T) {
-	const a, b = "10.0.1.1", "10.0.2.1"
-	ts := []byte{1, 1, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2}
-	long := append(slices.Clone(ts), 1, 1, 4, 2, 3, 3, 7, 0)
-	tcp := tcpFrame(a, b, 1234, 80, 0, []byte("hello, INT world"))
-	udp := udpFrame(a, b, 4321, 53, []byte("dns-ish payload!"), true)
-	last := mdSession
-	last.MaxHopCount = 2
-	malformed := intFrame(t, tcp, mdSession, 2, false)
-	malformed[wire.EthernetLen+wire.IPv4MinLen+wire.TCPMinLen+1]++ // shim length off by a word
-	withInst := func(inst spec.Instruction) sai.IntSessionAttrs {
-		sa := mdSession
-		sa.Instructions = inst
-		return sa
-	}
+	const a, b = fastA, fastB
+	f := newFastFrames(t)
+	ts, long, tcp, udp, last, malformed, withInst := f.ts, f.long, f.tcp, f.udp, f.last, f.malformed, f.withInst
 	noTime := spec.InstNodeID | spec.InstL1Interfaces | spec.InstQueue | spec.InstL2Interfaces | spec.InstEgressTxUtil | spec.InstBuffer
 	mx := intFrame(t, tcp, mdSession, 0, false)
 	mx[wire.EthernetLen+wire.IPv4MinLen+wire.TCPMinLen] = byte(spec.TypeMX) << 4
@@ -711,20 +730,9 @@ func TestTransitFastPath(t *testing.T) {
 // entry deleted): the same bytes, counters and reports, and intd_sink's
 // strip for exactly the layouts it is written for.
 func TestSinkFastPath(t *testing.T) {
-	const a, b = "10.0.1.1", "10.0.2.1"
-	ts := []byte{1, 1, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2}
-	long := append(slices.Clone(ts), 1, 1, 4, 2, 3, 3, 7, 0)
-	tcp := tcpFrame(a, b, 1234, 80, 0, []byte("hello, INT world"))
-	udp := udpFrame(a, b, 4321, 53, []byte("dns-ish payload!"), true)
-	last := mdSession
-	last.MaxHopCount = 2
-	malformed := intFrame(t, tcp, mdSession, 2, false)
-	malformed[wire.EthernetLen+wire.IPv4MinLen+wire.TCPMinLen+1]++ // shim length off by a word
-	withInst := func(inst spec.Instruction) sai.IntSessionAttrs {
-		sa := mdSession
-		sa.Instructions = inst
-		return sa
-	}
+	const a, b = fastA, fastB
+	f := newFastFrames(t)
+	ts, long, tcp, udp, last, malformed, withInst := f.ts, f.long, f.tcp, f.udp, f.last, f.malformed, f.withInst
 	latency := spec.InstNodeID | spec.InstHopLatency | spec.InstQueue
 	mx := intFrame(t, tcp, mdSession, 0, false)
 	mx[wire.EthernetLen+wire.IPv4MinLen+wire.TCPMinLen] = byte(spec.TypeMX) << 4

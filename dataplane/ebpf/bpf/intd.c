@@ -4630,6 +4630,17 @@ out:
 		}                                                                                         \
 	} while (0)
 
+/* fast_back hands a packet a step did not take, unchanged, back to
+ * intd_egress's general path; the flag keeps intd_egress from sending it
+ * to the step again. */
+static __always_inline int fast_back(struct __sk_buff *skb, struct scratch *s)
+{
+	s->slow = 1;
+	bpf_tail_call(skb, &steps, STEP_EGRESS);
+	s->slow = 0;
+	return TC_ACT_OK;
+}
+
 /* intd_transit is the transit step for the layouts most INT traffic has
  * (fast_transit), reached from intd_egress by a tail call before its own
  * set-up: a transit's packet is spared that and parse's and push_hop's
@@ -4650,12 +4661,7 @@ int intd_transit(struct __sk_buff *skb)
 	 * those), not to a sink port or one with queue reports. */
 	if (ifc && !ifc->sink && !(ifc->qr && (c->flags & F_QUEUE)) && in != c->gso_peer && in != c->tun_dev)
 		FAST_STEP(r, fast_transit, skb, s, c, ifc);
-	if (r != FAST_SLOW)
-		return r;
-	s->slow = 1;
-	bpf_tail_call(skb, &steps, STEP_EGRESS);
-	s->slow = 0;
-	return TC_ACT_OK;
+	return r != FAST_SLOW ? r : fast_back(skb, s);
 }
 
 /* fast_sink is sink()'s step, parse's checks included, for the layouts of
@@ -4804,12 +4810,7 @@ int intd_sink(struct __sk_buff *skb)
 	int r = FAST_SLOW;
 	if (ifc && ifc->sink && in != c->gso_peer && in != c->tun_dev)
 		FAST_STEP(r, fast_sink, skb, s, c, ifc);
-	if (r != FAST_SLOW)
-		return r;
-	s->slow = 1;
-	bpf_tail_call(skb, &steps, STEP_EGRESS);
-	s->slow = 0;
-	return TC_ACT_OK;
+	return r != FAST_SLOW ? r : fast_back(skb, s);
 }
 
 /* intd_gso is on tc ingress of the detour veth's receiving side: the
