@@ -514,7 +514,7 @@ struct scratch {
 	__u32 req;    /* a postcard's requested instruction bitmap, for emit (EVF_INST) */
 	__u32 req_ds; /* and its domain (high 16 bits) and DS instruction */
 	__u16 icmp; /* ICMP type << 8 | code of the packet (F_WL_ICMP) */
-	__u8 slow; /* intd_transit sent the packet back to intd_egress's general path */
+	__u8 slow; /* intd_transit or intd_sink sent the packet back to intd_egress's general path */
 	__u8 pad3;
 	struct inner in; /* the tunnel and inner packet (F_WL_INNER) */
 	struct wl_lpm_key lk; /* wl_match's trie key */
@@ -4197,8 +4197,8 @@ int intd_ingress(struct __sk_buff *skb)
 	return TC_ACT_OK;
 }
 
-/* The steps intd_egress and intd_transit pass a packet between with a
- * tail call (enum step). */
+/* The steps intd_egress passes a packet to, and intd_transit and
+ * intd_sink back from, with a tail call (enum step). */
 int intd_egress(struct __sk_buff *skb);
 int intd_transit(struct __sk_buff *skb);
 int intd_sink(struct __sk_buff *skb);
