@@ -3895,9 +3895,6 @@ static __always_inline int transit(struct __sk_buff *skb, struct scratch *s)
 	return push_hop(skb, s, hop_ml, n);
 }
 
-/* strip is the INT sink step after the report: remove shim and INT (and the
- * UDP header of NPT 2), restore DSCP / port / protocol and lengths. It
- * returns 0, or -1 when the packet must be dropped. */
 /* csum_out is the folded sum of the complements of the ilen bytes (a
  * multiple of 4) at d + so, in the linear part: their change to a checksum
  * when they are removed, as bpf_csum_diff has it; -1 past end. */
@@ -3932,6 +3929,9 @@ static __always_inline __s32 csum_out(__u8 *d, __u8 *end, __u32 so, __u32 ilen)
 	return cfold((__u32)a64);
 }
 
+/* strip is the INT sink step after the report: remove shim and INT (and the
+ * UDP header of NPT 2), restore DSCP / port / protocol and lengths. It
+ * returns 0, or -1 when the packet must be dropped. */
 static __always_inline int strip(struct __sk_buff *skb, struct scratch *s)
 {
 	if (!s)
@@ -4437,8 +4437,8 @@ static __always_inline void fast_hop(struct scratch *s, __u32 inst)
 	HOP_FIELDS();
 }
 
-/* FAST_SLOW: fast_transit leaves the packet, unchanged, to the general
- * path. */
+/* FAST_SLOW: a step (fast_transit, fast_sink) leaves the packet,
+ * unchanged, to the general path. */
 #define FAST_SLOW 1
 
 /* fast_setup is intd_egress's set-up between its lookups and transit or
