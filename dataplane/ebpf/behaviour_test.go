@@ -35,6 +35,7 @@ type setup struct {
 	noEntry bool
 	// postcard: the entry's flow op is POSTCARD (sess says what to report)
 	postcard bool
+	act      func(a *sai.WatchlistAction) // changes the entry's action
 }
 
 func (s setup) apply(t testing.TB, b sai.Backend) {
@@ -68,6 +69,9 @@ func (s setup) apply(t testing.TB, b sai.Backend) {
 	act := sai.WatchlistAction{FlowOp: sai.FlowOpInt, IntSession: so, FlowSamplePercent: 100}
 	if s.postcard {
 		act.FlowOp = sai.FlowOpPostcard
+	}
+	if s.act != nil {
+		s.act(&act)
 	}
 	if _, err := b.Create(sai.WatchlistEntryAttrs{Priority: 10, Match: s.match, Action: act}); err != nil {
 		t.Fatal(err)
@@ -804,6 +808,132 @@ func TestSinkFastPath(t *testing.T) {
 			}
 			if c.fast && (len(evs[0]) != 1 || bytes.Equal(outs[0][0], c.in) || len(outs[0][0]) >= len(c.in)) {
 				t.Errorf("%d reports, %d bytes of %d: want one report and INT stripped", len(evs[0]), len(outs[0][0]), len(c.in))
+			}
+		})
+	}
+}
+
+// TestSourceFastPath runs each packet three times (the first classifies
+// the flow, the others find its cached verdict) through a source with
+// intd_source and without it (its steps entry deleted): the same bytes,
+// counters, watchlist and session statistics, and intd_source finishing
+// exactly the layouts and flows it is written for.
+func TestSourceFastPath(t *testing.T) {
+	const a, b = fastA, fastB
+	f := newFastFrames(t)
+	ts, long, tcp, udp, withInst := f.ts, f.long, f.tcp, f.udp, f.withInst
+	noTime := spec.InstNodeID | spec.InstL1Interfaces | spec.InstQueue | spec.InstL2Interfaces | spec.InstEgressTxUtil | spec.InstBuffer
+	src := setup{sess: &mdSession, match: port80()}
+	port53 := sai.WatchlistMatch{IPProtocol: sai.IPProtocolUDP, L4DstPort: sai.PortRange{Lo: 53, Hi: 53}}
+	with := func(sa sai.IntSessionAttrs) setup { return setup{sess: &sa, match: port80()} }
+	discard, mx := mdSession, mdSession
+	discard.Discard = true
+	mx.Mode = sai.IntModeMX
+	domain := mdSession
+	domain.DomainSpecificID, domain.DSInstruction, domain.DSFlags = 7, 0x8000, 0x0100
+	half := src
+	half.act = func(a *sai.WatchlistAction) { a.FlowSamplePercent = 1 } // the flow: most likely out
+	interval := src
+	interval.act = func(a *sai.WatchlistAction) { a.PacketInterval = time.Hour }
+	const noIngress = ^uint32(0)
+	// The MTU that leaves room for exactly the shim, the INT-MD header
+	// and detInst's hop of 5 words.
+	exact := len(tcp) - wire.EthernetLen + 16 + 5*4
+	cases := []struct {
+		name string
+		s    setup
+		in   []byte
+		from uint32 // ingress ifindex; 0 is inIfindex
+		mtu  int
+		fast bool
+	}{
+		{"TCP", src, tcp, 0, 0, true},
+		{"TCP with a DSCP", src, tcpFrame(a, b, 1234, 80, 0x2e, []byte("hello, INT world")), 0, 0, true},
+		{"TCP with timestamps", src, wiretest.SYNFrame(a, b, 1234, 80, 0, 0x18, ts), 0, 0, true},
+		{"UDP", setup{sess: &mdSession, match: port53}, udp, 0, 0, true},
+		{"UDP without checksum", setup{sess: &mdSession, match: port53}, udpFrame(a, b, 4321, 53, []byte("no checksum here"), false), 0, 0, true},
+		{"from the host", src, tcp, noIngress, 0, true},
+		{"from a port intd does not know", src, tcp, inIfindex + 1, 0, true},
+		{"from an edge port", setup{sess: &mdSession, match: port80(), edge: true}, tcp, 0, 0, true},
+		{"node id only", with(withInst(spec.InstNodeID)), tcp, 0, 0, true},
+		{"every instruction but time", with(withInst(noTime)), tcp, 0, 0, true},
+		{"D bit", with(discard), tcp, 0, 0, true},
+		{"not watched", src, tcpFrame(a, b, 1234, 81, 0, []byte("not watched")), 0, 0, true},
+		{"flows sampled at 1 %", half, tcp, 0, 0, true},
+		{"exactly the MTU", src, tcp, 0, exact, true},
+		{"no room in the MTU (M bit)", src, tcp, 0, exact - 1, false},
+		{"no room at all", src, tcp, 0, exact - 21, false},
+		{"checksum complement", with(withInst(spec.InstNodeID | spec.InstChecksumComplement)), tcp, 0, 0, false},
+		{"domain-specific words", with(domain), tcp, 0, 0, false},
+		{"SYN", src, wiretest.SYNFrame(a, b, 1234, 80, 0, 0x02, ts), 0, 0, false},
+		{"TCP with 20 bytes of options", src, wiretest.SYNFrame(a, b, 1234, 80, 0, 0x18, long), 0, 0, false},
+		{"INT-MX", with(mx), tcp, 0, 0, false},
+		{"postcard", setup{sess: &mdSession, match: port80(), postcard: true}, tcp, 0, 0, false},
+		{"packet interval", interval, tcp, 0, 0, false},
+		{"IPv6", src, tcpFrame("2001:db8:1::1", "2001:db8:2::1", 1234, 80, 0, []byte("hello, INT world")), 0, 0, false},
+		{"DSCP-marked (INT)", src, intFrame(t, tcp, mdSession, 1, false), 0, 0, false},
+	}
+	type result struct {
+		outs  [3][]byte
+		ctrs  [intdCounterNCTR]uint64
+		wl    sai.WatchlistEntryStats
+		sess  sai.IntSessionStats
+		fast  uint64
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var r [2]result
+			for i, fast := range []bool{true, false} {
+				n := newBPFNode(t)
+				n.setMTU(cmp.Or(c.mtu, 9000))
+				c.s.apply(t, n)
+				switch c.from {
+				case 0:
+				case noIngress:
+					n.in = 0
+				default:
+					n.in = c.from
+				}
+				if !fast {
+					if err := n.objs.Steps.Delete(uint32(intdStepSTEP_SOURCE)); err != nil {
+						t.Fatal(err)
+					}
+				}
+				for k := range r[i].outs {
+					r[i].outs[k] = n.process(t, bytes.Clone(c.in))
+				}
+				r[i].ctrs = n.counterSum()
+				r[i].fast = r[i].ctrs[intdCounterC_FAST_SOURCE]
+				r[i].ctrs[intdCounterC_FAST_SOURCE] = 0
+				st, err := n.Stats(t.Context())
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, w := range st.Watchlist {
+					r[i].wl.MatchedPackets += w.MatchedPackets
+					r[i].wl.MatchedBytes += w.MatchedBytes
+					r[i].wl.UnsampledPackets += w.UnsampledPackets
+				}
+				for _, s := range st.IntSessions {
+					r[i].sess.PacketsInitiated += s.PacketsInitiated
+					r[i].sess.NotInitiatedNoRoom += s.NotInitiatedNoRoom
+					r[i].sess.NotInitiatedUnsupported += s.NotInitiatedUnsupported
+					r[i].sess.NotInitiatedSampled += s.NotInitiatedSampled
+				}
+			}
+			if !reflect.DeepEqual(r[0].outs, r[1].outs) {
+				t.Errorf("with intd_source:\n%x\nwithout:\n%x", r[0].outs, r[1].outs)
+			}
+			if r[0].ctrs != r[1].ctrs || r[0].wl != r[1].wl || r[0].sess != r[1].sess {
+				t.Errorf("counters, watchlist and session statistics with intd_source\n%v %+v %+v\nwithout\n%v %+v %+v",
+					r[0].ctrs, r[0].wl, r[0].sess, r[1].ctrs, r[1].wl, r[1].sess)
+			}
+			// The first packet is the flow's first: classify's.
+			if want := map[bool]uint64{true: 2}[c.fast]; r[0].fast != want {
+				t.Errorf("intd_source finished %d packets of 3, want %d", r[0].fast, want)
+			}
+			if r[1].fast != 0 {
+				t.Errorf("without its steps entry intd_source finished %d packets", r[1].fast)
 			}
 		})
 	}

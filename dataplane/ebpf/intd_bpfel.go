@@ -94,6 +94,7 @@ const (
 	intdCounterC_DETOUR_LOST   intdCounter = 19
 	intdCounterC_FAST_TRANSIT  intdCounter = 20
 	intdCounterC_FAST_SINK     intdCounter = 21
+	intdCounterC_FAST_SOURCE   intdCounter = 22
 	intdCounterNCTR            intdCounter = 32
 )
 
@@ -447,7 +448,8 @@ const (
 	intdStepSTEP_EGRESS  intdStep = 0
 	intdStepSTEP_TRANSIT intdStep = 1
 	intdStepSTEP_SINK    intdStep = 2
-	intdStepNSTEPS       intdStep = 3
+	intdStepSTEP_SOURCE  intdStep = 3
+	intdStepNSTEPS       intdStep = 4
 )
 
 type intdTelKey struct {
@@ -609,6 +611,7 @@ const (
 	intdProgIntdKfreeSkb = "intd_kfree_skb"
 	intdProgIntdPass     = "intd_pass"
 	intdProgIntdSink     = "intd_sink"
+	intdProgIntdSource   = "intd_source"
 	intdProgIntdTransit  = "intd_transit"
 	intdProgIntdTunRx    = "intd_tun_rx"
 	intdProgIntdXmit     = "intd_xmit"
@@ -666,6 +669,7 @@ type intdProgramSpecs struct {
 	IntdKfreeSkb *ebpf.ProgramSpec `ebpf:"intd_kfree_skb"`
 	IntdPass     *ebpf.ProgramSpec `ebpf:"intd_pass"`
 	IntdSink     *ebpf.ProgramSpec `ebpf:"intd_sink"`
+	IntdSource   *ebpf.ProgramSpec `ebpf:"intd_source"`
 	IntdTransit  *ebpf.ProgramSpec `ebpf:"intd_transit"`
 	IntdTunRx    *ebpf.ProgramSpec `ebpf:"intd_tun_rx"`
 	IntdXmit     *ebpf.ProgramSpec `ebpf:"intd_xmit"`
@@ -833,6 +837,7 @@ type intdPrograms struct {
 	IntdKfreeSkb *ebpf.Program `ebpf:"intd_kfree_skb"`
 	IntdPass     *ebpf.Program `ebpf:"intd_pass"`
 	IntdSink     *ebpf.Program `ebpf:"intd_sink"`
+	IntdSource   *ebpf.Program `ebpf:"intd_source"`
 	IntdTransit  *ebpf.Program `ebpf:"intd_transit"`
 	IntdTunRx    *ebpf.Program `ebpf:"intd_tun_rx"`
 	IntdXmit     *ebpf.Program `ebpf:"intd_xmit"`
@@ -846,6 +851,7 @@ func (p *intdPrograms) Close() error {
 		p.IntdKfreeSkb,
 		p.IntdPass,
 		p.IntdSink,
+		p.IntdSource,
 		p.IntdTransit,
 		p.IntdTunRx,
 		p.IntdXmit,

@@ -425,6 +425,7 @@ const (
 	leanProgIntdKfreeSkb = "intd_kfree_skb"
 	leanProgIntdPass     = "intd_pass"
 	leanProgIntdSink     = "intd_sink"
+	leanProgIntdSource   = "intd_source"
 	leanProgIntdTransit  = "intd_transit"
 	leanProgIntdTunRx    = "intd_tun_rx"
 	leanProgIntdXmit     = "intd_xmit"
@@ -484,6 +485,7 @@ type leanProgramSpecs struct {
 	IntdKfreeSkb *ebpf.ProgramSpec `ebpf:"intd_kfree_skb"`
 	IntdPass     *ebpf.ProgramSpec `ebpf:"intd_pass"`
 	IntdSink     *ebpf.ProgramSpec `ebpf:"intd_sink"`
+	IntdSource   *ebpf.ProgramSpec `ebpf:"intd_source"`
 	IntdTransit  *ebpf.ProgramSpec `ebpf:"intd_transit"`
 	IntdTunRx    *ebpf.ProgramSpec `ebpf:"intd_tun_rx"`
 	IntdXmit     *ebpf.ProgramSpec `ebpf:"intd_xmit"`
@@ -653,6 +655,7 @@ type leanPrograms struct {
 	IntdKfreeSkb *ebpf.Program `ebpf:"intd_kfree_skb"`
 	IntdPass     *ebpf.Program `ebpf:"intd_pass"`
 	IntdSink     *ebpf.Program `ebpf:"intd_sink"`
+	IntdSource   *ebpf.Program `ebpf:"intd_source"`
 	IntdTransit  *ebpf.Program `ebpf:"intd_transit"`
 	IntdTunRx    *ebpf.Program `ebpf:"intd_tun_rx"`
 	IntdXmit     *ebpf.Program `ebpf:"intd_xmit"`
@@ -668,6 +671,7 @@ func (p *leanPrograms) Close() error {
 		p.IntdKfreeSkb,
 		p.IntdPass,
 		p.IntdSink,
+		p.IntdSource,
 		p.IntdTransit,
 		p.IntdTunRx,
 		p.IntdXmit,

@@ -155,6 +155,7 @@ enum counter {
 	C_DETOUR_LOST, /* GSO segments whose detour record was reused: left without INT */
 	C_FAST_TRANSIT, /* of C_TRANSITED, those intd_transit did (tests tell the paths apart by it) */
 	C_FAST_SINK,    /* of C_STRIPPED, those intd_sink did */
+	C_FAST_SOURCE,  /* of C_OUT, those intd_source finished (INT inserted, or not watched) */
 	NCTR = 32,
 };
 
@@ -780,7 +781,7 @@ struct {
 } own_drop SEC(".maps");
 
 /* The programs of the program array steps, by index. */
-enum step { STEP_EGRESS, STEP_TRANSIT, STEP_SINK, NSTEPS };
+enum step { STEP_EGRESS, STEP_TRANSIT, STEP_SINK, STEP_SOURCE, NSTEPS };
 
 /* Generated Go types for userspace. */
 struct event *unused_event __attribute__((unused));
@@ -4202,6 +4203,7 @@ int intd_ingress(struct __sk_buff *skb)
 int intd_egress(struct __sk_buff *skb);
 int intd_transit(struct __sk_buff *skb);
 int intd_sink(struct __sk_buff *skb);
+int intd_source(struct __sk_buff *skb);
 struct {
 	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
 	__uint(max_entries, NSTEPS);
@@ -4213,6 +4215,7 @@ struct {
 			[STEP_EGRESS] = (void *)&intd_egress,
 			[STEP_TRANSIT] = (void *)&intd_transit,
 			[STEP_SINK] = (void *)&intd_sink,
+			[STEP_SOURCE] = (void *)&intd_source,
 		},
 };
 
@@ -4238,19 +4241,24 @@ int intd_egress(struct __sk_buff *skb)
 	struct iface *ifc = iface_of(ifx);
 	if (!ifc)
 		return TC_ACT_OK;
-	if ((c->flags & F_DTEL) && c->dscp_mask && skb->ingress_ifindex) {
-		/* Marked IPv4 from another node: most likely INT to transit
-		 * or to sink, which intd_transit and intd_sink do for the
-		 * common layouts, unless they sent the packet back. */
+	if ((c->flags & F_DTEL) && c->dscp_mask) {
+		/* IPv4 without options: marked from another node, most likely
+		 * INT to transit or to sink, which intd_transit and intd_sink
+		 * do for the common layouts; unmarked, intd_source's to give
+		 * INT or pass. Unless a step sent the packet back. */
 		__u8 *d = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
-		if (d + 16 <= end && *(__u16 *)(d + 12) == bpf_htons(0x0800) && d[14] == 0x45 &&
-		    ((d[15] >> 2) & c->dscp_mask) == c->dscp_val) {
+		if (d + 16 <= end && *(__u16 *)(d + 12) == bpf_htons(0x0800) && d[14] == 0x45) {
 			if (s->slow)
 				s->slow = 0;
-			else if (!ifc->sink && (c->flags & F_TRANSIT))
-				TAIL_CALL(skb, STEP_TRANSIT);
-			else if (ifc->sink && (c->flags & F_ENDPOINT))
-				TAIL_CALL(skb, STEP_SINK);
+			else if (((d[15] >> 2) & c->dscp_mask) != c->dscp_val) {
+				if (!ifc->sink && (c->flags & F_ENDPOINT) && c->wl_count)
+					TAIL_CALL(skb, STEP_SOURCE);
+			} else if (skb->ingress_ifindex) {
+				if (!ifc->sink && (c->flags & F_TRANSIT))
+					TAIL_CALL(skb, STEP_TRANSIT);
+				else if (ifc->sink && (c->flags & F_ENDPOINT))
+					TAIL_CALL(skb, STEP_SINK);
+			}
 		}
 	}
 	s->slot = ifc->slot;
@@ -4441,36 +4449,42 @@ static __always_inline void fast_hop(struct scratch *s, __u32 inst)
  * unchanged, to the general path. */
 #define FAST_SLOW 1
 
-/* fast_setup is intd_egress's set-up between its lookups and transit or
- * sink, for intd_transit and intd_sink: the ingress port (from inside the
- * domain, else FAST_SLOW), the egress slot, and of the configuration and
- * the hop only what the functions these steps call read: the time offset
- * (need_time); what need_occ, need_time and need_qtime test or use before
- * they set it, the ids build_hop, filter and emit take (others they mask
- * by their valid bit). Every store counts: zeroing the whole hop cost
- * ~10 ns. */
+/* fast_setup is intd_egress's set-up between its lookups and the general
+ * roles, for the steps (role: STEP_TRANSIT, STEP_SINK or STEP_SOURCE, a
+ * constant): the ingress port (for transit and sink from inside the
+ * domain, else FAST_SLOW; a source's may be any port or the host), the
+ * egress slot, and of the configuration and the hop only what the
+ * functions these steps call read: the time offset (need_time); what
+ * need_occ, need_time and need_qtime test or use before they set it, the
+ * ids build_hop, filter and emit take (others they mask by their valid
+ * bit). Every store counts: zeroing the whole hop cost ~10 ns. */
 static __always_inline int fast_setup(struct __sk_buff *skb, struct scratch *s, struct cfg *c, struct iface *ifc,
-				      __u32 idlen, __u32 sa, __u32 da, __u8 proto, const int sink)
+				      __u32 idlen, __u32 sa, __u32 da, __u8 proto, const int role)
 {
+	const int src = role == STEP_SOURCE;
 	__u32 zero = 0, in = skb->ingress_ifindex;
-	__u32 l1_in, l2_in;
+	__u32 l1_in = 0, l2_in = 0, known = 1;
 	struct ing_slot *sl = bpf_map_lookup_elem(&ing_map, &zero);
-	if (sl && sl->ifindex == in) {
-		if (sl->sink)
+	if (sl && (!src || in) && sl->ifindex == in) {
+		if (sl->sink && !src)
 			return FAST_SLOW;
 		l1_in = sl->l1_id;
 		l2_in = sl->l2_id;
 	} else {
-		struct iface *ii = iface_of(in);
-		if (!ii || ii->sink)
+		struct iface *ii = src && !in ? 0 : iface_of(in);
+		if (!src && (!ii || ii->sink))
 			return FAST_SLOW;
-		l1_in = ii->l1_id;
-		l2_in = ii->l2_id;
+		if (ii) {
+			l1_in = ii->l1_id;
+			l2_in = ii->l2_id;
+		} else {
+			known = 0; /* the host, or a port intd does not know */
+		}
 	}
 	s->slot = ifc->slot;
 	s->c.time_offset = c->time_offset;
 	struct hop *h = &s->h;
-	h->valid = INST_NODE_ID | INST_L1_INTERFACES | INST_L2_INTERFACES;
+	h->valid = INST_NODE_ID | (known ? INST_L1_INTERFACES | INST_L2_INTERFACES : 0);
 	h->qdone = h->occ_read = 0;
 	h->occ = h->txq = 0;
 	h->node = c->node_id;
@@ -4478,7 +4492,7 @@ static __always_inline int fast_setup(struct __sk_buff *skb, struct scratch *s, 
 	h->l1_out = ifc->l1_id;
 	h->l2_in = l2_in;
 	h->l2_out = ifc->l2_id;
-	if (sink) {
+	if (role == STEP_SINK) {
 		/* What filter and emit read besides. */
 		h->qid = 0;
 		h->in_ifindex = in;
@@ -4526,7 +4540,7 @@ static __always_inline int fast_transit(struct __sk_buff *skb, struct scratch *s
 	__u32 idlen = ((__u32)d[18] << 24) | ((__u32)d[19] << 16) | ip_len;
 	__u32 sa = *(__u32 *)(d + 26), da = *(__u32 *)(d + 30);
 
-	if (fast_setup(skb, s, c, ifc, idlen, sa, da, d[23], 0))
+	if (fast_setup(skb, s, c, ifc, idlen, sa, da, d[23], STEP_TRANSIT))
 		return FAST_SLOW;
 
 	/* push_hop. */
@@ -4695,7 +4709,7 @@ static __always_inline int fast_sink(struct __sk_buff *skb, struct scratch *s, s
 	__u32 summed = BPF_CORE_READ_BITFIELD(kskb, ip_summed);
 	__u32 idlen = ((__u32)d[18] << 24) | ((__u32)d[19] << 16) | ip_len;
 	__u32 sa = *(__u32 *)(d + 26), da = *(__u32 *)(d + 30);
-	if (fast_setup(skb, s, c, ifc, idlen, sa, da, d[23], 1))
+	if (fast_setup(skb, s, c, ifc, idlen, sa, da, d[23], STEP_SINK))
 		return FAST_SLOW;
 
 	/* What filter and emit read of the packet and the configuration. */
@@ -4810,6 +4824,211 @@ int intd_sink(struct __sk_buff *skb)
 	int r = FAST_SLOW;
 	if (ifc && ifc->sink && in != c->gso_peer && in != c->tun_dev)
 		FAST_STEP(r, fast_sink, skb, s, c, ifc);
+	return r != FAST_SLOW ? r : fast_back(skb, s);
+}
+
+/* fast_source is the source's step, classify's and parse's checks
+ * included, for the layouts of fast_transit without INT: a flow whose
+ * verdict classify cached (this CPU's last flow, or the flow cache) and
+ * that is either not watched, or given INT-MD by a session that marks it
+ * with the DSCP, with a hop of exactly the words its instructions ask
+ * for. Sampling, SYNs (clamped), postcards, the M bit, GSO and pending
+ * checksums (the detour), tunnels and another marking INT could be
+ * mistaken for go back before anything changed. */
+static __always_inline int fast_source(struct __sk_buff *skb, struct scratch *s, struct cfg *c, struct iface *ifc,
+				       const __u32 l4len)
+{
+	const __u32 l4 = L3 + 20, at = l4 + l4len;
+	const int udp = l4len == 8;
+	const __u32 csum = udp ? l4 + 6 : l4 + 16;
+	__u8 *d = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
+	if (d + at > end)
+		return FAST_SLOW; /* not linear: parse pulls it */
+	__u16 sport = ((__u16)d[l4] << 8) | d[l4 + 1], dport = ((__u16)d[l4 + 2] << 8) | d[l4 + 3];
+	__u8 tos = d[15], tcp_flags = udp ? 0 : d[l4 + 13];
+	if (c->udp_port || c->probe)
+		return FAST_SLOW; /* parse might take it for INT */
+	if (udp && (c->flags & F_WL_INNER) &&
+	    (dport == PORT_VXLAN || dport == PORT_VXLAN_GPE || dport == PORT_GENEVE || dport == PORT_GTPU))
+		return FAST_SLOW; /* classify looks inside */
+
+	/* classify's key, and its cached verdict. */
+	struct flow_key k = {.sport = sport, .dport = dport, .proto = d[23], .in_ifindex = skb->ingress_ifindex};
+	k.src[2] = k.dst[2] = bpf_htonl(0xffff);
+	k.src[3] = *(__u32 *)(d + 26);
+	k.dst[3] = *(__u32 *)(d + 30);
+	if (c->flags & F_WL_DSCP)
+		k.dscp = tos >> 2;
+	if (c->flags & F_WL_FLAGS)
+		k.tcp_flags = tcp_flags;
+	struct wl_cache *wc = &s->last;
+	if (wc->gen != c->wl_gen || !flow_key_eq(&s->last_key, &k)) {
+		wc = bpf_map_lookup_elem(&wl_cache_map, &k);
+		if (!wc || wc->gen != c->wl_gen)
+			return FAST_SLOW; /* a new flow, or the watchlist changed */
+		s->last = *wc;
+		s->last_key = k;
+	}
+	__u32 ip_len = ((__u32)d[16] << 8) | d[17];
+	__u32 idlen = ((__u32)d[18] << 24) | ((__u32)d[19] << 16) | ip_len;
+	__u32 sa = k.src[3], da = k.dst[3];
+	if (wc->entry == WL_NONE) {
+		/* Not watched: nothing but follow's queue sample. */
+		if (c->flags & F_QTIME)
+			fast_setup(skb, s, c, ifc, idlen, sa, da, d[23], STEP_SOURCE);
+		__u32 k0 = ifc->slot;
+		struct counters *ct = bpf_map_lookup_elem(&ctrs, &k0);
+		if (ct) {
+			ct->c[C_OUT]++;
+			ct->c[C_FAST_SOURCE]++;
+		}
+		return TC_ACT_OK;
+	}
+	__u8 op = wc->flow_op;
+	if (wc->interval_us && op != OP_NOP)
+		return FAST_SLOW; /* packet-interval sampling */
+	__u32 ins = 0;
+	if (wc->entry_op == OP_INT && (c->flags & F_ENDPOINT)) {
+		if (tcp_flags & 0x02)
+			return FAST_SLOW; /* syn_clamp */
+		ins = op == OP_INT;
+	} else if (op == OP_POSTCARD && (c->flags & F_POSTCARD)) {
+		return FAST_SLOW;
+	}
+	__u32 sid = wc->session, si = wc->stats & (MAX_WL - 1);
+	struct session *se = 0;
+	struct sess_stats *ss = 0;
+	__u32 hop_ml = 0, inst = 0;
+	if (ins) {
+		se = bpf_map_lookup_elem(&sessions, &sid);
+		ss = bpf_map_lookup_elem(&sess_stats_map, &sid);
+		if (!se || !ss || se->tunnel || se->mode != MODE_MD || skb->gso_size || csum_pending(skb))
+			return FAST_SLOW; /* a session tunnel, MX, the detour */
+		hop_ml = se->hop_ml;
+		inst = se->inst;
+		if (!hop_ml || hop_ml != inst_words(inst) || (inst & (INST_RESERVED | INST_CHECKSUM_COMPLEMENT)))
+			return FAST_SLOW; /* padding, reserved or checksum words */
+		__u32 mtu = ifc->mtu;
+		if (16 + hop_ml * 4 > (mtu > ip_len ? mtu - ip_len : 0))
+			return FAST_SLOW; /* no room: the M bit, or none at all */
+	}
+
+	fast_setup(skb, s, c, ifc, idlen, sa, da, d[23], STEP_SOURCE);
+	struct wl_stats *ws = bpf_map_lookup_elem(&wl_stats_map, &si);
+	if (ws) {
+		ws->packets++;
+		ws->bytes += skb->len;
+	}
+	__u32 k0 = s->slot;
+	struct counters *ct;
+	if (!se || !ss)
+		goto out;
+
+	/* source: the hop, then shim, INT-MD header and hop after the L4
+	 * header, with the DSCP marking. */
+	need_inst(skb, s, inst);
+	fast_hop(s, inst);
+	__u32 n = 16 + hop_ml * 4, mv = l4len;
+	__u8 rhc = se->max_hops - 1;
+	__u32 w0 = ((__u32)INT_TYPE_MD << 28) | ((n / 4 - 1) << 16) | ((tos >> 2) << 2);
+	__u32 w1 = ((__u32)(0x20 | (se->discard ? 0x08 : 0)) << 24) | (hop_ml << 8) | rhc;
+	__u32 w2 = ((__u32)inst << 16) | se->domain;
+	__u32 w3 = ((__u32)se->ds_inst << 16) | se->ds_flags;
+	struct sk_buff *kskb = bpf_cast_to_kern_ctx(skb);
+	__u32 summed = BPF_CORE_READ_BITFIELD(kskb, ip_summed);
+	if (bpf_skb_adjust_room(skb, n, BPF_ADJ_ROOM_NET, 0)) {
+		ss->unsupported++;
+		goto out;
+	}
+	PKT_RELOAD(skb, d, end);
+	/* The L4 header back down to the IP header. */
+	__u8 *src = d + l4 + (n & 0xfc);
+	asm volatile("" : "+r"(src));
+	if (d + at + 16 > end || src + mv > end)
+		return shot(skb);
+#pragma unroll
+	for (__u32 i = 0; i + 8 <= mv; i += 8)
+		*(__u64 *)(d + l4 + i) = *(__u64 *)(src + i);
+	if (mv & 4)
+		*(__u32 *)(d + l4 + (mv & ~7)) = *(__u32 *)(src + (mv & ~7));
+	__u32 *q = (__u32 *)(d + at), acc = 0;
+	q[0] = bpf_htonl(w0);
+	q[1] = bpf_htonl(w1);
+	q[2] = bpf_htonl(w2);
+	q[3] = bpf_htonl(w3);
+#pragma unroll
+	for (int i = 0; i < 4; i++)
+		acc += (q[i] & 0xffff) + (q[i] >> 16);
+	for (int i = 0; i < 31; i++) {
+		if (i >= hop_ml)
+			break;
+		__u8 *h = d + at + 16 + i * 4;
+		if (h + 4 > end)
+			return shot(skb);
+		__u32 v = s->hop[i & 31];
+		*(__u32 *)h = v;
+		acc += (v & 0xffff) + (v >> 16);
+	}
+	__u16 seg = ip_len - 20;
+	if (udp) {
+		__u16 o16 = *(__u16 *)(d + l4 + 4);
+		*(__u16 *)(d + l4 + 4) = bpf_htons(seg + n);
+		acc = cadd(acc, o16, *(__u16 *)(d + l4 + 4));
+	}
+	/* The DSCP marking and the length. */
+	__u8 dscp = ((tos >> 2) & ~c->dscp_mask) | (c->dscp_val & c->dscp_mask);
+	__u32 iacc = put8(0, d + L3, 1, (dscp << 2) | (tos & 3));
+	__u16 o16 = *(__u16 *)(d + 16);
+	*(__u16 *)(d + 16) = bpf_htons(ip_len + n);
+	ip_csum_fix(d + L3, cadd(iacc, o16, *(__u16 *)(d + 16)));
+	if (summed <= 1) {
+		/* CHECKSUM_NONE or UNNECESSARY: l4_fix's sum, in place. */
+		__u16 *ck = (__u16 *)(d + csum);
+		__u16 v = *ck;
+		if (v || !udp) {
+			__u16 nv = ~cfold(0xffff + (__u16)~bpf_htons(seg) + bpf_htons(seg + n) + (__u16)~v + cfold(acc));
+			*ck = (!nv && udp) ? 0xffff : nv;
+		}
+	} else {
+		struct pkt *p = &s->p;
+		p->csum = csum;
+		p->csum_flags = udp ? BPF_F_MARK_MANGLED_0 : 0;
+		if (l4_fix(skb, p, acc, seg, seg + n))
+			return shot(skb);
+	}
+	ss->initiated++;
+	ct = bpf_map_lookup_elem(&ctrs, &k0);
+	if (ct) {
+		ct->c[C_INSERTED]++;
+		ct->c[C_OUT]++;
+		ct->c[C_FAST_SOURCE]++;
+	}
+	return TC_ACT_OK;
+out:
+	ct = bpf_map_lookup_elem(&ctrs, &k0);
+	if (ct) {
+		ct->c[C_OUT]++;
+		ct->c[C_FAST_SOURCE]++;
+	}
+	return TC_ACT_OK;
+}
+
+/* intd_source is the source step for the layouts of intd_transit
+ * (fast_source), reached from intd_egress by a tail call for unmarked
+ * IPv4; both paths make the same bytes and counts (TestSourceFastPath). */
+SEC("tc")
+int intd_source(struct __sk_buff *skb)
+{
+	__u32 zero = 0, in = skb->ingress_ifindex;
+	struct scratch *s = scratch();
+	struct cfg *c = bpf_map_lookup_elem(&cfg_map, &zero);
+	struct iface *ifc = iface_of(skb->ifindex);
+	if (!s || !c)
+		return TC_ACT_OK;
+	int r = FAST_SLOW;
+	/* As intd_transit's, but the host (no ingress port) is a source's. */
+	if (ifc && !ifc->sink && !(ifc->qr && (c->flags & F_QUEUE)) && (!in || (in != c->gso_peer && in != c->tun_dev)))
+		FAST_STEP(r, fast_source, skb, s, c, ifc);
 	return r != FAST_SLOW ? r : fast_back(skb, s);
 }
 
