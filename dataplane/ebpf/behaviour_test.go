@@ -874,11 +874,11 @@ func TestSourceFastPath(t *testing.T) {
 		{"DSCP-marked (INT)", src, intFrame(t, tcp, mdSession, 1, false), 0, 0, false},
 	}
 	type result struct {
-		outs  [3][]byte
-		ctrs  [intdCounterNCTR]uint64
-		wl    sai.WatchlistEntryStats
-		sess  sai.IntSessionStats
-		fast  uint64
+		outs [3][]byte
+		ctrs [intdCounterNCTR]uint64
+		wl   sai.WatchlistEntryStats
+		sess sai.IntSessionStats
+		fast uint64
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
