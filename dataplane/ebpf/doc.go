@@ -119,18 +119,23 @@
 // in front of the flow cache; the queue occupancy is read only when a
 // session, queue report or event uses it.
 //
-// Transit and sink of the common layouts have programs of their own,
-// intd_transit and intd_sink: IPv4 without options, DSCP-marked INT-MD
-// behind a TCP header of 20 or 32 bytes or a UDP header, no GSO; for
-// transit a hop of exactly the instructions' words to a port without
-// queue reports, for the sink no D bit, no E bit due and no TCP flag that
-// reports or is clamped (FIN, SYN, RST). intd_egress sends marked IPv4
-// from another node there first (a tail call through the program array
-// steps), before its own set-up and parse; the step checks what parse and
-// transit or sink would, with every offset a constant, and does the work,
-// or hands the packet back unchanged (a per-CPU flag, then a tail call) to
-// the general path. Both paths make the same bytes, counts and reports
-// (TestTransitFastPath, TestSinkFastPath); a step costs about 0.8 of the
+// Source, transit and sink of the common layouts have programs of their
+// own, intd_source, intd_transit and intd_sink: IPv4 without options, a
+// TCP header of 20 or 32 bytes or a UDP header, no GSO, DSCP marking; for
+// the source a flow whose watchlist verdict is cached (this CPU's last
+// flow or the flow cache) and is either no INT or INT-MD without sampling
+// by packet interval, a hop of exactly the instructions' words and room
+// in the MTU, not a SYN (clamped); for transit INT-MD with such a hop to a
+// port without queue reports, for the sink no D bit, no E bit due and no
+// TCP flag that reports or is clamped (FIN, SYN, RST). intd_egress sends
+// unmarked TCP and UDP over IPv4 to a port that is not a sink to
+// intd_source, marked IPv4 from another node to the other two (a tail
+// call through the program array steps), before its own set-up and parse;
+// the step checks what parse, classify and the role would, with every
+// offset a constant, and does the work, or hands the packet back unchanged
+// (a per-CPU flag, then a tail call) to the general path. Both paths make
+// the same bytes, counts and reports (TestSourceFastPath,
+// TestTransitFastPath, TestSinkFastPath); a step costs about 0.8 of the
 // general path's time (docs/performance.md). The array loses its entries
 // when intd's last file of it closes, so programs left attached by a
 // killed intd run the general path alone.

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -406,7 +407,16 @@ func TestEndToEnd(t *testing.T) {
 	// intd_transit (IPv4, DSCP-marked, a UDP header), r3 strips every
 	// one with intd_sink.
 	e.udpOnce(t, "udp4", "10.0.2.2:9999", []byte("hello over INT, UDP"))
-	r2, r3 := e.r[1].counterSum(), e.r[2].counterSum()
+	// r1 gives INT with intd_source to every datagram of a flow but its
+	// first (classify's), when the checksum is complete as it arrives, as
+	// from a NIC (h1's own sockets leave it to the device).
+	r1 := e.r[0].counterSum()
+	e.udpRaw(t, 10)
+	r1n, r2, r3 := e.r[0].counterSum(), e.r[1].counterSum(), e.r[2].counterSum()
+	ins, fast := r1n[intdCounterC_INSERTED]-r1[intdCounterC_INSERTED], r1n[intdCounterC_FAST_SOURCE]-r1[intdCounterC_FAST_SOURCE]
+	if ins != 10 || fast != ins-1 {
+		t.Errorf("r1, UDP: intd_source gave INT to %d of %d packets, want all of 10 but the first", fast, ins)
+	}
 	if tr, fast := r2[intdCounterC_TRANSITED], r2[intdCounterC_FAST_TRANSIT]; tr == 0 || fast != tr {
 		t.Errorf("r2, UDP: intd_transit pushed %d of %d hops", fast, tr)
 	}
@@ -436,7 +446,7 @@ func TestEndToEnd(t *testing.T) {
 	// after a loss, more of them on a loaded machine) the general path's.
 	tcp := e.r[1].counterSum()
 	tr := tcp[intdCounterC_TRANSITED] - r2[intdCounterC_TRANSITED]
-	fast := tcp[intdCounterC_FAST_TRANSIT] - r2[intdCounterC_FAST_TRANSIT]
+	fast = tcp[intdCounterC_FAST_TRANSIT] - r2[intdCounterC_FAST_TRANSIT]
 	if fast > tr || fast < tr/2 {
 		t.Errorf("r2, TCP: intd_transit pushed %d of %d hops", fast, tr)
 	}
@@ -511,6 +521,44 @@ func TestChecksumCompletedAtEgress(t *testing.T) {
 				t.Fatalf("r1: INT inserted %d, detoured %d", s.Node.IntInserted, det)
 			}
 		})
+	}
+}
+
+// udpRaw sends n UDP datagrams of one flow from h1 to 10.0.2.2:9999 at h2
+// through a raw IP socket, their checksums computed here (the kernel
+// sends them with the checksum complete), one at a time, and fails unless
+// each arrives intact.
+func (l *lab) udpRaw(t testing.TB, n int) {
+	t.Helper()
+	var rx *net.UDPConn
+	if err := l.in("h2", func() (err error) {
+		rx, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(10, 0, 2, 2), Port: 9999})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer rx.Close()
+	var fd int
+	if err := l.in("h1", func() (err error) {
+		fd, err = syscall.Socket(syscall.AF_INET, syscall.SOCK_RAW, syscall.IPPROTO_RAW)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	msg := []byte("hello over INT, UDP with its checksum")
+	pkt := wiretest.UDPFrame("10.0.1.2", "10.0.2.2", 4444, 9999, msg, true)[wire.EthernetLen:]
+	to := &syscall.SockaddrInet4{Addr: [4]byte{10, 0, 2, 2}}
+	buf := make([]byte, 2048)
+	for k := range n {
+		if err := syscall.Sendto(fd, pkt, 0, to); err != nil {
+			t.Fatal(err)
+		}
+		_ = rx.SetReadDeadline(time.Now().Add(3 * time.Second))
+		m, err := rx.Read(buf)
+		if err != nil || !bytes.Equal(buf[:m], msg) {
+			t.Fatalf("UDP at h2, datagram %d: %q, %v; want %q", k+1, buf[:m], err, msg)
+		}
 	}
 }
 

@@ -95,6 +95,7 @@ const (
 	intdCounterC_FAST_TRANSIT  intdCounter = 20
 	intdCounterC_FAST_SINK     intdCounter = 21
 	intdCounterC_FAST_SOURCE   intdCounter = 22
+	intdCounterC_FAST_PASS     intdCounter = 23
 	intdCounterNCTR            intdCounter = 32
 )
 

@@ -155,7 +155,8 @@ enum counter {
 	C_DETOUR_LOST, /* GSO segments whose detour record was reused: left without INT */
 	C_FAST_TRANSIT, /* of C_TRANSITED, those intd_transit did (tests tell the paths apart by it) */
 	C_FAST_SINK,    /* of C_STRIPPED, those intd_sink did */
-	C_FAST_SOURCE,  /* of C_OUT, those intd_source finished (INT inserted, or not watched) */
+	C_FAST_SOURCE,  /* of C_INSERTED, those intd_source did */
+	C_FAST_PASS,    /* of C_OUT, those intd_source passed without INT (not watched, sampled out) */
 	NCTR = 32,
 };
 
@@ -4251,7 +4252,8 @@ int intd_egress(struct __sk_buff *skb)
 			if (s->slow)
 				s->slow = 0;
 			else if (((d[15] >> 2) & c->dscp_mask) != c->dscp_val) {
-				if (!ifc->sink && (c->flags & F_ENDPOINT) && c->wl_count)
+				if (!ifc->sink && (c->flags & F_ENDPOINT) && c->wl_count && d + 24 <= end &&
+				    (d[23] == IPPROTO_TCP || d[23] == IPPROTO_UDP))
 					TAIL_CALL(skb, STEP_SOURCE);
 			} else if (skb->ingress_ifindex) {
 				if (!ifc->sink && (c->flags & F_TRANSIT))
@@ -4880,7 +4882,7 @@ static __always_inline int fast_source(struct __sk_buff *skb, struct scratch *s,
 		struct counters *ct = bpf_map_lookup_elem(&ctrs, &k0);
 		if (ct) {
 			ct->c[C_OUT]++;
-			ct->c[C_FAST_SOURCE]++;
+			ct->c[C_FAST_PASS]++;
 		}
 		return TC_ACT_OK;
 	}
@@ -5008,7 +5010,7 @@ out:
 	ct = bpf_map_lookup_elem(&ctrs, &k0);
 	if (ct) {
 		ct->c[C_OUT]++;
-		ct->c[C_FAST_SOURCE]++;
+		ct->c[C_FAST_PASS]++;
 	}
 	return TC_ACT_OK;
 }
