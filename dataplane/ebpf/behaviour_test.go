@@ -835,6 +835,12 @@ func TestSourceFastPath(t *testing.T) {
 	half.act = func(a *sai.WatchlistAction) { a.FlowSamplePercent = 1 } // the flow: most likely out
 	interval := src
 	interval.act = func(a *sai.WatchlistAction) { a.PacketInterval = time.Hour }
+	// ECN CE, which the marking must keep.
+	ecn := tcpFrame(a, b, 1234, 80, 0x2e, []byte("hello, INT world"))
+	h := ecn[wire.EthernetLen:]
+	old := binary.BigEndian.Uint16(h)
+	binary.BigEndian.PutUint16(h, old|3)
+	binary.BigEndian.PutUint16(h[10:], wire.UpdateChecksum(binary.BigEndian.Uint16(h[10:]), old, old|3))
 	const noIngress = ^uint32(0)
 	// The MTU that leaves room for exactly the shim, the INT-MD header
 	// and detInst's hop of 5 words.
@@ -850,6 +856,7 @@ func TestSourceFastPath(t *testing.T) {
 		{"TCP", src, tcp, 0, 0, true},
 		{"TCP with a DSCP", src, tcpFrame(a, b, 1234, 80, 0x2e, []byte("hello, INT world")), 0, 0, true},
 		{"TCP with timestamps", src, wiretest.SYNFrame(a, b, 1234, 80, 0, 0x18, ts), 0, 0, true},
+		{"TCP with a DSCP and ECN", src, ecn, 0, 0, true},
 		{"UDP", setup{sess: &mdSession, match: port53}, udp, 0, 0, true},
 		{"UDP without checksum", setup{sess: &mdSession, match: port53}, udpFrame(a, b, 4321, 53, []byte("no checksum here"), false), 0, 0, true},
 		{"from the host", src, tcp, noIngress, 0, true},

@@ -53,7 +53,7 @@ func BenchmarkProgramProfile(b *testing.B) {
 		}
 		return
 	}
-	prof, err := newProgProfile("bpf/intd.c", p, n.objs.IntdTransit, n.objs.IntdSink)
+	prof, err := newProgProfile("bpf/intd.c", p, n.objs.IntdTransit, n.objs.IntdSink, n.objs.IntdSource)
 	if err != nil {
 		b.Fatal(err)
 	}
