@@ -4451,15 +4451,15 @@ static __always_inline void fast_hop(struct scratch *s, __u32 inst)
  * unchanged, to the general path. */
 #define FAST_SLOW 1
 
-/* fast_setup is intd_egress's set-up between its lookups and the general
- * roles, for the steps (role: STEP_TRANSIT, STEP_SINK or STEP_SOURCE, a
- * constant): the ingress port (for transit and sink from inside the
- * domain, else FAST_SLOW; a source's may be any port or the host), the
- * egress slot, and of the configuration and the hop only what the
- * functions these steps call read: the time offset (need_time); what
- * need_occ, need_time and need_qtime test or use before they set it, the
- * ids build_hop, filter and emit take (others they mask by their valid
- * bit). Every store counts: zeroing the whole hop cost ~10 ns. */
+/* fast_setup is, for a step (role: STEP_TRANSIT, STEP_SINK or
+ * STEP_SOURCE, a constant), what intd_egress sets up between its lookups
+ * and its roles: the ingress port (for transit and sink one inside the
+ * domain, else FAST_SLOW; for a source any port or the host), the egress
+ * slot, and of the configuration and the hop only what the functions the
+ * steps call read: the time offset (need_time); what need_occ, need_time
+ * and need_qtime test or use before they set it, the ids build_hop,
+ * filter and emit take (others they mask by their valid bit). Every store
+ * counts: zeroing the whole hop cost ~10 ns. */
 static __always_inline int fast_setup(struct __sk_buff *skb, struct scratch *s, struct cfg *c, struct iface *ifc,
 				      __u32 idlen, __u32 sa, __u32 da, __u8 proto, const int role)
 {
