@@ -4657,29 +4657,6 @@ static __always_inline int fast_back(struct __sk_buff *skb, struct scratch *s)
 	return TC_ACT_OK;
 }
 
-/* intd_transit is the transit step for the layouts most INT traffic has
- * (fast_transit), reached from intd_egress by a tail call before its own
- * set-up: a transit's packet is spared that and parse's and push_hop's
- * general walk. Any other packet goes back to intd_egress (s->slow)
- * before anything changed; both make the same bytes and counts
- * (TestTransitFastPath). */
-SEC("tc")
-int intd_transit(struct __sk_buff *skb)
-{
-	__u32 zero = 0, in = skb->ingress_ifindex;
-	struct scratch *s = scratch();
-	struct cfg *c = bpf_map_lookup_elem(&cfg_map, &zero);
-	struct iface *ifc = iface_of(skb->ifindex);
-	if (!s || !c)
-		return TC_ACT_OK;
-	int r = FAST_SLOW;
-	/* Not from the GSO detour or a session tunnel (intd_egress passes
-	 * those), not to a sink port or one with queue reports. */
-	if (ifc && !ifc->sink && !(ifc->qr && (c->flags & F_QUEUE)) && in != c->gso_peer && in != c->tun_dev)
-		FAST_STEP(r, fast_transit, skb, s, c, ifc);
-	return r != FAST_SLOW ? r : fast_back(skb, s);
-}
-
 /* fast_sink is sink()'s step, parse's checks included, for the layouts of
  * fast_transit: the report filter and event as sink() has them, then
  * strip() with constant offsets. A packet with the D bit, the E bit due,
@@ -4808,25 +4785,6 @@ bad:
 	cnt(s, C_MALFORMED);
 	cnt_drop(s, 0);
 	return shot(skb);
-}
-
-/* intd_sink is the sink step for the layouts of intd_transit
- * (fast_sink), reached from intd_egress by a tail call as intd_transit
- * is; both paths make the same bytes, counts and reports
- * (TestSinkFastPath). */
-SEC("tc")
-int intd_sink(struct __sk_buff *skb)
-{
-	__u32 zero = 0, in = skb->ingress_ifindex;
-	struct scratch *s = scratch();
-	struct cfg *c = bpf_map_lookup_elem(&cfg_map, &zero);
-	struct iface *ifc = iface_of(skb->ifindex);
-	if (!s || !c)
-		return TC_ACT_OK;
-	int r = FAST_SLOW;
-	if (ifc && ifc->sink && in != c->gso_peer && in != c->tun_dev)
-		FAST_STEP(r, fast_sink, skb, s, c, ifc);
-	return r != FAST_SLOW ? r : fast_back(skb, s);
 }
 
 /* fast_source is the source's step, classify's and parse's checks
@@ -5015,11 +4973,14 @@ out:
 	return TC_ACT_OK;
 }
 
-/* intd_source is the source step for the layouts of intd_transit
- * (fast_source), reached from intd_egress by a tail call for unmarked
- * IPv4; both paths make the same bytes and counts (TestSourceFastPath). */
-SEC("tc")
-int intd_source(struct __sk_buff *skb)
+/* step_main is the body of the step programs (role, a constant): the
+ * lookups, the role's step for the layouts FAST_STEP takes, and the
+ * packet back to intd_egress when the step does not finish it. Not a
+ * step's: packets back from the GSO detour or a session tunnel
+ * (intd_egress passes them), transit and source to a sink port or to one
+ * with queue reports, the sink's to any other port. The host (no ingress
+ * port) sends only a source's packets. */
+static __always_inline int step_main(struct __sk_buff *skb, const int role)
 {
 	__u32 zero = 0, in = skb->ingress_ifindex;
 	struct scratch *s = scratch();
@@ -5028,10 +4989,49 @@ int intd_source(struct __sk_buff *skb)
 	if (!s || !c)
 		return TC_ACT_OK;
 	int r = FAST_SLOW;
-	/* As intd_transit's, but the host (no ingress port) is a source's. */
-	if (ifc && !ifc->sink && !(ifc->qr && (c->flags & F_QUEUE)) && (!in || (in != c->gso_peer && in != c->tun_dev)))
-		FAST_STEP(r, fast_source, skb, s, c, ifc);
+	int port = ifc && (role == STEP_SINK ? ifc->sink : !ifc->sink && !(ifc->qr && (c->flags & F_QUEUE)));
+	int from = (role == STEP_SOURCE && !in) || (in != c->gso_peer && in != c->tun_dev);
+	if (port && from) {
+		if (role == STEP_TRANSIT)
+			FAST_STEP(r, fast_transit, skb, s, c, ifc);
+		else if (role == STEP_SINK)
+			FAST_STEP(r, fast_sink, skb, s, c, ifc);
+		else
+			FAST_STEP(r, fast_source, skb, s, c, ifc);
+	}
 	return r != FAST_SLOW ? r : fast_back(skb, s);
+}
+
+/* intd_transit is the transit step for the layouts most INT traffic has
+ * (fast_transit), reached from intd_egress by a tail call before its own
+ * set-up: a transit's packet is spared that and parse's and push_hop's
+ * general walk. Any other packet goes back to intd_egress (s->slow)
+ * before anything changed; both make the same bytes and counts
+ * (TestTransitFastPath). */
+SEC("tc")
+int intd_transit(struct __sk_buff *skb)
+{
+	return step_main(skb, STEP_TRANSIT);
+}
+
+/* intd_sink is the sink step for the layouts of intd_transit
+ * (fast_sink), reached from intd_egress by a tail call as intd_transit
+ * is; both paths make the same bytes, counts and reports
+ * (TestSinkFastPath). */
+SEC("tc")
+int intd_sink(struct __sk_buff *skb)
+{
+	return step_main(skb, STEP_SINK);
+}
+
+/* intd_source is the source step for the layouts of intd_transit
+ * (fast_source), reached from intd_egress by a tail call for unmarked TCP
+ * and UDP; both paths make the same bytes and counts
+ * (TestSourceFastPath). */
+SEC("tc")
+int intd_source(struct __sk_buff *skb)
+{
+	return step_main(skb, STEP_SOURCE);
 }
 
 /* intd_gso is on tc ingress of the detour veth's receiving side: the
