@@ -294,6 +294,20 @@ struct flow_key {
 	__u64 inner;  /* digest of the tunnel and inner flow (inner_parse), 0: none */
 };
 
+/* The filter builds its flow key by words: one built field by field and
+ * read back as words (flow_key_eq) waits for each narrower store to
+ * complete (no store forwarding). key_ports is the key's fifth word as
+ * the filter has it, KEY_V4 the second or fourth, of an IPv4 address as
+ * ::ffff:a.b.c.d (a in network order); little endian, as the target. */
+_Static_assert(__builtin_offsetof(struct flow_key, sport) == 32 && __builtin_offsetof(struct flow_key, in_ifindex) == 40 &&
+		       __builtin_offsetof(struct flow_key, inner) == 48 && sizeof(struct flow_key) == 56,
+	       "flow_key words");
+static __always_inline __u64 key_ports(__u16 sport, __u16 dport, __u8 proto)
+{
+	return sport | ((__u64)dport << 16) | ((__u64)proto << 32); /* DSCP, TCP flags 0 */
+}
+#define KEY_V4(a) ((__u64)bpf_htonl(0xffff) | ((__u64)(a) << 32))
+
 #define WL_NONE 0xffff
 struct wl_cache {
 	__u32 gen;
@@ -2069,13 +2083,15 @@ static __always_inline int filter(struct __sk_buff *skb, struct scratch *s)
 	struct cfg *c = &s->c;
 	need_qtime(skb, s);
 	struct flow_key *k = &s->fk;
-	__builtin_memset(k, 0, sizeof(*k));
-	k->sport = p->sport;
-	k->dport = p->dport;
-	k->proto = p->proto;
-	k->inner = p->idigest;
-	__builtin_memcpy(k->src, p->saddr, 16);
-	__builtin_memcpy(k->dst, p->daddr, 16);
+	__u64 *kw = (__u64 *)k;
+	const __u64 *sa = (const __u64 *)p->saddr, *da = (const __u64 *)p->daddr;
+	kw[0] = sa[0];
+	kw[1] = sa[1];
+	kw[2] = da[0];
+	kw[3] = da[1];
+	kw[4] = key_ports(p->sport, p->dport, p->proto);
+	kw[5] = 0; /* ingress port, ICMP: not the filter's */
+	kw[6] = p->idigest;
 	s->fkh = flow_key_hash(k);
 	__u64 d = 0x5bd1e995;
 	__u32 lat_shift = c->lat_shift & 31;
@@ -4698,10 +4714,11 @@ static __always_inline int fast_sink(struct __sk_buff *skb, struct scratch *s, s
 	p->proto = p->ipproto = d[23];
 	p->tcp_flags = udp ? 0 : d[l4 + 13];
 	p->idigest = 0;
-	p->saddr[0] = p->saddr[1] = p->daddr[0] = p->daddr[1] = 0;
-	p->saddr[2] = p->daddr[2] = bpf_htonl(0xffff);
-	p->saddr[3] = sa;
-	p->daddr[3] = da;
+	/* By words, as filter reads them. */
+	__u64 *pa = (__u64 *)p->saddr, *pd = (__u64 *)p->daddr;
+	pa[0] = pd[0] = 0;
+	pa[1] = KEY_V4(sa);
+	pd[1] = KEY_V4(da);
 	p->shim = so;
 	p->itype = INT_TYPE_MD;
 	p->hop_ml = hop_ml;
