@@ -530,7 +530,7 @@ struct scratch {
 	__u32 req;    /* a postcard's requested instruction bitmap, for emit (EVF_INST) */
 	__u32 req_ds; /* and its domain (high 16 bits) and DS instruction */
 	__u16 icmp; /* ICMP type << 8 | code of the packet (F_WL_ICMP) */
-	__u8 slow; /* intd_transit or intd_sink sent the packet back to intd_egress's general path */
+	__u8 slow; /* a step (intd_transit, intd_sink, intd_source) sent the packet back to intd_egress's general path */
 	__u8 pad3;
 	struct inner in; /* the tunnel and inner packet (F_WL_INNER) */
 	struct wl_lpm_key lk; /* wl_match's trie key */
@@ -4463,8 +4463,23 @@ static __always_inline void fast_hop(struct scratch *s, __u32 inst)
 	HOP_FIELDS();
 }
 
-/* FAST_SLOW: a step (fast_transit, fast_sink) leaves the packet,
- * unchanged, to the general path. */
+/* FAST_L4_SUM is l4_fix's sum written in place, for the steps' packets
+ * with CHECKSUM_NONE or UNNECESSARY: the L4 checksum at d + csum takes the
+ * covered bytes' change acc and the length seg -> nseg; a zero UDP
+ * checksum stays zero, a zero result becomes 0xffff. A macro, so that
+ * each step keeps the code it was measured with. */
+#define FAST_L4_SUM(d, csum, udp, seg, nseg, acc)                                                          \
+	do {                                                                                               \
+		__u16 *ck_ = (__u16 *)((d) + (csum));                                                      \
+		__u16 v_ = *ck_;                                                                           \
+		if (v_ || !(udp)) {                                                                        \
+			__u16 nv_ = ~cfold(0xffff + (__u16)~bpf_htons(seg) + bpf_htons(nseg) + (__u16)~v_ + cfold(acc)); \
+			*ck_ = (!nv_ && (udp)) ? 0xffff : nv_;                                             \
+		}                                                                                          \
+	} while (0)
+
+/* FAST_SLOW: a step (fast_transit, fast_sink, fast_source) leaves the
+ * packet, unchanged, to the general path. */
 #define FAST_SLOW 1
 
 /* fast_setup is, for a step (role: STEP_TRANSIT, STEP_SINK or
@@ -4612,13 +4627,7 @@ static __always_inline int fast_transit(struct __sk_buff *skb, struct scratch *s
 	*(__u16 *)(d + 16) = bpf_htons(ip_len + n);
 	ip_csum_fix(d + L3, cadd(0xffff, o16, *(__u16 *)(d + 16)));
 	if (summed <= 1) {
-		/* CHECKSUM_NONE or UNNECESSARY: l4_fix's sum, in place. */
-		__u16 *ck = (__u16 *)(d + csum);
-		__u16 v = *ck;
-		if (v || !udp) {
-			__u16 nv = ~cfold(0xffff + (__u16)~bpf_htons(seg) + bpf_htons(seg + n) + (__u16)~v + cfold(acc));
-			*ck = (!nv && udp) ? 0xffff : nv;
-		}
+		FAST_L4_SUM(d, csum, udp, seg, seg + n, acc);
 	} else {
 		p->csum = csum;
 		p->csum_flags = udp ? BPF_F_MARK_MANGLED_0 : 0;
@@ -4638,12 +4647,12 @@ out:
 	return TC_ACT_OK;
 }
 
-/* FAST_STEP sets r to what step (fast_transit or fast_sink) makes of the
- * packet when it has a layout both take, with the L4 header's length as a
- * constant: IPv4 without options or fragmentation; TCP with 20 or 32
- * bytes of header, or UDP but for the tunnels INT is carried in
- * (c->tunnels). A macro, not a function returning the length: the checks
- * then lead straight to each call. */
+/* FAST_STEP sets r to what step (fast_transit, fast_sink or fast_source)
+ * makes of the packet when it has a layout the steps take, with the L4
+ * header's length as a constant: IPv4 without options or fragmentation;
+ * TCP with 20 or 32 bytes of header, or UDP but for the tunnels INT is
+ * carried in (c->tunnels). A macro, not a function returning the length:
+ * the checks then lead straight to each call. */
 #define FAST_STEP(r, step, skb, s, c, ifc)                                                                \
 	do {                                                                                              \
 		__u8 *d_ = (void *)(long)(skb)->data, *end_ = (void *)(long)(skb)->data_end;             \
@@ -4758,13 +4767,7 @@ static __always_inline int fast_sink(struct __sk_buff *skb, struct scratch *s, s
 	*(__u16 *)(d + 16) = bpf_htons(ip_len - ilen);
 	ip_csum_fix(d + L3, cadd(iacc, o16, *(__u16 *)(d + 16)));
 	if (summed <= 1) {
-		/* CHECKSUM_NONE or UNNECESSARY: l4_fix's sum, in place. */
-		__u16 *ck = (__u16 *)(d + csum);
-		__u16 v = *ck;
-		if (v || !udp) {
-			__u16 nv = ~cfold(0xffff + (__u16)~bpf_htons(seg) + bpf_htons(nseg) + (__u16)~v + cfold(acc));
-			*ck = (!nv && udp) ? 0xffff : nv;
-		}
+		FAST_L4_SUM(d, csum, udp, seg, nseg, acc);
 	} else {
 		p->csum = csum;
 		p->csum_flags = udp ? BPF_F_MARK_MANGLED_0 : 0;
@@ -4959,13 +4962,7 @@ static __always_inline int fast_source(struct __sk_buff *skb, struct scratch *s,
 	*(__u16 *)(d + 16) = bpf_htons(ip_len + n);
 	ip_csum_fix(d + L3, cadd(iacc, o16, *(__u16 *)(d + 16)));
 	if (summed <= 1) {
-		/* CHECKSUM_NONE or UNNECESSARY: l4_fix's sum, in place. */
-		__u16 *ck = (__u16 *)(d + csum);
-		__u16 v = *ck;
-		if (v || !udp) {
-			__u16 nv = ~cfold(0xffff + (__u16)~bpf_htons(seg) + bpf_htons(seg + n) + (__u16)~v + cfold(acc));
-			*ck = (!nv && udp) ? 0xffff : nv;
-		}
+		FAST_L4_SUM(d, csum, udp, seg, seg + n, acc);
 	} else {
 		struct pkt *p = &s->p;
 		p->csum = csum;
